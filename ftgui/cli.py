@@ -1,0 +1,217 @@
+"""The `ftgui` command: open the app, or train, list checkpoints and devices headless."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from ftgui.core import checkpoints
+from ftgui.core import config as configmod
+from ftgui.core.config import ConfigError, RunConfig
+
+# command-line flag -> RunConfig field
+FLAG_FIELDS = {
+    "strategy": "strategy", "replicas": "replicas", "gpus": "gpus", "workers": "workers",
+    "ps": "ps", "steps": "steps", "batch_size": "global_batch_size", "lr": "learning_rate",
+    "checkpoint_every": "checkpoint_every", "keep": "keep", "seed": "seed",
+    "dataset": "dataset", "model": "model", "kill_at_step": "kill_at_step",
+    "preempt_at_step": "preempt_at_step", "fault_target": "fault_target",
+    "auto_recover": "auto_recover", "max_restarts": "max_restarts",
+    "restart_backoff": "restart_backoff",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible."
+    )
+    sub = parser.add_subparsers(dest="command")
+    opener = sub.add_parser("open", help="open the app on an existing run directory")
+    opener.add_argument("run_dir", type=Path)
+
+    train = sub.add_parser("train", help="run training headless until it ends")
+    train.add_argument("run_dir", type=Path)
+    _add_config_flags(train)
+    train.add_argument("--resume", action="store_true",
+                       help="continue from the newest valid checkpoint")
+    train.add_argument("--from-step", type=int, help="with --resume: fork from this checkpoint")
+    train.add_argument("--quiet", action="store_true", help="print only the final line")
+
+    ckpts = sub.add_parser("checkpoints", help="list a run's checkpoints")
+    ckpts.add_argument("run_dir", type=Path)
+    ckpts.add_argument("--json", action="store_true")
+
+    devices = sub.add_parser("devices", help="list physical devices TensorFlow sees")
+    devices.add_argument("--json", action="store_true")
+    return parser
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    d = RunConfig()
+    add = parser.add_argument
+    add("--strategy", choices=configmod.STRATEGIES, help=f"default: {d.strategy}")
+    add("--replicas", type=int, help=f"logical CPU replicas of mirrored (default {d.replicas})")
+    add("--gpus", type=int, help="GPUs for mirrored / one-device (default 0: CPU)")
+    add("--workers", type=int, help=f"workers (default {d.workers})")
+    add("--ps", type=int, help=f"parameter servers (default {d.ps})")
+    add("--steps", type=int, help=f"global steps (default {d.steps})")
+    add("--batch-size", type=int, help=f"global batch size (default {d.global_batch_size})")
+    add("--lr", type=float, help=f"learning rate (default {d.learning_rate})")
+    add("--checkpoint-every", type=int, help=f"steps (default {d.checkpoint_every})")
+    add("--keep", type=int, help=f"checkpoints kept (default {d.keep})")
+    add("--seed", type=int, help=f"default {d.seed}")
+    add("--dataset", help="digits or a FILE.npz with arrays x and y (default digits)")
+    add("--model", choices=configmod.MODELS, help=f"default {d.model}")
+    add("--kill-at-step", type=int, help="crash (SIGKILL) the fault target after step K")
+    add("--preempt-at-step", type=int, help="preempt (SIGTERM) the fault target after step K")
+    add("--fault-target", help="chief, worker:I or ps:I (default chief)")
+    add("--auto-recover", action=argparse.BooleanOptionalAction,
+        help="restart from the newest valid checkpoint after a crash")
+    add("--max-restarts", type=int, help=f"default {d.max_restarts}")
+    add("--restart-backoff", type=float, help=f"seconds before the first restart "
+        f"(doubling each time; default {d.restart_backoff})")
+
+
+def config_from_args(args: argparse.Namespace, base: RunConfig) -> RunConfig:
+    """`base` with every flag the user gave applied; raises `ConfigError` for bad values."""
+    given = {f: getattr(args, flag) for flag, f in FLAG_FIELDS.items()
+             if getattr(args, flag, None) is not None}
+    config = base.replace(**given)
+    config.validate()
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "train":
+            return cmd_train(args)
+        if args.command == "checkpoints":
+            return cmd_checkpoints(args)
+        if args.command == "devices":
+            return cmd_devices(args)
+        from ftgui.qt.app import run_app
+
+        return run_app(getattr(args, "run_dir", None))
+    except (ConfigError, RuntimeError, OSError, LookupError) as exc:
+        print(f"ftgui: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ftgui.core.supervisor import Supervisor
+
+    run_dir = args.run_dir
+    existing = (run_dir / configmod.CONFIG_FILE).is_file()
+    if args.from_step is not None and not args.resume:
+        raise ConfigError("from_step: --from-step needs --resume")
+    if args.resume and not existing:
+        raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
+    base = configmod.load(run_dir) if existing and args.resume else RunConfig()
+    config = config_from_args(args, base)
+    supervisor = Supervisor(run_dir)
+    _stop_on_signals(supervisor)
+    supervisor.start(config, resume=args.resume, from_step=args.from_step)
+    progress = Progress(quiet=args.quiet)
+    try:
+        while supervisor.live:
+            for event in supervisor.poll():
+                progress.show(event)
+            time.sleep(0.05)
+        for event in supervisor.poll():
+            progress.show(event)
+    finally:
+        supervisor.shutdown()
+    if supervisor.state == "finished":
+        print(f"finished: step {supervisor.last_step} of {config.steps}, "
+              f"final loss {progress.last_loss}")
+        return 0
+    print(f"ftgui: run {supervisor.state}: {supervisor.reason}", file=sys.stderr)
+    return 1
+
+
+def _stop_on_signals(supervisor) -> None:
+    def stop(signum, frame):
+        supervisor.shutdown()
+        print(f"ftgui: interrupted by {signal.Signals(signum).name}; all processes ended",
+              file=sys.stderr)
+        sys.exit(130)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
+class Progress:
+    """One console line per notable event, and a step line at most every 2 seconds."""
+
+    NOTABLE = {"process_started", "resumed", "checkpoint_saved", "fault_injected",
+               "process_exited", "recovery_scheduled", "preempted", "forked",
+               "non_finite_loss", "training_error", "run_finished"}
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.last_loss = None
+        self._last_print = 0.0
+
+    def show(self, event: dict) -> None:
+        kind = event["event"]
+        if kind == "step":
+            self.last_loss = event["loss"]
+            if not self.quiet and time.time() - self._last_print > 2:
+                self._last_print = time.time()
+                print(f"step {event['step']}  loss {event['loss']}", flush=True)
+        elif kind in self.NOTABLE and not self.quiet:
+            details = {k: v for k, v in event.items()
+                       if k not in ("event", "time", "config") and v is not None}
+            text = " ".join(f"{k}={v}" for k, v in details.items())
+            print(f"{kind}: {text}", flush=True)
+
+
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    if not args.run_dir.is_dir():
+        raise ConfigError(f"run_dir: {args.run_dir} is not a directory")
+    rows = []
+    for info in checkpoints.list_checkpoints(args.run_dir):
+        rows.append({
+            "step": info.step, "loss": info.loss, "val_loss": info.meta.get("val_loss"),
+            "val_accuracy": info.meta.get("val_accuracy"), "time": info.time,
+            "size": info.size, "valid": info.valid, "reason": info.reason,
+            "path": info.relpath,
+        })
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    newest = checkpoints.newest_valid(args.run_dir)
+    print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'bytes':>10}  valid")
+    for row in rows:
+        mark = " (newest)" if newest and row["step"] == newest.step else ""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
+        print(f"{row['step']:>8} {_num(row['loss']):>10} {_num(row['val_loss']):>10} {when:>19} "
+              f"{row['size']:>10}  {'yes' if row['valid'] else 'no: ' + row['reason']}{mark}")
+    if not rows:
+        print("(no checkpoints)")
+    return 0
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.6f}"
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from ftgui.core.devices import list_devices
+
+    devices = list_devices()
+    if args.json:
+        print(json.dumps(devices, indent=1))
+    else:
+        for device in devices:
+            print(f"{device['device_type']:>4}  {device['name']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

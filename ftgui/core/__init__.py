@@ -1,0 +1,1 @@
+"""Qt-free, TensorFlow-free core: configuration, events, checkpoints and the supervisor."""

@@ -1,0 +1,165 @@
+"""Checkpoints in `RUN/checkpoints/`, listed and validated from the files alone (no TensorFlow).
+
+A TensorFlow checkpoint of global step N is `ckpt-N.index` plus `ckpt-N.data-0000K-of-0000M`
+shards. After TensorFlow has finished writing them, the trainer writes `ckpt-N.meta.json` with
+the step, losses, time, strategy and the size in bytes of every file. A checkpoint is valid only
+when its metadata exists and every file it names is present with that size: a save cut short by
+`kill -9` (leftover `ckpt-N_temp` folder, missing shard, truncated file) is never offered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHECKPOINT_DIR = "checkpoints"
+PREFIX = "ckpt"
+_FILE = re.compile(rf"^{PREFIX}-(\d+)\.(index|meta\.json|data-(\d+)-of-(\d+))$")
+
+
+@dataclass
+class CheckpointInfo:
+    """One checkpoint as found on disk.
+
+    `size` is the total bytes of its TensorFlow files; `time` is Unix seconds from the metadata
+    (or the index file's mtime when there is none); `reason` says why it is invalid ('' if valid).
+    """
+
+    step: int
+    prefix: Path
+    valid: bool
+    reason: str = ""
+    size: int = 0
+    time: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def loss(self) -> float | None:
+        return self.meta.get("loss")
+
+    @property
+    def relpath(self) -> str:
+        """Path of the checkpoint prefix relative to the run directory (what events record)."""
+        return f"{CHECKPOINT_DIR}/{self.prefix.name}"
+
+
+def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR
+
+
+def meta_path(prefix: Path) -> Path:
+    return prefix.with_name(prefix.name + ".meta.json")
+
+
+def tf_files(directory: Path, step: int) -> list[Path]:
+    """The TensorFlow files (index and data shards) present for `step`, sorted by name."""
+    names = []
+    for path in directory.glob(f"{PREFIX}-{step}.*"):
+        match = _FILE.match(path.name)
+        if match and match.group(2) != "meta.json" and int(match.group(1)) == step:
+            names.append(path)
+    return sorted(names)
+
+
+def write_metadata(prefix: Path, **fields) -> Path:
+    """Record `fields` plus every TensorFlow file's size next to a just-saved checkpoint.
+
+    Call only after TensorFlow's save returned. Written via temp file + rename so a reader
+    never sees half a metadata file. Returns the metadata path.
+    """
+    step = int(prefix.name.rsplit("-", 1)[1])
+    files = {path.name: path.stat().st_size for path in tf_files(prefix.parent, step)}
+    record = {"step": step, **fields, "files": files}
+    path = meta_path(prefix)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, path)
+    return path
+
+
+def inspect(prefix: Path) -> CheckpointInfo:
+    """Validate one checkpoint from its files; never raises for a damaged checkpoint."""
+    step = int(prefix.name.rsplit("-", 1)[1])
+    present = {path.name: path for path in tf_files(prefix.parent, step)}
+    size = sum(path.stat().st_size for path in present.values())
+    info = CheckpointInfo(step=step, prefix=prefix, valid=False, size=size)
+    index = present.get(f"{prefix.name}.index")
+    if index is not None:
+        info.time = index.stat().st_mtime
+    try:
+        meta = json.loads(meta_path(prefix).read_text())
+    except FileNotFoundError:
+        info.reason = "no metadata: the save did not finish"
+        return info
+    except (OSError, ValueError):
+        info.reason = "metadata file is unreadable"
+        return info
+    info.meta = meta
+    info.time = meta.get("time", info.time)
+    info.reason = _file_problem(prefix, meta, present)
+    info.valid = not info.reason
+    return info
+
+
+def _file_problem(prefix: Path, meta: dict, present: dict[str, Path]) -> str:
+    if meta.get("step") != int(prefix.name.rsplit("-", 1)[1]):
+        return f"metadata names step {meta.get('step')}"
+    expected: dict = meta.get("files") or {}
+    if f"{prefix.name}.index" not in expected:
+        return "metadata lists no index file"
+    for name, size in sorted(expected.items()):
+        path = present.get(name)
+        if path is None:
+            return f"{name} is missing"
+        actual = path.stat().st_size
+        if actual != size:
+            return f"{name} has {actual} bytes, expected {size}"
+    for name in present:
+        match = _FILE.match(name)
+        if match and match.group(3) is not None:
+            shards = int(match.group(4))
+            for k in range(shards):
+                shard = f"{prefix.name}.data-{k:05d}-of-{shards:05d}"
+                if shard not in present:
+                    return f"{shard} is missing"
+    return ""
+
+
+def list_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
+    """Every checkpoint step that has any file in `RUN/checkpoints/`, oldest first."""
+    directory = checkpoint_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    steps = set()
+    for path in directory.iterdir():
+        match = _FILE.match(path.name)
+        if match:
+            steps.add(int(match.group(1)))
+    return [inspect(directory / f"{PREFIX}-{step}") for step in sorted(steps)]
+
+
+def newest_valid(run_dir: str | os.PathLike, at_most: int | None = None) -> CheckpointInfo | None:
+    """The valid checkpoint with the highest step (≤ `at_most` when given), or None."""
+    for info in reversed(list_checkpoints(run_dir)):
+        if info.valid and (at_most is None or info.step <= at_most):
+            return info
+    return None
+
+
+def find(run_dir: str | os.PathLike, step: int) -> CheckpointInfo:
+    """The valid checkpoint of exactly `step`.
+
+    Raises `LookupError` with the reason when it is absent or invalid.
+    """
+    for info in list_checkpoints(run_dir):
+        if info.step == step:
+            if not info.valid:
+                raise LookupError(f"checkpoint of step {step} is invalid: {info.reason}")
+            return info
+    valid = [str(i.step) for i in list_checkpoints(run_dir) if i.valid]
+    raise LookupError(
+        f"no checkpoint of step {step}; valid steps: {', '.join(valid) or 'none'}"
+    )

@@ -1,0 +1,28 @@
+"""Listing TensorFlow's physical devices from a short-lived helper process (no TF here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def list_devices(timeout: float = 120.0) -> list[dict]:
+    """Physical devices as dicts with `name` and `device_type` (CPU, GPU, …).
+
+    Runs `python -m ftgui.training.devices` (3–6 s: it imports TensorFlow). Raises
+    `RuntimeError` with the helper's last error line if it fails.
+    """
+    result = subprocess.run(
+        [sys.executable, "-m", "ftgui.training.devices"],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines() or ["no output"]
+        raise RuntimeError(f"device listing failed: {lines[-1]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def gpu_count(devices: list[dict]) -> int:
+    """Number of GPUs in a `list_devices()` result."""
+    return sum(1 for d in devices if d["device_type"] == "GPU")

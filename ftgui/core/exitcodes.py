@@ -1,0 +1,13 @@
+"""Exit statuses of a training process, shared by the trainer and the supervisor."""
+
+FINISHED = 0  # reached the last step
+BAD_CONFIG = 2  # refused its configuration before training
+NON_FINITE = 3  # the loss became NaN or infinite and no rollback was possible
+PREEMPTED = 42  # saved at the current step on SIGTERM and stopped (TensorFlow's own code)
+
+REASONS = {
+    FINISHED: "finished",
+    BAD_CONFIG: "bad configuration",
+    NON_FINITE: "non-finite loss",
+    PREEMPTED: "preempted",
+}

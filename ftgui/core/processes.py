@@ -1,0 +1,90 @@
+"""Starting and ending training processes: own session per process, whole-tree kills, no orphans."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    # If the supervisor itself is killed (kill -9 of the GUI), the kernel kills the trainer too.
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+
+
+def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start `argv` in a new session (its own process group), stdout+stderr appended to `log_path`.
+
+    The child is killed by the kernel if this process dies first (Linux `PR_SET_PDEATHSIG`).
+    Raises `OSError` if the program cannot be started.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    """All live descendants of `pid` (empty if `pid` is gone)."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def signal_tree(pid: int, sig: int) -> bool:
+    """Send `sig` to the process group led by `pid` and to any descendant outside it.
+
+    Returns False when the process was already gone. Never raises for a vanished process.
+    """
+    stragglers = descendants(pid)
+    try:
+        os.killpg(pid, sig)
+        sent = True
+    except ProcessLookupError:
+        sent = False
+    except PermissionError:
+        sent = False
+    for child in stragglers:
+        try:
+            child.send_signal(sig)
+        except psutil.Error:
+            pass
+    return sent
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid`'s process group and every descendant, and wait until they are gone."""
+    stragglers = descendants(pid)
+    signal_tree(pid, signal.SIGKILL)
+    psutil.wait_procs(stragglers, timeout=5)
+
+
+def describe_exit(returncode: int) -> dict:
+    """Event fields for a `Popen.returncode`: `exit_code` or `signal` (name and number)."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return {"signal": -returncode, "signal_name": name}
+    return {"exit_code": returncode}

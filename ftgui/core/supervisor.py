@@ -1,0 +1,390 @@
+"""The supervisor: starts, watches, kills, preempts and restarts the training processes of one run.
+
+Qt-free; the GUI drives it from a timer and `ftgui train` from a loop, both by calling `poll()`.
+The run directory is the source of truth: the supervisor writes its own events (process starts and
+exits, injected faults, scheduled recoveries) next to the trainers' events in `RUN/events.jsonl`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ftgui.core import checkpoints, exitcodes
+from ftgui.core import config as configmod
+from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.events import EventReader, EventWriter
+from ftgui.core.processes import describe_exit, kill_tree, signal_tree, spawn
+
+LOCK_FILE = ".lock"
+LOG_DIR = "logs"
+HISTORY_DIR = "history"
+
+
+class RunBusyError(RuntimeError):
+    """Another live supervisor owns this run directory."""
+
+
+class StartError(RuntimeError):
+    """A run cannot start (or resume) as asked; the message says why and what to do."""
+
+
+@dataclass
+class TrainingProcess:
+    """One training process of the current attempt."""
+
+    role: str
+    index: int
+    popen: subprocess.Popen
+    log_path: Path
+    started: float = field(default_factory=time.time)
+    returncode: int | None = None
+    last_step: int = 0
+    last_heartbeat: float = field(default_factory=time.time)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}:{self.index}"
+
+    @property
+    def alive(self) -> bool:
+        return self.returncode is None
+
+
+class Supervisor:
+    """Owns the processes of one run directory.
+
+    States: `idle` (nothing ran yet), `running`, `recovering` (waiting `restart_backoff` ×
+    2^restarts seconds before an automatic restart), `finished`, `killed`, `preempted`,
+    `failed`, and `busy` (another process supervises this directory; this one only watches).
+
+    `poll()` must be called regularly (10–30 times a second); it returns the new events of the run
+    (its own and the trainers') in file order.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable):
+        self.run_dir = Path(run_dir).absolute()
+        self.python = python
+        self.processes: list[TrainingProcess] = []
+        self.state = "idle"
+        self.reason = ""
+        self.attempt = -1
+        self.last_step = 0
+        self.restarts = 0
+        self._reader = EventReader(self.run_dir)
+        self._lock_fd: int | None = None
+        self._restart_due: float | None = None
+        self._user_stop = ""  # 'kill' / 'preempt' while a user-requested stop is in flight
+        self._config: RunConfig | None = None
+        self._scheduled_fired: set[str] = set()
+        self._pending: list[dict] = []
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def live(self) -> bool:
+        """True while a process runs or an automatic restart is pending."""
+        return any(p.alive for p in self.processes) or self._restart_due is not None
+
+    @property
+    def config(self) -> RunConfig | None:
+        """The run's configuration (from `RUN/config.toml` once it exists)."""
+        if self._config is None and (self.run_dir / configmod.CONFIG_FILE).is_file():
+            self._config = configmod.load(self.run_dir)
+        return self._config
+
+    def has_history(self) -> bool:
+        """True when the directory already holds a run (events or checkpoints)."""
+        return (self.run_dir / "events.jsonl").exists() or bool(
+            checkpoints.list_checkpoints(self.run_dir)
+        )
+
+    # ----------------------------------------------------------------- commands
+    def start(
+        self,
+        config: RunConfig | None = None,
+        resume: bool = False,
+        from_step: int | None = None,
+    ) -> None:
+        """Validate, write `RUN/config.toml` and launch attempt N.
+
+        `resume=False` starts a new run and refuses a directory that already has one.
+        `resume=True` restores the newest valid checkpoint (or starts at step 0 when there is
+        none); `from_step=S` restores exactly step S and first moves newer checkpoints to
+        `RUN/history/` (a fork: nothing is deleted).
+        Raises `ConfigError`, `RunBusyError` or `StartError` before any process starts.
+        """
+        if self.live:
+            raise StartError(f"{self.run_dir} is already running; kill or preempt it first")
+        config = config or self.config
+        if config is None:
+            raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
+        config.validate()
+        resume = resume or from_step is not None
+        if not resume and self.has_history():
+            raise StartError(
+                f"{self.run_dir} already holds a run; resume it (--resume) or pick a new directory"
+            )
+        restore = self._choose_checkpoint(resume, from_step)
+        self._acquire_lock()
+        self._config = config
+        configmod.save(self.run_dir, config)
+        self.restarts = 0
+        self._launch(restore, from_step is not None)
+
+    def resume(self, from_step: int | None = None) -> None:
+        """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""
+        self.start(resume=True, from_step=from_step)
+
+    def kill(self, target: str = "chief") -> bool:
+        """Crash `target` (`chief`, `worker:I`, `ps:I` or `all`) with SIGKILL to its process tree.
+
+        Returns False when no such process is alive. Writes a `fault_injected` event first.
+        """
+        return self._inject("kill", target, signal.SIGKILL)
+
+    def preempt(self, target: str = "chief") -> bool:
+        """Ask `target` to save at its current step and stop (SIGTERM). False if not alive."""
+        return self._inject("preempt", target, signal.SIGTERM)
+
+    def shutdown(self) -> None:
+        """Kill every process of the run, cancel pending restarts and release the directory."""
+        self._restart_due = None
+        for proc in self.processes:
+            if proc.alive:
+                kill_tree(proc.pid)
+        self.poll()
+        self._release_lock()
+
+    # ----------------------------------------------------------------- the watch loop
+    def poll(self) -> list[dict]:
+        """Reap exited processes, start due restarts, and return the run's new events."""
+        self._drain()
+        for proc in self.processes:
+            if proc.alive and proc.popen.poll() is not None:
+                self._on_exit(proc)
+        if self._restart_due is not None and time.time() >= self._restart_due:
+            self._restart_due = None
+            try:
+                self._launch(self._choose_checkpoint(True, None), False)
+            except (StartError, OSError) as exc:
+                self._set_state("failed", f"automatic restart failed: {exc}")
+        if not self.live and self._lock_fd is not None:
+            self._release_lock()
+        self._drain()
+        new, self._pending = self._pending, []
+        return new
+
+    def _drain(self) -> None:
+        """Read the run's new events into the pending list, updating what they tell."""
+        batch = self._reader.read_new()
+        for event in batch:
+            self._observe(event)
+        self._pending.extend(batch)
+
+    # ----------------------------------------------------------------- internals
+    def _observe(self, event: dict) -> None:
+        kind = event.get("event")
+        self.attempt = max(self.attempt, event.get("attempt", 0))
+        if kind == "step":
+            self.last_step = event["step"]
+            for proc in self.processes:
+                if proc.role == event.get("role", "chief") and proc.index == event.get("index", 0):
+                    proc.last_step, proc.last_heartbeat = event["step"], time.time()
+        elif kind == "resumed":
+            self.last_step = event.get("from_step", 0)
+        elif kind == "fault_injected" and event.get("source") == "schedule":
+            self._scheduled_fired.add(event.get("kind", ""))
+        if self.processes or self._lock_fd is not None:
+            return
+        # Watching a run supervised elsewhere, or reopened: derive its state from history.
+        if kind == "run_finished":
+            self._set_state("finished", "reached the last step")
+        elif kind == "process_exited" and event.get("role") == "chief":
+            self._set_state(*_state_from_exit(event))
+        elif kind in ("process_started", "resumed", "step") and self.state not in ("running",):
+            self._set_state("running", "")
+
+    def _choose_checkpoint(self, resume: bool, from_step: int | None):
+        if not resume:
+            return None
+        if from_step is not None:
+            try:
+                return checkpoints.find(self.run_dir, from_step)
+            except LookupError as exc:
+                raise StartError(str(exc)) from None
+        return checkpoints.newest_valid(self.run_dir)
+
+    def _launch(self, restore, fork: bool) -> None:
+        config = self.config
+        self._drain()  # the attempt number and fired faults come from the whole history
+        attempt = self.attempt + 1
+        if fork and restore is not None:
+            self._archive_newer(restore.step, attempt)
+        self.processes = []
+        self._user_stop = ""
+        with EventWriter(self.run_dir, attempt) as writer:
+            if attempt == 0:
+                writer.emit("run_started", config=config.to_dict())
+            for role, index in self._tasks(config):
+                argv = self._trainer_argv(config, role, index, attempt, restore)
+                log_path = self.run_dir / LOG_DIR / f"{role}-{index}.attempt-{attempt}.log"
+                try:
+                    popen = spawn(argv, log_path)
+                except OSError as exc:
+                    self._kill_all()
+                    raise StartError(f"cannot start {role}:{index}: {exc}") from None
+                self.processes.append(TrainingProcess(role, index, popen, log_path))
+                writer.emit(
+                    "process_started", role=role, index=index, pid=popen.pid,
+                    restore=restore.relpath if restore else None,
+                    log=str(log_path.relative_to(self.run_dir)),
+                )
+        self.attempt = attempt
+        self._set_state("running", "")
+
+    def _tasks(self, config: RunConfig) -> list[tuple[str, int]]:
+        return [("chief", 0)]
+
+    def _trainer_argv(self, config, role, index, attempt, restore) -> list[str]:
+        argv = [
+            self.python, "-m", "ftgui.training", str(self.run_dir),
+            "--role", role, "--index", str(index), "--attempt", str(attempt),
+        ]
+        if restore is not None:
+            argv += ["--restore", restore.relpath]
+        target = configmod.parse_target(config.fault_target)
+        if target == (role, index):
+            for kind, step in (("kill", config.kill_at_step), ("preempt", config.preempt_at_step)):
+                if step and kind not in self._scheduled_fired:
+                    argv += [f"--{kind}-at-step", str(step)]
+        return argv
+
+    def _archive_newer(self, step: int, attempt: int) -> None:
+        """Move checkpoints newer than `step` to RUN/history/fork-<attempt>/ (a fork keeps them)."""
+        newer = [c for c in checkpoints.list_checkpoints(self.run_dir) if c.step > step]
+        if not newer:
+            return
+        dest = self.run_dir / HISTORY_DIR / f"fork-{attempt}" / checkpoints.CHECKPOINT_DIR
+        dest.mkdir(parents=True, exist_ok=True)
+        source = checkpoints.checkpoint_dir(self.run_dir)
+        moved = []
+        for info in newer:
+            for path in source.glob(f"{checkpoints.PREFIX}-{info.step}.*"):
+                shutil.move(str(path), dest / path.name)
+            moved.append(info.step)
+        with EventWriter(self.run_dir, attempt) as writer:
+            writer.emit("forked", from_step=step, archived_steps=moved,
+                        archive=str(dest.relative_to(self.run_dir)))
+
+    def _inject(self, kind: str, target: str, sig: int) -> bool:
+        victims = [p for p in self.processes if p.alive and (target == "all" or p.name == target
+                   or (target == "chief" and p.role == "chief"))]
+        if not victims:
+            return False
+        self._restart_due = None if kind == "preempt" else self._restart_due
+        self._user_stop = kind
+        with EventWriter(self.run_dir, self.attempt) as writer:
+            writer.emit("fault_injected", kind=kind, target=target, step=self.last_step,
+                        source="user")
+        for proc in victims:
+            signal_tree(proc.pid, sig)
+        return True
+
+    def _on_exit(self, proc: TrainingProcess) -> None:
+        proc.returncode = proc.popen.returncode
+        fields = describe_exit(proc.returncode)
+        state, reason = _state_from_exit(fields)
+        with EventWriter(self.run_dir, self.attempt) as writer:
+            writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
+                        last_step=proc.last_step, reason=reason, **fields)
+        if proc.role != "chief":
+            return
+        if state != "finished":
+            self._kill_all()  # one process lost: TensorFlow needs the whole cluster restarted
+        self._set_state(state, reason)
+        if state in ("killed", "failed") and self._should_recover():
+            self._schedule_restart()
+
+    def _should_recover(self) -> bool:
+        config = self.config
+        return bool(config and config.auto_recover and self.restarts < config.max_restarts)
+
+    def _schedule_restart(self) -> None:
+        delay = self.config.restart_backoff * (2**self.restarts)
+        self.restarts += 1
+        self._restart_due = time.time() + delay
+        with EventWriter(self.run_dir, self.attempt) as writer:
+            writer.emit("recovery_scheduled", delay=delay, restart=self.restarts)
+        self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
+
+    def _kill_all(self) -> None:
+        for other in self.processes:
+            if other.alive:
+                kill_tree(other.pid)
+
+    def _set_state(self, state: str, reason: str) -> None:
+        self.state, self.reason = state, reason
+
+    def _acquire_lock(self) -> None:
+        if self._lock_fd is not None:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise RunBusyError(
+                f"{self.run_dir} is in use by pid {owner}; open it to watch, or stop that run"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def is_busy_elsewhere(self) -> bool:
+        """True when another process holds this run directory's lock."""
+        if self._lock_fd is not None or not (self.run_dir / LOCK_FILE).exists():
+            return False
+        fd = os.open(self.run_dir / LOCK_FILE, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
+
+def _state_from_exit(fields: dict) -> tuple[str, str]:
+    """(state, reason) for a process exit given as `exit_code` or `signal` event fields."""
+    if "signal" in fields and fields["signal"] is not None:
+        name = fields.get("signal_name") or f"signal {fields['signal']}"
+        return ("killed" if fields["signal"] == signal.SIGKILL else "failed"), f"ended by {name}"
+    code = fields.get("exit_code")
+    if code == exitcodes.FINISHED:
+        return "finished", "reached the last step"
+    if code == exitcodes.PREEMPTED:
+        return "preempted", "preempted: saved at the current step"
+    return "failed", f"exited with status {code} ({exitcodes.REASONS.get(code, 'error')})"
+
+
+__all__ = [
+    "ConfigError", "RunBusyError", "StartError", "Supervisor", "TrainingProcess",
+]

@@ -1,0 +1,1 @@
+"""Qt views of ftgui (PySide6 + pyqtgraph); never imports TensorFlow."""

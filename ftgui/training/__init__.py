@@ -1,0 +1,1 @@
+"""Training processes: the only package of ftgui that imports TensorFlow."""

@@ -1,0 +1,111 @@
+"""Entry point of one training process: `python -m ftgui.training RUN --role chief --attempt N …`.
+
+Started by the supervisor, never by hand. Reads `RUN/config.toml`, builds the strategy, restores
+the checkpoint it is given, trains, and exits with a status from `ftgui.core.exitcodes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+_T0 = time.perf_counter()
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m ftgui.training")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--role", default="chief")
+    parser.add_argument("--index", type=int, default=0)
+    parser.add_argument("--attempt", type=int, default=0)
+    parser.add_argument("--restore", help="checkpoint prefix in RUN, e.g. checkpoints/ckpt-30")
+    parser.add_argument("--kill-at-step", type=int, default=0)
+    parser.add_argument("--preempt-at-step", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from ftgui.core import config as configmod
+    from ftgui.core import exitcodes
+    from ftgui.core.events import EventWriter
+
+    run_dir = args.run_dir.absolute()
+    events = EventWriter(run_dir, args.attempt)
+    try:
+        config = configmod.load(run_dir)
+        config.validate()
+    except (OSError, ValueError) as exc:
+        events.emit("training_error", role=args.role, index=args.index, error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.BAD_CONFIG
+    return train(run_dir, config, args, events)
+
+
+def train(run_dir: Path, config, args, events) -> int:
+    import tensorflow as tf  # the only package of ftgui that imports TensorFlow
+
+    from ftgui.core import checkpoints, exitcodes
+    from ftgui.training import data as datamod
+    from ftgui.training.loop import Faults, TrainingLoop, TrainState
+    from ftgui.training.strategies import configure_devices, make_strategy
+
+    import_seconds = time.perf_counter() - _T0
+    configure_devices(config)
+    tf.keras.utils.set_random_seed(config.seed)
+    tf.config.experimental.enable_op_determinism()
+    try:
+        dataset = datamod.load(config.dataset)
+        strategy = make_strategy(config)
+        state = TrainState(strategy, config, dataset)
+    except ValueError as exc:
+        events.emit("training_error", role=args.role, index=args.index, error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.BAD_CONFIG
+    if args.restore:
+        restore_started = time.perf_counter()
+        state.checkpoint.restore(str(run_dir / args.restore)).assert_existing_objects_matched()
+        events.emit("resumed", from_step=int(state.step.numpy()), checkpoint=args.restore,
+                    optimizer_iterations=int(state.optimizer.iterations.numpy()),
+                    restore_seconds=time.perf_counter() - restore_started)
+    _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
+    loop = TrainingLoop(state, dataset, config, run_dir, events,
+                        Faults(args.kill_at_step, args.preempt_at_step))
+    events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
+                start_step=int(state.step.numpy()), strategy=config.strategy,
+                replicas=strategy.num_replicas_in_sync,
+                devices=list(strategy.extended.worker_devices),
+                import_seconds=import_seconds, setup_seconds=time.perf_counter() - _T0)
+    print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
+          f"starting after step {int(state.step.numpy())}", flush=True)
+    return loop.run()
+
+
+def _reset_checkpoint_state(tf, directory: Path, step: int) -> None:
+    """Point TensorFlow's `checkpoint` state file at the valid checkpoints up to `step`.
+
+    `tf.train.CheckpointManager` trusts that file; after a crash or a fork it can name missing
+    or newer checkpoints, which the manager would later delete or renumber over.
+    """
+    from ftgui.core import checkpoints
+
+    valid = [c for c in checkpoints.list_checkpoints(directory.parent)
+             if c.valid and c.step <= step]
+    if not valid:
+        (directory / "checkpoint").unlink(missing_ok=True)
+        return
+    from tensorflow.python.checkpoint import checkpoint_management
+
+    checkpoint_management.update_checkpoint_state_internal(
+        str(directory), valid[-1].prefix.name, save_relative_paths=True,
+        all_model_checkpoint_paths=[c.prefix.name for c in valid],
+        all_model_checkpoint_timestamps=[c.time for c in valid],
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

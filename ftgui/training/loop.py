@@ -1,0 +1,213 @@
+"""The distributed custom training loop: a replica step under `strategy.run`, the step loop, and
+its periodic side effects (events, checkpoints, validation, scheduled faults, preemption).
+
+Shape of a step: the global batch (global_batch_size, ...) is split into `num_replicas` contiguous
+slices; each replica computes `tf.nn.compute_average_loss(per_example, global_batch_size)` and the
+losses are summed with `strategy.reduce(SUM)`, so the loss is the mean over the global batch for
+any replica count (the recipe of the tf.distribute custom-training-loop guide).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ftgui.core import checkpoints
+from ftgui.core.config import RunConfig
+from ftgui.core.events import EventWriter
+from ftgui.training.data import Dataset, StepBatches
+
+
+@dataclass
+class Faults:
+    """Faults armed by the supervisor for this process: crash or preempt right after step K."""
+
+    kill_at_step: int = 0
+    preempt_at_step: int = 0
+
+
+class TrainState:
+    """Model, optimizer and global step under one strategy, with the replica step function."""
+
+    def __init__(self, strategy: tf.distribute.Strategy, config: RunConfig, data: Dataset):
+        from ftgui.training import models
+
+        self.strategy = strategy
+        self.global_batch_size = config.global_batch_size
+        with strategy.scope():
+            self.model = models.build(config.model, data.input_shape, data.num_classes)
+            self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
+            # Built eagerly: Adam's slots created inside tf.function cannot be lifted under
+            # MirroredStrategy in TF 2.21 (DESIGN.md §4).
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self.checkpoint = tf.train.Checkpoint(
+            model=self.model, optimizer=self.optimizer, step=self.step
+        )
+        self._train_step = tf.function(self._distributed_step)
+        self._evaluate = tf.function(self._eval_logits)
+
+    def _replica_step(self, x, y):
+        with tf.GradientTape() as tape:
+            logits = self.model(x, training=True)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
+        gradients = tape.gradient(loss, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables, strict=True))
+        return loss
+
+    def _distributed_step(self, x, y):
+        per_replica_loss = self.strategy.run(self._replica_step, args=(x, y))
+        self.step.assign_add(1)
+        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+
+    def _eval_logits(self, x):
+        return self.model(x, training=False)
+
+    def train_step(self, x_global: np.ndarray, y_global: np.ndarray) -> float:
+        """Run one global step on a global batch; returns the mean loss (float)."""
+        replicas = self.strategy.num_replicas_in_sync
+
+        def value_fn(context, array):
+            rows = StepBatches.replica_slice(
+                np.arange(len(array)), context.replica_id_in_sync_group, replicas
+            )
+            return tf.convert_to_tensor(array[rows])
+
+        x = self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: value_fn(ctx, x_global)
+        )
+        y = self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: value_fn(ctx, y_global)
+        )
+        return float(self._train_step(x, y))
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """Mean cross-entropy and accuracy (fraction) on (x, y)."""
+        logits = self._evaluate(tf.convert_to_tensor(x)).numpy()
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        loss = float(-log_probs[np.arange(len(y)), y].mean())
+        accuracy = float((logits.argmax(axis=1) == y).mean())
+        return loss, accuracy
+
+
+class Preemption:
+    """Turns SIGTERM into a flag checked after each step (the step in flight always finishes)."""
+
+    def __init__(self):
+        self.requested = False
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        self.requested = True
+
+
+class TrainingLoop:
+    """Runs global steps `start+1 … config.steps` and their side effects; returns an exit status.
+
+    Events written: `step` (step, loss, epoch), `validation`, `checkpoint_saved`,
+    `fault_injected`, `preempted`, `non_finite_loss`, `run_finished`.
+    """
+
+    def __init__(self, state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
+                 events: EventWriter, faults: Faults, is_chief: bool = True):
+        self.state, self.data, self.config = state, data, config
+        self.run_dir, self.events, self.faults = run_dir, events, faults
+        self.is_chief = is_chief
+        self.batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
+        self.preemption = Preemption()
+        directory = checkpoints.checkpoint_dir(run_dir)
+        self.manager = tf.train.CheckpointManager(
+            state.checkpoint, directory=str(directory), max_to_keep=config.keep,
+            checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
+        )
+        self.last_saved = -1
+
+    def run(self) -> int:
+        from ftgui.core import exitcodes
+
+        step = int(self.state.step.numpy())
+        loss = math.nan
+        started, last_report = time.perf_counter(), (step, time.perf_counter())
+        while step < self.config.steps:
+            step += 1
+            indices = self.batches.indices(step)
+            loss = self.state.train_step(self.data.x_train[indices], self.data.y_train[indices])
+            self.events.emit("step", step=step, loss=loss, epoch=self.batches.epoch_of(step))
+            if not math.isfinite(loss):
+                self.events.emit("non_finite_loss", step=step)
+                print(f"step {step}: loss is {loss}; stopping without checkpointing", flush=True)
+                return exitcodes.NON_FINITE
+            if step % self.config.checkpoint_every == 0 or step == self.config.steps:
+                self.save(step, loss)
+            if step % 50 == 0:
+                last_report = self._report(step, loss, last_report)
+            self._scheduled_faults(step)
+            if self.preemption.requested:
+                self.save(step, loss)
+                self.events.emit("preempted", step=step,
+                                 checkpoint=f"{checkpoints.CHECKPOINT_DIR}/ckpt-{step}")
+                print(f"preempted: saved step {step}, exiting", flush=True)
+                return exitcodes.PREEMPTED
+        self.events.emit("run_finished", step=step, loss=loss,
+                         seconds=time.perf_counter() - started)
+        print(f"finished at step {step}, loss {loss:.6f}", flush=True)
+        return exitcodes.FINISHED
+
+    def _report(self, step, loss, last):
+        now = time.perf_counter()
+        rate = (step - last[0]) / max(now - last[1], 1e-9)
+        print(f"step {step} loss {loss:.6f} ({rate:.0f} steps/s)", flush=True)
+        return step, now
+
+    def _scheduled_faults(self, step: int) -> None:
+        if step == self.faults.preempt_at_step:
+            self.events.emit("fault_injected", kind="preempt", target="chief", step=step,
+                             source="schedule")
+            self.preemption.requested = True
+        if step == self.faults.kill_at_step:
+            self.events.emit("fault_injected", kind="kill", target="chief", step=step,
+                             source="schedule")
+            print(f"fault: SIGKILL at step {step}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def save(self, step: int, loss: float) -> None:
+        """Checkpoint at `step` (numbered by step), validate, and write the metadata file."""
+        if step == self.last_saved or not self.is_chief:
+            return
+        started = time.perf_counter()
+        prefix = checkpoints.checkpoint_dir(self.run_dir) / f"{checkpoints.PREFIX}-{step}"
+        checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
+        self.manager.save(checkpoint_number=step)
+        save_seconds = time.perf_counter() - started
+        val_loss, val_accuracy = self.state.evaluate(self.data.x_val, self.data.y_val)
+        checkpoints.write_metadata(
+            prefix, loss=loss, val_loss=val_loss, val_accuracy=val_accuracy, time=time.time(),
+            epoch=self.batches.epoch_of(step), strategy=self.config.strategy,
+            replicas=self.state.strategy.num_replicas_in_sync,
+            global_batch_size=self.config.global_batch_size,
+        )
+        self._drop_orphan_metadata()
+        self.last_saved = step
+        size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
+        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
+        self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
+                         loss=loss, size=size, save_seconds=save_seconds)
+
+    def _drop_orphan_metadata(self) -> None:
+        # CheckpointManager deletes old checkpoints beyond max_to_keep but not our metadata.
+        kept = {Path(p).name for p in self.manager.checkpoints}
+        for info in checkpoints.list_checkpoints(self.run_dir):
+            if info.prefix.name not in kept and not checkpoints.tf_files(
+                info.prefix.parent, info.step
+            ):
+                checkpoints.meta_path(info.prefix).unlink(missing_ok=True)
