@@ -83,12 +83,13 @@ def write_metadata(prefix: Path, **fields) -> Path:
 def inspect(prefix: Path) -> CheckpointInfo:
     """Validate one checkpoint from its files; never raises for a damaged checkpoint."""
     step = int(prefix.name.rsplit("-", 1)[1])
-    present = {path.name: path for path in tf_files(prefix.parent, step)}
-    size = sum(path.stat().st_size for path in present.values())
-    info = CheckpointInfo(step=step, prefix=prefix, valid=False, size=size)
-    index = present.get(f"{prefix.name}.index")
+    # Files can vanish while we look (CheckpointManager deleting beyond max_to_keep).
+    sizes = {path.name: _stat(path) for path in tf_files(prefix.parent, step)}
+    present = {name: st.st_size for name, st in sizes.items() if st is not None}
+    info = CheckpointInfo(step=step, prefix=prefix, valid=False, size=sum(present.values()))
+    index = sizes.get(f"{prefix.name}.index")
     if index is not None:
-        info.time = index.stat().st_mtime
+        info.time = index.st_mtime
     try:
         meta = json.loads(meta_path(prefix).read_text())
     except FileNotFoundError:
@@ -104,17 +105,23 @@ def inspect(prefix: Path) -> CheckpointInfo:
     return info
 
 
-def _file_problem(prefix: Path, meta: dict, present: dict[str, Path]) -> str:
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def _file_problem(prefix: Path, meta: dict, present: dict[str, int]) -> str:
     if meta.get("step") != int(prefix.name.rsplit("-", 1)[1]):
         return f"metadata names step {meta.get('step')}"
     expected: dict = meta.get("files") or {}
     if f"{prefix.name}.index" not in expected:
         return "metadata lists no index file"
     for name, size in sorted(expected.items()):
-        path = present.get(name)
-        if path is None:
+        actual = present.get(name)
+        if actual is None:
             return f"{name} is missing"
-        actual = path.stat().st_size
         if actual != size:
             return f"{name} has {actual} bytes, expected {size}"
     for name in present:

@@ -67,7 +67,8 @@ class Supervisor:
 
     States: `idle` (nothing ran yet), `running`, `recovering` (waiting `restart_backoff` ×
     2^restarts seconds before an automatic restart), `finished`, `killed`, `preempted`,
-    `failed`, and `busy` (another process supervises this directory; this one only watches).
+    `failed`, and `interrupted` (history ends mid-run and nobody supervises it). A run that
+    another process supervises is watched: its state follows the events that process writes.
 
     `poll()` must be called regularly (10–30 times a second); it returns the new events of the run
     (its own and the trainers') in file order.
@@ -160,9 +161,7 @@ class Supervisor:
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
         self._restart_due = None
-        for proc in self.processes:
-            if proc.alive:
-                kill_tree(proc.pid)
+        self._kill_all()
         self.poll()
         self._release_lock()
 
@@ -182,6 +181,8 @@ class Supervisor:
         if not self.live and self._lock_fd is not None:
             self._release_lock()
         self._drain()
+        if self.state == "running" and not self.processes and not self.is_busy_elsewhere():
+            self._set_state("interrupted", "its supervisor ended without recording an exit")
         new, self._pending = self._pending, []
         return new
 
@@ -329,9 +330,14 @@ class Supervisor:
         self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
 
     def _kill_all(self) -> None:
+        """SIGKILL every live process tree of the run and wait until each is reaped."""
         for other in self.processes:
             if other.alive:
                 kill_tree(other.pid)
+                try:
+                    other.popen.wait(timeout=10)
+                except subprocess.TimeoutExpired:  # unkillable (D state): reported, not hidden
+                    self.reason = f"{other.name} (pid {other.pid}) did not end after SIGKILL"
 
     def _set_state(self, state: str, reason: str) -> None:
         self.state, self.reason = state, reason

@@ -1,0 +1,46 @@
+"""Starting the Qt application: `ftgui` and `ftgui open RUN`."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtWidgets import QApplication
+
+from ftgui import __version__
+
+
+def make_app(argv: list[str] | None = None) -> QApplication:
+    """The QApplication, named so QSettings lands in the platform's ftgui config folder."""
+    QCoreApplication.setOrganizationName("ftgui")
+    QCoreApplication.setApplicationName("ftgui")
+    QCoreApplication.setApplicationVersion(__version__)
+    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
+    return app
+
+
+def run_app(run_dir: Path | None = None) -> int:
+    """Open the window (on `run_dir` when given) and run the event loop; returns its exit code.
+
+    Ctrl+C in the terminal closes the window, which ends every training process.
+    """
+    app = make_app()
+    from ftgui.qt.main_window import MainWindow
+
+    window = MainWindow()
+    if run_dir is not None:
+        if not Path(run_dir).is_dir():
+            print(f"ftgui: run_dir: {run_dir} is not a directory", file=sys.stderr)
+            return 2
+        window.open_run(Path(run_dir))
+    window.show()
+    signal.signal(signal.SIGINT, lambda *_: window.close())
+    signal.signal(signal.SIGTERM, lambda *_: window.close())
+    wake = QTimer()  # lets Python run its signal handlers while Qt's loop waits
+    wake.start(200)
+    wake.timeout.connect(lambda: None)
+    code = app.exec()
+    window.controller.shutdown()
+    return code

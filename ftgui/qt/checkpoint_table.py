@@ -1,0 +1,140 @@
+"""The checkpoint table: a Qt model over `ftgui.core.checkpoints.list_checkpoints` and its view."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction, QBrush, QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
+
+from ftgui.core import checkpoints
+from ftgui.core.checkpoints import CheckpointInfo
+
+COLUMNS = ("step", "loss", "val loss", "val acc", "time", "size", "valid")
+
+
+def _size_text(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+def _number(value) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+class CheckpointModel(QAbstractTableModel):
+    """Rows of checkpoints (oldest first); the newest valid one is shown in bold with a ★."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list[CheckpointInfo] = []
+        self.newest_valid_step: int | None = None
+
+    def refresh(self, run_dir: Path | None) -> None:
+        """Re-read the checkpoint folder of `run_dir` (None: empty table)."""
+        rows = checkpoints.list_checkpoints(run_dir) if run_dir else []
+        self.beginResetModel()
+        self.rows = rows
+        valid = [row.step for row in rows if row.valid]
+        self.newest_valid_step = valid[-1] if valid else None
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        info = self.rows[index.row()]
+        column = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(info, column)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return info.reason or f"{info.relpath} — restorable"
+        if role == Qt.ItemDataRole.ForegroundRole and not info.valid:
+            return QBrush(QColor("#b00020"))
+        if role == Qt.ItemDataRole.FontRole and info.step == self.newest_valid_step:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.TextAlignmentRole and column != "valid":
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def _text(self, info: CheckpointInfo, column: str) -> str:
+        if column == "step":
+            return f"★ {info.step}" if info.step == self.newest_valid_step else str(info.step)
+        if column == "loss":
+            return _number(info.loss)
+        if column == "val loss":
+            return _number(info.meta.get("val_loss"))
+        if column == "val acc":
+            accuracy = info.meta.get("val_accuracy")
+            return "—" if accuracy is None else f"{100 * accuracy:.1f}%"
+        if column == "time":
+            return time.strftime("%H:%M:%S", time.localtime(info.time)) if info.time else "—"
+        if column == "size":
+            return _size_text(info.size)
+        return "yes" if info.valid else f"no: {info.reason}"
+
+
+class CheckpointTable(QTableView):
+    """The table view; the selected step survives refreshes. Emits `resumeRequested(step)`."""
+
+    resumeRequested = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("checkpointTable")
+        self.model_ = CheckpointModel(self)
+        self.setModel(self.model_)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setAlternatingRowColors(True)
+        self.verticalHeader().setVisible(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+        self.resume_enabled = False
+
+    def refresh(self, run_dir: Path | None) -> None:
+        selected = self.selected_step()
+        self.model_.refresh(run_dir)
+        if selected is not None:
+            for row, info in enumerate(self.model_.rows):
+                if info.step == selected:
+                    self.selectRow(row)
+        self.scrollToBottom()
+
+    def selected_step(self) -> int | None:
+        rows = self.selectionModel().selectedRows()
+        if not rows:
+            return None
+        return self.model_.rows[rows[0].row()].step
+
+    def _menu(self, position) -> None:
+        index = self.indexAt(position)
+        if not index.isValid():
+            return
+        info = self.model_.rows[index.row()]
+        menu = QMenu(self)
+        action = QAction(f"Resume from step {info.step} (fork; newer checkpoints are kept)", menu)
+        action.setEnabled(info.valid and self.resume_enabled)
+        action.triggered.connect(lambda: self.resumeRequested.emit(info.step))
+        menu.addAction(action)
+        menu.exec(self.viewport().mapToGlobal(position))

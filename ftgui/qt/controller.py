@@ -1,0 +1,181 @@
+"""The bridge between the Qt views and the Qt-free supervisor: one timer polls, views render.
+
+Every ~33 ms the controller asks the supervisor for the run's new events, hands them to the
+plot, checkpoint table and event log, follows the processes' output files, and redraws the plot
+once. The views never talk to processes themselves.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from ftgui.core.logs import LogTail
+from ftgui.core.supervisor import Supervisor
+
+POLL_MS = 33
+LOG_EVENTS = {
+    "run_started", "process_started", "training_started", "resumed", "checkpoint_saved",
+    "fault_injected", "process_exited", "recovery_scheduled", "preempted", "forked",
+    "non_finite_loss", "training_error", "run_finished",
+}
+
+
+def describe(event: dict) -> str:
+    """One human line for an event of the log pane."""
+    kind = event["event"]
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.get("time", 0)))
+    skip = {"event", "time", "attempt", "config"}
+    details = ", ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
+    return f"{stamp} [attempt {event.get('attempt', 0)}] {kind}: {details}"
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+class RunController(QObject):
+    """Owns the `Supervisor` of the run on screen and feeds the views.
+
+    Signals: `stateChanged(str state, str reason)`, `logLine(str)`, `checkpointsChanged()`,
+    `statusChanged(str)`.
+    """
+
+    stateChanged = Signal(str, str)
+    logLine = Signal(str)
+    checkpointsChanged = Signal()
+    statusChanged = Signal(str)
+
+    def __init__(self, plot, parent=None):
+        super().__init__(parent)
+        self.plot = plot
+        self.supervisor: Supervisor | None = None
+        self._tails: dict[Path, LogTail] = {}
+        self._rate = collections.deque(maxlen=256)
+        self._last_state = ("", "")
+        self._last_step = 0
+        self._attempt = 0
+        self.timer = QTimer(self)
+        self.timer.setInterval(POLL_MS)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+
+    # ------------------------------------------------------------ commands
+    def open(self, run_dir: Path) -> Supervisor:
+        """Show `run_dir` (existing or new); stops nothing that runs elsewhere."""
+        if self.supervisor is not None and self.supervisor.live:
+            raise RuntimeError("a run is live; kill or preempt it before opening another")
+        if self.supervisor is not None:
+            self.supervisor.shutdown()
+        self.supervisor = Supervisor(run_dir)
+        self.plot.clear_run()
+        self._tails.clear()
+        self._rate.clear()
+        self._last_step = 0
+        self._last_state = ("", "")
+        self.checkpointsChanged.emit()
+        self.tick()
+        return self.supervisor
+
+    def start(self, config, resume: bool = False, from_step: int | None = None) -> None:
+        """Start or resume the open run; raises the supervisor's errors unchanged."""
+        self.supervisor.start(config, resume=resume, from_step=from_step)
+        self.tick()
+
+    def kill(self, target: str = "chief") -> bool:
+        return bool(self.supervisor) and self.supervisor.kill(target)
+
+    def preempt(self, target: str = "chief") -> bool:
+        return bool(self.supervisor) and self.supervisor.preempt(target)
+
+    def shutdown(self) -> None:
+        """Kill everything of the run (the window is closing)."""
+        self.timer.stop()
+        if self.supervisor is not None:
+            self.supervisor.shutdown()
+
+    # ------------------------------------------------------------ the timer
+    def tick(self) -> None:
+        supervisor = self.supervisor
+        if supervisor is None:
+            return
+        events = supervisor.poll()
+        checkpoints_changed = False
+        for event in events:
+            checkpoints_changed |= self._dispatch(event)
+        for proc in supervisor.processes:
+            tail = self._tails.setdefault(proc.log_path, LogTail(proc.log_path))
+            for line in tail.read_lines():
+                if line.strip():
+                    self.logLine.emit(f"  {proc.role}:{proc.index} | {line}")
+        if checkpoints_changed:
+            self.checkpointsChanged.emit()
+        self.plot.redraw()
+        state = (self._state_name(), supervisor.reason)
+        if state != self._last_state:
+            self._last_state = state
+            self.stateChanged.emit(*state)
+        self.statusChanged.emit(self.status_text())
+
+    def _dispatch(self, event: dict) -> bool:
+        kind = event["event"]
+        attempt = event.get("attempt", 0)
+        if kind == "step":
+            self.plot.add_step(attempt, event["step"], event.get("loss"))
+            self._last_step, self._attempt = event["step"], attempt
+            self._rate.append((event["time"], event["step"]))
+            return False
+        if kind in LOG_EVENTS:
+            self.logLine.emit(describe(event))
+        if kind == "validation":
+            self.plot.add_validation(event["step"], event.get("val_loss"))
+        elif kind == "resumed":
+            self.plot.add_marker("resume", event["from_step"], f"resume ← {event['from_step']}")
+            self._rate.clear()
+        elif kind == "process_exited" and event.get("role") == "chief":
+            self._mark_exit(event)
+        return kind in ("checkpoint_saved", "forked", "process_exited", "resumed")
+
+    def _mark_exit(self, event: dict) -> None:
+        step = event.get("last_step", self._last_step)
+        if event.get("signal") == 9:
+            self.plot.add_marker("kill", step, f"killed @ {step}")
+        elif event.get("exit_code") == 42:
+            self.plot.add_marker("preempt", step, f"preempted @ {step}")
+        elif event.get("exit_code") not in (0, None) or event.get("signal"):
+            self.plot.add_marker("failed", step, f"failed @ {step}")
+
+    # ------------------------------------------------------------ derived state
+    def _state_name(self) -> str:
+        supervisor = self.supervisor
+        if supervisor.state in ("idle", "finished", "killed", "failed", "preempted",
+                                "interrupted") and supervisor.is_busy_elsewhere():
+            return "busy"
+        return supervisor.state
+
+    def steps_per_second(self) -> float:
+        """Steps per second over the last ~2 s of step events (0 when idle)."""
+        if len(self._rate) < 2:
+            return 0.0
+        newest_time, newest_step = self._rate[-1]
+        if time.time() - newest_time > 2.0:
+            return 0.0
+        for when, step in self._rate:
+            if newest_time - when <= 2.0 and when < newest_time:
+                return (newest_step - step) / (newest_time - when)
+        return 0.0
+
+    def status_text(self) -> str:
+        supervisor = self.supervisor
+        config = supervisor.config
+        total = f"/{config.steps}" if config else ""
+        text = (f"{self._state_name()} · attempt {max(supervisor.attempt, 0)} · "
+                f"step {self._last_step}{total} · {self.steps_per_second():.0f} steps/s")
+        if supervisor.reason:
+            text += f" · {supervisor.reason}"
+        return text

@@ -1,0 +1,272 @@
+"""The main window: configuration on the left, live loss plot in the middle, checkpoints and the
+event log below, Start / Kill / Preempt / Resume on top, state in the status bar."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ftgui.core import config as configmod
+from ftgui.core.config import ConfigError
+from ftgui.core.supervisor import RunBusyError, StartError
+from ftgui.qt.checkpoint_table import CheckpointTable
+from ftgui.qt.config_panel import ConfigPanel
+from ftgui.qt.controller import RunController
+from ftgui.qt.loss_plot import LossPlot
+
+LIVE_STATES = ("running", "recovering")
+MAX_LOG_LINES = 5000
+_BOLD_WHEN_ENABLED = "QPushButton:enabled { color: %s; font-weight: bold; }"
+
+
+class MainWindow(QMainWindow):
+    """The ftgui window. `open_run(path)` shows an existing run; Start begins the configured one."""
+
+    def __init__(self, settings: QSettings | None = None):
+        super().__init__()
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("ftgui — fault-tolerant training, made visible")
+        self.settings = settings or QSettings()
+        self.panel = ConfigPanel()
+        self.plot = LossPlot()
+        self.table = CheckpointTable()
+        self.log = QPlainTextEdit()
+        self.log.setObjectName("eventLog")
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(MAX_LOG_LINES)
+        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.controller = RunController(self.plot, self)
+        self._build_layout()
+        self._build_menu()
+        self._connect()
+        self._restore_settings()
+        self.controller.open(self.panel.run_dir())
+        self._on_state(*self.controller._last_state)
+
+    # ------------------------------------------------------------ layout
+    def _build_layout(self) -> None:
+        self.start_button = _button("startButton", "Start", "Start a new run in the run directory")
+        self.kill_button = _button("killButton", "Kill", "Crash the chief: SIGKILL its processes")
+        self.preempt_button = _button("preemptButton", "Preempt",
+                                      "SIGTERM: save at the current step, then stop")
+        self.resume_button = _button("resumeButton", "Resume",
+                                     "Restart from the newest valid checkpoint")
+        self.kill_button.setStyleSheet(_BOLD_WHEN_ENABLED % "#b00020")
+        self.resume_button.setStyleSheet(_BOLD_WHEN_ENABLED % "#1a7f37")
+        self.state_label = QLabel("idle")
+        self.state_label.setObjectName("stateLabel")
+        self.state_label.setStyleSheet("font-size: 14px; font-weight: bold; padding: 0 8px;")
+        bar = QHBoxLayout()
+        for button in (self.start_button, self.kill_button, self.preempt_button,
+                       self.resume_button):
+            bar.addWidget(button)
+        bar.addSpacing(12)
+        bar.addWidget(self.state_label, 1)
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.panel)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(self.panel.minimumSizeHint().width() + 24)
+
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(_titled("Checkpoints", self.table))
+        bottom.addWidget(_titled("Event log", self.log))
+        bottom.setSizes([480, 620])
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.plot)
+        right.addWidget(bottom)
+        right.setSizes([480, 260])
+        main = QSplitter(Qt.Orientation.Horizontal)
+        main.addWidget(scroll)
+        main.addWidget(right)
+        main.setStretchFactor(1, 1)
+        main.setSizes([340, 1000])
+
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.addLayout(bar)
+        layout.addWidget(main, 1)
+        self.setCentralWidget(central)
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("statusLabel")
+        self.statusBar().addWidget(self.status_label, 1)
+        self.resize(1360, 820)
+
+    def _build_menu(self) -> None:
+        menu = self.menuBar().addMenu("&Run")
+        open_action = QAction("&Open run…", self)
+        open_action.setShortcut(QKeySequence.StandardKey.Open)
+        open_action.triggered.connect(self._choose_run)
+        new_action = QAction("&New run", self)
+        new_action.setShortcut(QKeySequence.StandardKey.New)
+        new_action.triggered.connect(self._new_run)
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        for action in (open_action, new_action, quit_action):
+            menu.addAction(action)
+
+    def _connect(self) -> None:
+        self.start_button.clicked.connect(self.start_run)
+        self.kill_button.clicked.connect(lambda: self.controller.kill("chief"))
+        self.preempt_button.clicked.connect(lambda: self.controller.preempt("chief"))
+        self.resume_button.clicked.connect(lambda: self.resume_run())
+        self.table.resumeRequested.connect(lambda step: self.resume_run(step))
+        self.controller.stateChanged.connect(self._on_state)
+        self.controller.logLine.connect(self.log.appendPlainText)
+        self.controller.checkpointsChanged.connect(
+            lambda: self.table.refresh(self.controller.supervisor.run_dir)
+        )
+        self.controller.statusChanged.connect(self.status_label.setText)
+        self.panel.run_dir_edit.editingFinished.connect(self._run_dir_edited)
+
+    # ------------------------------------------------------------ actions
+    def start_run(self) -> bool:
+        """Validate the panel and start a new run; False (with the reason shown) if refused."""
+        try:
+            config = self.panel.config()
+            config.validate()
+            run_dir = self.panel.run_dir()
+            if self.controller.supervisor is None or self.controller.supervisor.run_dir != (
+                run_dir.absolute()
+            ):
+                self.controller.open(run_dir)
+            self.controller.start(config)
+        except (ConfigError, StartError, RunBusyError, RuntimeError, OSError) as exc:
+            self._refuse(exc)
+            return False
+        self._accepted(config)
+        return True
+
+    def resume_run(self, from_step: int | None = None) -> bool:
+        """Resume the open run (from the newest valid checkpoint, or fork from `from_step`)."""
+        try:
+            config = self.panel.config()
+            config.validate()
+            self.controller.start(config, resume=True, from_step=from_step)
+        except (ConfigError, StartError, RunBusyError, RuntimeError, OSError) as exc:
+            self._refuse(exc)
+            return False
+        self._accepted(config)
+        return True
+
+    def open_run(self, run_dir: Path) -> None:
+        """Show an existing run: its configuration, curves, markers, checkpoints and log."""
+        try:
+            self.controller.open(Path(run_dir))
+            config = self.controller.supervisor.config
+        except (ConfigError, RuntimeError, OSError) as exc:
+            self._refuse(exc)
+            return
+        self.panel.run_dir_edit.setText(str(Path(run_dir).absolute()))
+        if config is not None:
+            self.panel.set_config(config)
+        self.panel.show_error("")
+        self.setWindowTitle(f"ftgui — {Path(run_dir).name}")
+        self.controller.tick()
+
+    def _refuse(self, exc: Exception) -> None:
+        self.panel.show_error(str(exc))
+        self.statusBar().showMessage(str(exc), 10000)
+
+    def _accepted(self, config) -> None:
+        self.panel.show_error("")
+        self.settings.setValue("last_config", json.dumps(config.to_dict()))
+
+    def _choose_run(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open run", str(self.panel.run_dir().parent))
+        if path:
+            self.open_run(Path(path))
+
+    def _new_run(self) -> None:
+        if self.controller.supervisor and self.controller.supervisor.live:
+            self._refuse(RuntimeError("a run is live; kill or preempt it first"))
+            return
+        from ftgui.qt.config_panel import new_run_dir
+
+        self.panel.run_dir_edit.setText(str(new_run_dir()))
+        self._run_dir_edited()
+
+    def _run_dir_edited(self) -> None:
+        run_dir = self.panel.run_dir()
+        current = self.controller.supervisor
+        if current is not None and (current.live or current.run_dir == run_dir.absolute()):
+            return
+        if (run_dir / configmod.CONFIG_FILE).is_file():
+            self.open_run(run_dir)
+        else:
+            self.controller.open(run_dir)
+
+    # ------------------------------------------------------------ state
+    def _on_state(self, state: str, reason: str) -> None:
+        supervisor = self.controller.supervisor
+        live = state in LIVE_STATES
+        alive = bool(supervisor) and any(p.alive for p in supervisor.processes)
+        has_run = bool(supervisor) and supervisor.config is not None
+        self.start_button.setEnabled(not live and state != "busy" and not has_run)
+        self.kill_button.setEnabled(alive)
+        self.preempt_button.setEnabled(alive)
+        self.resume_button.setEnabled(
+            not live and has_run and state not in ("finished", "busy")
+        )
+        self.table.resume_enabled = not live and state != "busy" and has_run
+        self.panel.set_editable(not live and state != "busy")
+        colours = {"running": "#1f77b4", "recovering": "#e6a100", "finished": "#1a7f37",
+                   "killed": "#b00020", "failed": "#b00020", "preempted": "#e6a100",
+                   "interrupted": "#b00020"}
+        self.state_label.setStyleSheet(
+            f"font-size: 14px; font-weight: bold; padding: 0 8px; "
+            f"color: {colours.get(state, '#444')};"
+        )
+        self.state_label.setText(state + (f" — {reason}" if reason else ""))
+
+    # ------------------------------------------------------------ settings and closing
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        text = self.settings.value("last_config")
+        if text:
+            try:
+                self.panel.set_config(configmod.from_dict(json.loads(text)))
+            except (ValueError, TypeError):
+                self.settings.remove("last_config")
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.controller.shutdown()
+        super().closeEvent(event)
+
+
+def _button(name: str, text: str, tip: str) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName(name)
+    button.setToolTip(tip)
+    button.setMinimumWidth(90)
+    return button
+
+
+def _titled(title: str, widget: QWidget) -> QWidget:
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 4, 0, 0)
+    label = QLabel(f"<b>{title}</b>")
+    layout.addWidget(label)
+    layout.addWidget(widget, 1)
+    return box

@@ -1,0 +1,207 @@
+"""The window, driven offscreen the way a workshop teacher uses it: Start, watch, Kill, Resume."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QLabel, QPushButton
+
+from ftgui.core import config as configmod
+from ftgui.core.config import RunConfig
+from ftgui.core.events import EventWriter
+from ftgui.qt.loss_plot import LossPlot
+from ftgui.qt.main_window import MainWindow
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.controller.shutdown()
+
+
+def use_run_dir(win: MainWindow, run_dir: Path) -> None:
+    win.panel.run_dir_edit.setText(str(run_dir))
+    win.panel.run_dir_edit.editingFinished.emit()
+
+
+def test_contract_object_names_exist(window):
+    for name in ("startButton", "killButton", "preemptButton", "resumeButton"):
+        assert window.findChild(QPushButton, name) is not None, name
+    for name in ("lossPlot", "checkpointTable", "strategyCombo", "eventLog"):
+        assert window.findChild(object, name) is not None, name
+
+
+def test_fresh_window_offers_start_only(window):
+    assert window.start_button.isEnabled()
+    assert not window.kill_button.isEnabled()
+    assert not window.preempt_button.isEnabled()
+    assert not window.resume_button.isEnabled()
+
+
+def test_bad_batch_size_is_refused_before_anything_is_written(window, tmp_path):
+    run_dir = tmp_path / "run"
+    use_run_dir(window, run_dir)
+    window.panel.set_config(RunConfig(strategy="mirrored", replicas=2, global_batch_size=63))
+    assert window.start_button.isEnabled()
+    window.start_button.click()
+    error = window.findChild(QLabel, "configError").text()
+    assert error.startswith("global_batch_size: 63")
+    assert "2 replicas" in error
+    assert not run_dir.exists()
+    assert window.controller.supervisor.processes == []
+
+
+def test_existing_run_directory_is_not_overwritten_by_start(window, tmp_path):
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=5))
+    EventWriter(run_dir, 0).emit("step", step=1, loss=2.0)
+    before = (run_dir / "events.jsonl").read_bytes()
+    use_run_dir(window, run_dir)
+    assert not window.start_button.isEnabled()  # an existing run is resumed, not restarted
+    assert window.start_run() is False
+    assert "already holds a run" in window.findChild(QLabel, "configError").text()
+    assert (run_dir / "events.jsonl").read_bytes() == before
+
+
+def test_reopened_run_shows_curves_markers_and_config(window, tmp_path):
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=8, seed=7, replicas=4))
+    with EventWriter(run_dir, 0) as first:
+        for step in range(1, 6):
+            first.emit("step", step=step, loss=1.0 / step)
+    with EventWriter(run_dir, 0) as supervisor_events:
+        supervisor_events.emit("process_exited", role="chief", index=0, pid=1, last_step=5,
+                               signal=9, signal_name="SIGKILL")
+    with EventWriter(run_dir, 1) as second:
+        second.emit("resumed", from_step=3, checkpoint="checkpoints/ckpt-3")
+        for step in range(4, 9):
+            second.emit("step", step=step, loss=1.0 / step)
+    window.open_run(run_dir)
+    plot = window.plot
+    assert sorted(plot.series) == [0, 1]
+    assert plot.series[0].x().tolist() == [1, 2, 3, 4, 5]
+    assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
+    assert [(kind, step) for kind, step, _ in plot.markers] == [("kill", 5.0), ("resume", 3.0)]
+    assert window.panel.config().seed == 7
+    assert window.panel.config().replicas == 4
+    assert window.resume_button.isEnabled()
+    assert not window.start_button.isEnabled()
+
+
+def test_nan_loss_is_a_gap_not_a_crash(qtbot):
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    for step, loss in enumerate([2.0, 1.5, math.nan, None, 1.0, 0.8], start=1):
+        plot.add_step(0, step, loss)
+    assert plot.redraw() == 1
+    curve = plot.curves[0]
+    x, y = curve.getData()
+    assert x.tolist() == [1, 2, 3, 4, 5, 6]
+    assert np.isnan(y[2]) and np.isnan(y[3])
+    assert y[[0, 1, 4, 5]].tolist() == [2.0, 1.5, 1.0, 0.8]
+    assert curve.opts["connect"] == "finite"
+    plot.resize(400, 300)
+    assert not plot.grab().isNull()
+
+
+def test_growing_buffer_keeps_every_point(qtbot):
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    for step in range(1, 5001):
+        plot.add_step(0, step, 1.0 / step)
+    plot.redraw()
+    x, y = plot.curves[0].getData()
+    assert len(x) == 5000 and x[-1] == 5000 and y[-1] == pytest.approx(1 / 5000)
+
+
+def test_pyside_does_not_leak_none_references(qapp):
+    # PySide6 6.12 on Python 3.11 drops a reference to None per void call (DESIGN.md §4);
+    # pyqtgraph then dies with "none_dealloc" after about 100 repaints.
+    label = QLabel()
+    before = sys.getrefcount(None)
+    for _ in range(1000):
+        label.setObjectName("probe")
+    after = sys.getrefcount(None)
+    assert after >= before - 10, f"None lost {before - after} references"
+
+
+def test_window_opens_without_tensorflow(tmp_path):
+    code = (
+        "import os, sys\n"
+        "os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
+        "from PySide6.QtCore import QSettings\n"
+        "from ftgui.qt.app import make_app\n"
+        "from ftgui.qt.main_window import MainWindow\n"
+        "app = make_app()\n"
+        f"w = MainWindow(QSettings({str(tmp_path / 's.ini')!r}, QSettings.Format.IniFormat))\n"
+        "w.show(); app.processEvents()\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('tensorflow', 'keras'))))\n"
+    ).replace("import os, sys", "import json, os, sys")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def wait_for(qtbot, condition, timeout_s: float = 120.0) -> None:
+    qtbot.waitUntil(condition, timeout=int(timeout_s * 1000))
+
+
+@pytest.mark.tf
+def test_start_kill_resume_in_the_window(window, qtbot, tmp_path):
+    run_dir = tmp_path / "run"
+    use_run_dir(window, run_dir)
+    window.panel.set_config(RunConfig(steps=3000, checkpoint_every=10))
+    window.start_button.click()
+    controller = window.controller
+    assert controller.supervisor.state == "running"
+    assert window.kill_button.isEnabled() and not window.start_button.isEnabled()
+
+    wait_for(qtbot, lambda: controller._last_step >= 25)
+    first_pids = [p.pid for p in controller.supervisor.processes]
+    window.kill_button.click()
+    wait_for(qtbot, lambda: controller.supervisor.state == "killed")
+    killed_at = controller.supervisor.processes[0].last_step
+    assert [kind for kind, _, _ in window.plot.markers] == ["kill"]
+    assert window.plot.markers[0][1] == killed_at
+    assert all(not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+               for pid in first_pids)
+    assert window.resume_button.isEnabled() and not window.kill_button.isEnabled()
+    wait_for(qtbot, lambda: window.table.model().rowCount() >= 1)
+    newest = window.table.model_.newest_valid_step
+    assert newest is not None and newest % 10 == 0 and newest <= killed_at
+    assert "fault_injected" in window.log.toPlainText()
+
+    window.resume_button.click()
+    wait_for(qtbot, lambda: any(k == "resume" for k, _, _ in window.plot.markers))
+    assert window.plot.markers[-1][1] == newest
+    wait_for(qtbot, lambda: controller._attempt == 1 and controller._last_step > newest + 5)
+    resumed_steps = window.plot.series[1].x()
+    assert resumed_steps[0] == newest + 1
+    assert controller.supervisor.state == "running"
+    window.grab().save(str(tmp_path / "window.png"))
+
+    window.close()
+    pids = [p.pid for p in controller.supervisor.processes]
+    deadline = time.time() + 10
+    while time.time() < deadline and any(psutil.pid_exists(pid) for pid in pids):
+        time.sleep(0.05)
+    assert not any(psutil.pid_exists(pid) for pid in pids)
