@@ -80,6 +80,9 @@ def config_from_args(args: argparse.Namespace, base: RunConfig) -> RunConfig:
     """`base` with every flag the user gave applied; raises `ConfigError` for bad values."""
     given = {f: getattr(args, flag) for flag, f in FLAG_FIELDS.items()
              if getattr(args, flag, None) is not None}
+    if given.get("dataset", "digits") not in configmod.BUILTIN_DATASETS:
+        # config.toml must name the file from anywhere: the run may be resumed from another cwd.
+        given["dataset"] = str(Path(given["dataset"]).absolute())
     config = base.replace(**given)
     config.validate()
     return config
@@ -114,10 +117,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     base = configmod.load(run_dir) if existing and args.resume else RunConfig()
     config = config_from_args(args, base)
     supervisor = Supervisor(run_dir)
-    _stop_on_signals(supervisor)
-    supervisor.start(config, resume=args.resume, from_step=args.from_step)
     progress = Progress(quiet=args.quiet)
+    previous_handlers = _stop_on_signals(supervisor)
     try:
+        supervisor.start(config, resume=args.resume, from_step=args.from_step)
         while supervisor.live:
             for event in supervisor.poll():
                 progress.show(event)
@@ -126,6 +129,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             progress.show(event)
     finally:
         supervisor.shutdown()
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
     if supervisor.state == "finished":
         print(f"finished: step {supervisor.last_step} of {config.steps}, "
               f"final loss {progress.last_loss}")
@@ -134,15 +139,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 1
 
 
-def _stop_on_signals(supervisor) -> None:
+def _stop_on_signals(supervisor) -> dict:
+    """Make Ctrl-C and SIGTERM end the run's processes; returns the handlers they replace."""
+
     def stop(signum, frame):
         supervisor.shutdown()
         print(f"ftgui: interrupted by {signal.Signals(signum).name}; all processes ended",
               file=sys.stderr)
         sys.exit(130)
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
 class Progress:

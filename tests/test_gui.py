@@ -99,6 +99,7 @@ def test_reopened_run_shows_curves_markers_and_config(window, tmp_path):
     assert plot.series[0].x().tolist() == [1, 2, 3, 4, 5]
     assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
     assert [(kind, step) for kind, step, _ in plot.markers] == [("kill", 5.0), ("resume", 3.0)]
+    assert [tuple(region.getRegion()) for region in plot.regions] == [(3.0, 5.0)]
     assert window.panel.config().seed == 7
     assert window.panel.config().replicas == 4
     assert window.resume_button.isEnabled()

@@ -86,7 +86,8 @@ class Supervisor:
         self._reader = EventReader(self.run_dir)
         self._lock_fd: int | None = None
         self._restart_due: float | None = None
-        self._user_stop = ""  # 'kill' / 'preempt' while a user-requested stop is in flight
+        self._user_stop = ""  # 'kill' / 'preempt' / 'shutdown' while a user's stop is in flight
+        self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
         self._scheduled_fired: set[str] = set()
         self._pending: list[dict] = []
@@ -127,6 +128,8 @@ class Supervisor:
         """
         if self.live:
             raise StartError(f"{self.run_dir} is already running; kill or preempt it first")
+        if self.is_busy_elsewhere():  # before any other refusal: the run is someone else's
+            raise _busy_error(self.run_dir)
         config = config or self.config
         if config is None:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
@@ -161,6 +164,7 @@ class Supervisor:
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
         self._restart_due = None
+        self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
         self.poll()
         self._release_lock()
@@ -206,6 +210,9 @@ class Supervisor:
             self.last_step = event.get("from_step", 0)
         elif kind == "fault_injected" and event.get("source") == "schedule":
             self._scheduled_fired.add(event.get("kind", ""))
+        elif kind == "training_error":
+            key = (event.get("attempt", 0), event.get("role", "chief"), event.get("index", 0))
+            self._errors[key] = event.get("error", "")
         if self.processes or self._lock_fd is not None:
             return
         # Watching a run supervised elsewhere, or reopened: derive its state from history.
@@ -304,8 +311,12 @@ class Supervisor:
 
     def _on_exit(self, proc: TrainingProcess) -> None:
         proc.returncode = proc.popen.returncode
+        self._drain()  # a trainer writes why it failed (`training_error`) before it exits
         fields = describe_exit(proc.returncode)
         state, reason = _state_from_exit(fields)
+        error = self._errors.get((self.attempt, proc.role, proc.index))
+        if state == "failed" and error:
+            reason = f"{reason}: {error}"
         with EventWriter(self.run_dir, self.attempt) as writer:
             writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
                         last_step=proc.last_step, reason=reason, **fields)
@@ -314,10 +325,15 @@ class Supervisor:
         if state != "finished":
             self._kill_all()  # one process lost: TensorFlow needs the whole cluster restarted
         self._set_state(state, reason)
-        if state in ("killed", "failed") and self._should_recover():
+        if state in ("killed", "failed") and self._should_recover(fields):
             self._schedule_restart()
 
-    def _should_recover(self) -> bool:
+    def _should_recover(self, exit_fields: dict) -> bool:
+        """A crash is worth a restart; a shutdown, a refused config or a diverged loss is not
+        (the restarted trainer would refuse the same config, or diverge at the same step)."""
+        futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE)
+        if self._user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
+            return False
         config = self.config
         return bool(config and config.auto_recover and self.restarts < config.max_restarts)
 
@@ -350,11 +366,8 @@ class Supervisor:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
             os.close(fd)
-            raise RunBusyError(
-                f"{self.run_dir} is in use by pid {owner}; open it to watch, or stop that run"
-            ) from None
+            raise _busy_error(self.run_dir) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
@@ -376,6 +389,18 @@ class Supervisor:
             return True
         finally:
             os.close(fd)
+
+
+def _busy_error(run_dir: Path) -> RunBusyError:
+    """The error for a run directory locked by another supervisor (its pid is in the lock)."""
+    try:
+        owner = (run_dir / LOCK_FILE).read_text(errors="replace")[:32].strip()
+    except OSError:
+        owner = ""
+    return RunBusyError(
+        f"{run_dir} is in use by pid {owner or 'another process'}; open it to watch, or stop "
+        "that run"
+    )
 
 
 def _state_from_exit(fields: dict) -> tuple[str, str]:

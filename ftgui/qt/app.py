@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -21,11 +22,27 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     return app
 
 
+def missing_display(environ=None) -> str:
+    """A one-line reason when Qt has no screen to open a window on (Linux/BSD), else ''."""
+    environ = os.environ if environ is None else environ
+    if not sys.platform.startswith(("linux", "freebsd")) or environ.get("QT_QPA_PLATFORM"):
+        return ""
+    if environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
+        return ""
+    return ("no display: DISPLAY and WAYLAND_DISPLAY are not set. Run ftgui in a desktop "
+            "session or under `xvfb-run ftgui`; to train without a window use "
+            "`ftgui train RUN` (see README).")
+
+
 def run_app(run_dir: Path | None = None) -> int:
     """Open the window (on `run_dir` when given) and run the event loop; returns its exit code.
 
     Ctrl+C in the terminal closes the window, which ends every training process.
     """
+    missing = missing_display()
+    if missing:
+        print(f"ftgui: {missing}", file=sys.stderr)
+        return 2
     app = make_app()
     from ftgui.qt.main_window import MainWindow
 

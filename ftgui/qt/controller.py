@@ -59,6 +59,7 @@ class RunController(QObject):
         self._rate = collections.deque(maxlen=256)
         self._last_state = ("", "")
         self._last_step = 0
+        self._stopped_at = 0
         self._attempt = 0
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
@@ -76,7 +77,7 @@ class RunController(QObject):
         self.plot.clear_run()
         self._tails.clear()
         self._rate.clear()
-        self._last_step = 0
+        self._last_step = self._stopped_at = 0
         self._last_state = ("", "")
         self.checkpointsChanged.emit()
         self.tick()
@@ -136,6 +137,7 @@ class RunController(QObject):
             self.plot.add_validation(event["step"], event.get("val_loss"))
         elif kind == "resumed":
             self.plot.add_marker("resume", event["from_step"], f"resume ← {event['from_step']}")
+            self.plot.shade_redone(event["from_step"], self._stopped_at)
             self._rate.clear()
         elif kind == "process_exited" and event.get("role") == "chief":
             self._mark_exit(event)
@@ -143,6 +145,7 @@ class RunController(QObject):
 
     def _mark_exit(self, event: dict) -> None:
         step = event.get("last_step", self._last_step)
+        self._stopped_at = step
         if event.get("signal") == 9:
             self.plot.add_marker("kill", step, f"killed @ {step}")
         elif event.get("exit_code") == 42:

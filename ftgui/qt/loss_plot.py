@@ -69,6 +69,7 @@ class LossPlot(pg.PlotWidget):
         )
         item.addItem(self.validation_item)
         self.markers: list[tuple[str, float, pg.InfiniteLine]] = []
+        self.regions: list[pg.LinearRegionItem] = []
         self._dirty: set[int] = set()
         self._validation_dirty = False
 
@@ -77,8 +78,9 @@ class LossPlot(pg.PlotWidget):
         for curve in self.curves.values():
             self.getPlotItem().removeItem(curve)
             self.legend.removeItem(curve)
-        for _, _, line in self.markers:
-            self.getPlotItem().removeItem(line)
+        for item in [line for _, _, line in self.markers] + self.regions:
+            self.getPlotItem().removeItem(item)
+        self.regions.clear()
         self.series.clear()
         self.curves.clear()
         self.markers.clear()
@@ -109,6 +111,17 @@ class LossPlot(pg.PlotWidget):
         self.getPlotItem().addItem(line, ignoreBounds=True)
         self.markers.append((kind, float(step), line))
         return line
+
+    def shade_redone(self, from_step: float, to_step: float) -> pg.LinearRegionItem | None:
+        """Shade the steps (from_step, to_step] that a restart has to compute again."""
+        if to_step <= from_step:
+            return None
+        region = pg.LinearRegionItem(values=(from_step, to_step), movable=False,
+                                     brush=pg.mkBrush(214, 39, 40, 28), pen=pg.mkPen(None))
+        region.setToolTip(f"steps {from_step:.0f}–{to_step:.0f} redone after the restart")
+        self.getPlotItem().addItem(region, ignoreBounds=True)
+        self.regions.append(region)
+        return region
 
     def _new_curve(self, attempt: int) -> None:
         for earlier in self.curves.values():

@@ -31,7 +31,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ftgui.core import config as configmod
-    from ftgui.core import exitcodes
     from ftgui.core.events import EventWriter
 
     run_dir = args.run_dir.absolute()
@@ -40,16 +39,29 @@ def main(argv: list[str] | None = None) -> int:
         config = configmod.load(run_dir)
         config.validate()
     except (OSError, ValueError) as exc:
-        events.emit("training_error", role=args.role, index=args.index, error=str(exc))
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.BAD_CONFIG
-    return train(run_dir, config, args, events)
+        return refuse(events, args, exc)
+    try:
+        return train(run_dir, config, args, events)
+    except Exception as exc:  # the traceback goes to the log; the supervisor shows this line
+        lines = str(exc).strip().splitlines() or [""]
+        events.emit("training_error", role=args.role, index=args.index,
+                    error=f"{type(exc).__name__}: {lines[0]}")
+        raise
+
+
+def refuse(events, args, exc: Exception) -> int:
+    """Record why this process will not train (a `training_error` event) and return BAD_CONFIG."""
+    from ftgui.core import exitcodes
+
+    events.emit("training_error", role=args.role, index=args.index, error=str(exc))
+    print(f"error: {exc}", file=sys.stderr)
+    return exitcodes.BAD_CONFIG
 
 
 def train(run_dir: Path, config, args, events) -> int:
     import tensorflow as tf  # the only package of ftgui that imports TensorFlow
 
-    from ftgui.core import checkpoints, exitcodes
+    from ftgui.core import checkpoints
     from ftgui.training import data as datamod
     from ftgui.training.loop import Faults, TrainingLoop, TrainState
     from ftgui.training.strategies import configure_devices, make_strategy
@@ -63,9 +75,7 @@ def train(run_dir: Path, config, args, events) -> int:
         strategy = make_strategy(config)
         state = TrainState(strategy, config, dataset)
     except ValueError as exc:
-        events.emit("training_error", role=args.role, index=args.index, error=str(exc))
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.BAD_CONFIG
+        return refuse(events, args, exc)
     if args.restore:
         restore_started = time.perf_counter()
         state.checkpoint.restore(str(run_dir / args.restore)).assert_existing_objects_matched()
@@ -73,8 +83,11 @@ def train(run_dir: Path, config, args, events) -> int:
                     optimizer_iterations=int(state.optimizer.iterations.numpy()),
                     restore_seconds=time.perf_counter() - restore_started)
     _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
-    loop = TrainingLoop(state, dataset, config, run_dir, events,
-                        Faults(args.kill_at_step, args.preempt_at_step))
+    try:
+        loop = TrainingLoop(state, dataset, config, run_dir, events,
+                            Faults(args.kill_at_step, args.preempt_at_step))
+    except ValueError as exc:  # e.g. a global batch larger than the training split
+        return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
                 start_step=int(state.step.numpy()), strategy=config.strategy,
                 replicas=strategy.num_replicas_in_sync,
