@@ -16,8 +16,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-server")
-# Cluster strategies are part of the command-line contract; their trainers are not built yet.
-AVAILABLE_STRATEGIES = ("default", "one-device", "mirrored")
 MODELS = ("mlp", "cnn")
 BUILTIN_DATASETS = ("digits",)
 MAX_LOGICAL_CPUS = 8
@@ -80,11 +78,6 @@ class RunConfig:
         `gpus_available` (when known) bounds `gpus`. Nothing is started or written.
         """
         _choice("strategy", self.strategy, STRATEGIES)
-        if self.strategy not in AVAILABLE_STRATEGIES:
-            raise ConfigError(
-                f"strategy: {self.strategy} is not available yet; use one of "
-                f"{', '.join(AVAILABLE_STRATEGIES)}"
-            )
         _choice("model", self.model, MODELS)
         _int_range("replicas", self.replicas, 1, MAX_LOGICAL_CPUS)
         _int_range("gpus", self.gpus, 0, gpus_available if gpus_available is not None else 64)

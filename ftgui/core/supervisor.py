@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ftgui.core import checkpoints, exitcodes
+from ftgui.core import checkpoints, cluster, exitcodes
 from ftgui.core import config as configmod
+from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.events import EventReader, EventWriter
 from ftgui.core.processes import describe_exit, kill_tree, signal_tree, spawn
@@ -38,16 +39,34 @@ class StartError(RuntimeError):
 
 @dataclass
 class TrainingProcess:
-    """One training process of the current attempt."""
+    """One training process of the current attempt (`restarts`: how often this task was
+    restarted on its own within the attempt, as parameter-server workers are)."""
 
-    role: str
-    index: int
+    task: Task
     popen: subprocess.Popen
     log_path: Path
     started: float = field(default_factory=time.time)
     returncode: int | None = None
     last_step: int = 0
     last_heartbeat: float = field(default_factory=time.time)
+    restarts: int = 0
+    ended_by_supervisor: bool = False  # killed to clean up (cluster broken, run over, shutdown)
+
+    @property
+    def role(self) -> str:
+        return self.task.role
+
+    @property
+    def index(self) -> int:
+        return self.task.index
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task.is_chief
+
+    @property
+    def label(self) -> str:
+        return self.task.label
 
     @property
     def pid(self) -> int:
@@ -55,7 +74,11 @@ class TrainingProcess:
 
     @property
     def name(self) -> str:
-        return f"{self.role}:{self.index}"
+        return self.task.name
+
+    def matches(self, target: str) -> bool:
+        """True for `all`, for `chief` on the chief, and for its own `role:index`."""
+        return target in ("all", self.name) or (target == "chief" and self.is_chief)
 
     @property
     def alive(self) -> bool:
@@ -90,6 +113,8 @@ class Supervisor:
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
         self._scheduled_fired: set[str] = set()
+        self._armed: list[tuple[str, int, str]] = []  # faults the supervisor fires at a step
+        self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
 
     # ----------------------------------------------------------------- queries
@@ -204,8 +229,13 @@ class Supervisor:
         if kind == "step":
             self.last_step = event["step"]
             for proc in self.processes:
-                if proc.role == event.get("role", "chief") and proc.index == event.get("index", 0):
+                if proc.is_chief and proc.alive:
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
+            self._fire_armed(event["step"])
+        elif kind == "heartbeat":
+            for proc in self.processes:
+                if proc.alive and proc.name == f"{event.get('role')}:{event.get('index')}":
+                    proc.last_step, proc.last_heartbeat = event.get("step", 0), time.time()
         elif kind == "resumed":
             self.last_step = event.get("from_step", 0)
         elif kind == "fault_injected" and event.get("source") == "schedule":
@@ -218,7 +248,7 @@ class Supervisor:
         # Watching a run supervised elsewhere, or reopened: derive its state from history.
         if kind == "run_finished":
             self._set_state("finished", "reached the last step")
-        elif kind == "process_exited" and event.get("role") == "chief":
+        elif kind == "process_exited" and event.get("decisive", event.get("role") == "chief"):
             self._set_state(*_state_from_exit(event))
         elif kind in ("process_started", "resumed", "step") and self.state not in ("running",):
             self._set_state("running", "")
@@ -241,41 +271,58 @@ class Supervisor:
             self._archive_newer(restore.step, attempt)
         self.processes = []
         self._user_stop = ""
+        self._settled = False
+        self._armed = []
+        self._restore = restore
+        self.attempt = attempt
         with EventWriter(self.run_dir, attempt) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
-            for role, index in self._tasks(config):
-                argv = self._trainer_argv(config, role, index, attempt, restore)
-                log_path = self.run_dir / LOG_DIR / f"{role}-{index}.attempt-{attempt}.log"
-                try:
-                    popen = spawn(argv, log_path)
-                except OSError as exc:
-                    self._kill_all()
-                    raise StartError(f"cannot start {role}:{index}: {exc}") from None
-                self.processes.append(TrainingProcess(role, index, popen, log_path))
-                writer.emit(
-                    "process_started", role=role, index=index, pid=popen.pid,
-                    restore=restore.relpath if restore else None,
-                    log=str(log_path.relative_to(self.run_dir)),
-                )
-        self.attempt = attempt
+            for task in cluster.tasks(config):
+                self._spawn(task, writer)
         self._set_state("running", "")
 
-    def _tasks(self, config: RunConfig) -> list[tuple[str, int]]:
-        return [("chief", 0)]
+    def _spawn(self, task: Task, writer: EventWriter, restarts: int = 0) -> TrainingProcess:
+        config, attempt, restore = self.config, self.attempt, self._restore
+        argv = self._trainer_argv(config, task, attempt, restore)
+        suffix = f".restart-{restarts}" if restarts else ""
+        log_name = f"{task.role}-{task.index}.attempt-{attempt}{suffix}.log"
+        log_path = self.run_dir / LOG_DIR / log_name
+        env = cluster.tf_config_env(task)
+        if config.gpus == 0:
+            env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
+        try:
+            popen = spawn(argv, log_path, env)
+        except OSError as exc:
+            self._kill_all()
+            raise StartError(f"cannot start {task.name}: {exc}") from None
+        proc = TrainingProcess(task, popen, log_path, restarts=restarts)
+        self.processes.append(proc)
+        writer.emit(
+            "process_started", role=task.role, index=task.index, pid=popen.pid,
+            chief=task.is_chief, label=task.label, restarts=restarts,
+            address=_address(task), restore=restore.relpath if restore else None,
+            log=str(log_path.relative_to(self.run_dir)),
+        )
+        return proc
 
-    def _trainer_argv(self, config, role, index, attempt, restore) -> list[str]:
+    def _trainer_argv(self, config, task: Task, attempt: int, restore) -> list[str]:
         argv = [
             self.python, "-m", "ftgui.training", str(self.run_dir),
-            "--role", role, "--index", str(index), "--attempt", str(attempt),
+            "--role", task.role, "--index", str(task.index), "--attempt", str(attempt),
         ]
         if restore is not None:
             argv += ["--restore", restore.relpath]
-        target = configmod.parse_target(config.fault_target)
-        if target == (role, index):
+        target = config.fault_target
+        runs_steps = config.strategy != "parameter-server" or task.role == "chief"
+        if target == task.name or (target == "chief" and task.is_chief):
             for kind, step in (("kill", config.kill_at_step), ("preempt", config.preempt_at_step)):
-                if step and kind not in self._scheduled_fired:
+                if not step or kind in self._scheduled_fired:
+                    continue
+                if runs_steps:  # the process fires it itself, right after that exact step
                     argv += [f"--{kind}-at-step", str(step)]
+                else:  # a parameter-server worker / ps knows no steps: fire on the chief's step
+                    self._armed.append((kind, step, target))
         return argv
 
     def _archive_newer(self, step: int, attempt: int) -> None:
@@ -295,21 +342,36 @@ class Supervisor:
             writer.emit("forked", from_step=step, archived_steps=moved,
                         archive=str(dest.relative_to(self.run_dir)))
 
-    def _inject(self, kind: str, target: str, sig: int) -> bool:
-        victims = [p for p in self.processes if p.alive and (target == "all" or p.name == target
-                   or (target == "chief" and p.role == "chief"))]
+    def _inject(self, kind: str, target: str, sig: int, source: str = "user") -> bool:
+        victims = [p for p in self.processes if p.alive and p.matches(target)]
         if not victims:
             return False
         self._restart_due = None if kind == "preempt" else self._restart_due
         self._user_stop = kind
         with EventWriter(self.run_dir, self.attempt) as writer:
             writer.emit("fault_injected", kind=kind, target=target, step=self.last_step,
-                        source="user")
+                        source=source)
         for proc in victims:
             signal_tree(proc.pid, sig)
         return True
 
+    def _fire_armed(self, step: int) -> None:
+        for armed in list(self._armed):
+            kind, at_step, target = armed
+            if step >= at_step:
+                self._armed.remove(armed)
+                self._scheduled_fired.add(kind)
+                sig = signal.SIGKILL if kind == "kill" else signal.SIGTERM
+                self._inject(kind, target, sig, source="schedule")
+
     def _on_exit(self, proc: TrainingProcess) -> None:
+        """Record an exit and decide what it means for the attempt.
+
+        The first exit that decides the attempt's outcome (`decisive` in its event) sets the
+        state: the chief finishing or being preempted, or any process crashing — except a
+        parameter-server worker, which is restarted on its own while TensorFlow reschedules
+        its steps. Exits after that (the rest of the cluster being ended) are only recorded.
+        """
         proc.returncode = proc.popen.returncode
         self._drain()  # a trainer writes why it failed (`training_error`) before it exits
         fields = describe_exit(proc.returncode)
@@ -317,15 +379,27 @@ class Supervisor:
         error = self._errors.get((self.attempt, proc.role, proc.index))
         if state == "failed" and error:
             reason = f"{reason}: {error}"
+        crashed = state in ("killed", "failed")
+        rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
+                  and self.config.strategy == "parameter-server" and proc.role == "worker")
+        decisive = not self._settled and not rejoin and (proc.is_chief or crashed)
         with EventWriter(self.run_dir, self.attempt) as writer:
             writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
-                        last_step=proc.last_step, reason=reason, **fields)
-        if proc.role != "chief":
+                        chief=proc.is_chief, last_step=proc.last_step, reason=reason,
+                        decisive=decisive, **fields)
+            if rejoin and proc.restarts < self.config.max_restarts:
+                self._spawn(proc.task, writer, restarts=proc.restarts + 1)
+        if not decisive:
             return
-        if state != "finished":
-            self._kill_all()  # one process lost: TensorFlow needs the whole cluster restarted
+        self._settled = True
+        if not proc.is_chief:
+            reason = f"{proc.label} {reason}"
+        if crashed or self.config.strategy == "parameter-server":
+            # One lost process breaks a TensorFlow cluster (DESIGN.md §4); and the servers of a
+            # parameter-server cluster never end on their own.
+            self._kill_all()
         self._set_state(state, reason)
-        if state in ("killed", "failed") and self._should_recover(fields):
+        if state in ("killed", "failed", "preempted") and self._should_recover(fields):
             self._schedule_restart()
 
     def _should_recover(self, exit_fields: dict) -> bool:
@@ -349,6 +423,7 @@ class Supervisor:
         """SIGKILL every live process tree of the run and wait until each is reaped."""
         for other in self.processes:
             if other.alive:
+                other.ended_by_supervisor = True
                 kill_tree(other.pid)
                 try:
                     other.popen.wait(timeout=10)
@@ -414,6 +489,12 @@ def _state_from_exit(fields: dict) -> tuple[str, str]:
     if code == exitcodes.PREEMPTED:
         return "preempted", "preempted: saved at the current step"
     return "failed", f"exited with status {code} ({exitcodes.REASONS.get(code, 'error')})"
+
+
+def _address(task: Task) -> str | None:
+    if task.tf_config is None:
+        return None
+    return task.tf_config["cluster"][task.role][task.index]
 
 
 __all__ = [

@@ -30,6 +30,8 @@ STRATEGY_LABELS = {
     "default": "Default (no distribution)",
     "one-device": "OneDeviceStrategy",
     "mirrored": "MirroredStrategy",
+    "multi-worker": "MultiWorkerMirroredStrategy",
+    "parameter-server": "ParameterServerStrategy",
 }
 
 
@@ -70,6 +72,8 @@ class ConfigPanel(QWidget):
         layout.addWidget(self.error_label)
         layout.addStretch(1)
         self.strategy_combo.currentIndexChanged.connect(self._update_enabled)
+        self.workers_spin.valueChanged.connect(self._update_enabled)
+        self.ps_spin.valueChanged.connect(self._update_enabled)
         self.set_config(RunConfig())
 
     # ------------------------------------------------------------ building
@@ -102,6 +106,12 @@ class ConfigPanel(QWidget):
         self.gpus_spin = _spin("gpusSpin", 0, 16)
         self.gpus_spin.setToolTip("GPUs to use (0: CPU). `ftgui devices` lists what is present.")
         form.addRow("GPUs", self.gpus_spin)
+        self.workers_spin = _spin("workersSpin", 1, configmod.MAX_WORKERS)
+        self.workers_spin.setToolTip("Worker processes (multi-worker: worker 0 is the chief)")
+        form.addRow("Workers", self.workers_spin)
+        self.ps_spin = _spin("psSpin", 1, configmod.MAX_PS)
+        self.ps_spin.setToolTip("Parameter-server processes")
+        form.addRow("Parameter servers", self.ps_spin)
         return group
 
     def _training_group(self) -> QGroupBox:
@@ -158,6 +168,11 @@ class ConfigPanel(QWidget):
         self.preempt_at_spin.setSpecialValueText("off")
         self.preempt_at_spin.setToolTip("Preempt the chief (SIGTERM: save, then stop) at this step")
         form.addRow("Preempt at step", self.preempt_at_spin)
+        self.fault_target_combo = QComboBox()
+        self.fault_target_combo.setObjectName("faultTargetCombo")
+        self.fault_target_combo.setEditable(True)
+        self.fault_target_combo.setToolTip("Which process the scheduled faults hit")
+        form.addRow("Fault target", self.fault_target_combo)
         return group
 
     # ------------------------------------------------------------ values
@@ -166,6 +181,8 @@ class ConfigPanel(QWidget):
         self.strategy_combo.setCurrentIndex(max(index, 0))
         self.replicas_spin.setValue(config.replicas)
         self.gpus_spin.setValue(config.gpus)
+        self.workers_spin.setValue(config.workers)
+        self.ps_spin.setValue(config.ps)
         self.model_combo.setCurrentText(config.model)
         self.dataset_combo.setCurrentText(config.dataset)
         self.batch_spin.setValue(config.global_batch_size)
@@ -178,6 +195,8 @@ class ConfigPanel(QWidget):
         self.max_restarts_spin.setValue(config.max_restarts)
         self.kill_at_spin.setValue(config.kill_at_step)
         self.preempt_at_spin.setValue(config.preempt_at_step)
+        self._fill_targets(config.strategy, config.workers, config.ps)
+        self.fault_target_combo.setCurrentText(config.fault_target)
         self._hidden = config  # fields without a widget (workers, ps, …) pass through
         self._update_enabled()
 
@@ -187,6 +206,8 @@ class ConfigPanel(QWidget):
             strategy=self.strategy_combo.currentData(),
             replicas=self.replicas_spin.value(),
             gpus=self.gpus_spin.value(),
+            workers=self.workers_spin.value(),
+            ps=self.ps_spin.value(),
             model=self.model_combo.currentText(),
             dataset=self.dataset_combo.currentText().strip(),
             global_batch_size=self.batch_spin.value(),
@@ -199,6 +220,7 @@ class ConfigPanel(QWidget):
             max_restarts=self.max_restarts_spin.value(),
             kill_at_step=self.kill_at_spin.value(),
             preempt_at_step=self.preempt_at_spin.value(),
+            fault_target=self.fault_target_combo.currentText().strip() or "chief",
         )
 
     def run_dir(self) -> Path:
@@ -221,6 +243,22 @@ class ConfigPanel(QWidget):
         strategy = self.strategy_combo.currentData()
         self.replicas_spin.setEnabled(strategy == "mirrored")
         self.gpus_spin.setEnabled(strategy in ("mirrored", "one-device"))
+        self.workers_spin.setEnabled(strategy in ("multi-worker", "parameter-server"))
+        self.ps_spin.setEnabled(strategy == "parameter-server")
+        current = self.fault_target_combo.currentText()
+        self._fill_targets(strategy, self.workers_spin.value(), self.ps_spin.value())
+        self.fault_target_combo.setCurrentText(current or "chief")
+
+    def _fill_targets(self, strategy: str, workers: int, ps: int) -> None:
+        targets = ["chief"]
+        if strategy in ("multi-worker", "parameter-server"):
+            targets += [f"worker:{i}" for i in range(workers)]
+        if strategy == "parameter-server":
+            targets += [f"ps:{i}" for i in range(ps)]
+        self.fault_target_combo.blockSignals(True)
+        self.fault_target_combo.clear()
+        self.fault_target_combo.addItems(targets)
+        self.fault_target_combo.blockSignals(False)
 
     def _browse_run_dir(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Run directory", str(runs_root()))

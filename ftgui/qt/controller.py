@@ -33,6 +33,10 @@ def describe(event: dict) -> str:
     return f"{stamp} [attempt {event.get('attempt', 0)}] {kind}: {details}"
 
 
+def _who(event: dict) -> str:
+    return f"{event.get('role', 'chief')} {event.get('index', 0)}"
+
+
 def _short(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -43,13 +47,14 @@ class RunController(QObject):
     """Owns the `Supervisor` of the run on screen and feeds the views.
 
     Signals: `stateChanged(str state, str reason)`, `logLine(str)`, `checkpointsChanged()`,
-    `statusChanged(str)`.
+    `statusChanged(str)`, `processesChanged(list of TrainingProcess)` (at most 4 times a second).
     """
 
     stateChanged = Signal(str, str)
     logLine = Signal(str)
     checkpointsChanged = Signal()
     statusChanged = Signal(str)
+    processesChanged = Signal(list)
 
     def __init__(self, plot, parent=None):
         super().__init__(parent)
@@ -61,6 +66,9 @@ class RunController(QObject):
         self._last_step = 0
         self._stopped_at = 0
         self._attempt = 0
+        self._settled_attempts: set[int] = set()
+        self._processes_shown = 0.0
+        self._lost: set[tuple[int, str]] = set()  # (attempt, 'worker 1') lost, not yet back
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.tick)
@@ -78,6 +86,8 @@ class RunController(QObject):
         self._tails.clear()
         self._rate.clear()
         self._last_step = self._stopped_at = 0
+        self._settled_attempts = set()
+        self._lost = set()
         self._last_state = ("", "")
         self.checkpointsChanged.emit()
         self.tick()
@@ -122,6 +132,10 @@ class RunController(QObject):
             self._last_state = state
             self.stateChanged.emit(*state)
         self.statusChanged.emit(self.status_text())
+        now = time.monotonic()
+        if now - self._processes_shown > 0.25 or checkpoints_changed:
+            self._processes_shown = now
+            self.processesChanged.emit(list(supervisor.processes))
 
     def _dispatch(self, event: dict) -> bool:
         kind = event["event"]
@@ -139,19 +153,34 @@ class RunController(QObject):
             self.plot.add_marker("resume", event["from_step"], f"resume ← {event['from_step']}")
             self.plot.shade_redone(event["from_step"], self._stopped_at)
             self._rate.clear()
-        elif kind == "process_exited" and event.get("role") == "chief":
+        elif kind == "process_exited":
             self._mark_exit(event)
+        elif kind == "training_started" and (attempt, _who(event)) in self._lost:
+            self._lost.discard((attempt, _who(event)))
+            self.plot.add_marker("resume", self._last_step, f"{_who(event)} back")
         return kind in ("checkpoint_saved", "forked", "process_exited", "resumed")
 
     def _mark_exit(self, event: dict) -> None:
-        step = event.get("last_step", self._last_step)
-        self._stopped_at = step
+        """Mark the exit that ended an attempt, and a lone process lost while the rest runs
+        (a parameter-server worker); not the processes ended afterwards to clean up."""
+        attempt = event.get("attempt", 0)
+        decisive = event.get("decisive", event.get("role") == "chief")
+        if attempt in self._settled_attempts or not (decisive or event.get("signal")):
+            return
+        chief = event.get("chief", event.get("role") == "chief")
+        step = event.get("last_step", self._last_step) if chief else self._last_step
+        who = "" if chief else f"{_who(event)} "
+        if decisive:
+            self._settled_attempts.add(attempt)
+            self._stopped_at = step
+        else:
+            self._lost.add((attempt, _who(event)))
         if event.get("signal") == 9:
-            self.plot.add_marker("kill", step, f"killed @ {step}")
+            self.plot.add_marker("kill", step, f"{who}killed @ {step}")
         elif event.get("exit_code") == 42:
-            self.plot.add_marker("preempt", step, f"preempted @ {step}")
+            self.plot.add_marker("preempt", step, f"{who}preempted @ {step}")
         elif event.get("exit_code") not in (0, None) or event.get("signal"):
-            self.plot.add_marker("failed", step, f"failed @ {step}")
+            self.plot.add_marker("failed", step, f"{who}failed @ {step}")
 
     # ------------------------------------------------------------ derived state
     def _state_name(self) -> str:

@@ -28,6 +28,7 @@ from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
 from ftgui.qt.loss_plot import LossPlot
+from ftgui.qt.process_table import ProcessTable
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
@@ -45,6 +46,7 @@ class MainWindow(QMainWindow):
         self.panel = ConfigPanel()
         self.plot = LossPlot()
         self.table = CheckpointTable()
+        self.processes = ProcessTable()
         self.log = QPlainTextEdit()
         self.log.setObjectName("eventLog")
         self.log.setReadOnly(True)
@@ -86,8 +88,9 @@ class MainWindow(QMainWindow):
 
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(_titled("Checkpoints", self.table))
+        bottom.addWidget(_titled("Processes", self.processes))
         bottom.addWidget(_titled("Event log", self.log))
-        bottom.setSizes([480, 620])
+        bottom.setSizes([430, 330, 440])
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.plot)
         right.addWidget(bottom)
@@ -134,6 +137,9 @@ class MainWindow(QMainWindow):
             lambda: self.table.refresh(self.controller.supervisor.run_dir)
         )
         self.controller.statusChanged.connect(self.status_label.setText)
+        self.controller.processesChanged.connect(self.processes.update_rows)
+        self.processes.killRequested.connect(self.controller.kill)
+        self.processes.preemptRequested.connect(self.controller.preempt)
         self.panel.run_dir_edit.editingFinished.connect(self._run_dir_edited)
 
     # ------------------------------------------------------------ actions

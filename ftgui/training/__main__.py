@@ -67,25 +67,40 @@ def train(run_dir: Path, config, args, events) -> int:
     from ftgui.training.strategies import configure_devices, make_strategy
 
     import_seconds = time.perf_counter() - _T0
+    if config.strategy == "parameter-server" and args.role in ("worker", "ps"):
+        return serve(events, args, import_seconds)
     configure_devices(config)
     tf.keras.utils.set_random_seed(config.seed)
     tf.config.experimental.enable_op_determinism()
+    is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)
     try:
         dataset = datamod.load(config.dataset)
-        strategy = make_strategy(config)
-        state = TrainState(strategy, config, dataset)
+        runner = None
+        if config.strategy == "parameter-server":
+            from ftgui.training import parameter_server
+
+            strategy, coordinator = parameter_server.make_strategy()
+            state = TrainState(strategy, config, dataset)
+            runner = parameter_server.ScheduledSteps(state, coordinator, dataset.x_train,
+                                                     dataset.y_train)
+        else:
+            strategy = make_strategy(config)
+            state = TrainState(strategy, config, dataset)
     except ValueError as exc:
         return refuse(events, args, exc)
     if args.restore:
         restore_started = time.perf_counter()
         state.checkpoint.restore(str(run_dir / args.restore)).assert_existing_objects_matched()
-        events.emit("resumed", from_step=int(state.step.numpy()), checkpoint=args.restore,
-                    optimizer_iterations=int(state.optimizer.iterations.numpy()),
-                    restore_seconds=time.perf_counter() - restore_started)
-    _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
+        if is_chief:
+            events.emit("resumed", from_step=int(state.step.numpy()), checkpoint=args.restore,
+                        optimizer_iterations=int(state.optimizer.iterations.numpy()),
+                        restore_seconds=time.perf_counter() - restore_started)
+    if is_chief:
+        _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
     try:
         loop = TrainingLoop(state, dataset, config, run_dir, events,
-                            Faults(args.kill_at_step, args.preempt_at_step))
+                            Faults(args.kill_at_step, args.preempt_at_step), runner=runner,
+                            role=args.role, index=args.index, is_chief=is_chief)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
@@ -96,6 +111,17 @@ def train(run_dir: Path, config, args, events) -> int:
     print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
           f"starting after step {int(state.step.numpy())}", flush=True)
     return loop.run()
+
+
+def serve(events, args, import_seconds: float) -> int:
+    """A parameter-server cluster's worker or ps task: serve TensorFlow until killed."""
+    from ftgui.training.parameter_server import serve_forever
+
+    events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
+                start_step=None, strategy="parameter-server", import_seconds=import_seconds,
+                setup_seconds=time.perf_counter() - _T0)
+    serve_forever()
+    return 0
 
 
 def _reset_checkpoint_state(tf, directory: Path, step: int) -> None:

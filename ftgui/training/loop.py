@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -55,7 +56,9 @@ class TrainState:
         self._train_step = tf.function(self._distributed_step)
         self._evaluate = tf.function(self._eval_logits)
 
-    def _replica_step(self, x, y):
+    def replica_step(self, x, y):
+        """One replica's forward, backward and update on its slice; returns its share of the
+        global-batch mean loss (a scalar)."""
         with tf.GradientTape() as tape:
             logits = self.model(x, training=True)
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
@@ -64,31 +67,40 @@ class TrainState:
         self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables, strict=True))
         return loss
 
-    def _distributed_step(self, x, y):
-        per_replica_loss = self.strategy.run(self._replica_step, args=(x, y))
+    def _replica_step_with_flag(self, x, y, stop):
+        return self.replica_step(x, y), stop
+
+    def _distributed_step(self, x, y, stop):
+        loss, stop = self.strategy.run(self._replica_step_with_flag, args=(x, y, stop))
         self.step.assign_add(1)
-        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+        total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        # Every worker learns that one of them was asked to stop, in the same step.
+        return total, self.strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
 
     def _eval_logits(self, x):
         return self.model(x, training=False)
 
-    def train_step(self, x_global: np.ndarray, y_global: np.ndarray) -> float:
-        """Run one global step on a global batch; returns the mean loss (float)."""
+    def train_step(self, x_global: np.ndarray, y_global: np.ndarray,
+                   stop: bool = False) -> tuple[float, bool]:
+        """Run one global step on a global batch.
+
+        Returns (mean loss over the global batch, whether any replica of any worker passed
+        `stop=True`), so all workers of a cluster stop after the same step.
+        """
         replicas = self.strategy.num_replicas_in_sync
 
-        def value_fn(context, array):
+        def local(context, array):
             rows = StepBatches.replica_slice(
                 np.arange(len(array)), context.replica_id_in_sync_group, replicas
             )
             return tf.convert_to_tensor(array[rows])
 
-        x = self.strategy.experimental_distribute_values_from_function(
-            lambda ctx: value_fn(ctx, x_global)
-        )
-        y = self.strategy.experimental_distribute_values_from_function(
-            lambda ctx: value_fn(ctx, y_global)
-        )
-        return float(self._train_step(x, y))
+        distribute = self.strategy.experimental_distribute_values_from_function
+        x = distribute(lambda ctx: local(ctx, x_global))
+        y = distribute(lambda ctx: local(ctx, y_global))
+        flag = distribute(lambda ctx: tf.constant(int(stop), dtype=tf.int32))
+        loss, stop_all = self._train_step(x, y, flag)
+        return float(loss), bool(int(stop_all))
 
     def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         """Mean cross-entropy and accuracy (fraction) on (x, y)."""
@@ -98,6 +110,25 @@ class TrainState:
         loss = float(-log_probs[np.arange(len(y)), y].mean())
         accuracy = float((logits.argmax(axis=1) == y).mean())
         return loss, accuracy
+
+
+class SyncSteps:
+    """Runs synchronous strategies one global step at a time (default, one-device, mirrored,
+    multi-worker)."""
+
+    chunked = False
+
+    def __init__(self, state: TrainState, data: Dataset):
+        self.state, self.data = state, data
+
+    def run(self, index_batches: list[np.ndarray], stop: bool) -> tuple[list[float], bool]:
+        losses, stop_all = [], False
+        for indices in index_batches:
+            loss, stop_all = self.state.train_step(
+                self.data.x_train[indices], self.data.y_train[indices], stop
+            )
+            losses.append(loss)
+        return losses, stop_all or stop
 
 
 class Preemption:
@@ -114,23 +145,36 @@ class Preemption:
 class TrainingLoop:
     """Runs global steps `start+1 … config.steps` and their side effects; returns an exit status.
 
-    Events written: `step` (step, loss, epoch), `validation`, `checkpoint_saved`,
-    `fault_injected`, `preempted`, `non_finite_loss`, `run_finished`.
+    Only the chief writes `step` events, checkpoints into `RUN/checkpoints` and validation; the
+    other workers of a MultiWorkerMirroredStrategy save into their own scratch folder (the save
+    is collective, so every worker takes part), delete it, and write a `heartbeat` event about
+    once a second. Events written: `step` (step, loss, epoch), `heartbeat`, `validation`,
+    `checkpoint_saved`, `fault_injected`, `preempted`, `non_finite_loss`, `run_finished`.
     """
 
+    HEARTBEAT_SECONDS = 1.0
+
     def __init__(self, state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
-                 events: EventWriter, faults: Faults, is_chief: bool = True):
+                 events: EventWriter, faults: Faults, runner=None, role: str = "chief",
+                 index: int = 0, is_chief: bool = True):
         self.state, self.data, self.config = state, data, config
         self.run_dir, self.events, self.faults = run_dir, events, faults
-        self.is_chief = is_chief
+        self.runner = runner or SyncSteps(state, data)
+        self.role, self.index, self.is_chief = role, index, is_chief
         self.batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
         self.preemption = Preemption()
-        directory = checkpoints.checkpoint_dir(run_dir)
+        self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
+                          else run_dir / "scratch" / f"{role}-{index}")
         self.manager = tf.train.CheckpointManager(
-            state.checkpoint, directory=str(directory), max_to_keep=config.keep,
+            state.checkpoint, directory=str(self.directory),
+            max_to_keep=config.keep if is_chief else 1,
             checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
         )
         self.last_saved = -1
+        self._last_heartbeat = 0.0
+        # A multi-worker process must not stop on its own: the stop flag is all-reduced in the
+        # next step so that every worker saves the same step and exits together.
+        self.may_stop_alone = config.strategy != "multi-worker"
 
     def run(self) -> int:
         from ftgui.core import exitcodes
@@ -138,30 +182,65 @@ class TrainingLoop:
         step = int(self.state.step.numpy())
         loss = math.nan
         started, last_report = time.perf_counter(), (step, time.perf_counter())
-        while step < self.config.steps:
-            step += 1
-            indices = self.batches.indices(step)
-            loss = self.state.train_step(self.data.x_train[indices], self.data.y_train[indices])
-            self.events.emit("step", step=step, loss=loss, epoch=self.batches.epoch_of(step))
-            if not math.isfinite(loss):
-                self.events.emit("non_finite_loss", step=step)
-                print(f"step {step}: loss is {loss}; stopping without checkpointing", flush=True)
-                return exitcodes.NON_FINITE
-            if step % self.config.checkpoint_every == 0 or step == self.config.steps:
-                self.save(step, loss)
-            if step % 50 == 0:
-                last_report = self._report(step, loss, last_report)
-            self._scheduled_faults(step)
-            if self.preemption.requested:
-                self.save(step, loss)
-                self.events.emit("preempted", step=step,
-                                 checkpoint=f"{checkpoints.CHECKPOINT_DIR}/ckpt-{step}")
-                print(f"preempted: saved step {step}, exiting", flush=True)
-                return exitcodes.PREEMPTED
-        self.events.emit("run_finished", step=step, loss=loss,
-                         seconds=time.perf_counter() - started)
+        try:
+            while step < self.config.steps:
+                last = self._chunk_end(step)
+                indices = [self.batches.indices(s) for s in range(step + 1, last + 1)]
+                losses, stop = self.runner.run(indices, self.preemption.requested)
+                for loss in losses:
+                    step += 1
+                    status = self._after_step(step, loss)
+                    if status is not None:
+                        return status
+                if step // 50 != (step - len(losses)) // 50:
+                    last_report = self._report(step, loss, last_report)
+                if stop or (self.preemption.requested and self.may_stop_alone):
+                    return self._preempted(step, loss)
+        finally:
+            self._remove_scratch()
+        if self.is_chief:
+            self.events.emit("run_finished", step=step, loss=loss,
+                             seconds=time.perf_counter() - started)
         print(f"finished at step {step}, loss {loss:.6f}", flush=True)
         return exitcodes.FINISHED
+
+    def _chunk_end(self, step: int) -> int:
+        """Last step of the next batch of work: one step, or for scheduled (parameter-server)
+        steps everything up to the next checkpoint, fault or the end."""
+        if not self.runner.chunked:
+            return step + 1
+        every = self.config.checkpoint_every
+        ends = [self.config.steps, (step // every + 1) * every]
+        ends += [k for k in (self.faults.kill_at_step, self.faults.preempt_at_step) if k > step]
+        return min(ends)
+
+    def _after_step(self, step: int, loss: float) -> int | None:
+        from ftgui.core import exitcodes
+
+        if self.is_chief:
+            self.events.emit("step", step=step, loss=loss, epoch=self.batches.epoch_of(step))
+        elif time.monotonic() - self._last_heartbeat > self.HEARTBEAT_SECONDS:
+            self._last_heartbeat = time.monotonic()
+            self.events.emit("heartbeat", role=self.role, index=self.index, step=step)
+        if not math.isfinite(loss):
+            if self.is_chief:
+                self.events.emit("non_finite_loss", step=step)
+            print(f"step {step}: loss is {loss}; stopping without checkpointing", flush=True)
+            return exitcodes.NON_FINITE
+        if step % self.config.checkpoint_every == 0 or step == self.config.steps:
+            self.save(step, loss)
+        self._scheduled_faults(step)
+        return None
+
+    def _preempted(self, step: int, loss: float) -> int:
+        from ftgui.core import exitcodes
+
+        self.save(step, loss)
+        if self.is_chief:
+            self.events.emit("preempted", step=step,
+                             checkpoint=f"{checkpoints.CHECKPOINT_DIR}/ckpt-{step}")
+        print(f"preempted: saved step {step}, exiting", flush=True)
+        return exitcodes.PREEMPTED
 
     def _report(self, step, loss, last):
         now = time.perf_counter()
@@ -170,22 +249,29 @@ class TrainingLoop:
         return step, now
 
     def _scheduled_faults(self, step: int) -> None:
+        target = "chief" if self.role == "chief" else f"{self.role}:{self.index}"
         if step == self.faults.preempt_at_step:
-            self.events.emit("fault_injected", kind="preempt", target="chief", step=step,
+            self.events.emit("fault_injected", kind="preempt", target=target, step=step,
                              source="schedule")
             self.preemption.requested = True
         if step == self.faults.kill_at_step:
-            self.events.emit("fault_injected", kind="kill", target="chief", step=step,
+            self.events.emit("fault_injected", kind="kill", target=target, step=step,
                              source="schedule")
             print(f"fault: SIGKILL at step {step}", flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
 
     def save(self, step: int, loss: float) -> None:
-        """Checkpoint at `step` (numbered by step), validate, and write the metadata file."""
-        if step == self.last_saved or not self.is_chief:
+        """Checkpoint at `step` (numbered by step); on the chief also validate and write the
+        metadata file. Every worker of a cluster must call it at the same steps."""
+        if step == self.last_saved:
+            return
+        self.last_saved = step
+        if not self.is_chief:
+            self.manager.save(checkpoint_number=step)
+            self._remove_scratch()
             return
         started = time.perf_counter()
-        prefix = checkpoints.checkpoint_dir(self.run_dir) / f"{checkpoints.PREFIX}-{step}"
+        prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
         checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
         self.manager.save(checkpoint_number=step)
         save_seconds = time.perf_counter() - started
@@ -197,11 +283,18 @@ class TrainingLoop:
             global_batch_size=self.config.global_batch_size,
         )
         self._drop_orphan_metadata()
-        self.last_saved = step
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
                          loss=loss, size=size, save_seconds=save_seconds)
+
+    def _remove_scratch(self) -> None:
+        if not self.is_chief:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            try:
+                self.directory.parent.rmdir()  # RUN/scratch, once no worker uses it
+            except OSError:
+                pass
 
     def _drop_orphan_metadata(self) -> None:
         # CheckpointManager deletes old checkpoints beyond max_to_keep but not our metadata.

@@ -6,6 +6,9 @@ import tensorflow as tf
 
 from ftgui.core.config import RunConfig
 
+# A collective that waits longer than this for a lost peer fails instead of hanging (DESIGN.md §4).
+COLLECTIVE_TIMEOUT_SECONDS = 30.0
+
 
 def configure_devices(config: RunConfig) -> None:
     """Split the CPU into `config.replicas` logical devices for a CPU MirroredStrategy.
@@ -21,10 +24,16 @@ def configure_devices(config: RunConfig) -> None:
 
 
 def make_strategy(config: RunConfig) -> tf.distribute.Strategy:
-    """The strategy named by `config.strategy` (`default`, `one-device`, `mirrored`).
+    """The strategy named by `config.strategy` (`default`, `one-device`, `mirrored`,
+    `multi-worker`; the latter reads `TF_CONFIG` and must be built before other TF work).
 
     Raises `ValueError` when the devices asked for are not there.
     """
+    if config.strategy == "multi-worker":  # first: any device query would start the runtime
+        options = tf.distribute.experimental.CommunicationOptions(
+            timeout_seconds=COLLECTIVE_TIMEOUT_SECONDS
+        )
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     gpus = tf.config.list_logical_devices("GPU")
     if config.strategy == "default":
         return tf.distribute.get_strategy()

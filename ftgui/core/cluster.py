@@ -1,0 +1,81 @@
+"""The processes of a run and their `TF_CONFIG`: which roles a strategy needs, on which ports.
+
+TensorFlow's own gRPC runtime connects the processes; ftgui only writes each task's `TF_CONFIG`
+(https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_environment_variable).
+
+Roles, in ftgui's and TensorFlow's words:
+- single-process strategies: one `chief` process (no `TF_CONFIG`);
+- MultiWorkerMirroredStrategy: `worker` 0 … N-1, worker 0 is the chief (TF's job `worker`);
+- ParameterServerStrategy: the coordinator is TF's `chief` task, plus `worker` and `ps` tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+
+from ftgui.core.config import RunConfig
+
+
+@dataclass(frozen=True)
+class Task:
+    """One process of the cluster: `role` (chief, worker, ps), `index`, whether it is the chief
+    (writes checkpoints and the global loss), and its TF_CONFIG (None for a single process)."""
+
+    role: str
+    index: int
+    is_chief: bool
+    tf_config: dict | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}:{self.index}"
+
+    @property
+    def label(self) -> str:
+        """How the GUI names the process: 'worker 0 (chief)', 'coordinator', 'ps 1'…"""
+        if self.role == "chief" and self.tf_config is not None:
+            return "coordinator (chief)"
+        if self.role == "worker" and self.is_chief:
+            return f"worker {self.index} (chief)"
+        return self.role if self.role == "chief" else f"{self.role} {self.index}"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (bind to port 0, read it, release it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def cluster_spec(config: RunConfig, host: str = "localhost") -> dict[str, list[str]]:
+    """Addresses per TensorFlow job for `config`, on fresh free ports of this machine."""
+    if config.strategy == "multi-worker":
+        return {"worker": [f"{host}:{free_port()}" for _ in range(config.workers)]}
+    if config.strategy == "parameter-server":
+        return {
+            "chief": [f"{host}:{free_port()}"],
+            "worker": [f"{host}:{free_port()}" for _ in range(config.workers)],
+            "ps": [f"{host}:{free_port()}" for _ in range(config.ps)],
+        }
+    return {}
+
+
+def tasks(config: RunConfig, spec: dict[str, list[str]] | None = None) -> list[Task]:
+    """The processes `config` needs, chief first. `spec` defaults to `cluster_spec(config)`."""
+    if config.strategy not in ("multi-worker", "parameter-server"):
+        return [Task("chief", 0, True)]
+    spec = spec if spec is not None else cluster_spec(config)
+    out = []
+    for job in ("chief", "worker", "ps"):
+        for index in range(len(spec.get(job, []))):
+            is_chief = job == "chief" or (job == "worker" and index == 0 and "chief" not in spec)
+            tf_config = {"cluster": spec, "task": {"type": job, "index": index}}
+            out.append(Task(job, index, is_chief, tf_config))
+    return out
+
+
+def tf_config_env(task: Task) -> dict[str, str]:
+    """Environment variables for a task's process (`TF_CONFIG` as JSON, when it has one)."""
+    return {"TF_CONFIG": json.dumps(task.tf_config)} if task.tf_config is not None else {}

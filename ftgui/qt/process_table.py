@@ -1,0 +1,124 @@
+"""The process table: every training process of the run with its state, and a Kill per row."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction, QBrush, QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
+
+COLUMNS = ("process", "pid", "state", "last step", "heartbeat", "restarts")
+
+
+def process_rows(processes, now: float | None = None) -> list[dict]:
+    """Plain rows for the table from `Supervisor.processes` (newest process per task name).
+
+    `heartbeat` is seconds since the process last reported (a step or a heartbeat event).
+    """
+    now = time.time() if now is None else now
+    latest: dict[str, object] = {}
+    for proc in processes:
+        latest[proc.name] = proc
+    rows = []
+    for proc in latest.values():
+        if proc.alive:
+            state = "running"
+        elif proc.ended_by_supervisor:
+            state = "ended"
+        elif proc.returncode is not None and proc.returncode < 0:
+            state = f"killed ({-proc.returncode})" if proc.returncode == -9 else "signalled"
+        else:
+            state = "exited" if proc.returncode == 0 else f"failed ({proc.returncode})"
+        rows.append({
+            "name": proc.name, "label": proc.label, "pid": proc.pid, "state": state,
+            "alive": proc.alive, "last_step": proc.last_step,
+            "heartbeat": max(0.0, now - proc.last_heartbeat) if proc.alive else None,
+            "restarts": proc.restarts,
+        })
+    return rows
+
+
+class ProcessModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list[dict] = []
+
+    def set_rows(self, rows: list[dict]) -> None:
+        if [r["name"] for r in rows] != [r["name"] for r in self.rows]:
+            self.beginResetModel()
+            self.rows = rows
+            self.endResetModel()
+            return
+        self.rows = rows
+        if rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        column = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == "process":
+                return row["label"]
+            if column == "heartbeat":
+                return "—" if row["heartbeat"] is None else f"{row['heartbeat']:.1f} s ago"
+            key = {"last step": "last_step"}.get(column, column)
+            return str(row[key])
+        if role == Qt.ItemDataRole.ForegroundRole and not row["alive"]:
+            return QBrush(QColor("#b00020" if "killed" in row["state"] else "#666666"))
+        return None
+
+
+class ProcessTable(QTableView):
+    """Shows `process_rows`; a right click offers Kill and Preempt for that one process."""
+
+    killRequested = Signal(str)
+    preemptRequested = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("processTable")
+        self.model_ = ProcessModel(self)
+        self.setModel(self.model_)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.verticalHeader().setVisible(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+
+    def update_rows(self, processes) -> None:
+        self.model_.set_rows(process_rows(processes))
+
+    def selected_name(self) -> str | None:
+        rows = self.selectionModel().selectedRows()
+        return self.model_.rows[rows[0].row()]["name"] if rows else None
+
+    def _menu(self, position) -> None:
+        index = self.indexAt(position)
+        if not index.isValid():
+            return
+        row = self.model_.rows[index.row()]
+        menu = QMenu(self)
+        for text, signal in (("Kill (SIGKILL)", self.killRequested),
+                             ("Preempt (SIGTERM)", self.preemptRequested)):
+            action = QAction(f"{text} {row['label']}", menu)
+            action.setEnabled(row["alive"])
+            action.triggered.connect(lambda _=False, s=signal, n=row["name"]: s.emit(n))
+            menu.addAction(action)
+        menu.exec(self.viewport().mapToGlobal(position))

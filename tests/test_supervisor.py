@@ -1,0 +1,284 @@
+"""The supervisor: one owner per run directory; kill, preempt, shutdown and automatic recovery.
+
+The first tests put a stand-in trainer (a small Python script, no TensorFlow) behind the
+supervisor, so a test chooses the process tree and the exit status exactly; the tests marked `tf`
+run the real trainer.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import textwrap
+
+import psutil
+import pytest
+from conftest import of_kind, poll_until, poll_until_done, processes_of
+
+from ftgui.core import checkpoints, events, exitcodes
+from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.supervisor import RunBusyError, StartError, Supervisor
+
+FAKE_TRAINER = textwrap.dedent(
+    """
+    # Stands in for `python -m ftgui.training RUN --attempt N ...`; behaviour from FAKE_TRAINER.
+    import os, subprocess, sys, time
+    from ftgui.core.events import EventWriter
+
+    run_dir = sys.argv[3]
+    attempt = int(sys.argv[sys.argv.index("--attempt") + 1])
+    events = EventWriter(run_dir, attempt)
+    mode = os.environ.get("FAKE_TRAINER", "tree")
+    if mode.startswith("exit:"):
+        events.emit("training_error", role="chief", index=0, error="stand-in failure")
+        sys.exit(int(mode[5:]))
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    child = subprocess.Popen(sleeper)  # stays in the trainer's process group
+    escaped = subprocess.Popen(sleeper, start_new_session=True)  # left the group
+    with open(os.path.join(run_dir, f"children-{attempt}.txt"), "w") as handle:
+        handle.write(f"{child.pid} {escaped.pid}")
+    events.emit("step", step=1, loss=2.0)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.fixture
+def fake_python(tmp_path):
+    """An executable that the supervisor runs in place of Python: it runs the stand-in trainer."""
+    script = tmp_path / "fake_trainer.py"
+    script.write_text(FAKE_TRAINER)
+    launcher = tmp_path / "fake-python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    return str(launcher)
+
+
+def gone(pid: int) -> bool:
+    """True when `pid` runs nothing any more (vanished, or a zombie nobody has reaped yet)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_gone(pids: list[int]) -> list[int]:
+    """Wait (bounded) for `pids` to end; returns those still running."""
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=30)
+    return [pid for pid in pids if not gone(pid)]
+
+
+def started_pids(all_events: list[dict]) -> list[int]:
+    return [e["pid"] for e in of_kind(all_events, "process_started")]
+
+
+# --------------------------------------------------------------- stand-in trainer (no TF)
+
+
+def test_kill_ends_the_trainer_and_every_process_it_started(tmp_path, fake_python):
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(steps=10))
+    seen = poll_until(supervisor, lambda ev: of_kind(ev, "step"))
+    child, escaped = map(int, (run_dir / "children-0.txt").read_text().split())
+    assert not gone(child) and not gone(escaped)
+
+    assert supervisor.kill() is True
+    seen += poll_until_done(supervisor)
+
+    assert wait_gone([*started_pids(seen), child, escaped]) == []
+    [exited] = of_kind(seen, "process_exited")
+    assert (exited["signal"], exited["signal_name"]) == (9, "SIGKILL")
+    assert (supervisor.state, supervisor.reason) == ("killed", "ended by SIGKILL")
+    [fault] = of_kind(seen, "fault_injected")
+    assert (fault["kind"], fault["target"], fault["source"], fault["step"]) == (
+        "kill", "chief", "user", 1
+    )
+    assert supervisor.kill() is False  # nothing left to kill
+
+
+def test_automatic_recovery_retries_with_doubling_backoff_then_gives_up(
+    tmp_path, fake_python, monkeypatch
+):
+    monkeypatch.setenv("FAKE_TRAINER", "exit:1")
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(auto_recover=True, max_restarts=2, restart_backoff=0.01))
+    seen = poll_until_done(supervisor)
+
+    assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0, 1, 2]
+    assert [(e["delay"], e["restart"]) for e in of_kind(seen, "recovery_scheduled")] == [
+        (0.01, 1), (0.02, 2)
+    ]
+    assert [e["exit_code"] for e in of_kind(seen, "process_exited")] == [1, 1, 1]
+    assert supervisor.state == "failed"
+    assert supervisor.reason == "exited with status 1 (error): stand-in failure"
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "state", "reason"),
+    [
+        (exitcodes.BAD_CONFIG, "failed",
+         "exited with status 2 (bad configuration): stand-in failure"),
+        (exitcodes.NON_FINITE, "failed",
+         "exited with status 3 (non-finite loss): stand-in failure"),
+        (exitcodes.FINISHED, "finished", "reached the last step"),
+    ],
+)
+def test_automatic_recovery_does_not_retry_what_a_restart_cannot_fix(
+    tmp_path, fake_python, monkeypatch, exit_code, state, reason
+):
+    monkeypatch.setenv("FAKE_TRAINER", f"exit:{exit_code}")
+    supervisor = Supervisor(tmp_path / "run", python=fake_python)
+    supervisor.start(RunConfig(auto_recover=True, max_restarts=3, restart_backoff=0))
+    seen = poll_until_done(supervisor)
+    assert len(of_kind(seen, "process_started")) == 1
+    assert of_kind(seen, "recovery_scheduled") == []
+    assert (supervisor.state, supervisor.reason) == (state, reason)
+
+
+def test_automatic_recovery_restarts_a_preempted_run(tmp_path, fake_python, monkeypatch):
+    # Preemption is how clusters take machines back; the job is expected to come back.
+    monkeypatch.setenv("FAKE_TRAINER", f"exit:{exitcodes.PREEMPTED}")
+    supervisor = Supervisor(tmp_path / "run", python=fake_python)
+    supervisor.start(RunConfig(auto_recover=True, max_restarts=1, restart_backoff=0))
+    seen = poll_until_done(supervisor)
+    assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0, 1]
+    assert [e["restart"] for e in of_kind(seen, "recovery_scheduled")] == [1]
+    assert (supervisor.state, supervisor.reason) == (
+        "preempted", "preempted: saved at the current step"
+    )
+
+
+def test_a_new_run_is_refused_in_a_directory_that_holds_one(tmp_path, fake_python, monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER", "exit:0")
+    run_dir = tmp_path / "run"
+    first = Supervisor(run_dir, python=fake_python)
+    first.start(RunConfig())
+    poll_until_done(first)
+    before = (run_dir / "events.jsonl").read_bytes()
+    with pytest.raises(StartError, match="already holds a run; resume it"):
+        Supervisor(run_dir, python=fake_python).start(RunConfig())
+    assert (run_dir / "events.jsonl").read_bytes() == before
+
+
+def test_a_bad_config_is_refused_before_anything_is_written(tmp_path, fake_python):
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError, match="^global_batch_size: 63 is not divisible"):
+        Supervisor(run_dir, python=fake_python).start(RunConfig(global_batch_size=63))
+    assert not run_dir.exists()
+
+
+def test_resume_from_a_step_without_a_checkpoint_is_refused(tmp_path, fake_python, monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER", "exit:0")
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig())
+    poll_until_done(supervisor)
+    with pytest.raises(StartError, match="^no checkpoint of step 20; valid steps: none$"):
+        supervisor.resume(from_step=20)
+
+
+# --------------------------------------------------------------- the real trainer
+
+
+@pytest.mark.tf
+def test_a_second_supervisor_cannot_take_a_live_run(tmp_path):
+    run_dir = tmp_path / "run"
+    config = RunConfig(steps=20000, checkpoint_every=1000)
+    owner = Supervisor(run_dir)
+    owner.start(config)
+    try:
+        intruder = Supervisor(run_dir)
+        assert intruder.is_busy_elsewhere()
+        with pytest.raises(RunBusyError, match=f"in use by pid {os.getpid()}"):
+            intruder.start(config, resume=True)
+        with pytest.raises(RunBusyError):
+            intruder.start(config)
+        assert intruder.processes == []
+    finally:
+        owner.shutdown()
+    all_events = events.read_all(run_dir)
+    assert len(of_kind(all_events, "process_started")) == 1
+    assert not Supervisor(run_dir).is_busy_elsewhere()
+
+
+@pytest.mark.tf
+def test_kill_crashes_the_trainer_and_leaves_nothing_running(tmp_path):
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir)
+    supervisor.start(RunConfig(steps=20000, checkpoint_every=1000))
+    seen = poll_until(supervisor, lambda ev: of_kind(ev, "step"))
+
+    assert supervisor.kill() is True
+    seen += poll_until_done(supervisor)
+
+    assert [gone(pid) for pid in started_pids(seen)] == [True]
+    assert processes_of(run_dir) == []
+    [exited] = of_kind(seen, "process_exited")
+    assert (exited["role"], exited["signal"], exited["signal_name"]) == ("chief", 9, "SIGKILL")
+    assert "exit_code" not in exited
+    assert supervisor.state == "killed"
+    assert of_kind(seen, "run_finished") == []
+
+
+@pytest.mark.tf
+def test_shutdown_leaves_nothing_running_even_with_automatic_recovery(tmp_path):
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir)
+    supervisor.start(RunConfig(steps=20000, checkpoint_every=1000, auto_recover=True,
+                               restart_backoff=0))
+    poll_until(supervisor, lambda ev: of_kind(ev, "step"))
+
+    supervisor.shutdown()
+
+    assert not supervisor.live
+    assert processes_of(run_dir) == []
+    supervisor.poll()  # a later poll (the GUI's timer) must not bring the run back
+    all_events = events.read_all(run_dir)
+    assert [gone(pid) for pid in started_pids(all_events)] == [True]
+    assert of_kind(all_events, "recovery_scheduled") == []
+    assert not Supervisor(run_dir).is_busy_elsewhere()
+
+
+@pytest.mark.tf
+def test_preempt_saves_the_current_step_and_resume_loses_no_step(tmp_path):
+    run_dir = tmp_path / "run"
+    config = RunConfig(steps=20000, checkpoint_every=1000)  # resumed by hand below
+    supervisor = Supervisor(run_dir)
+    supervisor.start(config)
+    seen = poll_until(supervisor, lambda ev: of_kind(ev, "step"))
+
+    assert supervisor.preempt() is True
+    seen += poll_until_done(supervisor)
+
+    [preempted] = of_kind(seen, "preempted")
+    stopped_at = preempted["step"]
+    assert max(e["step"] for e in of_kind(seen, "step")) == stopped_at
+    assert preempted["checkpoint"] == f"checkpoints/ckpt-{stopped_at}"
+    [exited] = of_kind(seen, "process_exited")
+    assert exited["exit_code"] == exitcodes.PREEMPTED == 42
+    assert (supervisor.state, supervisor.reason) == (
+        "preempted", "preempted: saved at the current step"
+    )
+    assert checkpoints.newest_valid(run_dir).step == stopped_at
+    assert stopped_at % config.checkpoint_every != 0  # saved because of the preemption
+
+    supervisor.start(config.replace(steps=stopped_at + 3), resume=True)
+    seen = poll_until_done(supervisor)
+
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, stopped_at)
+    assert [e["step"] for e in of_kind(seen, "step")] == [
+        stopped_at + 1, stopped_at + 2, stopped_at + 3
+    ]
+    all_steps = [e["step"] for e in of_kind(events.read_all(run_dir), "step")]
+    assert all_steps == list(range(1, stopped_at + 4))  # every step once: none lost, none redone
+    assert supervisor.state == "finished"
