@@ -429,6 +429,9 @@ class Supervisor:
                     other.popen.wait(timeout=10)
                 except subprocess.TimeoutExpired:  # unkillable (D state): reported, not hidden
                     self.reason = f"{other.name} (pid {other.pid}) did not end after SIGKILL"
+                    continue
+                if other.alive:  # record its exit now, before a restart replaces the list
+                    self._on_exit(other)
 
     def _set_state(self, state: str, reason: str) -> None:
         self.state, self.reason = state, reason

@@ -1,0 +1,139 @@
+"""Worker/chief clusters: TF_CONFIG per task, and real MultiWorkerMirroredStrategy and
+ParameterServerStrategy runs on this machine, with processes killed on purpose."""
+
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+from conftest import BASELINE_FLAGS, of_kind
+
+from ftgui import cli
+from ftgui.core import cluster, events
+from ftgui.core.config import RunConfig
+
+
+def test_single_process_strategies_run_one_chief_without_tf_config():
+    for strategy in ("default", "one-device", "mirrored"):
+        [task] = cluster.tasks(RunConfig(strategy=strategy))
+        assert (task.role, task.index, task.is_chief, task.tf_config) == ("chief", 0, True, None)
+        assert cluster.tf_config_env(task) == {}
+
+
+def test_multi_worker_tasks_make_worker_zero_the_chief():
+    spec = {"worker": ["localhost:1001", "localhost:1002", "localhost:1003"]}
+    tasks = cluster.tasks(RunConfig(strategy="multi-worker", workers=3), spec)
+    assert [(t.name, t.is_chief, t.label) for t in tasks] == [
+        ("worker:0", True, "worker 0 (chief)"),
+        ("worker:1", False, "worker 1"),
+        ("worker:2", False, "worker 2"),
+    ]
+    assert json.loads(cluster.tf_config_env(tasks[2])["TF_CONFIG"]) == {
+        "cluster": spec, "task": {"type": "worker", "index": 2},
+    }
+
+
+def test_parameter_server_tasks_are_coordinator_workers_and_ps():
+    config = RunConfig(strategy="parameter-server", workers=2, ps=2)
+    spec = cluster.cluster_spec(config)
+    assert [len(spec[job]) for job in ("chief", "worker", "ps")] == [1, 2, 2]
+    ports = [address.rsplit(":", 1)[1] for job in spec.values() for address in job]
+    assert len(set(ports)) == 5  # every task on its own port
+    tasks = cluster.tasks(config, spec)
+    assert [(t.name, t.is_chief) for t in tasks] == [
+        ("chief:0", True), ("worker:0", False), ("worker:1", False), ("ps:0", False),
+        ("ps:1", False),
+    ]
+    assert tasks[0].label == "coordinator (chief)"
+    assert tasks[4].tf_config["task"] == {"type": "ps", "index": 1}
+
+
+def _pids(all_events):
+    return [e["pid"] for e in of_kind(all_events, "process_started")]
+
+
+def _running(pids):
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+@pytest.fixture(scope="module")
+def multi_worker_run(tmp_path_factory):
+    """A 2-worker MultiWorkerMirroredStrategy run of the baseline configuration, never killed."""
+    run_dir = tmp_path_factory.mktemp("mw") / "run"
+    flags = [*BASELINE_FLAGS, "--strategy", "multi-worker", "--workers", "2", "--quiet"]
+    assert cli.main(["train", str(run_dir), *flags]) == 0
+    return run_dir
+
+
+@pytest.mark.tf
+def test_two_workers_give_the_losses_of_two_mirrored_replicas(multi_worker_run, baseline_losses):
+    losses = events.final_losses(events.read_all(multi_worker_run))
+    assert sorted(losses) == sorted(baseline_losses) == list(range(1, 61))
+    assert max(abs(losses[s] - baseline_losses[s]) for s in losses) <= 1e-6
+    all_events = events.read_all(multi_worker_run)
+    assert _running(_pids(all_events)) == []
+    assert not (multi_worker_run / "scratch").exists()  # worker 1's saves were cleaned up
+    # only the chief (worker 0) writes the loss; worker 1 sends heartbeats
+    assert {e.get("role") for e in of_kind(all_events, "step")} == {None}
+    assert of_kind(all_events, "heartbeat", role="worker", index=1)
+
+
+@pytest.mark.tf
+def test_worker_killed_at_35_recovers_from_30_to_the_same_final_loss(
+    tmp_path, multi_worker_run
+):
+    run_dir = tmp_path / "run"
+    flags = [*BASELINE_FLAGS, "--strategy", "multi-worker", "--workers", "2",
+             "--kill-at-step", "35", "--fault-target", "worker:1", "--auto-recover",
+             "--restart-backoff", "0", "--quiet"]
+    assert cli.main(["train", str(run_dir), *flags]) == 0
+
+    seen = events.read_all(run_dir)
+    [fault] = of_kind(seen, "fault_injected")
+    assert (fault["kind"], fault["target"], fault["step"]) == ("kill", "worker:1", 35)
+    first_exit, chief_exit = of_kind(seen, "process_exited", attempt=0)
+    assert (first_exit["role"], first_exit["index"], first_exit["signal"]) == ("worker", 1, 9)
+    assert first_exit["decisive"] is True
+    assert (chief_exit["role"], chief_exit["index"]) == ("worker", 0)
+    assert chief_exit["time"] - fault["time"] < 30  # the survivor is not waited on forever
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, 30)
+
+    never_killed = events.final_losses(events.read_all(multi_worker_run))
+    recovered = events.final_losses(seen)
+    assert recovered[60] == never_killed[60]  # to the bit
+    assert all(recovered[s] == never_killed[s] for s in range(31, 61))
+    assert _running(_pids(seen)) == []
+
+
+@pytest.mark.tf
+def test_parameter_server_run_absorbs_a_killed_worker(tmp_path):
+    run_dir = tmp_path / "run"
+    flags = ["--strategy", "parameter-server", "--workers", "2", "--ps", "1", "--steps", "80",
+             "--checkpoint-every", "10", "--kill-at-step", "30", "--fault-target", "worker:1",
+             "--quiet"]
+    assert cli.main(["train", str(run_dir), *flags]) == 0
+
+    seen = events.read_all(run_dir)
+    starts = of_kind(seen, "process_started")
+    assert [(e["role"], e["index"], e["restarts"]) for e in starts] == [
+        ("chief", 0, 0), ("worker", 0, 0), ("worker", 1, 0), ("ps", 0, 0), ("worker", 1, 1),
+    ]
+    assert {e["attempt"] for e in seen} == {0}  # the coordinator never restarted
+    [finished] = of_kind(seen, "run_finished")
+    assert finished["step"] == 80
+    [lost] = [e for e in of_kind(seen, "process_exited", role="worker", index=1, signal=9)
+              if e["time"] < finished["time"]]
+    assert lost["decisive"] is False and lost["time"] < starts[-1]["time"]
+    losses = events.final_losses(seen)
+    assert sorted(losses) == list(range(1, 81))
+    assert losses[80] < losses[1]
+    assert _running(_pids(seen)) == []
