@@ -20,6 +20,9 @@ FLAG_FIELDS = {
     "checkpoint_every": "checkpoint_every", "keep": "keep", "seed": "seed",
     "dataset": "dataset", "model": "model", "kill_at_step": "kill_at_step",
     "preempt_at_step": "preempt_at_step", "fault_target": "fault_target",
+    "nan_at_step": "nan_at_step", "hang_at_step": "hang_at_step",
+    "kill_after_seconds": "kill_after_seconds", "watchdog_seconds": "watchdog_seconds",
+    "chaos_faults": "chaos_faults", "chaos_kinds": "chaos_kinds", "chaos_seed": "chaos_seed",
     "auto_recover": "auto_recover", "max_restarts": "max_restarts",
     "restart_backoff": "restart_backoff",
 }
@@ -68,7 +71,16 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     add("--model", choices=configmod.MODELS, help=f"default {d.model}")
     add("--kill-at-step", type=int, help="crash (SIGKILL) the fault target after step K")
     add("--preempt-at-step", type=int, help="preempt (SIGTERM) the fault target after step K")
+    add("--nan-at-step", type=int, help="inject a NaN into the loss of step K (rolls back)")
+    add("--hang-at-step", type=int, help="freeze (SIGSTOP) the fault target after step K")
     add("--fault-target", help="chief, worker:I or ps:I (default chief)")
+    add("--kill-after-seconds", type=float, help="crash the fault target T s after the start")
+    add("--watchdog-seconds", type=float,
+        help="kill and recover a run with no progress for T s (0: off)")
+    add("--chaos-faults", type=int, help="N random faults, repeatable from --chaos-seed")
+    add("--chaos-kinds", help=f"comma list of {', '.join(configmod.FAULT_KINDS)} "
+        f"(default {d.chaos_kinds})")
+    add("--chaos-seed", type=int, help="seed of the chaos schedule (default 0)")
     add("--auto-recover", action=argparse.BooleanOptionalAction,
         help="restart from the newest valid checkpoint after a crash")
     add("--max-restarts", type=int, help=f"default {d.max_restarts}")
@@ -156,7 +168,8 @@ class Progress:
 
     NOTABLE = {"process_started", "resumed", "checkpoint_saved", "fault_injected",
                "process_exited", "recovery_scheduled", "preempted", "forked",
-               "non_finite_loss", "training_error", "run_finished"}
+               "non_finite_loss", "rolled_back", "hang_detected", "thawed", "training_error",
+               "run_finished"}
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet

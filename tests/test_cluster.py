@@ -42,7 +42,7 @@ def test_parameter_server_tasks_are_coordinator_workers_and_ps():
     assert len(set(ports)) == 5  # every task on its own port
     tasks = cluster.tasks(config, spec)
     assert [(t.name, t.is_chief) for t in tasks] == [
-        ("chief:0", True), ("worker:0", False), ("worker:1", False), ("ps:0", False),
+        ("chief", True), ("worker:0", False), ("worker:1", False), ("ps:0", False),
         ("ps:1", False),
     ]
     assert tasks[0].label == "coordinator (chief)"

@@ -30,7 +30,8 @@ class Task:
 
     @property
     def name(self) -> str:
-        return f"{self.role}:{self.index}"
+        """The fault-target form: `chief`, `worker:I` or `ps:I`."""
+        return "chief" if self.role == "chief" else f"{self.role}:{self.index}"
 
     @property
     def label(self) -> str:

@@ -17,6 +17,7 @@ else:  # pragma: no cover
 
 STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-server")
 MODELS = ("mlp", "cnn")
+FAULT_KINDS = ("kill", "preempt", "nan", "hang")
 BUILTIN_DATASETS = ("digits",)
 MAX_LOGICAL_CPUS = 8
 MAX_WORKERS = 8
@@ -39,6 +40,12 @@ class RunConfig:
 
     `replicas` is the number of replicas of a MirroredStrategy (logical CPU devices, or GPUs when
     `gpus` > 0); for multi-worker runs it is the number of workers (`workers`).
+
+    Faults (0 = off): `kill_at_step`, `preempt_at_step`, `nan_at_step` (a NaN injected into the
+    loss of that step) and `hang_at_step` (SIGSTOP) hit `fault_target` right after / at that
+    step; `kill_after_seconds` kills it that many seconds after the first launch; `chaos_faults`
+    random faults of `chaos_kinds` are drawn from `chaos_seed` (`ftgui.core.faults.plan`).
+    `watchdog_seconds` > 0 kills and recovers a run that makes no progress for that long.
     """
 
     strategy: str = "mirrored"
@@ -59,7 +66,14 @@ class RunConfig:
     restart_backoff: float = 1.0
     kill_at_step: int = 0
     preempt_at_step: int = 0
+    nan_at_step: int = 0
+    hang_at_step: int = 0
     fault_target: str = "chief"
+    kill_after_seconds: float = 0.0
+    watchdog_seconds: float = 0.0
+    chaos_faults: int = 0
+    chaos_kinds: str = "kill,preempt,nan"
+    chaos_seed: int = 0
 
     @property
     def num_replicas(self) -> int:
@@ -108,7 +122,25 @@ class RunConfig:
                 )
             if not Path(self.dataset).is_file():
                 raise ConfigError(f"dataset: file {self.dataset!r} does not exist")
-        for name in ("kill_at_step", "preempt_at_step"):
+        for name in ("kill_after_seconds", "watchdog_seconds"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value <= 86400):
+                raise ConfigError(f"{name}: {value!r} is not in [0, 86400] seconds")
+        _int_range("chaos_faults", self.chaos_faults, 0, 1000)
+        _int_range("chaos_seed", self.chaos_seed, 0, 2**31 - 1)
+        kinds = [k.strip() for k in self.chaos_kinds.split(",") if k.strip()]
+        for kind in kinds:
+            _choice("chaos_kinds", kind, FAULT_KINDS)
+        if self.chaos_faults and not kinds:
+            raise ConfigError(f"chaos_kinds: name at least one of {', '.join(FAULT_KINDS)}")
+        if self.chaos_faults > max(self.steps - 2, 0):
+            raise ConfigError(
+                f"chaos_faults: {self.chaos_faults} faults do not fit in {self.steps} steps"
+            )
+        hangs = self.hang_at_step or (self.chaos_faults and "hang" in kinds)
+        if hangs and not self.watchdog_seconds:
+            raise ConfigError("watchdog_seconds: a hang fault needs the watchdog (e.g. 10 s)")
+        for name in ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step"):
             _int_range(name, getattr(self, name), 0, self.steps)
         parse_target(self.fault_target, self)
 
@@ -150,7 +182,8 @@ def _coerce(name: str, value, kind: type):
         if kind is float:
             return float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{name}: {value!r} is not a {kind.__name__}") from None
+        what = "a whole number" if kind is int else "a number"
+        raise ConfigError(f"{name}: {value!r} is not {what}") from None
     return str(value)
 
 

@@ -95,7 +95,12 @@ def _parse(line: bytes) -> dict | None:
     try:
         event = json.loads(line)
     except ValueError:
-        return None
+        # A writer killed mid-line leaves a fragment that the next event is appended to:
+        # keep that next event.
+        start = line.rfind(b'{"event":')
+        if start <= 0:
+            return None
+        return _parse(line[start:])
     return event if isinstance(event, dict) and "event" in event else None
 
 
@@ -103,9 +108,11 @@ def read_all(run_dir: str | os.PathLike) -> list[dict]:
     """All complete events of a run, in file order."""
     reader = EventReader(run_dir)
     events: list[dict] = []
-    while batch := reader.read_new():
-        events.extend(batch)
-    return events
+    while True:
+        offset = reader._offset
+        events.extend(reader.read_new())
+        if reader._offset == offset:
+            return events
 
 
 def final_losses(events: list[dict], role: str = "chief") -> dict[int, float | None]:

@@ -17,13 +17,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ftgui.core import checkpoints, cluster, exitcodes
+from ftgui.core import checkpoints, cluster, exitcodes, faults
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.events import EventReader, EventWriter
 from ftgui.core.processes import describe_exit, kill_tree, signal_tree, spawn
 
+FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
+STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
 LOCK_FILE = ".lock"
 LOG_DIR = "logs"
 HISTORY_DIR = "history"
@@ -113,7 +115,11 @@ class Supervisor:
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
         self._scheduled_fired: set[str] = set()
-        self._armed: list[tuple[str, int, str]] = []  # faults the supervisor fires at a step
+        self._armed: list[faults.Fault] = []  # faults the supervisor fires on the chief's step
+        self._task_names: list[str] = []  # the processes of the current attempt
+        self._timer_due: float | None = None  # when `kill_after_seconds` fires
+        self._progress_seen = False  # a step was seen in this attempt (arms the watchdog)
+        self._stop_reason = ""  # why the supervisor itself ended the attempt (watchdog)
         self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
 
@@ -186,9 +192,25 @@ class Supervisor:
         """Ask `target` to save at its current step and stop (SIGTERM). False if not alive."""
         return self._inject("preempt", target, signal.SIGTERM)
 
+    def freeze(self, target: str = "chief") -> bool:
+        """Hang `target` (SIGSTOP to its tree): it stays alive but makes no progress, as a
+        deadlocked or swapped-out process would. False if not alive."""
+        return self._inject("hang", target, signal.SIGSTOP)
+
+    def thaw(self, target: str = "chief") -> bool:
+        """Let a frozen `target` go on (SIGCONT). False if not alive."""
+        victims = [p for p in self.processes if p.alive and p.matches(target)]
+        for proc in victims:
+            signal_tree(proc.pid, signal.SIGCONT)
+            proc.last_heartbeat = time.time()
+        if victims:
+            with EventWriter(self.run_dir, self.attempt) as writer:
+                writer.emit("thawed", target=target, step=self.last_step)
+        return bool(victims)
+
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
-        self._restart_due = None
+        self._restart_due = self._timer_due = None
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
         self.poll()
@@ -201,6 +223,8 @@ class Supervisor:
         for proc in self.processes:
             if proc.alive and proc.popen.poll() is not None:
                 self._on_exit(proc)
+        self._check_timer()
+        self._check_watchdog()
         if self._restart_due is not None and time.time() >= self._restart_due:
             self._restart_due = None
             try:
@@ -228,6 +252,7 @@ class Supervisor:
         self.attempt = max(self.attempt, event.get("attempt", 0))
         if kind == "step":
             self.last_step = event["step"]
+            self._progress_seen = True
             for proc in self.processes:
                 if proc.is_chief and proc.alive:
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
@@ -239,7 +264,8 @@ class Supervisor:
         elif kind == "resumed":
             self.last_step = event.get("from_step", 0)
         elif kind == "fault_injected" and event.get("source") == "schedule":
-            self._scheduled_fired.add(event.get("kind", ""))
+            self._scheduled_fired.add(f"{event.get('kind')}@{event.get('step')}:"
+                                      f"{event.get('target')}")
         elif kind == "training_error":
             key = (event.get("attempt", 0), event.get("role", "chief"), event.get("index", 0))
             self._errors[key] = event.get("error", "")
@@ -274,12 +300,18 @@ class Supervisor:
         self._settled = False
         self._armed = []
         self._restore = restore
+        self._progress_seen = False
+        self._stop_reason = ""
         self.attempt = attempt
+        tasks = cluster.tasks(config)
+        self._task_names = [task.name for task in tasks]
         with EventWriter(self.run_dir, attempt) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
-            for task in cluster.tasks(config):
+            for task in tasks:
                 self._spawn(task, writer)
+        if config.kill_after_seconds and "timer" not in self._scheduled_fired:
+            self._timer_due = self._timer_due or time.time() + config.kill_after_seconds
         self._set_state("running", "")
 
     def _spawn(self, task: Task, writer: EventWriter, restarts: int = 0) -> TrainingProcess:
@@ -313,16 +345,16 @@ class Supervisor:
         ]
         if restore is not None:
             argv += ["--restore", restore.relpath]
-        target = config.fault_target
         runs_steps = config.strategy != "parameter-server" or task.role == "chief"
-        if target == task.name or (target == "chief" and task.is_chief):
-            for kind, step in (("kill", config.kill_at_step), ("preempt", config.preempt_at_step)):
-                if not step or kind in self._scheduled_fired:
-                    continue
-                if runs_steps:  # the process fires it itself, right after that exact step
-                    argv += [f"--{kind}-at-step", str(step)]
-                else:  # a parameter-server worker / ps knows no steps: fire on the chief's step
-                    self._armed.append((kind, step, target))
+        for fault in faults.plan(config, self._task_names):
+            hits = fault.target == task.name or (fault.target == "chief" and task.is_chief)
+            if not hits or fault.key in self._scheduled_fired:
+                continue
+            if runs_steps:  # the process fires it itself, at exactly that step
+                argv += ["--fault", fault.key]
+            elif fault.kind in ("kill", "hang", "preempt"):
+                # a parameter-server worker / ps knows no steps: fire it on the chief's step
+                self._armed.append(fault)
         return argv
 
     def _archive_newer(self, step: int, attempt: int) -> None:
@@ -342,27 +374,51 @@ class Supervisor:
             writer.emit("forked", from_step=step, archived_steps=moved,
                         archive=str(dest.relative_to(self.run_dir)))
 
-    def _inject(self, kind: str, target: str, sig: int, source: str = "user") -> bool:
+    def _inject(self, kind: str, target: str, sig: int, source: str = "user",
+                step: int | None = None) -> bool:
         victims = [p for p in self.processes if p.alive and p.matches(target)]
         if not victims:
             return False
         self._restart_due = None if kind == "preempt" else self._restart_due
         self._user_stop = kind
         with EventWriter(self.run_dir, self.attempt) as writer:
-            writer.emit("fault_injected", kind=kind, target=target, step=self.last_step,
-                        source=source)
+            writer.emit("fault_injected", kind=kind, target=target,
+                        step=self.last_step if step is None else step, source=source)
         for proc in victims:
             signal_tree(proc.pid, sig)
         return True
 
+    def _check_timer(self) -> None:
+        if self._timer_due is not None and time.time() >= self._timer_due:
+            self._timer_due = None
+            self._scheduled_fired.add("timer")
+            self._inject("kill", self.config.fault_target, signal.SIGKILL, source="timer")
+
+    def _check_watchdog(self) -> None:
+        """Kill and recover an attempt whose chief reported no step for `watchdog_seconds`
+        (`STARTUP_GRACE_SECONDS` at least before its first step): a hang, not a crash."""
+        limit = self.config.watchdog_seconds if self.config else 0
+        chief = next((p for p in self.processes if p.is_chief and p.alive), None)
+        if not limit or chief is None or self._settled:
+            return
+        if not self._progress_seen:
+            limit = max(limit, STARTUP_GRACE_SECONDS)
+        silent = time.time() - chief.last_heartbeat
+        if silent <= limit:
+            return
+        self._stop_reason = f"hang: no progress for {silent:.1f} s (watchdog {limit:g} s)"
+        with EventWriter(self.run_dir, self.attempt) as writer:
+            writer.emit("hang_detected", role=chief.role, index=chief.index,
+                        seconds=silent, last_step=chief.last_step)
+        self._kill_all()
+
     def _fire_armed(self, step: int) -> None:
-        for armed in list(self._armed):
-            kind, at_step, target = armed
-            if step >= at_step:
-                self._armed.remove(armed)
-                self._scheduled_fired.add(kind)
-                sig = signal.SIGKILL if kind == "kill" else signal.SIGTERM
-                self._inject(kind, target, sig, source="schedule")
+        for fault in list(self._armed):
+            if step >= fault.step:
+                self._armed.remove(fault)
+                self._scheduled_fired.add(fault.key)
+                self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
+                             source="schedule", step=fault.step)
 
     def _on_exit(self, proc: TrainingProcess) -> None:
         """Record an exit and decide what it means for the attempt.
@@ -379,6 +435,8 @@ class Supervisor:
         error = self._errors.get((self.attempt, proc.role, proc.index))
         if state == "failed" and error:
             reason = f"{reason}: {error}"
+        if self._stop_reason and state == "killed":
+            state, reason = "failed", self._stop_reason
         crashed = state in ("killed", "failed")
         rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
                   and self.config.strategy == "parameter-server" and proc.role == "worker")
@@ -392,6 +450,8 @@ class Supervisor:
         if not decisive:
             return
         self._settled = True
+        if state == "finished":
+            self._timer_due = None
         if not proc.is_chief:
             reason = f"{proc.label} {reason}"
         if crashed or self.config.strategy == "parameter-server":

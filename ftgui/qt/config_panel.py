@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from platformdirs import user_data_path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -25,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from ftgui.core import config as configmod
 from ftgui.core.config import RunConfig
+from ftgui.core.runs import new_run_dir, runs_root  # moved to core; importable from here too
 
 STRATEGY_LABELS = {
     "default": "Default (no distribution)",
@@ -33,22 +32,6 @@ STRATEGY_LABELS = {
     "multi-worker": "MultiWorkerMirroredStrategy",
     "parameter-server": "ParameterServerStrategy",
 }
-
-
-def runs_root() -> Path:
-    """Where new runs go by default: the platform's user data folder, `…/ftgui/runs`."""
-    return user_data_path("ftgui") / "runs"
-
-
-def new_run_dir(root: Path | None = None) -> Path:
-    """A fresh, not yet existing run directory named by the local time."""
-    root = root or runs_root()
-    stamp = time.strftime("run-%Y%m%d-%H%M%S")
-    path, n = root / stamp, 1
-    while path.exists():
-        n += 1
-        path = root / f"{stamp}-{n}"
-    return path
 
 
 class ConfigPanel(QWidget):

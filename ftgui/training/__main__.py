@@ -23,9 +23,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--attempt", type=int, default=0)
     parser.add_argument("--restore", help="checkpoint prefix in RUN, e.g. checkpoints/ckpt-30")
-    parser.add_argument("--kill-at-step", type=int, default=0)
-    parser.add_argument("--preempt-at-step", type=int, default=0)
+    parser.add_argument("--fault", action="append", default=[], metavar="KIND@STEP:TARGET",
+                        help="a planned fault for this process (kill, preempt, nan, hang)")
+    parser.add_argument("--kill-at-step", type=int, default=0, help="same as --fault kill@K")
+    parser.add_argument("--preempt-at-step", type=int, default=0,
+                        help="same as --fault preempt@K")
     return parser.parse_args(argv)
+
+
+def planned_faults(args: argparse.Namespace) -> list[tuple[str, int, str]]:
+    """(kind, step, target) of every fault given on the command line; raises `ValueError`."""
+    from ftgui.core.faults import parse_arg
+
+    own = "chief" if args.role == "chief" else f"{args.role}:{args.index}"
+    planned = []
+    for text in args.fault:
+        spec, _, target = text.partition(":")
+        kind, step = parse_arg(spec)
+        planned.append((kind, step, target or own))
+    for kind, step in (("kill", args.kill_at_step), ("preempt", args.preempt_at_step)):
+        if step:
+            planned.append((kind, step, own))
+    return planned
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +118,7 @@ def train(run_dir: Path, config, args, events) -> int:
         _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
     try:
         loop = TrainingLoop(state, dataset, config, run_dir, events,
-                            Faults(args.kill_at_step, args.preempt_at_step), runner=runner,
+                            Faults(planned_faults(args)), runner=runner,
                             role=args.role, index=args.index, is_chief=is_chief)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)

@@ -14,25 +14,37 @@ import os
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoints
+from ftgui.core import checkpoints, exitcodes
 from ftgui.core.config import RunConfig
 from ftgui.core.events import EventWriter
 from ftgui.training.data import Dataset, StepBatches
 
+MAX_ROLLBACKS = 3  # a loss that is non-finite again after this many rollbacks is not transient
+
 
 @dataclass
 class Faults:
-    """Faults armed by the supervisor for this process: crash or preempt right after step K."""
+    """Faults the supervisor armed for this process: `(kind, step, target)` with kind kill or
+    hang (right after the step), preempt (stop after the step), nan (poison that step's loss)."""
 
-    kill_at_step: int = 0
-    preempt_at_step: int = 0
+    planned: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def at(self, step: int, kind: str) -> str | None:
+        """The target name of a `kind` fault planned at `step`, else None."""
+        for planned_kind, planned_step, target in self.planned:
+            if (planned_kind, planned_step) == (kind, step):
+                return target
+        return None
+
+    def steps(self, after: int) -> list[int]:
+        return [step for _, step, _ in self.planned if step > after]
 
 
 class TrainState:
@@ -56,22 +68,24 @@ class TrainState:
         self._train_step = tf.function(self._distributed_step)
         self._evaluate = tf.function(self._eval_logits)
 
-    def replica_step(self, x, y):
+    def replica_step(self, x, y, scale=1.0):
         """One replica's forward, backward and update on its slice; returns its share of the
-        global-batch mean loss (a scalar)."""
+        global-batch mean loss (a scalar). `scale` multiplies the loss: 1.0 (exact, changes no
+        bit) or NaN for an injected numerics fault."""
         with tf.GradientTape() as tape:
             logits = self.model(x, training=True)
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
+            loss = loss * scale
         gradients = tape.gradient(loss, self.model.trainable_variables)
         self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables, strict=True))
         return loss
 
-    def _replica_step_with_flag(self, x, y, stop):
-        return self.replica_step(x, y), stop
+    def _replica_step_with_flag(self, x, y, stop, scale):
+        return self.replica_step(x, y, scale), stop
 
-    def _distributed_step(self, x, y, stop):
-        loss, stop = self.strategy.run(self._replica_step_with_flag, args=(x, y, stop))
+    def _distributed_step(self, x, y, stop, scale):
+        loss, stop = self.strategy.run(self._replica_step_with_flag, args=(x, y, stop, scale))
         self.step.assign_add(1)
         total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
         # Every worker learns that one of them was asked to stop, in the same step.
@@ -81,8 +95,8 @@ class TrainState:
         return self.model(x, training=False)
 
     def train_step(self, x_global: np.ndarray, y_global: np.ndarray,
-                   stop: bool = False) -> tuple[float, bool]:
-        """Run one global step on a global batch.
+                   stop: bool = False, poison: bool = False) -> tuple[float, bool]:
+        """Run one global step on a global batch (`poison`: inject a NaN into its loss).
 
         Returns (mean loss over the global batch, whether any replica of any worker passed
         `stop=True`), so all workers of a cluster stop after the same step.
@@ -99,7 +113,8 @@ class TrainState:
         x = distribute(lambda ctx: local(ctx, x_global))
         y = distribute(lambda ctx: local(ctx, y_global))
         flag = distribute(lambda ctx: tf.constant(int(stop), dtype=tf.int32))
-        loss, stop_all = self._train_step(x, y, flag)
+        scale = tf.constant(math.nan if poison else 1.0, dtype=tf.float32)
+        loss, stop_all = self._train_step(x, y, flag, scale)
         return float(loss), bool(int(stop_all))
 
     def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -121,14 +136,20 @@ class SyncSteps:
     def __init__(self, state: TrainState, data: Dataset):
         self.state, self.data = state, data
 
-    def run(self, index_batches: list[np.ndarray], stop: bool) -> tuple[list[float], bool]:
+    def run(self, index_batches: list[np.ndarray], stop: bool,
+            poison: list[bool]) -> tuple[list[float], bool]:
+        """Run the steps of `index_batches` (poisoning those flagged); returns their losses and
+        whether any process asked to stop."""
         losses, stop_all = [], False
-        for indices in index_batches:
+        for indices, bad in zip(index_batches, poison, strict=True):
             loss, stop_all = self.state.train_step(
-                self.data.x_train[indices], self.data.y_train[indices], stop
+                self.data.x_train[indices], self.data.y_train[indices], stop, bad
             )
             losses.append(loss)
         return losses, stop_all or stop
+
+
+ROLL_BACK = -1  # _after_step's answer to a non-finite loss
 
 
 class Preemption:
@@ -172,13 +193,13 @@ class TrainingLoop:
         )
         self.last_saved = -1
         self._last_heartbeat = 0.0
+        self.rollbacks = 0
+        self._poisoned_steps: set[int] = set()
         # A multi-worker process must not stop on its own: the stop flag is all-reduced in the
         # next step so that every worker saves the same step and exits together.
         self.may_stop_alone = config.strategy != "multi-worker"
 
     def run(self) -> int:
-        from ftgui.core import exitcodes
-
         step = int(self.state.step.numpy())
         loss = math.nan
         started, last_report = time.perf_counter(), (step, time.perf_counter())
@@ -186,12 +207,21 @@ class TrainingLoop:
             while step < self.config.steps:
                 last = self._chunk_end(step)
                 indices = [self.batches.indices(s) for s in range(step + 1, last + 1)]
-                losses, stop = self.runner.run(indices, self.preemption.requested)
+                poison = [self._poisoned(s) for s in range(step + 1, last + 1)]
+                losses, stop = self.runner.run(indices, self.preemption.requested, poison)
+                rolled_back = False
                 for loss in losses:
                     step += 1
                     status = self._after_step(step, loss)
+                    if status == ROLL_BACK:
+                        step, rolled_back = self._roll_back(step), True
+                        if step is None:
+                            return exitcodes.NON_FINITE
+                        break
                     if status is not None:
                         return status
+                if rolled_back:  # the rest of this chunk ran on poisoned weights: redo it
+                    continue
                 if step // 50 != (step - len(losses)) // 50:
                     last_report = self._report(step, loss, last_report)
                 if stop or (self.preemption.requested and self.may_stop_alone):
@@ -211,12 +241,10 @@ class TrainingLoop:
             return step + 1
         every = self.config.checkpoint_every
         ends = [self.config.steps, (step // every + 1) * every]
-        ends += [k for k in (self.faults.kill_at_step, self.faults.preempt_at_step) if k > step]
+        ends += self.faults.steps(after=step)
         return min(ends)
 
     def _after_step(self, step: int, loss: float) -> int | None:
-        from ftgui.core import exitcodes
-
         if self.is_chief:
             self.events.emit("step", step=step, loss=loss, epoch=self.batches.epoch_of(step))
         elif time.monotonic() - self._last_heartbeat > self.HEARTBEAT_SECONDS:
@@ -225,16 +253,14 @@ class TrainingLoop:
         if not math.isfinite(loss):
             if self.is_chief:
                 self.events.emit("non_finite_loss", step=step)
-            print(f"step {step}: loss is {loss}; stopping without checkpointing", flush=True)
-            return exitcodes.NON_FINITE
+            print(f"step {step}: loss is {loss}; not checkpointing this state", flush=True)
+            return ROLL_BACK
         if step % self.config.checkpoint_every == 0 or step == self.config.steps:
             self.save(step, loss)
         self._scheduled_faults(step)
         return None
 
     def _preempted(self, step: int, loss: float) -> int:
-        from ftgui.core import exitcodes
-
         self.save(step, loss)
         if self.is_chief:
             self.events.emit("preempted", step=step,
@@ -248,17 +274,45 @@ class TrainingLoop:
         print(f"step {step} loss {loss:.6f} ({rate:.0f} steps/s)", flush=True)
         return step, now
 
+    def _poisoned(self, step: int) -> bool:
+        target = self.faults.at(step, "nan")
+        if target is None or step in self._poisoned_steps:
+            return False
+        self._poisoned_steps.add(step)  # once: the replay after the rollback is clean
+        self.events.emit("fault_injected", kind="nan", target=target, step=step,
+                         source="schedule")
+        return True
+
+    def _roll_back(self, step: int) -> int | None:
+        """Restore the newest valid checkpoint before `step` in this process; returns its step,
+        or None when there is none or the loss keeps diverging."""
+        self.rollbacks += 1
+        info = checkpoints.newest_valid(self.run_dir, at_most=step - 1)
+        if info is None or self.rollbacks > MAX_ROLLBACKS:
+            why = "no valid checkpoint" if info is None else f"{MAX_ROLLBACKS} rollbacks"
+            print(f"step {step}: non-finite loss and {why}; stopping", flush=True)
+            return None
+        self.state.checkpoint.restore(str(info.prefix)).assert_existing_objects_matched()
+        restored = int(self.state.step.numpy())
+        if self.is_chief:
+            self.events.emit("rolled_back", from_step=step, to_step=restored,
+                             checkpoint=info.relpath)
+        print(f"rolled back from step {step} to checkpoint {restored}", flush=True)
+        return restored
+
     def _scheduled_faults(self, step: int) -> None:
-        target = "chief" if self.role == "chief" else f"{self.role}:{self.index}"
-        if step == self.faults.preempt_at_step:
+        target = self.faults.at(step, "preempt")
+        if target is not None:
             self.events.emit("fault_injected", kind="preempt", target=target, step=step,
                              source="schedule")
             self.preemption.requested = True
-        if step == self.faults.kill_at_step:
-            self.events.emit("fault_injected", kind="kill", target=target, step=step,
-                             source="schedule")
-            print(f"fault: SIGKILL at step {step}", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
+        for kind, sig in (("hang", signal.SIGSTOP), ("kill", signal.SIGKILL)):
+            target = self.faults.at(step, kind)
+            if target is not None:
+                self.events.emit("fault_injected", kind=kind, target=target, step=step,
+                                 source="schedule")
+                print(f"fault: {signal.Signals(sig).name} at step {step}", flush=True)
+                os.kill(os.getpid(), sig)
 
     def save(self, step: int, loss: float) -> None:
         """Checkpoint at `step` (numbered by step); on the chief also validate and write the

@@ -46,19 +46,23 @@ class ScheduledSteps:
         self._y = tf.constant(y_train)
         self._step_fn = tf.function(self._worker_step)
 
-    def _worker_step(self, indices):
+    def _worker_step(self, indices, scale):
         x = tf.gather(self._x, indices)
         y = tf.gather(self._y, indices)
-        per_replica = self.state.strategy.run(self.state.replica_step, args=(x, y))
+        per_replica = self.state.strategy.run(self.state.replica_step, args=(x, y, scale))
         self.state.step.assign_add(1)
         return self.state.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    def run(self, index_batches: list[np.ndarray], stop: bool) -> tuple[list[float], bool]:
-        """Schedule one step per index batch, wait for all; returns their losses in order and
-        `stop` unchanged (only the coordinator decides to stop)."""
+    def run(self, index_batches: list[np.ndarray], stop: bool,
+            poison: list[bool]) -> tuple[list[float], bool]:
+        """Schedule one step per index batch (a NaN loss where `poison`), wait for all; returns
+        their losses in order and `stop` unchanged (only the coordinator decides to stop)."""
         remote = [
-            self.coordinator.schedule(self._step_fn, args=(tf.constant(idx, dtype=tf.int32),))
-            for idx in index_batches
+            self.coordinator.schedule(self._step_fn, args=(
+                tf.constant(idx, dtype=tf.int32),
+                tf.constant(np.nan if bad else 1.0, dtype=tf.float32),
+            ))
+            for idx, bad in zip(index_batches, poison, strict=True)
         ]
         self.coordinator.join()
         return [float(value.fetch()) for value in remote], stop

@@ -1,0 +1,48 @@
+"""A run's loss curves as CSV, read straight from `RUN/events.jsonl` (no window needed).
+
+One file, one row per logged point, in the order the events were written:
+
+    kind,attempt,step,wall_time,loss
+    train,0,1,0.000,2.3025851249694824
+    …
+    validation,0,10,1.532,1.9650000333786011
+
+- `kind`: `train` for a training step (the `step` event's loss) or `validation` for the
+  validation loss measured at a checkpoint (the `validation` event's `val_loss`).
+- `attempt`: 0 for the first launch, +1 per restart. Every attempt's rows are kept, including the
+  steps a crashed attempt logged past the checkpoint the next one resumed from; keep the row of the
+  highest attempt per step to get the curve that stands.
+- `wall_time`: seconds since the run's first event, to the millisecond (the plot's wall-time axis).
+- `loss`: the value as logged, written so it reads back to the same float; empty for NaN.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from pathlib import Path
+
+from ftgui.core.runs import read_curves
+
+COLUMNS = ("kind", "attempt", "step", "wall_time", "loss")
+
+
+def write_curves_csv(run_dir: str | os.PathLike, out: str | os.PathLike) -> int:
+    """Write the curves of `run_dir` to the CSV file `out`; returns the number of data rows.
+
+    Raises `FileNotFoundError` when the run has no `events.jsonl`.
+    """
+    curves = read_curves(run_dir)
+    origin = curves.origin or 0.0
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for point in curves.points:
+            wall_time = "" if point.time is None else f"{point.time - origin:.3f}"
+            loss = "" if point.loss is None or math.isnan(point.loss) else repr(float(point.loss))
+            writer.writerow((point.kind, point.attempt, point.step, wall_time, loss))
+    os.replace(tmp, out)
+    return len(curves.points)

@@ -1,0 +1,318 @@
+"""Run history: the runs under a runs root, each summarised from its own directory, quickly.
+
+A run directory is a folder holding `config.toml` or `events.jsonl`. Its summary (status, steps,
+incidents, start time, final loss) is read from `events.jsonl` without JSON-parsing the step lines,
+which make up nearly all of a long run's file: only the last one matters for a summary. Summaries
+are cached per file and extended from where the last read stopped, so refreshing a list of runs
+that are still being written reads only their new lines.
+
+`read_curves` is the other reader: every training and validation point of one run (for overlays and
+CSV export), which does parse every line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from platformdirs import user_data_path
+
+from ftgui.core import config as configmod
+from ftgui.core.config import ConfigError
+from ftgui.core.events import EVENTS_FILE
+from ftgui.core.supervisor import Supervisor, _state_from_exit
+
+STEP_PREFIX = b'{"event":"step"'  # how EventWriter writes every step event (compact JSON)
+STATUSES = ("running", "finished", "preempted", "failed", "killed", "interrupted", "idle")
+_CHUNK_BYTES = 4 << 20
+
+
+def runs_root() -> Path:
+    """Where new runs go by default: the platform's user data folder, `…/ftgui/runs`."""
+    return user_data_path("ftgui") / "runs"
+
+
+def new_run_dir(root: Path | None = None) -> Path:
+    """A fresh, not yet existing run directory named by the local time."""
+    root = root or runs_root()
+    stamp = time.strftime("run-%Y%m%d-%H%M%S")
+    path, n = root / stamp, 1
+    while path.exists():
+        n += 1
+        path = root / f"{stamp}-{n}"
+    return path
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / configmod.CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
+
+
+@dataclass
+class RunSummary:
+    """One run as the run history shows it.
+
+    `status` is one of STATUSES: `running` (another process holds the run's lock), `finished`
+    (the last attempt reached the last step), `preempted` / `failed` / `killed` (how the last
+    attempt's decisive process exit ended it), `interrupted` (the history stops mid-attempt:
+    its supervisor died), or `idle` (configured, never started). `reason` says more.
+    `steps_done` is the global step the run has reached (a resume from an older checkpoint moves
+    it back); `incidents` counts injected faults plus crashes nobody injected; `started` is the
+    Unix time of `run_started`; `final_loss` is the loss of the last step logged (None for NaN).
+    """
+
+    name: str
+    path: Path
+    status: str
+    reason: str = ""
+    strategy: str = ""
+    steps_done: int = 0
+    steps_planned: int | None = None
+    incidents: int = 0
+    attempts: int = 0
+    started: float | None = None
+    final_loss: float | None = None
+
+
+@dataclass
+class _Scan:
+    """What has been learned from `events.jsonl` up to byte `offset` (complete lines only)."""
+
+    inode: int = -1
+    offset: int = 0
+    last_attempt: int = -1
+    finished_attempt: int = -1  # the attempt of the newest `run_finished`
+    decisive_exit: dict | None = None  # the newest decisive `process_exited`
+    incidents: int = 0
+    unmatched_faults: dict[int, int] = field(default_factory=dict)  # attempt -> faults pending
+    started: float | None = None
+    first_time: float | None = None
+    run_config: dict = field(default_factory=dict)  # the config recorded in `run_started`
+    last_step_line: bytes = b""
+    resumed_from: int | None = None  # a `resumed` after the last step line moves the position
+
+    def feed(self, data: bytes) -> None:
+        """Take in complete lines (`data` ends with a newline)."""
+        buffer = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(buffer == ord("\n"))
+        starts = np.empty_like(ends)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        is_step = ends - starts >= len(STEP_PREFIX)
+        candidates = starts[is_step]
+        matches = np.ones(len(candidates), dtype=bool)
+        for offset, byte in enumerate(STEP_PREFIX):  # compare the prefix column by column
+            matches &= buffer[candidates + offset] == byte
+        is_step[is_step] = matches
+        step_lines = np.flatnonzero(is_step)
+        last_step = int(step_lines[-1]) if len(step_lines) else -1
+        if last_step >= 0:
+            self.last_step_line = data[starts[last_step]:ends[last_step]]
+            self.resumed_from = None
+            self.last_attempt = max(self.last_attempt, _attempt_of(self.last_step_line))
+        if self.first_time is None and len(ends):
+            self.first_time = _event_of(data[:ends[0]]).get("time")
+        for line_number in np.flatnonzero(~is_step).tolist():
+            event = _event_of(data[starts[line_number]:ends[line_number]])
+            if event:
+                self._observe(event, after_last_step=line_number > last_step)
+
+    def _observe(self, event: dict, after_last_step: bool) -> None:
+        kind = event["event"]
+        attempt = event.get("attempt", 0)
+        self.last_attempt = max(self.last_attempt, attempt)
+        if kind == "run_started":
+            self.started = event.get("time")
+            self.run_config = event.get("config") or {}
+        elif kind == "run_finished":
+            self.finished_attempt = max(self.finished_attempt, attempt)
+        elif kind == "resumed" and after_last_step:
+            self.resumed_from = event.get("from_step")
+        elif kind == "fault_injected":
+            self.incidents += 1
+            self.unmatched_faults[attempt] = self.unmatched_faults.get(attempt, 0) + 1
+        elif kind == "process_exited":
+            state, _ = _state_from_exit(event)
+            decisive = event.get("decisive", event.get("role") == "chief")
+            if state != "finished":
+                if self.unmatched_faults.get(attempt):  # the exit an injected fault caused
+                    self.unmatched_faults[attempt] -= 1
+                elif decisive:  # a crash (or outside preemption) nobody injected
+                    self.incidents += 1
+            if decisive:
+                self.decisive_exit = event
+
+
+def _event_of(line: bytes) -> dict:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return {}
+    return event if isinstance(event, dict) and "event" in event else {}
+
+
+def _attempt_of(step_line: bytes) -> int:
+    return _event_of(step_line).get("attempt", 0)
+
+
+_scans: dict[Path, _Scan] = {}
+
+
+def _scan(run_dir: Path) -> _Scan:
+    """The run's events scanned so far, extended by what was appended since the last call."""
+    path = run_dir / EVENTS_FILE
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        _scans.pop(path, None)
+        return _Scan()
+    with handle:
+        stat = os.fstat(handle.fileno())
+        scan = _scans.get(path)
+        if scan is None or scan.inode != stat.st_ino or stat.st_size < scan.offset:
+            scan = _scans[path] = _Scan(inode=stat.st_ino)
+        handle.seek(scan.offset)
+        partial = b""
+        while chunk := handle.read(_CHUNK_BYTES):
+            data = partial + chunk
+            complete = data.rfind(b"\n") + 1  # a torn last line waits for its newline
+            if complete:
+                scan.feed(data[:complete])
+                scan.offset += complete
+            partial = data[complete:]
+    return scan
+
+
+def summarize(run_dir: str | os.PathLike) -> RunSummary:
+    """The summary of one run directory (see `RunSummary`)."""
+    run_dir = Path(run_dir)
+    scan = _scan(run_dir)
+    summary = RunSummary(name=run_dir.name, path=run_dir, status="idle",
+                         reason="configured, never started")
+    summary.attempts = scan.last_attempt + 1
+    summary.started = scan.started if scan.started is not None else scan.first_time
+    summary.incidents = scan.incidents
+    try:
+        run_config = configmod.load(run_dir).to_dict()
+    except (OSError, ConfigError):
+        run_config = scan.run_config
+    summary.strategy = str(run_config.get("strategy", ""))
+    summary.steps_planned = run_config.get("steps")
+    if scan.last_step_line:
+        last = _event_of(scan.last_step_line)
+        summary.steps_done = last.get("step", 0)
+        loss = last.get("loss")
+        finite = isinstance(loss, (int, float)) and math.isfinite(loss)
+        summary.final_loss = loss if finite else None
+    if scan.resumed_from is not None:
+        summary.steps_done = scan.resumed_from
+    summary.status, summary.reason = _status(run_dir, scan)
+    return summary
+
+
+def _status(run_dir: Path, scan: _Scan) -> tuple[str, str]:
+    if Supervisor(run_dir).is_busy_elsewhere():
+        return "running", "another process supervises it"
+    if scan.last_attempt < 0:
+        return "idle", "configured, never started"
+    if scan.finished_attempt == scan.last_attempt:
+        return "finished", "reached the last step"
+    exit_event = scan.decisive_exit
+    if exit_event is not None and exit_event.get("attempt", 0) == scan.last_attempt:
+        state, reason = _state_from_exit(exit_event)
+        if exit_event.get("reason"):
+            reason = exit_event["reason"]
+        if not exit_event.get("chief", exit_event.get("role") == "chief"):
+            reason = f"{exit_event.get('role')} {exit_event.get('index', 0)} {reason}"
+        return state, reason
+    return "interrupted", f"attempt {scan.last_attempt} ended without a recorded exit"
+
+
+def list_runs(root: str | os.PathLike) -> list[RunSummary]:
+    """Every run directory directly under `root`, newest start first (never-started runs last).
+
+    A missing or unreadable `root` gives an empty list.
+    """
+    root = Path(root)
+    try:
+        children = [path for path in root.iterdir() if path.is_dir()]
+    except OSError:
+        return []
+    runs = [summarize(path) for path in sorted(children) if is_run_dir(path)]
+    runs.sort(key=lambda run: (run.started is None, -(run.started or 0.0), run.name))
+    return runs
+
+
+# ------------------------------------------------------------------------------ curves
+@dataclass
+class CurvePoint:
+    """One logged loss: `kind` is `train` (a step event) or `validation`; `loss` None is NaN."""
+
+    kind: str
+    attempt: int
+    step: int
+    time: float | None
+    loss: float | None
+
+
+@dataclass
+class RunCurves:
+    """Every training and validation point of one run, in file order; `origin` is the time of
+    the run's first event (wall-clock x values are seconds since then)."""
+
+    points: list[CurvePoint]
+    origin: float | None
+
+    def surviving_train(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, times, losses) of the line of training that stands: a step logged again by a
+        later attempt (after a restart from an older checkpoint) replaces the earlier one.
+        Sorted by step, float64, NaN where a loss or time is unknown."""
+        latest: dict[int, CurvePoint] = {}
+        for point in self.points:
+            if point.kind == "train":
+                latest[point.step] = point
+        ordered = [latest[step] for step in sorted(latest)]
+        steps = np.array([p.step for p in ordered], dtype=np.float64)
+        times = np.array([_nan_if_none(p.time) for p in ordered], dtype=np.float64)
+        losses = np.array([_nan_if_none(p.loss) for p in ordered], dtype=np.float64)
+        return steps, times, losses
+
+
+def _nan_if_none(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def read_curves(run_dir: str | os.PathLike) -> RunCurves:
+    """All `step` and `validation` points of `RUN/events.jsonl` (a torn last line is skipped).
+
+    Raises `FileNotFoundError` when the run has no events file.
+    """
+    path = Path(run_dir) / EVENTS_FILE
+    points: list[CurvePoint] = []
+    origin = None
+    with open(path, "rb") as handle:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break
+            event = _event_of(line)
+            if not event:
+                continue
+            if origin is None:
+                origin = event.get("time")
+            kind = event["event"]
+            if kind == "step":
+                loss = event.get("loss")
+            elif kind == "validation":
+                loss = event.get("val_loss")
+            else:
+                continue
+            points.append(CurvePoint(
+                kind="train" if kind == "step" else "validation",
+                attempt=event.get("attempt", 0), step=event["step"],
+                time=event.get("time"), loss=loss,
+            ))
+    return RunCurves(points=points, origin=origin)

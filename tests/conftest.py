@@ -1,0 +1,96 @@
+"""Shared fixtures for the Qt-free tests: one finished training run, and helpers that drive a
+supervisor the way `ftgui train` does (no Qt is imported here)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ftgui import cli
+from ftgui.core import checkpoints, events
+from ftgui.core import config as configmod
+from ftgui.core.config import RunConfig
+
+# The run most tests compare against: MirroredStrategy on 2 logical CPUs, digits, MLP, global
+# batch 64, seed 42, 60 steps with a checkpoint every 10 (the defaults keep the newest 5).
+BASELINE_FLAGS = ["--steps", "60", "--checkpoint-every", "10"]
+
+
+@pytest.fixture(scope="session")
+def baseline_run(tmp_path_factory) -> Path:
+    """A 60-step run trained once, never interrupted. Tests must not change it: copy it first."""
+    run_dir = tmp_path_factory.mktemp("baseline") / "run"
+    assert cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--quiet"]) == 0
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def baseline_losses(baseline_run) -> dict[int, float]:
+    return events.final_losses(events.read_all(baseline_run))
+
+
+def fake_checkpoint(run_dir, step: int, shards: int = 1, metadata: bool = True):
+    """Files of a finished save of `step` (index + data shards), then its metadata."""
+    directory = checkpoints.checkpoint_dir(run_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    prefix = directory / f"ckpt-{step}"
+    (directory / f"ckpt-{step}.index").write_bytes(b"i" * (100 + step))
+    for k in range(shards):
+        (directory / f"ckpt-{step}.data-{k:05d}-of-{shards:05d}").write_bytes(b"d" * (1000 + k))
+    if metadata:
+        checkpoints.write_metadata(
+            prefix, loss=1.0 / step, time=1_000_000.0 + step, strategy="mirrored"
+        )
+    return prefix
+
+
+@pytest.fixture
+def finished_run(tmp_path) -> Path:
+    """A run directory as a finished 60-step run leaves it, made without TensorFlow: its
+    config.toml, its events, and (fake) checkpoints of steps 20 … 60."""
+    run_dir = tmp_path / "finished"
+    configmod.save(run_dir, RunConfig(steps=60, checkpoint_every=10))
+    with events.EventWriter(run_dir, attempt=0) as writer:
+        writer.emit("run_started")
+        writer.emit("run_finished", step=60, loss=0.125)
+    for step in (20, 30, 40, 50, 60):
+        fake_checkpoint(run_dir, step)
+    return run_dir
+
+
+def poll_until(supervisor, condition) -> list[dict]:
+    """Poll `supervisor` like the CLI loop does until `condition(all_events_so_far)` holds.
+
+    Returns the events seen. The suite's per-test timeout bounds the wait.
+    """
+    seen: list[dict] = []
+    while True:
+        seen.extend(supervisor.poll())
+        if condition(seen):
+            return seen
+        time.sleep(0.02)
+
+
+def poll_until_done(supervisor) -> list[dict]:
+    """Poll until nothing of the run is alive and no restart is pending."""
+    seen = poll_until(supervisor, lambda _: not supervisor.live)
+    return seen + supervisor.poll()
+
+
+def processes_of(run_dir: Path) -> list[psutil.Process]:
+    """Live (non-zombie) processes whose command line names `run_dir`."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = proc.info["cmdline"] or []
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and str(run_dir) in cmdline:
+            found.append(proc)
+    return found
+
+
+def of_kind(all_events: list[dict], kind: str, **match) -> list[dict]:
+    """The events of type `kind` whose fields equal `match`."""
+    return [e for e in all_events
+            if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]

@@ -1,0 +1,191 @@
+"""The `ftgui` command headless: `ftgui train` refusals, datasets, and `ftgui checkpoints`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import fake_checkpoint, of_kind
+
+from ftgui import cli
+from ftgui.core import checkpoints, events
+from ftgui.core import config as configmod
+
+
+def ftgui(*args: str) -> subprocess.CompletedProcess:
+    """Run the real command in its own process, as a user would."""
+    return subprocess.run([sys.executable, "-m", "ftgui.cli", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_a_batch_the_replicas_cannot_share_is_refused_before_anything_is_written(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result = ftgui("train", run_dir, "--strategy", "mirrored", "--replicas", "2",
+                   "--batch-size", "63")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "ftgui: global_batch_size: 63 is not divisible by the 2 replicas of strategy mirrored\n"
+    )
+    assert result.stdout == ""
+    assert list(run_dir.iterdir()) == []  # no config.toml, no events.jsonl, no lock
+
+
+def test_a_dataset_file_that_does_not_exist_is_refused_before_anything_is_written(
+    tmp_path, capsys
+):
+    run_dir = tmp_path / "run"
+    missing = tmp_path / "nowhere.npz"
+    assert cli.main(["train", str(run_dir), "--dataset", str(missing)]) == 2
+    assert capsys.readouterr().err == f"ftgui: dataset: file {str(missing)!r} does not exist\n"
+    assert not run_dir.exists()
+
+
+def test_from_step_needs_resume(tmp_path, capsys):
+    assert cli.main(["train", str(tmp_path / "run"), "--from-step", "20"]) == 2
+    assert capsys.readouterr().err == "ftgui: from_step: --from-step needs --resume\n"
+
+
+def test_resume_needs_a_run_to_resume(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--resume"]) == 2
+    assert capsys.readouterr().err == f"ftgui: run_dir: {run_dir} has no config.toml to resume\n"
+    assert not run_dir.exists()
+
+
+def test_a_new_run_is_not_started_over_an_existing_one(finished_run, capsys):
+    before = (finished_run / "events.jsonl").read_bytes()
+    assert cli.main(["train", str(finished_run), "--steps", "10"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: {finished_run.absolute()} already holds a run; resume it (--resume) "
+        "or pick a new directory\n"
+    )
+    assert (finished_run / "events.jsonl").read_bytes() == before
+    assert configmod.load(finished_run).steps == 60
+
+
+def test_a_fork_from_a_step_without_a_checkpoint_lists_the_steps_that_have_one(
+    finished_run, capsys
+):
+    before = (finished_run / "events.jsonl").read_bytes()
+    assert cli.main(["train", str(finished_run), "--resume", "--from-step", "15"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: no checkpoint of step 15; valid steps: 20, 30, 40, 50, 60\n"
+    )
+    assert (finished_run / "events.jsonl").read_bytes() == before
+    assert not (finished_run / "history").exists()
+    assert [c.step for c in checkpoints.list_checkpoints(finished_run)] == [20, 30, 40, 50, 60]
+
+
+def test_the_signal_handlers_of_the_caller_are_given_back(finished_run):
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert cli.main(["train", str(finished_run), "--resume", "--from-step", "15"]) == 2
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+# ----------------------------------------------------------------- ftgui checkpoints
+
+
+@pytest.mark.tf
+def test_checkpoints_json_lists_step_loss_and_validity_of_a_real_run(
+    baseline_run, baseline_losses, capsys
+):
+    assert cli.main(["checkpoints", str(baseline_run), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["step"], r["loss"], r["valid"], r["reason"], r["path"]) for r in rows] == [
+        (step, baseline_losses[step], True, "", f"checkpoints/ckpt-{step}")
+        for step in (20, 30, 40, 50, 60)
+    ]
+    sizes = [sum(p.stat().st_size for p in checkpoints.tf_files(baseline_run / "checkpoints", s))
+             for s in (20, 30, 40, 50, 60)]
+    assert [r["size"] for r in rows] == sizes
+    saved = {e["step"]: e for e in of_kind(events.read_all(baseline_run), "validation")}
+    assert [(r["val_loss"], r["val_accuracy"]) for r in rows] == [
+        (saved[s]["val_loss"], saved[s]["val_accuracy"]) for s in (20, 30, 40, 50, 60)
+    ]
+    assert rows[-1]["val_accuracy"] > 0.8  # 60 steps of Adam learn the digits
+
+
+def test_checkpoints_table_marks_the_newest_valid_and_says_why_others_are_not(tmp_path, capsys):
+    for step in (10, 20):
+        fake_checkpoint(tmp_path, step)
+    fake_checkpoint(tmp_path, 30, metadata=False)
+    assert cli.main(["checkpoints", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["step", "loss", "val_loss", "time", "bytes", "valid"]
+    assert [line.split()[0] for line in lines[1:]] == ["10", "20", "30"]
+    assert lines[1].split()[1] == "0.100000" and lines[1].endswith("  yes")
+    assert lines[2].endswith("  yes (newest)")
+    assert lines[3].endswith("  no: no metadata: the save did not finish")
+
+
+def test_checkpoints_of_a_run_without_any(tmp_path, capsys):
+    assert cli.main(["checkpoints", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "(no checkpoints)"
+    assert cli.main(["checkpoints", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_checkpoints_of_a_directory_that_does_not_exist(tmp_path, capsys):
+    assert cli.main(["checkpoints", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == f"ftgui: run_dir: {tmp_path / 'nope'} is not a directory\n"
+
+
+# ----------------------------------------------------------------- a user's own .npz
+
+
+@pytest.mark.tf
+def test_an_npz_without_labels_fails_once_with_the_reason(tmp_path, capsys):
+    bad = tmp_path / "no-labels.npz"
+    np.savez(bad, x=np.zeros((100, 8, 8), dtype=np.float32))
+    run_dir = tmp_path / "run"
+    status = cli.main(["train", str(run_dir), "--dataset", str(bad), "--steps", "5",
+                       "--auto-recover", "--restart-backoff", "0", "--quiet"])
+    assert status == 1
+    assert capsys.readouterr().err == (
+        f"ftgui: run failed: exited with status 2 (bad configuration): "
+        f"dataset: {bad} has no array 'y' (needs x and y)\n"
+    )
+    all_events = events.read_all(run_dir)
+    assert len(of_kind(all_events, "process_started")) == 1  # a restart would fail the same way
+    assert of_kind(all_events, "step") == []
+
+
+@pytest.mark.tf
+def test_a_cnn_trains_on_a_users_npz_named_relative_to_the_current_directory(
+    tmp_path, monkeypatch
+):
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    np.savez(tmp_path / "digits-uint8.npz",
+             x=(digits.images * 15).astype(np.uint8), y=digits.target)
+    monkeypatch.chdir(tmp_path)
+    status = cli.main(["train", "run", "--dataset", "digits-uint8.npz", "--model", "cnn",
+                       "--strategy", "one-device", "--steps", "3", "--quiet"])
+    assert status == 0
+    # config.toml names the file absolutely, so the run can be resumed from anywhere.
+    assert configmod.load(tmp_path / "run").dataset == str(tmp_path / "digits-uint8.npz")
+    all_events = events.read_all(tmp_path / "run")
+    [started] = of_kind(all_events, "training_started")
+    assert (started["strategy"], started["replicas"]) == ("one-device", 1)
+    assert [e["step"] for e in of_kind(all_events, "step")] == [1, 2, 3]
+    assert [c.step for c in checkpoints.list_checkpoints(tmp_path / "run")] == [3]
+
+
+@pytest.mark.tf
+def test_a_checkpoint_tensorflow_cannot_read_fails_with_tensorflows_reason(finished_run, capsys):
+    # The fake checkpoints have complete files and metadata, but their bytes are not TensorFlow's.
+    assert cli.main(["train", str(finished_run), "--resume", "--quiet"]) == 1
+    assert capsys.readouterr().err == (
+        "ftgui: run failed: exited with status 1 (error): "
+        "OpError: not an sstable (bad magic number)\n"
+    )
+    [error] = of_kind(events.read_all(finished_run), "training_error")
+    assert (error["attempt"], error["role"]) == (1, "chief")
+    log = (finished_run / "logs" / "chief-0.attempt-1.log").read_text()
+    assert "Traceback (most recent call last)" in log  # the details stay in the log

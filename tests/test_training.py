@@ -1,0 +1,255 @@
+"""Real training: a killed run resumes exactly where it stopped, the loss does not depend on the
+replica count, a fork keeps history, and the data position is a pure function of the step."""
+
+from __future__ import annotations
+
+import shutil
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import BASELINE_FLAGS, of_kind, poll_until_done
+
+from ftgui import cli
+from ftgui.core import checkpoints, events
+from ftgui.core.config import RunConfig
+from ftgui.core.supervisor import Supervisor
+from ftgui.training import data
+from ftgui.training.data import StepBatches
+
+# ----------------------------------------------------------------- kill at 35, resume from 30
+
+
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory):
+    """The baseline run crashed (SIGKILL) right after step 35, then `ftgui train RUN --resume`."""
+    run_dir = tmp_path_factory.mktemp("killed") / "run"
+    kill_status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
+                            "--quiet"])
+    newest_after_kill = checkpoints.newest_valid(run_dir)
+    events_after_kill = events.read_all(run_dir)
+    resume_status = cli.main(["train", str(run_dir), "--resume", "--quiet"])
+    return SimpleNamespace(
+        run_dir=run_dir, kill_status=kill_status, newest_after_kill=newest_after_kill,
+        events_after_kill=events_after_kill, resume_status=resume_status,
+        events=events.read_all(run_dir),
+    )
+
+
+@pytest.mark.tf
+def test_the_crash_at_step_35_stops_the_run_with_checkpoint_30_newest(killed_run):
+    assert killed_run.kill_status == 1
+    assert killed_run.newest_after_kill.step == 30
+    logged = [e["step"] for e in of_kind(killed_run.events_after_kill, "step")]
+    assert logged == list(range(1, 36))
+    [exited] = of_kind(killed_run.events_after_kill, "process_exited")
+    assert (exited["signal"], exited["last_step"]) == (9, 35)
+    [fault] = of_kind(killed_run.events_after_kill, "fault_injected")
+    assert (fault["kind"], fault["step"], fault["source"]) == ("kill", 35, "schedule")
+
+
+@pytest.mark.tf
+def test_a_resumed_run_has_the_losses_of_a_run_never_killed_to_the_bit(
+    killed_run, baseline_losses
+):
+    assert killed_run.resume_status == 0
+    losses = events.final_losses(killed_run.events)
+    assert sorted(losses) == list(range(1, 61))
+    after_checkpoint = {step: losses[step] for step in range(31, 61)}
+    assert after_checkpoint == {step: baseline_losses[step] for step in range(31, 61)}
+    assert losses == baseline_losses
+    assert of_kind(killed_run.events, "fault_injected", attempt=1) == []  # not crashed again
+
+
+@pytest.mark.tf
+def test_the_resumed_event_names_the_checkpoint_step_and_training_goes_on_after_it(killed_run):
+    [resumed] = of_kind(killed_run.events, "resumed")
+    assert resumed["attempt"] == 1
+    assert resumed["checkpoint"] == "checkpoints/ckpt-30"
+    assert resumed["from_step"] == killed_run.newest_after_kill.step == 30
+    assert resumed["optimizer_iterations"] == 30
+    [started] = of_kind(killed_run.events, "process_started", attempt=1)
+    assert started["restore"] == "checkpoints/ckpt-30"
+    resumed_steps = [e["step"] for e in of_kind(killed_run.events, "step", attempt=1)]
+    assert resumed_steps == list(range(31, 61))
+
+
+@pytest.mark.tf
+def test_every_logged_step_is_in_the_epoch_the_step_counter_says(killed_run):
+    digits = data.load("digits")
+    batches = StepBatches(len(digits.x_train), 64, seed=42)
+    logged = [(e["step"], e["epoch"]) for e in of_kind(killed_run.events, "step")]
+    assert logged == [(step, batches.epoch_of(step)) for step, _ in logged]
+    assert batches.steps_per_epoch == 22
+    assert {epoch for _, epoch in logged} == {0, 1, 2}
+
+
+@pytest.mark.tf
+def test_automatic_recovery_finishes_a_crashed_run_in_one_command(
+    tmp_path, baseline_losses, capsys
+):
+    run_dir = tmp_path / "run"
+    status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
+                       "--auto-recover", "--restart-backoff", "0.1", "--quiet"])
+
+    assert status == 0
+    final_loss = baseline_losses[60]
+    assert capsys.readouterr().out == f"finished: step 60 of 60, final loss {final_loss}\n"
+    all_events = events.read_all(run_dir)
+    assert [(e["attempt"], e.get("signal"), e.get("exit_code"))
+            for e in of_kind(all_events, "process_exited")] == [(0, 9, None), (1, None, 0)]
+    [scheduled] = of_kind(all_events, "recovery_scheduled")
+    assert (scheduled["delay"], scheduled["restart"]) == (0.1, 1)
+    [resumed] = of_kind(all_events, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, 30)
+    assert events.final_losses(all_events) == baseline_losses
+    [finished] = of_kind(all_events, "run_finished")
+    assert (finished["step"], finished["loss"]) == (60, final_loss)
+
+
+# ----------------------------------------------------------------- replicas
+
+
+@pytest.mark.tf
+def test_the_first_loss_is_the_same_for_1_2_and_4_replicas(tmp_path, baseline_losses):
+    first_loss = {2: baseline_losses[1]}  # the baseline: 2 replicas, global batch 64
+    supervisors = {}
+    for replicas in (1, 4):  # two trainers at once
+        supervisors[replicas] = Supervisor(tmp_path / f"replicas-{replicas}")
+        supervisors[replicas].start(
+            RunConfig(replicas=replicas, global_batch_size=64, steps=1, checkpoint_every=100)
+        )
+    for replicas, supervisor in supervisors.items():
+        seen = poll_until_done(supervisor)
+        assert supervisor.state == "finished"
+        [started] = of_kind(seen, "training_started")
+        assert started["replicas"] == replicas
+        assert len(started["devices"]) == replicas
+        [step] = of_kind(seen, "step")
+        first_loss[replicas] = step["loss"]
+
+    assert abs(first_loss[1] - first_loss[2]) <= 1e-6
+    assert abs(first_loss[4] - first_loss[2]) <= 1e-6
+    assert 2.0 < first_loss[1] < 2.6  # about ln(10): an untrained 10-class model
+
+
+# ----------------------------------------------------------------- fork
+
+
+@pytest.mark.tf
+def test_a_fork_from_step_20_archives_newer_checkpoints_and_replays_the_same_losses(
+    tmp_path, baseline_run, baseline_losses
+):
+    run_dir = tmp_path / "run"
+    shutil.copytree(baseline_run, run_dir)
+    newer_files = {p.name: p.read_bytes()
+                   for p in (run_dir / "checkpoints").glob("ckpt-[3456]0.*")}
+    assert len(newer_files) == 4 * 3  # index, one data shard, metadata
+
+    status = cli.main(["train", str(run_dir), "--resume", "--from-step", "20", "--quiet"])
+
+    assert status == 0
+    archive = run_dir / "history" / "fork-1"
+    assert {p.name: p.read_bytes() for p in (archive / "checkpoints").iterdir()} == newer_files
+    assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(archive)] == [
+        (30, True), (40, True), (50, True), (60, True)
+    ]
+    all_events = events.read_all(run_dir)
+    [forked] = of_kind(all_events, "forked")
+    assert (forked["attempt"], forked["from_step"], forked["archived_steps"]) == (
+        1, 20, [30, 40, 50, 60]
+    )
+    assert forked["archive"] == "history/fork-1/checkpoints"
+    [resumed] = of_kind(all_events, "resumed")
+    assert (resumed["from_step"], resumed["checkpoint"]) == (20, "checkpoints/ckpt-20")
+    branch = {e["step"]: e["loss"] for e in of_kind(all_events, "step", attempt=1)}
+    assert branch == {step: baseline_losses[step] for step in range(21, 61)}
+    # The branch wrote its own checkpoints; the run's checkpoints are whole again.
+    assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(run_dir)] == [
+        (20, True), (30, True), (40, True), (50, True), (60, True)
+    ]
+
+
+# ----------------------------------------------------------------- data position (no TF)
+
+
+def test_the_batch_of_a_step_is_the_same_whatever_came_before():
+    walked = StepBatches(n_train=1438, global_batch_size=64, seed=42)
+    visited = {step: walked.indices(step).copy() for step in [1, 2, 23, 24, 31, 60, 5, 31]}
+    for step, indices in visited.items():
+        fresh = StepBatches(n_train=1438, global_batch_size=64, seed=42)
+        assert np.array_equal(fresh.indices(step), indices), step
+    other_seed = StepBatches(n_train=1438, global_batch_size=64, seed=43)
+    assert not np.array_equal(other_seed.indices(1), visited[1])
+
+
+def test_an_epoch_sees_each_example_at_most_once_and_the_next_epoch_reshuffles():
+    batches = StepBatches(n_train=100, global_batch_size=32, seed=7)
+    assert batches.steps_per_epoch == 3
+    assert [batches.epoch_of(step) for step in range(1, 8)] == [0, 0, 0, 1, 1, 1, 2]
+    epoch_0 = np.concatenate([batches.indices(step) for step in (1, 2, 3)])
+    epoch_1 = np.concatenate([batches.indices(step) for step in (4, 5, 6)])
+    for epoch in (epoch_0, epoch_1):
+        assert len(epoch) == 96 and len(set(epoch.tolist())) == 96  # 4 examples dropped
+        assert set(epoch.tolist()) <= set(range(100))
+    assert not np.array_equal(epoch_0, epoch_1)
+    assert [len(batches.indices(step)) for step in range(1, 8)] == [32] * 7
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 4])
+def test_replica_slices_partition_the_global_batch_in_order(replicas):
+    indices = StepBatches(n_train=1438, global_batch_size=64, seed=42).indices(31)
+    slices = [StepBatches.replica_slice(indices, r, replicas) for r in range(replicas)]
+    assert [len(s) for s in slices] == [64 // replicas] * replicas
+    assert np.array_equal(np.concatenate(slices), indices)
+
+
+def test_a_global_batch_larger_than_the_training_split_is_refused():
+    with pytest.raises(ValueError) as caught:
+        StepBatches(n_train=100, global_batch_size=128, seed=0)
+    assert str(caught.value) == (
+        "global_batch_size: 128 is larger than the 100 training examples"
+    )
+
+
+def test_digits_are_split_into_fixed_training_and_validation_sets():
+    digits = data.load("digits")
+    assert (len(digits.x_train), len(digits.x_val)) == (1438, 359)
+    assert digits.input_shape == (8, 8) and digits.num_classes == 10
+    assert digits.x_train.dtype == np.float32 and digits.y_train.dtype == np.int32
+    assert 0.0 <= digits.x_train.min() and digits.x_train.max() == 1.0
+    assert np.array_equal(data.load("digits").y_val, digits.y_val)
+
+
+def test_a_users_npz_is_scaled_and_split(tmp_path):
+    path = tmp_path / "mine.npz"
+    x = np.arange(50 * 4, dtype=np.uint8).reshape(50, 2, 2)
+    np.savez(path, x=x, y=np.arange(50) % 3)
+    mine = data.load(str(path))
+    assert (mine.name, len(mine.x_train), len(mine.x_val), mine.num_classes) == (
+        "mine.npz", 40, 10, 3
+    )
+    assert mine.x_train.dtype == np.float32 and mine.x_train.max() <= 199 / 255
+    assert sorted(np.concatenate([mine.y_train, mine.y_val]).tolist()) == sorted(
+        (np.arange(50) % 3).tolist()
+    )
+
+
+@pytest.mark.parametrize(
+    ("arrays", "problem"),
+    [
+        ({"x": np.zeros((4, 2))}, " has no array 'y' (needs x and y)"),
+        ({"y": np.zeros(4, dtype=int)}, " has no array 'x' (needs x and y)"),
+        ({"x": np.zeros((4, 2)), "y": np.zeros(3, dtype=int)},
+         ": y must be 1-D with one label per row of x"),
+        ({"x": np.zeros((4, 2)), "y": np.zeros(4)}, ": y must hold integer class ids from 0"),
+        ({"x": np.zeros((4, 2)), "y": np.array([0, 1, -1, 2])},
+         ": y must hold integer class ids from 0"),
+    ],
+)
+def test_an_npz_that_does_not_fit_names_the_problem(tmp_path, arrays, problem):
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError) as caught:
+        data.load(str(path))
+    assert str(caught.value) == f"dataset: {path}{problem}"
