@@ -23,6 +23,7 @@ FLAG_FIELDS = {
     "nan_at_step": "nan_at_step", "hang_at_step": "hang_at_step",
     "kill_after_seconds": "kill_after_seconds", "watchdog_seconds": "watchdog_seconds",
     "chaos_faults": "chaos_faults", "chaos_kinds": "chaos_kinds", "chaos_seed": "chaos_seed",
+    "warm_standby": "warm_standby",
     "auto_recover": "auto_recover", "max_restarts": "max_restarts",
     "restart_backoff": "restart_backoff",
 }
@@ -84,6 +85,8 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     add("--auto-recover", action=argparse.BooleanOptionalAction,
         help="restart from the newest valid checkpoint after a crash")
     add("--max-restarts", type=int, help=f"default {d.max_restarts}")
+    add("--warm-standby", action=argparse.BooleanOptionalAction,
+        help="keep processes with TensorFlow imported, ready to replace a lost one")
     add("--restart-backoff", type=float, help=f"seconds before the first restart "
         f"(doubling each time; default {d.restart_backoff})")
 

@@ -46,6 +46,8 @@ class RunConfig:
     step; `kill_after_seconds` kills it that many seconds after the first launch; `chaos_faults`
     random faults of `chaos_kinds` are drawn from `chaos_seed` (`ftgui.core.faults.plan`).
     `watchdog_seconds` > 0 kills and recovers a run that makes no progress for that long.
+    `warm_standby` keeps one process per task with TensorFlow imported, waiting to replace a
+    lost one, so that recovery skips the import.
     """
 
     strategy: str = "mirrored"
@@ -74,6 +76,7 @@ class RunConfig:
     chaos_faults: int = 0
     chaos_kinds: str = "kill,preempt,nan"
     chaos_seed: int = 0
+    warm_standby: bool = False
 
     @property
     def num_replicas(self) -> int:

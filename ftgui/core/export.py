@@ -9,9 +9,9 @@ One file, one row per logged point, in the order the events were written:
 
 - `kind`: `train` for a training step (the `step` event's loss) or `validation` for the
   validation loss measured at a checkpoint (the `validation` event's `val_loss`).
-- `attempt`: 0 for the first launch, +1 per restart. Every attempt's rows are kept, including the
-  steps a crashed attempt logged past the checkpoint the next one resumed from; keep the row of the
-  highest attempt per step to get the curve that stands.
+- `attempt`: 0 for the first launch, +1 per restart. Every logged row is kept, including the
+  steps a crashed attempt logged past the checkpoint the next one resumed from (and steps replayed
+  after a rollback); keep the last row per (kind, step) to get the curve that stands.
 - `wall_time`: seconds since the run's first event, to the millisecond (the plot's wall-time axis).
 - `loss`: the value as logged, written so it reads back to the same float; empty for NaN.
 """

@@ -23,9 +23,11 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
             pass
 
 
-def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
+          stdin_pipe: bool = False) -> subprocess.Popen:
     """Start `argv` in a new session (its own process group), stdout+stderr appended to `log_path`.
 
+    `stdin_pipe` gives the child a pipe on stdin (`popen.stdin`) instead of /dev/null.
     The child is killed by the kernel if this process dies first (Linux `PR_SET_PDEATHSIG`).
     Raises `OSError` if the program cannot be started.
     """
@@ -34,7 +36,7 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) ->
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=child_env,

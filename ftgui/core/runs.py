@@ -268,8 +268,8 @@ class RunCurves:
     origin: float | None
 
     def surviving_train(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(steps, times, losses) of the line of training that stands: a step logged again by a
-        later attempt (after a restart from an older checkpoint) replaces the earlier one.
+        """(steps, times, losses) of the line of training that stands: a step logged again
+        (by a restart from an older checkpoint, or after a rollback) replaces the earlier one.
         Sorted by step, float64, NaN where a loss or time is unknown."""
         latest: dict[int, CurvePoint] = {}
         for point in self.points:

@@ -8,6 +8,7 @@ exits, injected faults, scheduled recoveries) next to the trainers' events in `R
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -120,6 +121,9 @@ class Supervisor:
         self._timer_due: float | None = None  # when `kill_after_seconds` fires
         self._progress_seen = False  # a step was seen in this attempt (arms the watchdog)
         self._stop_reason = ""  # why the supervisor itself ended the attempt (watchdog)
+        self.standbys: list[tuple[subprocess.Popen, Path]] = []  # warm, waiting for an order
+        self._standby_count = 0
+        self._ready_standbys: set[int] = set()  # pids that sent `standby_ready`
         self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
 
@@ -213,6 +217,7 @@ class Supervisor:
         self._restart_due = self._timer_due = None
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
+        self.dismiss_standbys()
         self.poll()
         self._release_lock()
 
@@ -225,6 +230,7 @@ class Supervisor:
                 self._on_exit(proc)
         self._check_timer()
         self._check_watchdog()
+        self._keep_standbys()
         if self._restart_due is not None and time.time() >= self._restart_due:
             self._restart_due = None
             try:
@@ -257,6 +263,8 @@ class Supervisor:
                 if proc.is_chief and proc.alive:
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
             self._fire_armed(event["step"])
+        elif kind == "standby_ready":
+            self._ready_standbys.add(event.get("pid"))
         elif kind == "heartbeat":
             for proc in self.processes:
                 if proc.alive and proc.name == f"{event.get('role')}:{event.get('index')}":
@@ -323,20 +331,67 @@ class Supervisor:
         env = cluster.tf_config_env(task)
         if config.gpus == 0:
             env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
-        try:
-            popen = spawn(argv, log_path, env)
-        except OSError as exc:
-            self._kill_all()
-            raise StartError(f"cannot start {task.name}: {exc}") from None
+        popen, standby_log = self._activate_standby(argv, env)
+        if popen is not None:
+            log_path = standby_log
+        else:
+            try:
+                popen = spawn(argv, log_path, env)
+            except OSError as exc:
+                self._kill_all()
+                raise StartError(f"cannot start {task.name}: {exc}") from None
         proc = TrainingProcess(task, popen, log_path, restarts=restarts)
         self.processes.append(proc)
         writer.emit(
             "process_started", role=task.role, index=task.index, pid=popen.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
             address=_address(task), restore=restore.relpath if restore else None,
-            log=str(log_path.relative_to(self.run_dir)),
+            log=str(log_path.relative_to(self.run_dir)), standby=standby_log is not None,
         )
         return proc
+
+    def _activate_standby(self, argv: list[str], env: dict[str, str]):
+        """Hand `argv` to a waiting warm standby; (popen, its log) or (None, None)."""
+        order = (json.dumps({"argv": argv[3:], "env": env}) + "\n").encode()
+        # ready ones (TensorFlow imported) first; one still importing beats a cold start
+        self.standbys.sort(key=lambda item: item[0].pid not in self._ready_standbys)
+        while self.standbys:
+            popen, log_path = self.standbys.pop(0)
+            if popen.poll() is not None:
+                continue
+            try:
+                popen.stdin.write(order)
+                popen.stdin.close()
+            except OSError:  # it died in between: try the next one
+                kill_tree(popen.pid)
+                popen.wait()
+                continue
+            return popen, log_path
+        return None, None
+
+    def _keep_standbys(self) -> None:
+        """Keep one warm standby per task while the run lives (started only once the attempt
+        trains, so that imports do not compete with its start)."""
+        config = self.config
+        if not (config and config.warm_standby and self._progress_seen and not self._settled):
+            return
+        self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
+        if len(self.standbys) < len(self._task_names):
+            self._standby_count += 1
+            log_path = self.run_dir / LOG_DIR / f"standby-{self._standby_count}.log"
+            popen = spawn([self.python, "-m", "ftgui.training", "--standby", str(self.run_dir)],
+                          log_path, stdin_pipe=True)
+            self.standbys.append((popen, log_path))
+
+    def dismiss_standbys(self) -> None:
+        """End every waiting standby (the run is over, or the supervisor is closing)."""
+        for popen, _ in self.standbys:
+            kill_tree(popen.pid)
+            try:
+                popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.standbys = []
 
     def _trainer_argv(self, config, task: Task, attempt: int, restore) -> list[str]:
         argv = [
@@ -452,6 +507,7 @@ class Supervisor:
         self._settled = True
         if state == "finished":
             self._timer_due = None
+            self.dismiss_standbys()
         if not proc.is_chief:
             reason = f"{proc.label} {reason}"
         if crashed or self.config.strategy == "parameter-server":

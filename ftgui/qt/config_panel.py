@@ -151,6 +151,33 @@ class ConfigPanel(QWidget):
         self.preempt_at_spin.setSpecialValueText("off")
         self.preempt_at_spin.setToolTip("Preempt the chief (SIGTERM: save, then stop) at this step")
         form.addRow("Preempt at step", self.preempt_at_spin)
+        self.nan_at_spin = _spin("nanAtStepSpin", 0, 100_000_000)
+        self.nan_at_spin.setSpecialValueText("off")
+        self.nan_at_spin.setToolTip("Inject a NaN into this step's loss; the run rolls back")
+        form.addRow("NaN at step", self.nan_at_spin)
+        self.hang_at_spin = _spin("hangAtStepSpin", 0, 100_000_000)
+        self.hang_at_spin.setSpecialValueText("off")
+        self.hang_at_spin.setToolTip("Freeze (SIGSTOP) the target after this step")
+        form.addRow("Hang at step", self.hang_at_spin)
+        self.kill_after_spin = _seconds_spin("killAfterSpin", "Crash the target this long after "
+                                             "the start")
+        form.addRow("Kill after", self.kill_after_spin)
+        self.watchdog_spin = _seconds_spin("watchdogSpin", "Kill and recover a run that makes "
+                                           "no progress this long")
+        form.addRow("Watchdog", self.watchdog_spin)
+        self.chaos_spin = _spin("chaosFaultsSpin", 0, 1000)
+        self.chaos_spin.setSpecialValueText("off")
+        self.chaos_spin.setToolTip("Random faults at random steps, repeatable from the seed")
+        self.chaos_kinds_edit = QLineEdit()
+        self.chaos_kinds_edit.setObjectName("chaosKindsEdit")
+        self.chaos_kinds_edit.setToolTip("kill, preempt, nan, hang (comma separated)")
+        self.chaos_seed_spin = _spin("chaosSeedSpin", 0, 2**31 - 1)
+        chaos = QHBoxLayout()
+        chaos.addWidget(self.chaos_spin, 1)
+        chaos.addWidget(QLabel("seed"))
+        chaos.addWidget(self.chaos_seed_spin, 1)
+        form.addRow("Chaos faults", chaos)
+        form.addRow("Chaos kinds", self.chaos_kinds_edit)
         self.fault_target_combo = QComboBox()
         self.fault_target_combo.setObjectName("faultTargetCombo")
         self.fault_target_combo.setEditable(True)
@@ -178,6 +205,13 @@ class ConfigPanel(QWidget):
         self.max_restarts_spin.setValue(config.max_restarts)
         self.kill_at_spin.setValue(config.kill_at_step)
         self.preempt_at_spin.setValue(config.preempt_at_step)
+        self.nan_at_spin.setValue(config.nan_at_step)
+        self.hang_at_spin.setValue(config.hang_at_step)
+        self.kill_after_spin.setValue(config.kill_after_seconds)
+        self.watchdog_spin.setValue(config.watchdog_seconds)
+        self.chaos_spin.setValue(config.chaos_faults)
+        self.chaos_kinds_edit.setText(config.chaos_kinds)
+        self.chaos_seed_spin.setValue(config.chaos_seed)
         self._fill_targets(config.strategy, config.workers, config.ps)
         self.fault_target_combo.setCurrentText(config.fault_target)
         self._hidden = config  # fields without a widget (workers, ps, …) pass through
@@ -203,6 +237,13 @@ class ConfigPanel(QWidget):
             max_restarts=self.max_restarts_spin.value(),
             kill_at_step=self.kill_at_spin.value(),
             preempt_at_step=self.preempt_at_spin.value(),
+            nan_at_step=self.nan_at_spin.value(),
+            hang_at_step=self.hang_at_spin.value(),
+            kill_after_seconds=self.kill_after_spin.value(),
+            watchdog_seconds=self.watchdog_spin.value(),
+            chaos_faults=self.chaos_spin.value(),
+            chaos_kinds=self.chaos_kinds_edit.text().strip(),
+            chaos_seed=self.chaos_seed_spin.value(),
             fault_target=self.fault_target_combo.currentText().strip() or "chief",
         )
 
@@ -266,3 +307,14 @@ def _small_button(text: str, tip: str) -> QPushButton:
     button.setToolTip(tip)
     button.setFixedWidth(44)
     return button
+
+
+def _seconds_spin(name: str, tip: str) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox()
+    spin.setObjectName(name)
+    spin.setRange(0.0, 86400.0)
+    spin.setDecimals(1)
+    spin.setSuffix(" s")
+    spin.setSpecialValueText("off")
+    spin.setToolTip(tip)
+    return spin

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from ftgui.core.incidents import IncidentTracker
 from ftgui.core.logs import LogTail
 from ftgui.core.supervisor import Supervisor
 
@@ -47,7 +48,8 @@ class RunController(QObject):
     """Owns the `Supervisor` of the run on screen and feeds the views.
 
     Signals: `stateChanged(str state, str reason)`, `logLine(str)`, `checkpointsChanged()`,
-    `statusChanged(str)`, `processesChanged(list of TrainingProcess)` (at most 4 times a second).
+    `statusChanged(str)`, `processesChanged(list of TrainingProcess)` (at most 4 times a second),
+    `incidentsChanged(IncidentTracker)`.
     """
 
     stateChanged = Signal(str, str)
@@ -55,6 +57,7 @@ class RunController(QObject):
     checkpointsChanged = Signal()
     statusChanged = Signal(str)
     processesChanged = Signal(list)
+    incidentsChanged = Signal(object)  # the IncidentTracker
 
     def __init__(self, plot, parent=None):
         super().__init__(parent)
@@ -69,6 +72,10 @@ class RunController(QObject):
         self._settled_attempts: set[int] = set()
         self._processes_shown = 0.0
         self._lost: set[tuple[int, str]] = set()  # (attempt, 'worker 1') lost, not yet back
+        self.incidents = IncidentTracker()
+        self._hung_attempts: set[int] = set()  # attempts the watchdog ended
+        self._segment = -1  # one plot curve per line of training (attempt, or after a rollback)
+        self._segment_attempt = -1
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.tick)
@@ -88,6 +95,10 @@ class RunController(QObject):
         self._last_step = self._stopped_at = 0
         self._settled_attempts = set()
         self._lost = set()
+        self.incidents = IncidentTracker()
+        self._hung_attempts = set()
+        self._segment = self._segment_attempt = -1
+        self.incidentsChanged.emit(self.incidents)
         self._last_state = ("", "")
         self.checkpointsChanged.emit()
         self.tick()
@@ -104,6 +115,12 @@ class RunController(QObject):
     def preempt(self, target: str = "chief") -> bool:
         return bool(self.supervisor) and self.supervisor.preempt(target)
 
+    def freeze(self, target: str = "chief") -> bool:
+        return bool(self.supervisor) and self.supervisor.freeze(target)
+
+    def thaw(self, target: str = "chief") -> bool:
+        return bool(self.supervisor) and self.supervisor.thaw(target)
+
     def shutdown(self) -> None:
         """Kill everything of the run (the window is closing)."""
         self.timer.stop()
@@ -116,9 +133,12 @@ class RunController(QObject):
         if supervisor is None:
             return
         events = supervisor.poll()
-        checkpoints_changed = False
+        checkpoints_changed = incidents_changed = False
         for event in events:
             checkpoints_changed |= self._dispatch(event)
+            incidents_changed |= self.incidents.observe(event)
+        if incidents_changed:
+            self.incidentsChanged.emit(self.incidents)
         for proc in supervisor.processes:
             tail = self._tails.setdefault(proc.log_path, LogTail(proc.log_path))
             for line in tail.read_lines():
@@ -141,7 +161,9 @@ class RunController(QObject):
         kind = event["event"]
         attempt = event.get("attempt", 0)
         if kind == "step":
-            self.plot.add_step(attempt, event["step"], event.get("loss"))
+            if attempt != self._segment_attempt:
+                self._segment, self._segment_attempt = self._segment + 1, attempt
+            self.plot.add_step(self._segment, event["step"], event.get("loss"))
             self._last_step, self._attempt = event["step"], attempt
             self._rate.append((event["time"], event["step"]))
             return False
@@ -153,6 +175,13 @@ class RunController(QObject):
             self.plot.add_marker("resume", event["from_step"], f"resume ← {event['from_step']}")
             self.plot.shade_redone(event["from_step"], self._stopped_at)
             self._rate.clear()
+        elif kind == "rolled_back":
+            self.plot.add_marker("failed", event["from_step"], f"NaN @ {event['from_step']}")
+            self.plot.add_marker("resume", event["to_step"], f"rollback ← {event['to_step']}")
+            self.plot.shade_redone(event["to_step"], event["from_step"])
+            self._segment += 1  # the replayed steps are a new line of training
+        elif kind == "hang_detected":
+            self._hung_attempts.add(attempt)
         elif kind == "process_exited":
             self._mark_exit(event)
         elif kind == "training_started" and (attempt, _who(event)) in self._lost:
@@ -175,7 +204,9 @@ class RunController(QObject):
             self._stopped_at = step
         else:
             self._lost.add((attempt, _who(event)))
-        if event.get("signal") == 9:
+        if event.get("signal") == 9 and attempt in self._hung_attempts:
+            self.plot.add_marker("failed", step, f"{who}hung @ {step}")
+        elif event.get("signal") == 9:
             self.plot.add_marker("kill", step, f"{who}killed @ {step}")
         elif event.get("exit_code") == 42:
             self.plot.add_marker("preempt", step, f"{who}preempted @ {step}")

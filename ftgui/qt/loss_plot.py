@@ -1,9 +1,15 @@
-"""The live loss plot: one training-loss curve per attempt, validation points, kill/resume markers.
+"""The live loss plot: one training-loss curve per attempt, validation points, kill/resume markers,
+other runs' curves overlaid for comparison, and the view tools (smoothing, log scale, x axis).
 
 Data arrives through `add_*` calls (cheap: numpy buffer appends); the screen is updated only by
 `redraw()`, which the window calls from one timer (~30 Hz) for the curves that changed — the
 streaming recipe of pyqtgraph's scrollingPlots example. A NaN or infinite loss is stored as NaN
 and drawn as a gap (`connect="finite"`).
+
+Smoothing is TensorBoard's debiased EMA (`ftgui.core.smoothing`): the raw curve stays, faint, and
+the smoothed one is drawn solid over it. A live curve is smoothed incrementally, once per point.
+On the wall-time x axis a curve's x is seconds since its run's first event; the kill / resume
+markers are step positions and are hidden there.
 """
 
 from __future__ import annotations
@@ -11,10 +17,19 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
-CURRENT_PEN = pg.mkPen("#1f77b4", width=1)
-EARLIER_PEN = pg.mkPen("#9fb7cf", width=1)
+from ftgui.core.smoothing import MAX_WEIGHT, Ema
+
+CURRENT_COLOUR = "#1f77b4"
+EARLIER_COLOUR = "#9fb7cf"
+CURRENT_PEN = pg.mkPen(CURRENT_COLOUR, width=1)
+EARLIER_PEN = pg.mkPen(EARLIER_COLOUR, width=1)
 VALIDATION_BRUSH = pg.mkBrush("#ff7f0e")
+# Overlaid runs: distinct from the open run's blue, the validation orange and the marker colours.
+OVERLAY_COLOURS = ("#9467bd", "#d4479b", "#2a9d8f", "#8c8c00", "#7f7f7f", "#17becf", "#5c3c92")
+RAW_ALPHA_WHEN_SMOOTHED = 70
+SMOOTHED_WIDTH = 2
 LABEL_POSITIONS = {"kill": 0.72, "preempt": 0.72, "failed": 0.72, "resume": 0.62}
 MARKER_PENS = {
     "kill": pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DashLine),
@@ -22,23 +37,41 @@ MARKER_PENS = {
     "failed": pg.mkPen("#8c564b", width=1, style=Qt.PenStyle.DashLine),
     "resume": pg.mkPen("#2ca02c", width=1, style=Qt.PenStyle.DashLine),
 }
+X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 
 
 class GrowingSeries:
-    """x/y float64 buffers that double when full; `x()`/`y()` are views of the filled part."""
+    """x/y/t float64 buffers that double when full; `x()`/`y()`/`t()` are views of the filled
+    part. `t` is the event's Unix time (NaN when unknown)."""
 
     def __init__(self, capacity: int = 1024):
         self._x = np.empty(capacity, dtype=np.float64)
         self._y = np.empty(capacity, dtype=np.float64)
+        self._t = np.empty(capacity, dtype=np.float64)
         self.size = 0
 
-    def append(self, x: float, y: float | None) -> None:
+    def append(self, x: float, y: float | None, t: float | None = None) -> None:
         if self.size == len(self._x):
-            self._x = np.resize(self._x, 2 * self.size)
-            self._y = np.resize(self._y, 2 * self.size)
+            self._grow(2 * self.size)
         self._x[self.size] = x
         self._y[self.size] = np.nan if y is None else y
+        self._t[self.size] = np.nan if t is None else t
         self.size += 1
+
+    def extend(self, xs, ys, ts=None) -> None:
+        count = len(xs)
+        if self.size + count > len(self._x):
+            self._grow(max(2 * len(self._x), self.size + count))
+        end = self.size + count
+        self._x[self.size:end] = xs
+        self._y[self.size:end] = ys
+        self._t[self.size:end] = np.nan if ts is None else ts
+        self.size = end
+
+    def _grow(self, capacity: int) -> None:
+        self._x = np.resize(self._x, capacity)
+        self._y = np.resize(self._y, capacity)
+        self._t = np.resize(self._t, capacity)
 
     def x(self) -> np.ndarray:
         return self._x[: self.size]
@@ -46,60 +79,156 @@ class GrowingSeries:
     def y(self) -> np.ndarray:
         return self._y[: self.size]
 
+    def t(self) -> np.ndarray:
+        return self._t[: self.size]
+
+
+class Trace:
+    """One loss curve: its points, the raw curve item and the smoothed curve item over it."""
+
+    def __init__(self, plot_item: pg.PlotItem, colour: str, z: float, name: str = "",
+                 origin: float | None = None):
+        self.series = GrowingSeries()
+        self.colour = colour
+        self.name = name
+        self.origin = origin  # Unix time of the run's first event (wall-time x = t - origin)
+        self.raw = pg.PlotDataItem([], [], connect="finite")
+        self.smooth = pg.PlotDataItem([], [], connect="finite")
+        self.raw.setZValue(z)
+        self.smooth.setZValue(z + 0.5)
+        plot_item.addItem(self.raw)
+        plot_item.addItem(self.smooth)
+        self.overlay = False  # another run's curve (its own time origin), not the open run's
+        self._smoothed = np.empty(0, dtype=np.float64)
+        self._ema: Ema | None = None
+        self._ema_done = 0  # points already smoothed
+
+    def style(self, smoothing: float) -> None:
+        """Solid raw curve without smoothing; faint raw under a solid smoothed one with it."""
+        if smoothing > 0:
+            faint = QColor(self.colour)
+            faint.setAlpha(RAW_ALPHA_WHEN_SMOOTHED)
+            self.raw.setPen(pg.mkPen(faint, width=1))
+            self.smooth.setPen(pg.mkPen(self.colour, width=SMOOTHED_WIDTH))
+            self.smooth.setVisible(True)
+        else:
+            self.raw.setPen(pg.mkPen(self.colour, width=1))
+            self.smooth.setVisible(False)
+
+    @property
+    def shown(self) -> pg.PlotDataItem:
+        """The item a legend entry should sample: the solid one."""
+        return self.smooth if self.smooth.isVisible() else self.raw
+
+    def smoothed(self, weight: float) -> np.ndarray:
+        """The smoothed losses, extended by the points added since the last call."""
+        if self._ema is None or self._ema.weight != weight:
+            self._ema, done = Ema(weight), 0
+        else:
+            done = self._ema_done
+        size = self.series.size
+        if len(self._smoothed) < size:
+            self._smoothed = np.resize(self._smoothed, max(size, 2 * len(self._smoothed)))
+        self._smoothed[done:size] = self._ema.extend(self.series.y()[done:size])
+        self._ema_done = size
+        return self._smoothed[:size]
+
+    def remove(self, plot_item: pg.PlotItem) -> None:
+        plot_item.removeItem(self.raw)
+        plot_item.removeItem(self.smooth)
+
 
 class LossPlot(pg.PlotWidget):
     """Training loss per global step (one curve per attempt), validation loss at checkpoints,
-    and vertical markers where a process was killed, preempted or failed and where it resumed."""
+    and vertical markers where a process was killed, preempted or failed and where it resumed;
+    plus overlaid curves of other runs (`add_overlay`), smoothing, log scale and x axis choice."""
 
     def __init__(self, parent=None):
         super().__init__(parent=parent, background="w")
         self.setObjectName("lossPlot")
         item = self.getPlotItem()
-        item.setLabel("bottom", "global step")
+        item.setLabel("bottom", X_AXES["step"])
         item.setLabel("left", "loss")
         item.showGrid(x=True, y=True, alpha=0.25)
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
-        self.legend = item.addLegend(offset=(-10, 10))
-        self.series: dict[int, GrowingSeries] = {}
-        self.curves: dict[int, pg.PlotDataItem] = {}
+        self.legend = item.addLegend(offset=(-10, 10), labelTextColor="#222222",
+                                     labelTextSize="9pt")
+        self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+        self.legend.setPen(pg.mkPen("#c8c8c8"))
+        self.traces: dict[int, Trace] = {}
+        self.overlays: dict[str, Trace] = {}
         self.validation = GrowingSeries(64)
-        self.validation_item = pg.ScatterPlotItem(
-            size=7, brush=VALIDATION_BRUSH, pen=pg.mkPen("#a04000"), name="validation loss"
+        self.validation_item = pg.PlotDataItem(
+            [], [], pen=None, symbol="o", symbolSize=7, symbolBrush=VALIDATION_BRUSH,
+            symbolPen=pg.mkPen("#a04000"),
         )
+        self.validation_item.setZValue(1000)
         item.addItem(self.validation_item)
         self.markers: list[tuple[str, float, pg.InfiniteLine]] = []
         self.regions: list[pg.LinearRegionItem] = []
-        self._dirty: set[int] = set()
+        self.smoothing = 0.0
+        self.log_y = False
+        self.x_axis = "step"
+        self.time_origin: float | None = None
+        self._dirty: set[Trace] = set()
         self._validation_dirty = False
+        self._legend_dirty = False
+        self.notice = pg.TextItem("", color="#8a5a00", fill=pg.mkBrush(255, 255, 255, 220),
+                                  anchor=(0, 0))  # one line about what the view leaves out
+        self.notice.setParentItem(item.getViewBox())
+        self.notice.setPos(6, 4)
 
+    # ------------------------------------------------------------ compatibility views
+    @property
+    def series(self) -> dict[int, GrowingSeries]:
+        """The open run's data per attempt."""
+        return {attempt: trace.series for attempt, trace in self.traces.items()}
+
+    @property
+    def curves(self) -> dict[int, pg.PlotDataItem]:
+        """The open run's raw curve item per attempt."""
+        return {attempt: trace.raw for attempt, trace in self.traces.items()}
+
+    # ------------------------------------------------------------ data of the open run
     def clear_run(self) -> None:
-        """Forget every curve and marker (before showing another run)."""
-        for curve in self.curves.values():
-            self.getPlotItem().removeItem(curve)
-            self.legend.removeItem(curve)
+        """Forget the open run's curves and markers (before showing another run); overlays stay."""
+        for trace in self.traces.values():
+            trace.remove(self.getPlotItem())
+            self._dirty.discard(trace)
         for item in [line for _, _, line in self.markers] + self.regions:
             self.getPlotItem().removeItem(item)
         self.regions.clear()
-        self.series.clear()
-        self.curves.clear()
+        self.traces.clear()
         self.markers.clear()
         self.validation = GrowingSeries(64)
-        self.validation_item.clear()
-        self._dirty.clear()
+        self.validation_item.setData([], [])
+        self.time_origin = None
+        self._legend_dirty = True
 
-    def add_step(self, attempt: int, step: int, loss: float | None) -> None:
-        """Record the training loss of `step` in `attempt` (None/NaN shows as a gap)."""
-        series = self.series.get(attempt)
-        if series is None:
-            series = self.series[attempt] = GrowingSeries()
-            self._new_curve(attempt)
-        series.append(step, loss)
-        self._dirty.add(attempt)
-
-    def add_validation(self, step: int, loss: float | None) -> None:
-        self.validation.append(step, loss)
+    def set_time_origin(self, time: float) -> None:
+        """The Unix time of the open run's first event (the zero of the wall-time axis).
+        Without it, the time of the first step added is used."""
+        self.time_origin = time
+        self._dirty.update(self.traces.values())
         self._validation_dirty = True
+
+    def add_step(self, attempt: int, step: int, loss: float | None, *,
+                 time: float | None = None) -> None:
+        """Record the training loss of `step` in `attempt` (None/NaN shows as a gap); `time`
+        (the event's Unix time) places it on the wall-time axis."""
+        trace = self.traces.get(attempt)
+        if trace is None:
+            trace = self._new_attempt(attempt)
+        if time is not None and self.time_origin is None:
+            self.time_origin = time
+        trace.series.append(step, loss, time)
+        self._dirty.add(trace)
+
+    def add_validation(self, step: int, loss: float | None, *, time: float | None = None) -> None:
+        self.validation.append(step, loss, time)
+        self._validation_dirty = True
+        self._legend_dirty |= self.validation.size == 1
 
     def add_marker(self, kind: str, step: float, label: str) -> pg.InfiniteLine:
         """A vertical line at `step`: kind is kill, preempt, failed or resume."""
@@ -108,6 +237,7 @@ class LossPlot(pg.PlotWidget):
                    "fill": (255, 255, 255, 200)}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
+        line.setVisible(self.x_axis == "step")
         self.getPlotItem().addItem(line, ignoreBounds=True)
         self.markers.append((kind, float(step), line))
         return line
@@ -119,31 +249,159 @@ class LossPlot(pg.PlotWidget):
         region = pg.LinearRegionItem(values=(from_step, to_step), movable=False,
                                      brush=pg.mkBrush(214, 39, 40, 28), pen=pg.mkPen(None))
         region.setToolTip(f"steps {from_step:.0f}–{to_step:.0f} redone after the restart")
+        region.setVisible(self.x_axis == "step")
         self.getPlotItem().addItem(region, ignoreBounds=True)
         self.regions.append(region)
         return region
 
-    def _new_curve(self, attempt: int) -> None:
-        for earlier in self.curves.values():
-            earlier.setPen(EARLIER_PEN)
-        curve = self.getPlotItem().plot(
-            [], [], pen=CURRENT_PEN, connect="finite",
-            name="training loss" if not self.curves else None,
-        )
-        curve.setZValue(attempt + 1)
-        self.curves[attempt] = curve
+    def _new_attempt(self, attempt: int) -> Trace:
+        for earlier in self.traces.values():
+            earlier.colour = EARLIER_COLOUR
+            earlier.style(self.smoothing)
+        trace = Trace(self.getPlotItem(), CURRENT_COLOUR, z=attempt + 1)
+        trace.style(self.smoothing)
+        self.traces[attempt] = trace
+        self._legend_dirty = True
+        return trace
+
+    # ------------------------------------------------------------ other runs
+    def add_overlay(self, key: str, name: str, steps, losses, times=None,
+                    origin: float | None = None) -> Trace:
+        """Show another run's training loss (`steps`, `losses`, optional event `times` and the
+        run's first-event time `origin`) in its own colour, named `name` in the legend.
+        Overlaying the same `key` again replaces that curve."""
+        previous = self.overlays.pop(key, None)
+        if previous is not None:
+            colour = previous.colour
+            previous.remove(self.getPlotItem())
+            self._dirty.discard(previous)
+        else:
+            used = {trace.colour for trace in self.overlays.values()}
+            free = [c for c in OVERLAY_COLOURS if c not in used]
+            colour = free[0] if free else OVERLAY_COLOURS[len(used) % len(OVERLAY_COLOURS)]
+        trace = Trace(self.getPlotItem(), colour, z=0.1, name=name, origin=origin)
+        trace.overlay = True
+        trace.series.extend(np.asarray(steps, dtype=np.float64),
+                            np.asarray(losses, dtype=np.float64),
+                            None if times is None else np.asarray(times, dtype=np.float64))
+        trace.style(self.smoothing)
+        self.overlays[key] = trace
+        self._dirty.add(trace)
+        self._legend_dirty = True
+        self.redraw()
+        return trace
+
+    def clear_overlays(self) -> None:
+        for trace in self.overlays.values():
+            trace.remove(self.getPlotItem())
+            self._dirty.discard(trace)
+        self.overlays.clear()
+        self._legend_dirty = True
+        self.redraw()
+
+    # ------------------------------------------------------------ view tools
+    def set_smoothing(self, weight: float) -> None:
+        """EMA weight 0 (off) to 0.99 for every curve; redraws at once."""
+        weight = min(max(float(weight), 0.0), MAX_WEIGHT)
+        if weight == self.smoothing:
+            return
+        was_on, self.smoothing = self.smoothing > 0, weight
+        for trace in self._all_traces():
+            trace.style(weight)
+        self._dirty.update(self._all_traces())
+        self._legend_dirty |= was_on != (weight > 0)
+        self.redraw()
+
+    def set_log_y(self, on: bool) -> None:
+        self.log_y = bool(on)
+        self.getPlotItem().setLogMode(y=self.log_y)
+        self.getPlotItem().setLabel("left", "loss (log scale)" if self.log_y else "loss")
+        self.reset_zoom()
+
+    def set_x_axis(self, axis: str) -> None:
+        """`step` (global step) or `time` (wall-clock seconds since each run's first event)."""
+        if axis not in X_AXES:
+            raise ValueError(f"x axis {axis!r} is not one of {', '.join(X_AXES)}")
+        if axis == self.x_axis:
+            return
+        self.x_axis = axis
+        self.getPlotItem().setLabel("bottom", X_AXES[axis])
+        for item in [line for _, _, line in self.markers] + self.regions:
+            item.setVisible(axis == "step")
+        self._dirty.update(self._all_traces())
+        self._validation_dirty = True
+        self.redraw()
+        self.reset_zoom()
+
+    def reset_zoom(self) -> None:
+        """Show all data again and follow new data (undoes mouse zoom and pan)."""
+        self.getPlotItem().enableAutoRange(x=True, y=True)
+
+    # ------------------------------------------------------------ drawing
+    def _all_traces(self) -> list[Trace]:
+        return [*self.traces.values(), *self.overlays.values()]
+
+    def _x(self, series: GrowingSeries, origin: float | None) -> np.ndarray | None:
+        if self.x_axis == "step":
+            return series.x()
+        if origin is None:
+            return None
+        return series.t() - origin
 
     def redraw(self) -> int:
-        """Push changed data to the screen; returns the number of items updated."""
+        """Push changed data to the screen; returns the number of curves and point sets updated."""
         updated = 0
-        for attempt in self._dirty:
-            series = self.series[attempt]
-            self.curves[attempt].setData(series.x(), series.y(), connect="finite")
+        for trace in self._dirty:
+            origin = trace.origin if trace.overlay else self.time_origin
+            x, y = self._x(trace.series, origin), trace.series.y()
+            smoothed = trace.smoothed(self.smoothing) if self.smoothing > 0 else None
+            if x is None:
+                x = y = smoothed = np.empty(0)
+            elif self.x_axis == "time" and not np.isfinite(x).all():
+                known = np.isfinite(x)  # steps logged without a time are left out
+                x, y = x[known], y[known]
+                smoothed = None if smoothed is None else smoothed[known]
+            trace.raw.setData(x, y, connect="finite")
+            if smoothed is not None:
+                trace.smooth.setData(x, smoothed, connect="finite")
             updated += 1
         self._dirty.clear()
         if self._validation_dirty:
-            finite = np.isfinite(self.validation.y())
-            self.validation_item.setData(self.validation.x()[finite], self.validation.y()[finite])
+            x = self._x(self.validation, self.time_origin)
+            if x is None:
+                x = np.empty(0)
+                y = x
+            else:
+                y = self.validation.y()
+                finite = np.isfinite(y) & np.isfinite(x)
+                x, y = x[finite], y[finite]
+            self.validation_item.setData(x, y)
             self._validation_dirty = False
             updated += 1
+        if self._legend_dirty:
+            self._rebuild_legend()
+        self._update_notice()
         return updated
+
+    def _update_notice(self) -> None:
+        untimed = self.x_axis == "time" and any(
+            trace.series.size and np.isnan(trace.series.t()[-1])
+            for trace in self.traces.values()
+        )
+        text = "the open run's steps came without times: not on the wall-time axis" if untimed \
+            else ""
+        if text != self.notice.toPlainText():
+            self.notice.setText(text)
+
+    def _rebuild_legend(self) -> None:
+        self.legend.clear()
+        if self.traces:
+            attempts = sorted(self.traces)
+            self.legend.addItem(self.traces[attempts[-1]].shown, "training loss")
+            if len(attempts) > 1:
+                self.legend.addItem(self.traces[attempts[0]].shown, "earlier attempts")
+        if self.validation.size:
+            self.legend.addItem(self.validation_item, "validation loss")
+        for trace in self.overlays.values():
+            self.legend.addItem(trace.shown, trace.name)
+        self._legend_dirty = False

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -27,8 +28,11 @@ from ftgui.core.supervisor import RunBusyError, StartError
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
+from ftgui.qt.incident_table import IncidentPanel
 from ftgui.qt.loss_plot import LossPlot
+from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
+from ftgui.qt.runs_view import RunHistory
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
@@ -47,6 +51,7 @@ class MainWindow(QMainWindow):
         self.plot = LossPlot()
         self.table = CheckpointTable()
         self.processes = ProcessTable()
+        self.incident_panel = IncidentPanel()
         self.log = QPlainTextEdit()
         self.log.setObjectName("eventLog")
         self.log.setReadOnly(True)
@@ -88,11 +93,11 @@ class MainWindow(QMainWindow):
 
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(_titled("Checkpoints", self.table))
-        bottom.addWidget(_titled("Processes", self.processes))
+        bottom.addWidget(self._process_tabs())
         bottom.addWidget(_titled("Event log", self.log))
         bottom.setSizes([430, 330, 440])
         right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.plot)
+        right.addWidget(PlotPane(self.plot, self.settings))  # the plot under its view tools
         right.addWidget(bottom)
         right.setSizes([480, 260])
         main = QSplitter(Qt.Orientation.Horizontal)
@@ -111,6 +116,20 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.status_label, 1)
         self.resize(1360, 820)
 
+    def _process_tabs(self) -> QTabWidget:
+        tabs = QTabWidget()
+        tabs.setObjectName("processTabs")
+        tabs.addTab(self.processes, "Processes")
+        tabs.addTab(self.incident_panel, "Incidents")
+        self.controller.incidentsChanged.connect(self._show_incidents)
+        return tabs
+
+    def _show_incidents(self, tracker) -> None:
+        self.incident_panel.show_tracker(tracker)
+        if tracker.incidents:
+            tabs = self.findChild(QTabWidget, "processTabs")
+            tabs.setTabText(1, f"Incidents ({len(tracker.incidents)})")
+
     def _build_menu(self) -> None:
         menu = self.menuBar().addMenu("&Run")
         open_action = QAction("&Open run…", self)
@@ -124,6 +143,17 @@ class MainWindow(QMainWindow):
         quit_action.triggered.connect(self.close)
         for action in (open_action, new_action, quit_action):
             menu.addAction(action)
+        # Runs… (the Runs dock), Clear overlays, Export curves as CSV…, Export plot as PNG…
+        self.run_history = RunHistory(self, menu, before=quit_action)
+        faults = self.menuBar().addMenu("&Faults")
+        for text, slot in (
+            ("Kill all processes (SIGKILL)", lambda: self.controller.kill("all")),
+            ("Freeze the chief (SIGSTOP: a hang)", lambda: self.controller.freeze("chief")),
+            ("Thaw the chief (SIGCONT)", lambda: self.controller.thaw("chief")),
+        ):
+            action = QAction(text, self)
+            action.triggered.connect(slot)
+            faults.addAction(action)
 
     def _connect(self) -> None:
         self.start_button.clicked.connect(self.start_run)
@@ -140,6 +170,8 @@ class MainWindow(QMainWindow):
         self.controller.processesChanged.connect(self.processes.update_rows)
         self.processes.killRequested.connect(self.controller.kill)
         self.processes.preemptRequested.connect(self.controller.preempt)
+        self.processes.freezeRequested.connect(self.controller.freeze)
+        self.processes.thawRequested.connect(self.controller.thaw)
         self.panel.run_dir_edit.editingFinished.connect(self._run_dir_edited)
 
     # ------------------------------------------------------------ actions

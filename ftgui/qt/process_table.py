@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import psutil
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
@@ -23,7 +24,7 @@ def process_rows(processes, now: float | None = None) -> list[dict]:
     rows = []
     for proc in latest.values():
         if proc.alive:
-            state = "running"
+            state = "frozen" if _stopped(proc.pid) else "running"
         elif proc.ended_by_supervisor:
             state = "ended"
         elif proc.returncode is not None and proc.returncode < 0:
@@ -37,6 +38,13 @@ def process_rows(processes, now: float | None = None) -> list[dict]:
             "restarts": proc.restarts,
         })
     return rows
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    except psutil.Error:
+        return False
 
 
 class ProcessModel(QAbstractTableModel):
@@ -87,6 +95,8 @@ class ProcessTable(QTableView):
 
     killRequested = Signal(str)
     preemptRequested = Signal(str)
+    freezeRequested = Signal(str)
+    thawRequested = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -116,7 +126,9 @@ class ProcessTable(QTableView):
         row = self.model_.rows[index.row()]
         menu = QMenu(self)
         for text, signal in (("Kill (SIGKILL)", self.killRequested),
-                             ("Preempt (SIGTERM)", self.preemptRequested)):
+                             ("Preempt (SIGTERM)", self.preemptRequested),
+                             ("Freeze (SIGSTOP)", self.freezeRequested),
+                             ("Thaw (SIGCONT)", self.thawRequested)):
             action = QAction(f"{text} {row['label']}", menu)
             action.setEnabled(row["alive"])
             action.triggered.connect(lambda _=False, s=signal, n=row["name"]: s.emit(n))

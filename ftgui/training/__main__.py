@@ -165,5 +165,47 @@ def _reset_checkpoint_state(tf, directory: Path, step: int) -> None:
     )
 
 
+def standby(run_dir: Path) -> int:
+    """A warm standby of the run in `run_dir`: import TensorFlow and the trainer now, say so
+    with a `standby_ready` event, then wait for one order.
+
+    The order is one JSON line on stdin, `{"argv": [...], "env": {...}}`: the arguments of
+    `main` and the environment (TF_CONFIG, …) of the process it replaces. Importing costs
+    3–6 s here; a standby that is told to go skips it (DESIGN.md §4). EOF without an order
+    (the supervisor dismissed it or died) ends it quietly. TensorFlow's runtime is not started
+    before the order, so logical devices and collectives can still be configured.
+    """
+    global _T0
+    import json
+
+    import keras  # noqa: F401 (imported for its cost)
+    import tensorflow  # noqa: F401
+
+    from ftgui.core.events import emit
+    from ftgui.training import data, loop, models, parameter_server, strategies  # noqa: F401
+
+    import_seconds = time.perf_counter() - _T0
+    emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds)
+    print(f"standby: ready after {import_seconds:.2f} s of imports", flush=True)
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    order = json.loads(line)
+    os.environ.update(order.get("env", {}))
+    _T0 = time.perf_counter()  # nothing of the import is on this attempt's critical path
+    print(f"standby: activated as {' '.join(order['argv'][1:])}", flush=True)
+    return main(order["argv"])
+
+
+def exit_now(code: int) -> None:
+    """Flush and leave without interpreter teardown: TensorFlow's takes seconds, and every one of
+    them delays the supervisor noticing a preemption (all events and checkpoints are on disk)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["--standby"]:
+        exit_now(standby(Path(sys.argv[2]).absolute()))
+    exit_now(main())

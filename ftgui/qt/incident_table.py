@@ -1,0 +1,95 @@
+"""The incident table: what each fault cost (detection, recovery, steps and time lost)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
+
+from ftgui.core.incidents import IncidentTracker
+
+COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
+
+
+def _seconds(value: float | None) -> str:
+    return "…" if value is None else f"{value:.2f} s"
+
+
+class IncidentModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.incidents = []
+
+    def set_incidents(self, incidents) -> None:
+        self.beginResetModel()
+        self.incidents = list(incidents)
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self.incidents)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
+            if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 3:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return None
+        incident = self.incidents[index.row()]
+        column = COLUMNS[index.column()]
+        if column == "#":
+            return str(index.row() + 1)
+        if column == "fault":
+            source = f" ({incident.source})" if incident.source else ""
+            return f"{incident.kind}{source}"
+        if column == "target":
+            return incident.target
+        if column == "at step":
+            return str(incident.step)
+        if column == "detect":
+            return _seconds(incident.detect_seconds)
+        if column == "recovery":
+            return _seconds(incident.recovery_seconds)
+        if column == "steps lost":
+            return "…" if incident.steps_lost is None else str(incident.steps_lost)
+        return _seconds(incident.time_lost)
+
+
+class IncidentPanel(QWidget):
+    """The table (objectName `incidentTable`) and a totals line (`incidentTotals`)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableView()
+        self.table.setObjectName("incidentTable")
+        self.model_ = IncidentModel(self)
+        self.table.setModel(self.model_)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.totals = QLabel("no incidents")
+        self.totals.setObjectName("incidentTotals")
+        self.totals.setWordWrap(True)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.totals)
+
+    def show_tracker(self, tracker: IncidentTracker) -> None:
+        self.model_.set_incidents(tracker.incidents)
+        self.table.scrollToBottom()
+        totals = tracker.totals()
+        if not totals.incidents:
+            self.totals.setText("no incidents")
+            return
+        self.totals.setText(
+            f"<b>{totals.incidents}</b> incident(s) · <b>{totals.steps_lost}</b> steps redone · "
+            f"<b>{totals.time_lost:.1f} s</b> lost of {totals.wall:.1f} s · "
+            f"goodput <b>{100 * totals.goodput:.1f}%</b>"
+        )

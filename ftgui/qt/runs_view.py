@@ -1,0 +1,437 @@
+"""Run history in the window: a Runs dock listing the runs of a runs folder, opening one, overlaying
+their loss curves on the plot, and the Run menu entries for it and for exporting curves and plot.
+
+The list comes from `ftgui.core.runs.list_runs` (Qt-free); this module only shows it and turns
+clicks into calls on the window (`MainWindow.open_run`) and the plot (`LossPlot.add_overlay`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QItemSelectionModel,
+    QModelIndex,
+    QSettings,
+    QSortFilterProxyModel,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ftgui.core import export, runs
+from ftgui.core.runs import RunSummary
+
+COLUMNS = ("run", "status", "strategy", "steps", "incidents", "attempts", "started", "final loss",
+           "why it ended")
+STATUS_COLOURS = {"running": "#1f77b4", "finished": "#1a7f37", "killed": "#b00020",
+                  "failed": "#b00020", "interrupted": "#b00020", "preempted": "#b07800",
+                  "idle": "#666666"}
+SETTINGS_KEY = "runs_root"
+AUTO_REFRESH_MS = 2000
+_SORT_ROLE = Qt.ItemDataRole.UserRole
+_NUMERIC = {"steps", "incidents", "attempts", "final loss"}
+
+
+class RunsModel(QAbstractTableModel):
+    """One row per run (`RunSummary`); the run open in the window (`open_path`) is in bold."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list[RunSummary] = []
+        self.open_path: Path | None = None
+
+    def set_rows(self, rows: list[RunSummary]) -> None:
+        """Show `rows`; the same runs in the same order update in place (selection survives)."""
+        if [row.path for row in rows] == [row.path for row in self.rows] and rows:
+            self.rows = rows
+            self.dataChanged.emit(self.index(0, 0),
+                                  self.index(len(rows) - 1, len(COLUMNS) - 1))
+            return
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        run = self.rows[index.row()]
+        column = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return _text(run, column)
+        if role == _SORT_ROLE:
+            return _sort_key(run, column)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{run.path}\n{run.status}: {run.reason}" if run.reason else str(run.path)
+        if role == Qt.ItemDataRole.ForegroundRole and column == "status":
+            return QBrush(QColor(STATUS_COLOURS.get(run.status, "#444444")))
+        if role == Qt.ItemDataRole.FontRole and run.path == self.open_path:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in _NUMERIC:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+def _text(run: RunSummary, column: str) -> str:
+    if column == "run":
+        return run.name
+    if column == "status":
+        return run.status
+    if column == "strategy":
+        return run.strategy or "—"
+    if column == "steps":
+        planned = "?" if run.steps_planned is None else str(run.steps_planned)
+        return f"{run.steps_done} / {planned}"
+    if column == "incidents":
+        return str(run.incidents)
+    if column == "attempts":
+        return str(run.attempts)
+    if column == "started":
+        if run.started is None:
+            return "—"
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
+    if column == "final loss":
+        return "—" if run.final_loss is None else f"{run.final_loss:.4f}"
+    return "" if run.status == "finished" else run.reason
+
+
+def _sort_key(run: RunSummary, column: str):
+    if column == "steps":
+        return float(run.steps_done)
+    if column in ("incidents", "attempts"):
+        return float(getattr(run, column))
+    if column == "started":
+        return -1.0 if run.started is None else run.started
+    if column == "final loss":
+        return float("inf") if run.final_loss is None else run.final_loss
+    return _text(run, column).lower()
+
+
+class RunsDock(QDockWidget):
+    """The Runs dock: the runs folder, its runs, and Refresh / Open / Overlay / Clear overlays.
+
+    Emits `openRequested(Path)`, `overlayRequested(list[RunSummary])` and
+    `clearOverlaysRequested()`; the folder is remembered in `settings` under `runs_root`.
+    """
+
+    openRequested = Signal(object)
+    overlayRequested = Signal(list)
+    clearOverlaysRequested = Signal()
+
+    def __init__(self, settings: QSettings, parent=None, open_run=lambda: None):
+        super().__init__("Runs", parent)
+        self.setObjectName("runsDock")
+        self.settings = settings
+        self.open_run = open_run  # () -> the directory of the run open in the window, or None
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(6, 4, 6, 6)
+
+        folder_row = QHBoxLayout()
+        self.root_edit = QLineEdit()
+        self.root_edit.setObjectName("runsRootEdit")
+        self.root_edit.setReadOnly(True)
+        self.root_edit.setToolTip("The folder whose run directories are listed")
+        choose = QPushButton("Choose…")
+        choose.setObjectName("runsRootButton")
+        choose.setToolTip("Pick another runs folder")
+        choose.clicked.connect(self._choose_root)
+        folder_row.addWidget(QLabel("Runs folder"))
+        folder_row.addWidget(self.root_edit, 1)
+        folder_row.addWidget(choose)
+        layout.addLayout(folder_row)
+
+        self.model_ = RunsModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model_)
+        self.proxy.setSortRole(_SORT_ROLE)
+        self.table = QTableView()
+        self.table.setObjectName("runsTable")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(COLUMNS.index("started"), Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.table.doubleClicked.connect(lambda _index: self._open())
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._menu)
+        layout.addWidget(self.table, 1)
+
+        buttons = QHBoxLayout()
+        self.refresh_button = _button("runsRefreshButton", "Refresh", "Read the runs folder again")
+        self.open_button = _button("runsOpenButton", "Open",
+                                   "Show the selected run in the window (double-click works too)")
+        self.overlay_button = _button("runsOverlayButton", "Overlay",
+                                      "Draw the selected runs' training loss on the plot")
+        self.clear_button = _button("runsClearOverlaysButton", "Clear overlays",
+                                    "Remove the overlaid curves from the plot")
+        self.info_label = QLabel("")
+        self.info_label.setObjectName("runsInfoLabel")
+        self.info_label.setStyleSheet("color: #555;")
+        for button in (self.refresh_button, self.open_button, self.overlay_button):
+            buttons.addWidget(button)
+        buttons.addWidget(self.clear_button)
+        buttons.addSpacing(12)
+        buttons.addWidget(self.info_label, 1)
+        layout.addLayout(buttons)
+        self.setWidget(body)
+
+        self.refresh_button.clicked.connect(self.refresh)
+        self.open_button.clicked.connect(self._open)
+        self.overlay_button.clicked.connect(self._overlay)
+        self.clear_button.clicked.connect(self.clearOverlaysRequested)
+        self.table.selectionModel().selectionChanged.connect(self._update_buttons)
+        self.timer = QTimer(self)  # keeps running runs' steps and status current while shown
+        self.timer.setInterval(AUTO_REFRESH_MS)
+        self.timer.timeout.connect(self.refresh)
+        self.visibilityChanged.connect(self._visibility_changed)
+
+        self.root_edit.setText(str(self._stored_root()))
+        self._update_buttons()
+
+    # ------------------------------------------------------------ the folder
+    def root(self) -> Path:
+        return Path(self.root_edit.text())
+
+    def set_root(self, root: Path) -> None:
+        """List the runs of `root` from now on, and remember it."""
+        self.root_edit.setText(str(root))
+        self.settings.setValue(SETTINGS_KEY, str(root))
+        self.refresh()
+
+    def _stored_root(self) -> Path:
+        stored = self.settings.value(SETTINGS_KEY)
+        return Path(stored) if stored else runs.runs_root()
+
+    def _choose_root(self) -> None:
+        start = self.root() if self.root().is_dir() else Path.home()
+        path = QFileDialog.getExistingDirectory(self, "Runs folder", str(start))
+        if path:
+            self.set_root(Path(path))
+
+    # ------------------------------------------------------------ the list
+    def refresh(self) -> None:
+        """Read the runs folder again; the selected runs stay selected."""
+        selected = {run.path for run in self.selected_runs()}
+        rows = runs.list_runs(self.root().absolute())
+        current = self.open_run()
+        self.model_.open_path = None if current is None else Path(current).absolute()
+        self.model_.set_rows(rows)
+        self.select_paths(selected)
+        if not self.root().is_dir():
+            self.info_label.setText("this folder does not exist yet: Choose… another one")
+        elif not rows:
+            self.info_label.setText("no runs in this folder")
+        else:
+            running = sum(run.status == "running" for run in rows)
+            self.info_label.setText(f"{len(rows)} runs" + (f", {running} running"
+                                                            if running else ""))
+        self._update_buttons()
+
+    def selected_runs(self) -> list[RunSummary]:
+        """The selected runs, top to bottom as shown."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        return [self.model_.rows[self.proxy.mapToSource(self.proxy.index(row, 0)).row()]
+                for row in rows]
+
+    def select_paths(self, paths) -> None:
+        """Select the rows of the runs at `paths` (others are deselected)."""
+        selection = self.table.selectionModel()
+        selection.clearSelection()
+        flags = (QItemSelectionModel.SelectionFlag.Select
+                 | QItemSelectionModel.SelectionFlag.Rows)
+        for row, run in enumerate(self.model_.rows):
+            if run.path in paths:
+                selection.select(self.proxy.mapFromSource(self.model_.index(row, 0)), flags)
+
+    def _update_buttons(self, *_args) -> None:
+        count = len(self.table.selectionModel().selectedRows())
+        self.open_button.setEnabled(count == 1)
+        self.overlay_button.setEnabled(count >= 1)
+
+    def _open(self) -> None:
+        selected = self.selected_runs()
+        if len(selected) == 1:
+            self.openRequested.emit(selected[0].path)
+
+    def _overlay(self) -> None:
+        selected = self.selected_runs()
+        if selected:
+            self.overlayRequested.emit(selected)
+
+    def _menu(self, position) -> None:
+        if not self.table.indexAt(position).isValid():
+            return
+        menu = QMenu(self)
+        menu.addAction("Open", self._open).setEnabled(self.open_button.isEnabled())
+        menu.addAction("Overlay on the plot", self._overlay)
+        menu.exec(self.table.viewport().mapToGlobal(position))
+
+    def _visibility_changed(self, visible: bool) -> None:
+        if visible:
+            self.refresh()
+            self.timer.start()
+        else:
+            self.timer.stop()
+
+
+def _button(name: str, text: str, tip: str) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName(name)
+    button.setToolTip(tip)
+    return button
+
+
+# ------------------------------------------------------------------------------ overlays
+def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
+    """Overlay each run's surviving training-loss curve on `plot`; returns the problems met
+    (one line per run that could not be shown)."""
+    problems = []
+    for run in selected:
+        try:
+            curves = runs.read_curves(run.path)
+        except OSError as exc:
+            problems.append(f"{run.name}: cannot read its events ({exc.strerror or exc})")
+            continue
+        steps, times, losses = curves.surviving_train()
+        if not len(steps):
+            problems.append(f"{run.name}: no training steps logged yet")
+            continue
+        plot.add_overlay(str(run.path), run.name, steps, losses, times, curves.origin)
+    return problems
+
+
+# ------------------------------------------------------------------------------ the window
+class RunHistory:
+    """The window's run-history features: the Runs dock and the Run menu entries for it, for
+    clearing overlays and for exporting the open run's curves (CSV) and the plot (PNG)."""
+
+    def __init__(self, window, menu: QMenu, before: QAction | None = None):
+        self.window = window
+        self.dock = RunsDock(window.settings, window, open_run=self._run_dir)
+        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
+        self.dock.hide()
+        self.dock.openRequested.connect(self.open)
+        self.dock.overlayRequested.connect(self.overlay)
+        self.dock.clearOverlaysRequested.connect(window.plot.clear_overlays)
+
+        self.runs_action = _action(window, "runsAction", "&Runs…", self.show_runs,
+                                   QKeySequence("Ctrl+R"))
+        self.clear_action = _action(window, "clearOverlaysAction", "C&lear overlays",
+                                    window.plot.clear_overlays)
+        self.csv_action = _action(window, "exportCsvAction", "Export curves as &CSV…",
+                                  self._ask_csv)
+        self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
+                                  self._ask_png)
+        menu.insertSeparator(before)
+        for action in (self.runs_action, self.clear_action):
+            menu.insertAction(before, action)
+        menu.insertSeparator(before)
+        for action in (self.csv_action, self.png_action):
+            menu.insertAction(before, action)
+        menu.insertSeparator(before)
+
+    def show_runs(self) -> None:
+        if self.dock.isHidden():
+            self.window.resizeDocks([self.dock], [230], Qt.Orientation.Vertical)
+        self.dock.show()
+        self.dock.raise_()
+        self.dock.refresh()
+
+    def open(self, run_dir: Path) -> None:
+        self.window.open_run(run_dir)
+        self.dock.refresh()  # the open run is shown in bold
+
+    def overlay(self, selected: list[RunSummary]) -> None:
+        problems = overlay_runs(self.window.plot, selected)
+        if problems:
+            self.window.statusBar().showMessage("; ".join(problems), 10000)
+
+    # ------------------------------------------------------------ export
+    def _run_dir(self) -> Path | None:
+        supervisor = self.window.controller.supervisor
+        return None if supervisor is None else supervisor.run_dir
+
+    def export_csv(self, path: Path) -> bool:
+        """Write the open run's curves to `path` (see `ftgui.core.export`); False if refused."""
+        run_dir = self._run_dir()
+        try:
+            if run_dir is None:
+                raise FileNotFoundError("no run is open")
+            rows = export.write_curves_csv(run_dir, path)
+        except OSError as exc:
+            reason = "it has no events yet" if isinstance(exc, FileNotFoundError) else exc
+            self.window.statusBar().showMessage(f"nothing exported: {reason}", 10000)
+            return False
+        self.window.statusBar().showMessage(f"wrote {rows} points to {path}", 10000)
+        return True
+
+    def export_png(self, path: Path) -> bool:
+        """Save the plot as it is on screen (overlays, smoothing, zoom) to `path`."""
+        ok = self.window.plot.grab().save(str(path), "PNG")
+        message = f"saved the plot to {path}" if ok else f"could not write {path}"
+        self.window.statusBar().showMessage(message, 10000)
+        return ok
+
+    def _suggested(self, suffix: str) -> str:
+        run_dir = self._run_dir()
+        if run_dir is None:
+            return str(Path.home() / f"ftgui{suffix}")
+        return str(run_dir.parent / f"{run_dir.name}{suffix}")
+
+    def _ask_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export curves as CSV",
+                                              self._suggested("-curves.csv"), "CSV (*.csv)")
+        if path:
+            self.export_csv(Path(path))
+
+    def _ask_png(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as PNG",
+                                              self._suggested("-loss.png"), "PNG image (*.png)")
+        if path:
+            self.export_png(Path(path))
+
+
+def _action(parent, name: str, text: str, slot, shortcut: QKeySequence | None = None) -> QAction:
+    action = QAction(text, parent)
+    action.setObjectName(name)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    action.triggered.connect(slot)
+    return action

@@ -1,0 +1,120 @@
+"""Fault plans and what each incident cost, from events alone (no TensorFlow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ftgui.core import faults
+from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.faults import Fault
+from ftgui.core.incidents import from_events
+
+
+def test_explicit_faults_hit_the_configured_target_by_step():
+    config = RunConfig(steps=100, kill_at_step=40, nan_at_step=20, preempt_at_step=60,
+                       hang_at_step=80, watchdog_seconds=5, fault_target="chief")
+    assert faults.plan(config, ["chief"]) == [
+        Fault(20, "nan", "chief"), Fault(40, "kill", "chief"), Fault(60, "preempt", "chief"),
+        Fault(80, "hang", "chief"),
+    ]
+    assert Fault(40, "kill", "worker:1").key == "kill@40:worker:1"
+
+
+def test_chaos_is_the_same_schedule_for_the_same_seed():
+    config = RunConfig(steps=600, chaos_faults=5, chaos_kinds="kill,preempt,nan,hang",
+                       chaos_seed=9, watchdog_seconds=3)
+    names = ["worker:0", "worker:1"]
+    first = faults.plan(config, names)
+    assert first == faults.plan(config, names)
+    assert len(first) == 5 and len({f.step for f in first}) == 5
+    assert all(2 <= f.step < 600 for f in first)
+    assert [f.kind for f in first] == ["kill", "hang", "nan", "kill", "preempt"]
+    assert all(f.target == "chief" for f in first if f.kind in ("nan", "preempt"))
+    assert faults.plan(config.replace(chaos_seed=10), names) != first
+
+
+def test_fired_faults_are_read_back_from_their_events():
+    history = [
+        {"event": "fault_injected", "kind": "kill", "step": 35, "target": "chief",
+         "source": "schedule"},
+        {"event": "fault_injected", "kind": "kill", "step": 50, "target": "chief",
+         "source": "user"},
+    ]
+    assert faults.fired(history) == {"kill@35:chief"}
+
+
+def test_a_hang_fault_needs_the_watchdog():
+    with pytest.raises(ConfigError, match="^watchdog_seconds: a hang fault needs the watchdog"):
+        RunConfig(hang_at_step=10).validate()
+    with pytest.raises(ConfigError, match="^chaos_kinds: 'boom' is not one of kill, preempt"):
+        RunConfig(chaos_faults=2, chaos_kinds="kill,boom").validate()
+
+
+def steps(attempt, first, last, t0, dt=0.1, loss=1.0):
+    return [{"event": "step", "attempt": attempt, "step": s, "loss": loss,
+             "time": t0 + (s - first) * dt} for s in range(first, last + 1)]
+
+
+def test_a_kill_costs_the_redone_steps_and_the_restart():
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0}]
+    events += steps(0, 1, 35, t0=100.0)  # step 35 at 103.4
+    events += [
+        {"event": "fault_injected", "attempt": 0, "time": 103.5, "kind": "kill",
+         "target": "chief", "source": "schedule", "step": 35},
+        {"event": "process_exited", "attempt": 0, "time": 103.6, "role": "chief", "index": 0,
+         "signal": 9, "decisive": True},
+        {"event": "resumed", "attempt": 1, "time": 108.0, "from_step": 30},
+    ]
+    events += steps(1, 31, 60, t0=108.5)  # first new step at 108.5, last at 111.4
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("kill", 35, 30)
+    assert incident.steps_lost == 5
+    assert incident.detect_seconds == pytest.approx(0.1)
+    assert incident.recovery_seconds == pytest.approx(4.9)
+    # 5.0 s from the fault to the first new step, plus 0.5 s the 5 lost steps had taken
+    assert incident.time_lost == pytest.approx(5.5)
+    totals = tracker.totals()
+    assert (totals.incidents, totals.steps_lost) == (1, 5)
+    assert totals.wall == pytest.approx(11.4)
+    assert totals.goodput == pytest.approx((11.4 - 5.5) / 11.4)
+
+
+def test_a_preemption_loses_no_step():
+    events = steps(0, 1, 12, t0=0.0) + [
+        {"event": "fault_injected", "attempt": 0, "time": 1.15, "kind": "preempt",
+         "target": "chief", "source": "user", "step": 12},
+        {"event": "process_exited", "attempt": 0, "time": 1.5, "role": "chief",
+         "exit_code": 42, "decisive": True},
+        {"event": "resumed", "attempt": 1, "time": 3.0, "from_step": 12},
+    ] + steps(1, 13, 14, t0=3.2)
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.source, incident.steps_lost) == ("preempt", "user", 0)
+    assert incident.time_lost == pytest.approx(3.2 - 1.15)
+
+
+def test_a_nan_rolls_back_inside_the_process():
+    events = steps(0, 1, 7, t0=0.0) + [
+        {"event": "fault_injected", "attempt": 0, "time": 0.65, "kind": "nan",
+         "target": "chief", "source": "schedule", "step": 8},
+        {"event": "step", "attempt": 0, "time": 0.7, "step": 8, "loss": None},
+        {"event": "non_finite_loss", "attempt": 0, "time": 0.71, "step": 8},
+        {"event": "rolled_back", "attempt": 0, "time": 0.8, "from_step": 8, "to_step": 5},
+    ] + steps(0, 6, 10, t0=0.9)
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("nan", 8, 5)
+    assert incident.detect_seconds == pytest.approx(0.06)
+    assert incident.recovery_seconds == pytest.approx(0.19)
+
+
+def test_an_unplanned_crash_is_an_incident_and_cleanup_exits_are_not():
+    events = steps(0, 1, 3, t0=0.0) + [
+        {"event": "process_exited", "attempt": 0, "time": 1.0, "role": "worker", "index": 1,
+         "signal": 11, "decisive": True},
+        {"event": "process_exited", "attempt": 0, "time": 1.1, "role": "worker", "index": 0,
+         "signal": 9, "decisive": False},
+    ]
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.target, incident.source) == ("crash", "worker:1", "")
+    assert incident.recovered is None and incident.time_lost is None
+    assert from_events(events).totals().steps_lost == 0
