@@ -172,6 +172,7 @@ class Progress:
     NOTABLE = {"process_started", "resumed", "checkpoint_saved", "fault_injected",
                "process_exited", "recovery_scheduled", "preempted", "forked",
                "non_finite_loss", "rolled_back", "hang_detected", "thawed", "training_error",
+               "checkpoint_requested",
                "run_finished"}
 
     def __init__(self, quiet: bool = False):

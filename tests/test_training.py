@@ -253,3 +253,22 @@ def test_an_npz_that_does_not_fit_names_the_problem(tmp_path, arrays, problem):
     with pytest.raises(ValueError) as caught:
         data.load(str(path))
     assert str(caught.value) == f"dataset: {path}{problem}"
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("flags", [["--replicas", "4"], ["--strategy", "one-device"]])
+def test_a_copied_two_replica_run_resumes_on_other_devices_at_the_same_data_position(
+    tmp_path, baseline_run, baseline_losses, flags
+):
+    copy = tmp_path / "moved-run"
+    shutil.copytree(baseline_run, copy)  # nothing inside may point at the old folder
+    assert cli.main(["train", str(copy), "--resume", "--from-step", "30", *flags,
+                     "--quiet"]) == 0
+    seen = events.read_all(copy)
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["from_step"], resumed["checkpoint"]) == (30, "checkpoints/ckpt-30")
+    [started] = [e for e in of_kind(seen, "training_started") if e["attempt"] == 1]
+    assert started["replicas"] == (4 if "--replicas" in flags else 1)
+    resumed_losses = {e["step"]: e["loss"] for e in of_kind(seen, "step") if e["attempt"] == 1}
+    assert min(resumed_losses) == 31
+    assert abs(resumed_losses[31] - baseline_losses[31]) <= 1e-5

@@ -196,6 +196,17 @@ class Supervisor:
         """Ask `target` to save at its current step and stop (SIGTERM). False if not alive."""
         return self._inject("preempt", target, signal.SIGTERM)
 
+    def checkpoint_now(self) -> bool:
+        """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
+        workers of a cluster learn it in the same step. False if no chief is alive."""
+        chief = next((p for p in self.processes if p.is_chief and p.alive), None)
+        if chief is None:
+            return False
+        with EventWriter(self.run_dir, self.attempt) as writer:
+            writer.emit("checkpoint_requested", step=self.last_step)
+        os.kill(chief.pid, signal.SIGUSR1)
+        return True
+
     def freeze(self, target: str = "chief") -> bool:
         """Hang `target` (SIGSTOP to its tree): it stays alive but makes no progress, as a
         deadlocked or swapped-out process would. False if not alive."""

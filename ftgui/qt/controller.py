@@ -21,7 +21,8 @@ POLL_MS = 33
 LOG_EVENTS = {
     "run_started", "process_started", "training_started", "resumed", "checkpoint_saved",
     "fault_injected", "process_exited", "recovery_scheduled", "preempted", "forked",
-    "non_finite_loss", "training_error", "run_finished",
+    "non_finite_loss", "training_error", "run_finished", "checkpoint_requested",
+    "rolled_back", "hang_detected", "thawed", "standby_ready",
 }
 
 
@@ -114,6 +115,9 @@ class RunController(QObject):
 
     def preempt(self, target: str = "chief") -> bool:
         return bool(self.supervisor) and self.supervisor.preempt(target)
+
+    def checkpoint_now(self) -> bool:
+        return bool(self.supervisor) and self.supervisor.checkpoint_now()
 
     def freeze(self, target: str = "chief") -> bool:
         return bool(self.supervisor) and self.supervisor.freeze(target)

@@ -73,6 +73,8 @@ class MainWindow(QMainWindow):
                                       "SIGTERM: save at the current step, then stop")
         self.resume_button = _button("resumeButton", "Resume",
                                      "Restart from the newest valid checkpoint")
+        self.checkpoint_button = _button("checkpointNowButton", "Checkpoint now",
+                                         "Save a checkpoint after the current step (SIGUSR1)")
         self.kill_button.setStyleSheet(_BOLD_WHEN_ENABLED % "#b00020")
         self.resume_button.setStyleSheet(_BOLD_WHEN_ENABLED % "#1a7f37")
         self.state_label = QLabel("idle")
@@ -80,7 +82,7 @@ class MainWindow(QMainWindow):
         self.state_label.setStyleSheet("font-size: 14px; font-weight: bold; padding: 0 8px;")
         bar = QHBoxLayout()
         for button in (self.start_button, self.kill_button, self.preempt_button,
-                       self.resume_button):
+                       self.resume_button, self.checkpoint_button):
             bar.addWidget(button)
         bar.addSpacing(12)
         bar.addWidget(self.state_label, 1)
@@ -160,6 +162,7 @@ class MainWindow(QMainWindow):
         self.kill_button.clicked.connect(lambda: self.controller.kill("chief"))
         self.preempt_button.clicked.connect(lambda: self.controller.preempt("chief"))
         self.resume_button.clicked.connect(lambda: self.resume_run())
+        self.checkpoint_button.clicked.connect(self.controller.checkpoint_now)
         self.table.resumeRequested.connect(lambda step: self.resume_run(step))
         self.controller.stateChanged.connect(self._on_state)
         self.controller.logLine.connect(self.log.appendPlainText)
@@ -260,6 +263,7 @@ class MainWindow(QMainWindow):
         self.start_button.setEnabled(not live and state != "busy" and not has_run)
         self.kill_button.setEnabled(alive)
         self.preempt_button.setEnabled(alive)
+        self.checkpoint_button.setEnabled(alive)
         self.resume_button.setEnabled(
             not live and has_run and state not in ("finished", "busy")
         )

@@ -13,6 +13,10 @@ import time
 from pathlib import Path
 
 _T0 = time.perf_counter()
+
+from ftgui.training.signals import REQUESTS  # noqa: E402 (before the slow imports)
+
+REQUESTS.install()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 

@@ -25,6 +25,7 @@ from ftgui.core import checkpoints, exitcodes
 from ftgui.core.config import RunConfig
 from ftgui.core.events import EventWriter
 from ftgui.training.data import Dataset, StepBatches
+from ftgui.training.signals import REQUESTS
 
 MAX_ROLLBACKS = 3  # a loss that is non-finite again after this many rollbacks is not transient
 
@@ -88,14 +89,15 @@ class TrainState:
         loss, stop = self.strategy.run(self._replica_step_with_flag, args=(x, y, stop, scale))
         self.step.assign_add(1)
         total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
-        # Every worker learns that one of them was asked to stop, in the same step.
+        # Every worker learns that one of them was asked to stop (or to save), in the same step.
         return total, self.strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
 
     def _eval_logits(self, x):
         return self.model(x, training=False)
 
     def train_step(self, x_global: np.ndarray, y_global: np.ndarray,
-                   stop: bool = False, poison: bool = False) -> tuple[float, bool]:
+                   requests: tuple[bool, bool] = (False, False),
+                   poison: bool = False) -> tuple[float, tuple[bool, bool]]:
         """Run one global step on a global batch (`poison`: inject a NaN into its loss).
 
         Returns (mean loss over the global batch, whether any replica of any worker passed
@@ -112,10 +114,11 @@ class TrainState:
         distribute = self.strategy.experimental_distribute_values_from_function
         x = distribute(lambda ctx: local(ctx, x_global))
         y = distribute(lambda ctx: local(ctx, y_global))
-        flag = distribute(lambda ctx: tf.constant(int(stop), dtype=tf.int32))
+        flag = distribute(lambda ctx: tf.constant([int(r) for r in requests], dtype=tf.int32))
         scale = tf.constant(math.nan if poison else 1.0, dtype=tf.float32)
-        loss, stop_all = self._train_step(x, y, flag, scale)
-        return float(loss), bool(int(stop_all))
+        loss, agreed = self._train_step(x, y, flag, scale)
+        stop_all, save_all = (bool(v) for v in agreed.numpy())
+        return float(loss), (stop_all, save_all)
 
     def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         """Mean cross-entropy and accuracy (fraction) on (x, y)."""
@@ -136,31 +139,20 @@ class SyncSteps:
     def __init__(self, state: TrainState, data: Dataset):
         self.state, self.data = state, data
 
-    def run(self, index_batches: list[np.ndarray], stop: bool,
-            poison: list[bool]) -> tuple[list[float], bool]:
+    def run(self, index_batches: list[np.ndarray], requests: tuple[bool, bool],
+            poison: list[bool]) -> tuple[list[float], tuple[bool, bool]]:
         """Run the steps of `index_batches` (poisoning those flagged); returns their losses and
-        whether any process asked to stop."""
-        losses, stop_all = [], False
+        whether any process asked to (stop, save now)."""
+        losses, agreed = [], (False, False)
         for indices, bad in zip(index_batches, poison, strict=True):
-            loss, stop_all = self.state.train_step(
-                self.data.x_train[indices], self.data.y_train[indices], stop, bad
+            loss, agreed = self.state.train_step(
+                self.data.x_train[indices], self.data.y_train[indices], requests, bad
             )
             losses.append(loss)
-        return losses, stop_all or stop
+        return losses, agreed
 
 
 ROLL_BACK = -1  # _after_step's answer to a non-finite loss
-
-
-class Preemption:
-    """Turns SIGTERM into a flag checked after each step (the step in flight always finishes)."""
-
-    def __init__(self):
-        self.requested = False
-        signal.signal(signal.SIGTERM, self._on_signal)
-
-    def _on_signal(self, signum, frame):
-        self.requested = True
 
 
 class TrainingLoop:
@@ -183,7 +175,7 @@ class TrainingLoop:
         self.runner = runner or SyncSteps(state, data)
         self.role, self.index, self.is_chief = role, index, is_chief
         self.batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
-        self.preemption = Preemption()
+        self.requests = REQUESTS
         self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
                           else run_dir / "scratch" / f"{role}-{index}")
         self.manager = tf.train.CheckpointManager(
@@ -208,7 +200,7 @@ class TrainingLoop:
                 last = self._chunk_end(step)
                 indices = [self.batches.indices(s) for s in range(step + 1, last + 1)]
                 poison = [self._poisoned(s) for s in range(step + 1, last + 1)]
-                losses, stop = self.runner.run(indices, self.preemption.requested, poison)
+                losses, (stop, save) = self.runner.run(indices, self.requests.pending, poison)
                 rolled_back = False
                 for loss in losses:
                     step += 1
@@ -224,8 +216,11 @@ class TrainingLoop:
                     continue
                 if step // 50 != (step - len(losses)) // 50:
                     last_report = self._report(step, loss, last_report)
-                if stop or (self.preemption.requested and self.may_stop_alone):
+                if stop or (self.requests.stop and self.may_stop_alone):
                     return self._preempted(step, loss)
+                if save or (self.requests.save and self.may_stop_alone):
+                    self.requests.save = False
+                    self.save(step, loss, requested=True)
         finally:
             self._remove_scratch()
         if self.is_chief:
@@ -305,7 +300,7 @@ class TrainingLoop:
         if target is not None:
             self.events.emit("fault_injected", kind="preempt", target=target, step=step,
                              source="schedule")
-            self.preemption.requested = True
+            self.requests.stop = True
         for kind, sig in (("hang", signal.SIGSTOP), ("kill", signal.SIGKILL)):
             target = self.faults.at(step, kind)
             if target is not None:
@@ -314,7 +309,7 @@ class TrainingLoop:
                 print(f"fault: {signal.Signals(sig).name} at step {step}", flush=True)
                 os.kill(os.getpid(), sig)
 
-    def save(self, step: int, loss: float) -> None:
+    def save(self, step: int, loss: float, requested: bool = False) -> None:
         """Checkpoint at `step` (numbered by step); on the chief also validate and write the
         metadata file. Every worker of a cluster must call it at the same steps."""
         if step == self.last_saved:
@@ -340,7 +335,7 @@ class TrainingLoop:
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
-                         loss=loss, size=size, save_seconds=save_seconds)
+                         loss=loss, size=size, save_seconds=save_seconds, requested=requested)
 
     def _remove_scratch(self) -> None:
         if not self.is_chief:

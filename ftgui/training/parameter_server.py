@@ -53,10 +53,11 @@ class ScheduledSteps:
         self.state.step.assign_add(1)
         return self.state.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    def run(self, index_batches: list[np.ndarray], stop: bool,
-            poison: list[bool]) -> tuple[list[float], bool]:
+    def run(self, index_batches: list[np.ndarray], requests: tuple[bool, bool],
+            poison: list[bool]) -> tuple[list[float], tuple[bool, bool]]:
         """Schedule one step per index batch (a NaN loss where `poison`), wait for all; returns
-        their losses in order and `stop` unchanged (only the coordinator decides to stop)."""
+        their losses in order and the (stop, save) `requests` unchanged (only the coordinator
+        takes them)."""
         remote = [
             self.coordinator.schedule(self._step_fn, args=(
                 tf.constant(idx, dtype=tf.int32),
@@ -65,4 +66,4 @@ class ScheduledSteps:
             for idx, bad in zip(index_batches, poison, strict=True)
         ]
         self.coordinator.join()
-        return [float(value.fetch()) for value in remote], stop
+        return [float(value.fetch()) for value in remote], requests
