@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import math
 import os
 
@@ -135,6 +136,16 @@ def test_a_restart_only_counts_the_last_attempt_finishing(tmp_path):
     assert (run.status, run.steps_done, run.final_loss) == ("killed", 7, 1 / 7)
 
 
+def test_a_rollback_after_a_nan_moves_the_run_back_to_its_checkpoint(tmp_path):
+    run_dir = make_run(tmp_path, "diverged")
+    train(run_dir, 0, range(1, 8))
+    log(run_dir, 0, "non_finite_loss", 3.0, step=7)
+    log(run_dir, 0, "rolled_back", 3.5, from_step=7, to_step=5)
+    assert runs.summarize(run_dir).steps_done == 5
+    train(run_dir, 0, [6], at=4.0)
+    assert runs.summarize(run_dir).steps_done == 6
+
+
 def test_incidents_are_injected_faults_plus_crashes_nobody_injected(tmp_path):
     run_dir = make_run(tmp_path, "cluster", strategy="multi-worker")
     # attempt 0: a user kills worker 1; the chief is ended afterwards to clean up (not decisive)
@@ -227,6 +238,27 @@ def test_the_surviving_curve_takes_each_step_from_the_latest_attempt(tmp_path):
     assert steps.tolist() == [1.0, 2.0, 3.0, 4.0]
     assert (times - T0).tolist() == [1.0, 1.25, 8.0, 8.25]
     assert losses.tolist() == [3.0, 2.0, 1.5, 2.0]
+
+
+def test_curves_read_column_wise_equal_what_json_reads(tmp_path):
+    run_dir = make_run(tmp_path, "odd-values")
+    losses = [2.5, None, 1e-06, -0.0, 123456.789, 0.1 + 0.2, 7e22, None]
+    with EventWriter(run_dir, 3) as writer:
+        for step, loss in enumerate(losses, start=1):
+            writer.emit("step", time=T0 + step / 3, step=step, loss=loss, epoch=0)
+    with open(run_dir / "events.jsonl", "a") as handle:  # other writers, other layouts
+        handle.write('{"event":"step","attempt":4,"step":9,"loss":0.5,"time":1.5}\n')
+        handle.write('{"event":"step","time":2.5,"attempt":4,"step":10,"loss":0.25}\n')
+    curves = runs.read_curves(run_dir)
+    expected = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    train = curves.train
+    assert train.step.tolist() == [e["step"] for e in expected]
+    assert train.attempt.tolist() == [e["attempt"] for e in expected]
+    assert train.time.tolist() == [e["time"] for e in expected]
+    assert [None if math.isnan(x) else x for x in train.loss.tolist()] == [
+        e["loss"] for e in expected
+    ]
+    assert math.copysign(1.0, train.loss[3]) == -1.0  # -0.0 stays -0.0
 
 
 # ------------------------------------------------------------------------------ export

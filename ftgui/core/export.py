@@ -23,6 +23,8 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ftgui.core.runs import read_curves
 
 COLUMNS = ("kind", "attempt", "step", "wall_time", "loss")
@@ -31,18 +33,27 @@ COLUMNS = ("kind", "attempt", "step", "wall_time", "loss")
 def write_curves_csv(run_dir: str | os.PathLike, out: str | os.PathLike) -> int:
     """Write the curves of `run_dir` to the CSV file `out`; returns the number of data rows.
 
-    Raises `FileNotFoundError` when the run has no `events.jsonl`.
+    Raises `FileNotFoundError` when the run has no `events.jsonl` (and writes nothing).
     """
     curves = read_curves(run_dir)
     origin = curves.origin or 0.0
+    rows = [("train", curves.train), ("validation", curves.validation)]
+    kinds = np.concatenate([np.full(len(points), index) for index, (_, points) in enumerate(rows)])
+    columns = {name: np.concatenate([getattr(points, name) for _, points in rows])
+               for name in ("line", "attempt", "step", "time", "loss")}
+    order = np.argsort(columns["line"], kind="stable")  # file order across both kinds
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(COLUMNS)
-        for point in curves.points:
-            wall_time = "" if point.time is None else f"{point.time - origin:.3f}"
-            loss = "" if point.loss is None or math.isnan(point.loss) else repr(float(point.loss))
-            writer.writerow((point.kind, point.attempt, point.step, wall_time, loss))
+        for kind, attempt, step, when, loss in zip(
+            kinds[order].tolist(), columns["attempt"][order].tolist(),
+            columns["step"][order].tolist(), columns["time"][order].tolist(),
+            columns["loss"][order].tolist(), strict=True,
+        ):
+            wall_time = "" if math.isnan(when) else f"{when - origin:.3f}"
+            writer.writerow((rows[kind][0], attempt, step, wall_time,
+                             "" if math.isnan(loss) else repr(loss)))
     os.replace(tmp, out)
-    return len(curves.points)
+    return len(order)

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
 from ftgui.core import checkpoints
 from ftgui.core.checkpoints import CheckpointInfo
 
-COLUMNS = ("step", "loss", "val loss", "val acc", "time", "size", "valid")
+COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
 
 
 def _size_text(size: int) -> str:
@@ -88,6 +88,12 @@ class CheckpointModel(QAbstractTableModel):
             return time.strftime("%H:%M:%S", time.localtime(info.time)) if info.time else "—"
         if column == "size":
             return _size_text(info.size)
+        if column == "epoch":
+            epoch = info.meta.get("epoch")
+            return "—" if epoch is None else str(epoch)
+        if column == "strategy":
+            strategy = info.meta.get("strategy")
+            return "—" if strategy is None else f"{strategy} ×{info.meta.get('replicas', '?')}"
         return "yes" if info.valid else f"no: {info.reason}"
 
 
@@ -95,6 +101,9 @@ class CheckpointTable(QTableView):
     """The table view; the selected step survives refreshes. Emits `resumeRequested(step)`."""
 
     resumeRequested = Signal(int)
+    inspectRequested = Signal(int)
+    exportRequested = Signal(int)
+    deleteRequested = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -137,4 +146,14 @@ class CheckpointTable(QTableView):
         action.setEnabled(info.valid and self.resume_enabled)
         action.triggered.connect(lambda: self.resumeRequested.emit(info.step))
         menu.addAction(action)
+        menu.addSeparator()
+        for text, signal, enabled in (
+            ("Inspect and evaluate…", self.inspectRequested, info.valid),
+            ("Export as .keras model…", self.exportRequested, info.valid),
+            ("Delete…", self.deleteRequested, self.resume_enabled),
+        ):
+            item = QAction(text, menu)
+            item.setEnabled(enabled)
+            item.triggered.connect(lambda _=False, s=signal: s.emit(info.step))
+            menu.addAction(item)
         menu.exec(self.viewport().mapToGlobal(position))

@@ -164,17 +164,20 @@ class RunController(QObject):
     def _dispatch(self, event: dict) -> bool:
         kind = event["event"]
         attempt = event.get("attempt", 0)
+        if self.plot.time_origin is None and "time" in event:
+            self.plot.set_time_origin(event["time"])  # the run's first event: wall time 0
         if kind == "step":
             if attempt != self._segment_attempt:
                 self._segment, self._segment_attempt = self._segment + 1, attempt
-            self.plot.add_step(self._segment, event["step"], event.get("loss"))
+            self.plot.add_step(self._segment, event["step"], event.get("loss"),
+                               time=event.get("time"))
             self._last_step, self._attempt = event["step"], attempt
             self._rate.append((event["time"], event["step"]))
             return False
         if kind in LOG_EVENTS:
             self.logLine.emit(describe(event))
         if kind == "validation":
-            self.plot.add_validation(event["step"], event.get("val_loss"))
+            self.plot.add_validation(event["step"], event.get("val_loss"), time=event.get("time"))
         elif kind == "resumed":
             self.plot.add_marker("resume", event["from_step"], f"resume ← {event['from_step']}")
             self.plot.shade_redone(event["from_step"], self._stopped_at)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -22,9 +23,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ftgui.core import checkpoint_tools
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.supervisor import RunBusyError, StartError
+from ftgui.qt.checkpoint_dialog import CheckpointDialog, CheckpointJob
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
@@ -164,6 +167,9 @@ class MainWindow(QMainWindow):
         self.resume_button.clicked.connect(lambda: self.resume_run())
         self.checkpoint_button.clicked.connect(self.controller.checkpoint_now)
         self.table.resumeRequested.connect(lambda step: self.resume_run(step))
+        self.table.inspectRequested.connect(self.inspect_checkpoint)
+        self.table.exportRequested.connect(self._export_checkpoint)
+        self.table.deleteRequested.connect(self._delete_checkpoint)
         self.controller.stateChanged.connect(self._on_state)
         self.controller.logLine.connect(self.log.appendPlainText)
         self.controller.checkpointsChanged.connect(
@@ -221,6 +227,45 @@ class MainWindow(QMainWindow):
         self.panel.show_error("")
         self.setWindowTitle(f"ftgui — {Path(run_dir).name}")
         self.controller.tick()
+
+    def inspect_checkpoint(self, step: int, export: Path | None = None) -> CheckpointJob:
+        """Inspect (and evaluate, or export) checkpoint `step` in a helper process; the
+        result opens in a dialog (or the status bar says where the model went)."""
+        job = CheckpointJob(self.controller.supervisor.run_dir, step, evaluate=export is None,
+                            export=export, parent=self)
+        job.failed.connect(lambda reason: self._refuse(RuntimeError(reason)))
+        if export is None:
+            job.done.connect(lambda result: CheckpointDialog(result, self).show())
+        else:
+            job.done.connect(lambda result: self.statusBar().showMessage(
+                f"checkpoint {step} exported to {result['exported']}", 10000))
+        self.statusBar().showMessage(f"reading checkpoint {step} in a helper process…", 10000)
+        job.start()
+        self._jobs = [j for j in getattr(self, "_jobs", []) if j.process.state()] + [job]
+        return job
+
+    def _export_checkpoint(self, step: int) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export model", str(Path.home() / f"ckpt-{step}.keras"), "Keras model (*.keras)"
+        )
+        if path:
+            self.inspect_checkpoint(step, export=Path(path))
+
+    def _delete_checkpoint(self, step: int) -> None:
+        answer = QMessageBox.question(
+            self, "Delete checkpoint",
+            f"Delete checkpoint {step} of {self.controller.supervisor.run_dir.name}? "
+            "Its files are removed from disk.",
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        try:
+            names = checkpoint_tools.delete(self.controller.supervisor.run_dir, step)
+        except (LookupError, OSError) as exc:
+            self._refuse(exc)
+            return
+        self.statusBar().showMessage(f"deleted {', '.join(names)}", 10000)
+        self.table.refresh(self.controller.supervisor.run_dir)
 
     def _refuse(self, exc: Exception) -> None:
         self.panel.show_error(str(exc))
