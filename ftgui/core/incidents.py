@@ -131,7 +131,9 @@ class IncidentTracker:
         if not decisive:
             return self._worker_lost(event, when)
         incident = self._open
-        if incident is None:
+        later = incident is not None and event.get("attempt", 0) > incident.attempt
+        if incident is None or (later and incident.detected is not None):
+            # nothing open, or a restart that failed again before it got going
             kind = "preempt" if event.get("exit_code") == 42 else "crash"
             incident = self._open = Incident(
                 kind=kind, target=_target(event), source="", attempt=event.get("attempt", 0),

@@ -26,6 +26,7 @@ from platformdirs import user_data_path
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.events import EVENTS_FILE
+from ftgui.core.incidents import IncidentTracker
 from ftgui.core.supervisor import (
     Supervisor,
     _state_from_exit,  # the supervisor's own exit -> state mapping
@@ -65,8 +66,9 @@ class RunSummary:
     attempt's decisive process exit ended it), `interrupted` (the history stops mid-attempt:
     its supervisor died), or `idle` (configured, never started). `reason` says more.
     `steps_done` is the global step the run has reached (a resume from an older checkpoint moves
-    it back); `incidents` counts injected faults plus crashes nobody injected; `started` is the
-    Unix time of `run_started`; `final_loss` is the loss of the last step logged (None for NaN).
+    it back); `incidents` counts as `ftgui.core.incidents` does (faults, unplanned crashes,
+    NaNs); `started` is the Unix time of `run_started`; `final_loss` is the loss of the last
+    step logged (None for NaN).
     """
 
     name: str
@@ -91,8 +93,7 @@ class _Scan:
     last_attempt: int = -1
     finished_attempt: int = -1  # the attempt of the newest `run_finished`
     decisive_exit: dict | None = None  # the newest decisive `process_exited`
-    incidents: int = 0
-    unmatched_faults: dict[int, int] = field(default_factory=dict)  # attempt -> faults pending
+    tracker: IncidentTracker = field(default_factory=IncidentTracker)  # fed non-step events
     started: float | None = None
     first_time: float | None = None
     run_config: dict = field(default_factory=dict)  # the config recorded in `run_started`
@@ -120,6 +121,7 @@ class _Scan:
         kind = event["event"]
         attempt = event.get("attempt", 0)
         self.last_attempt = max(self.last_attempt, attempt)
+        self.tracker.observe(event)  # counts incidents as the Incidents tab does
         if kind == "run_started":
             self.started = event.get("time")
             self.run_config = event.get("config") or {}
@@ -129,18 +131,8 @@ class _Scan:
             self.resumed_from = event.get("from_step")
         elif kind == "rolled_back" and after_last_step:  # back to a checkpoint after a NaN
             self.resumed_from = event.get("to_step")
-        elif kind == "fault_injected":
-            self.incidents += 1
-            self.unmatched_faults[attempt] = self.unmatched_faults.get(attempt, 0) + 1
         elif kind == "process_exited":
-            state, _ = _state_from_exit(event)
-            decisive = event.get("decisive", event.get("role") == "chief")
-            if state != "finished":
-                if self.unmatched_faults.get(attempt):  # the exit an injected fault caused
-                    self.unmatched_faults[attempt] -= 1
-                elif decisive:  # a crash (or outside preemption) nobody injected
-                    self.incidents += 1
-            if decisive:
+            if event.get("decisive", event.get("role") == "chief"):
                 self.decisive_exit = event
 
 
@@ -222,7 +214,7 @@ def summarize(run_dir: str | os.PathLike) -> RunSummary:
                          reason="configured, never started")
     summary.attempts = scan.last_attempt + 1
     summary.started = scan.started if scan.started is not None else scan.first_time
-    summary.incidents = scan.incidents
+    summary.incidents = len(scan.tracker.incidents)
     try:
         run_config = configmod.load(run_dir).to_dict()
     except (OSError, ConfigError):
