@@ -153,6 +153,24 @@ class SyncSteps:
 
 
 ROLL_BACK = -1  # _after_step's answer to a non-finite loss
+TENSORBOARD_DIR = "tensorboard"
+
+
+class Summaries:
+    """TensorBoard scalars of the chief in `RUN/tensorboard/` (`tensorboard --logdir RUN`
+    shows the same loss, val_loss and val_accuracy as the window); a no-op elsewhere."""
+
+    def __init__(self, directory: Path | None):
+        self.writer = tf.summary.create_file_writer(str(directory)) if directory else None
+
+    def scalar(self, name: str, value: float, step: int) -> None:
+        if self.writer is not None and math.isfinite(value):
+            with self.writer.as_default():
+                tf.summary.scalar(name, value, step=step)
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
 
 
 class TrainingLoop:
@@ -184,6 +202,7 @@ class TrainingLoop:
             checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
         )
         self.last_saved = -1
+        self.summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
         self._last_heartbeat = 0.0
         self.rollbacks = 0
         self._poisoned_steps: set[int] = set()
@@ -242,6 +261,7 @@ class TrainingLoop:
     def _after_step(self, step: int, loss: float) -> int | None:
         if self.is_chief:
             self.events.emit("step", step=step, loss=loss, epoch=self.batches.epoch_of(step))
+            self.summaries.scalar("loss", loss, step)
         elif time.monotonic() - self._last_heartbeat > self.HEARTBEAT_SECONDS:
             self._last_heartbeat = time.monotonic()
             self.events.emit("heartbeat", role=self.role, index=self.index, step=step)
@@ -334,6 +354,9 @@ class TrainingLoop:
         self._drop_orphan_metadata()
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
+        self.summaries.scalar("val_loss", val_loss, step)
+        self.summaries.scalar("val_accuracy", val_accuracy, step)
+        self.summaries.flush()
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
                          loss=loss, size=size, save_seconds=save_seconds, requested=requested)
 
