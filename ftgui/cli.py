@@ -23,7 +23,7 @@ FLAG_FIELDS = {
     "nan_at_step": "nan_at_step", "hang_at_step": "hang_at_step",
     "kill_after_seconds": "kill_after_seconds", "watchdog_seconds": "watchdog_seconds",
     "chaos_faults": "chaos_faults", "chaos_kinds": "chaos_kinds", "chaos_seed": "chaos_seed",
-    "warm_standby": "warm_standby",
+    "warm_standby": "warm_standby", "cluster": "cluster",
     "auto_recover": "auto_recover", "max_restarts": "max_restarts",
     "restart_backoff": "restart_backoff",
 }
@@ -48,6 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
     ckpts = sub.add_parser("checkpoints", help="list a run's checkpoints")
     ckpts.add_argument("run_dir", type=Path)
     ckpts.add_argument("--json", action="store_true")
+
+    worker = sub.add_parser(
+        "worker", help="run one task of a cluster on this machine (the command ftgui prints)",
+        description="Run one task of a run's cluster here. ftgui prints the exact command, "
+        "with TF_CONFIG, for each task whose address is another machine.",
+    )
+    worker.add_argument("task_args", nargs=argparse.REMAINDER,
+                        help="RUN --role R --index I --attempt N [...]")
 
     devices = sub.add_parser("devices", help="list physical devices TensorFlow sees")
     devices.add_argument("--json", action="store_true")
@@ -85,6 +93,8 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     add("--auto-recover", action=argparse.BooleanOptionalAction,
         help="restart from the newest valid checkpoint after a crash")
     add("--max-restarts", type=int, help=f"default {d.max_restarts}")
+    add("--cluster", help="task addresses, e.g. 'worker=localhost:0,gpu-box:2222' (jobs chief, "
+        "worker, ps; port 0 = any free port on this machine); other machines get a command")
     add("--warm-standby", action=argparse.BooleanOptionalAction,
         help="keep processes with TensorFlow imported, ready to replace a lost one")
     add("--restart-backoff", type=float, help=f"seconds before the first restart "
@@ -99,6 +109,8 @@ def config_from_args(args: argparse.Namespace, base: RunConfig) -> RunConfig:
         # config.toml must name the file from anywhere: the run may be resumed from another cwd.
         given["dataset"] = str(Path(given["dataset"]).absolute())
     config = base.replace(**given)
+    if "cluster" in given and not {"workers", "ps"} & set(given):
+        config = config.with_cluster_counts()
     config.validate()
     return config
 
@@ -112,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_checkpoints(args)
         if args.command == "devices":
             return cmd_devices(args)
+        if args.command == "worker":
+            return cmd_worker(args)
         from ftgui.qt.app import run_app
 
         return run_app(getattr(args, "run_dir", None))
@@ -172,7 +186,7 @@ class Progress:
     NOTABLE = {"process_started", "resumed", "checkpoint_saved", "fault_injected",
                "process_exited", "recovery_scheduled", "preempted", "forked",
                "non_finite_loss", "rolled_back", "hang_detected", "thawed", "training_error",
-               "checkpoint_requested",
+               "checkpoint_requested", "remote_task",
                "run_finished"}
 
     def __init__(self, quiet: bool = False):
@@ -192,6 +206,17 @@ class Progress:
                        if k not in ("event", "time", "config") and v is not None}
             text = " ".join(f"{k}={v}" for k, v in details.items())
             print(f"{kind}: {text}", flush=True)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Become the training process of one task (TF_CONFIG comes from the environment)."""
+    from ftgui.training.__main__ import exit_now
+    from ftgui.training.__main__ import main as task_main
+
+    if not args.task_args:
+        raise ConfigError("worker: give the arguments ftgui printed (RUN --role … --index …)")
+    exit_now(task_main(args.task_args))
+    return 0  # not reached
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:

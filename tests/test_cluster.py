@@ -137,3 +137,61 @@ def test_parameter_server_run_absorbs_a_killed_worker(tmp_path):
     assert sorted(losses) == list(range(1, 81))
     assert losses[80] < losses[1]
     assert _running(_pids(seen)) == []
+
+
+def test_cluster_addresses_are_parsed_and_checked():
+    from ftgui.core.config import ConfigError, parse_cluster
+
+    assert parse_cluster("chief=localhost:0; worker=a:1,b:2 ;ps=c:3") == {
+        "chief": ["localhost:0"], "worker": ["a:1", "b:2"], "ps": ["c:3"],
+    }
+    config = RunConfig(strategy="multi-worker", cluster="worker=localhost:0,gpu-box:2222")
+    assert config.with_cluster_counts().workers == 2
+    with pytest.raises(ConfigError, match="^cluster: 3 worker address"):
+        RunConfig(strategy="multi-worker", workers=2, cluster="worker=a:1,b:2,c:3").validate()
+    with pytest.raises(ConfigError, match="^cluster: 'gpu-box' is not host:port"):
+        parse_cluster("worker=gpu-box")
+    remote_any_port = RunConfig(strategy="multi-worker", cluster="worker=localhost:0,far:0")
+    with pytest.raises(ConfigError, match="^cluster: far:0 needs a port"):
+        cluster.cluster_spec(remote_any_port)
+
+
+@pytest.mark.tf
+def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path, baseline_losses):
+    import shlex
+    import subprocess
+    import time
+
+    from ftgui.core.supervisor import Supervisor
+
+    far = f"127.0.0.2:{cluster.free_port('127.0.0.2')}"  # not "localhost": another machine
+    config = RunConfig(strategy="multi-worker", steps=60, checkpoint_every=10,
+                       cluster=f"worker=localhost:0,{far}").with_cluster_counts()
+    supervisor = Supervisor(tmp_path / "run")
+    supervisor.start(config)
+    remote = None
+    try:
+        seen = []
+        while not of_kind(seen, "remote_task"):
+            seen += supervisor.poll()
+        [task] = of_kind(seen, "remote_task")
+        assert (task["role"], task["index"], task["address"]) == ("worker", 1, far)
+        assert task["command"].startswith("TF_CONFIG=")
+        assert [p.name for p in supervisor.processes] == ["worker:0"]  # only the local task
+        # play the other machine: run exactly the printed command
+        remote = subprocess.Popen(["bash", "-c", task["command"]], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        while supervisor.live:
+            seen += supervisor.poll()
+            time.sleep(0.05)
+        seen += supervisor.poll()
+        assert supervisor.state == "finished"
+        assert remote.wait(timeout=60) == 0
+        losses = events.final_losses(events.read_all(tmp_path / "run"))
+        assert max(abs(losses[s] - baseline_losses[s]) for s in range(1, 61)) <= 1e-6
+        assert of_kind(seen, "heartbeat", role="worker", index=1)  # its events reached the run
+    finally:
+        supervisor.shutdown()
+        if remote is not None and remote.poll() is None:
+            remote.kill()
+    assert shlex.split(task["command"])[1:3] == ["ftgui", "worker"]

@@ -15,7 +15,7 @@ import json
 import socket
 from dataclasses import dataclass
 
-from ftgui.core.config import RunConfig
+from ftgui.core.config import ConfigError, RunConfig, parse_cluster
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,17 @@ class Task:
     index: int
     is_chief: bool
     tf_config: dict | None = None
+
+    @property
+    def address(self) -> str | None:
+        if self.tf_config is None:
+            return None
+        return self.tf_config["cluster"][self.role][self.index]
+
+    @property
+    def local(self) -> bool:
+        """True when ftgui starts this task itself (always, without a configured cluster)."""
+        return self.address is None or is_local(self.address)
 
     @property
     def name(self) -> str:
@@ -50,8 +61,28 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+
+
+def is_local(address: str) -> bool:
+    """True when `host:port` is this machine (ftgui starts the task itself)."""
+    return address.rpartition(":")[0] in LOCAL_HOSTS
+
+
 def cluster_spec(config: RunConfig, host: str = "localhost") -> dict[str, list[str]]:
-    """Addresses per TensorFlow job for `config`, on fresh free ports of this machine."""
+    """Addresses per TensorFlow job for `config`: the configured `cluster` (port 0 of a local
+    host becomes a free port), or every task on this machine on fresh free ports."""
+    if config.cluster:
+        spec = parse_cluster(config.cluster)
+        for address in (a for addresses in spec.values() for a in addresses):
+            if address.endswith(":0") and not is_local(address):
+                raise ConfigError(f"cluster: {address} needs a port: ftgui picks free ports "
+                                  "only on this machine")
+        return {
+            job: [f"{a.rpartition(':')[0]}:{free_port()}" if a.endswith(":0") else a
+                  for a in addresses]
+            for job, addresses in spec.items()
+        }
     if config.strategy == "multi-worker":
         return {"worker": [f"{host}:{free_port()}" for _ in range(config.workers)]}
     if config.strategy == "parameter-server":

@@ -48,6 +48,11 @@ class RunConfig:
     `watchdog_seconds` > 0 kills and recovers a run that makes no progress for that long.
     `warm_standby` keeps one process per task with TensorFlow imported, waiting to replace a
     lost one, so that recovery skips the import.
+
+    `cluster` (optional, for multi-worker and parameter-server) names every task's address,
+    `job=host:port,host:port;job=…` with jobs chief, worker, ps, e.g.
+    `worker=localhost:0,gpu-box:2222`: tasks on this machine are started by ftgui (port 0: any
+    free port), the others are printed as commands to run there. It sets `workers` and `ps`.
     """
 
     strategy: str = "mirrored"
@@ -77,6 +82,7 @@ class RunConfig:
     chaos_kinds: str = "kill,preempt,nan"
     chaos_seed: int = 0
     warm_standby: bool = False
+    cluster: str = ""
 
     @property
     def num_replicas(self) -> int:
@@ -145,7 +151,34 @@ class RunConfig:
             raise ConfigError("watchdog_seconds: a hang fault needs the watchdog (e.g. 10 s)")
         for name in ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step"):
             _int_range(name, getattr(self, name), 0, self.steps)
+        if self.cluster:
+            jobs = parse_cluster(self.cluster)
+            if self.strategy not in ("multi-worker", "parameter-server"):
+                raise ConfigError(
+                    f"cluster: addresses need strategy multi-worker or parameter-server, "
+                    f"not {self.strategy}"
+                )
+            wanted = {"worker": self.workers}
+            if self.strategy == "parameter-server":
+                wanted.update(ps=self.ps, chief=1)
+            for job, count in wanted.items():
+                if len(jobs.get(job, [])) != count:
+                    raise ConfigError(
+                        f"cluster: {len(jobs.get(job, []))} {job} address(es) given, the run "
+                        f"needs {count}"
+                    )
+            if self.strategy == "multi-worker" and set(jobs) != {"worker"}:
+                raise ConfigError("cluster: multi-worker takes only worker=… addresses")
         parse_target(self.fault_target, self)
+
+    def with_cluster_counts(self) -> RunConfig:
+        """A copy whose `workers` and `ps` are the counts of the `cluster` addresses (itself
+        when no cluster is named). Raises `ConfigError` for unparsable addresses."""
+        if not self.cluster:
+            return self
+        jobs = parse_cluster(self.cluster)
+        return self.replace(workers=len(jobs.get("worker", [])) or self.workers,
+                            ps=len(jobs.get("ps", [])) or self.ps)
 
     def to_dict(self) -> dict:
         """Plain dict of all fields, in declaration order (TOML-ready)."""
@@ -198,6 +231,28 @@ def _choice(name: str, value, allowed: tuple[str, ...]) -> None:
 def _int_range(name: str, value, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise ConfigError(f"{name}: {value!r} is not a whole number from {low} to {high}")
+
+
+def parse_cluster(text: str) -> dict[str, list[str]]:
+    """Parse `job=host:port,host:port;job=…` into {job: [address, …]}.
+
+    Jobs are chief, worker and ps; a port is a number from 0 (any free port, local hosts only)
+    to 65535. Raises `ConfigError` naming the bad part.
+    """
+    jobs: dict[str, list[str]] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        job, _, addresses = part.partition("=")
+        job = job.strip()
+        if job not in ("chief", "worker", "ps") or not addresses.strip():
+            raise ConfigError(f"cluster: {part!r} is not chief|worker|ps=host:port,…")
+        for address in addresses.split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host or not port.isdigit() or int(port) > 65535:
+                raise ConfigError(f"cluster: {address.strip()!r} is not host:port")
+            jobs.setdefault(job, []).append(f"{host}:{int(port)}")
+    if not jobs:
+        raise ConfigError("cluster: no addresses; use job=host:port,…")
+    return jobs
 
 
 def parse_target(target: str, config: RunConfig | None = None) -> tuple[str, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -328,7 +329,10 @@ class Supervisor:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
             for task in tasks:
-                self._spawn(task, writer)
+                if task.local:
+                    self._spawn(task, writer)
+                else:
+                    self._announce_remote(task, writer)
         if config.kill_after_seconds and "timer" not in self._scheduled_fired:
             self._timer_due = self._timer_due or time.time() + config.kill_after_seconds
         self._set_state("running", "")
@@ -356,10 +360,22 @@ class Supervisor:
         writer.emit(
             "process_started", role=task.role, index=task.index, pid=popen.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
-            address=_address(task), restore=restore.relpath if restore else None,
+            address=task.address, restore=restore.relpath if restore else None,
             log=str(log_path.relative_to(self.run_dir)), standby=standby_log is not None,
         )
         return proc
+
+    def _announce_remote(self, task: Task, writer: EventWriter) -> str:
+        """Write the command that starts `task` on its own machine (a `remote_task` event).
+
+        That machine needs ftgui installed and this run directory at the same path (a shared
+        file system): its events and the chief's checkpoints live there."""
+        argv = self._trainer_argv(self.config, task, self.attempt, self._restore)
+        tf_config = json.dumps(task.tf_config, separators=(",", ":"))
+        command = f"TF_CONFIG={shlex.quote(tf_config)} ftgui worker {shlex.join(argv[3:])}"
+        writer.emit("remote_task", role=task.role, index=task.index, address=task.address,
+                    label=task.label, command=command)
+        return command
 
     def _activate_standby(self, argv: list[str], env: dict[str, str]):
         """Hand `argv` to a waiting warm standby; (popen, its log) or (None, None)."""
@@ -619,12 +635,6 @@ def _state_from_exit(fields: dict) -> tuple[str, str]:
     if code == exitcodes.PREEMPTED:
         return "preempted", "preempted: saved at the current step"
     return "failed", f"exited with status {code} ({exitcodes.REASONS.get(code, 'error')})"
-
-
-def _address(task: Task) -> str | None:
-    if task.tf_config is None:
-        return None
-    return task.tf_config["cluster"][task.role][task.index]
 
 
 __all__ = [

@@ -95,6 +95,14 @@ class ConfigPanel(QWidget):
         self.ps_spin = _spin("psSpin", 1, configmod.MAX_PS)
         self.ps_spin.setToolTip("Parameter-server processes")
         form.addRow("Parameter servers", self.ps_spin)
+        self.cluster_edit = QLineEdit()
+        self.cluster_edit.setObjectName("clusterEdit")
+        self.cluster_edit.setPlaceholderText("all on this machine")
+        self.cluster_edit.setToolTip(
+            "Task addresses, e.g. worker=localhost:0,gpu-box:2222 (jobs chief, worker, ps; "
+            "port 0: any free port here). Tasks on other machines get a command in the log."
+        )
+        form.addRow("Cluster", self.cluster_edit)
         return group
 
     def _training_group(self) -> QGroupBox:
@@ -193,6 +201,7 @@ class ConfigPanel(QWidget):
         self.gpus_spin.setValue(config.gpus)
         self.workers_spin.setValue(config.workers)
         self.ps_spin.setValue(config.ps)
+        self.cluster_edit.setText(config.cluster)
         self.model_combo.setCurrentText(config.model)
         self.dataset_combo.setCurrentText(config.dataset)
         self.batch_spin.setValue(config.global_batch_size)
@@ -245,7 +254,8 @@ class ConfigPanel(QWidget):
             chaos_kinds=self.chaos_kinds_edit.text().strip(),
             chaos_seed=self.chaos_seed_spin.value(),
             fault_target=self.fault_target_combo.currentText().strip() or "chief",
-        )
+            cluster=self.cluster_edit.text().strip(),
+        ).with_cluster_counts()
 
     def run_dir(self) -> Path:
         return Path(self.run_dir_edit.text().strip()).expanduser()
@@ -269,6 +279,7 @@ class ConfigPanel(QWidget):
         self.gpus_spin.setEnabled(strategy in ("mirrored", "one-device"))
         self.workers_spin.setEnabled(strategy in ("multi-worker", "parameter-server"))
         self.ps_spin.setEnabled(strategy == "parameter-server")
+        self.cluster_edit.setEnabled(strategy in ("multi-worker", "parameter-server"))
         current = self.fault_target_combo.currentText()
         self._fill_targets(strategy, self.workers_spin.value(), self.ps_spin.value())
         self.fault_target_combo.setCurrentText(current or "chief")

@@ -22,7 +22,7 @@ LOG_EVENTS = {
     "run_started", "process_started", "training_started", "resumed", "checkpoint_saved",
     "fault_injected", "process_exited", "recovery_scheduled", "preempted", "forked",
     "non_finite_loss", "training_error", "run_finished", "checkpoint_requested",
-    "rolled_back", "hang_detected", "thawed", "standby_ready",
+    "rolled_back", "hang_detected", "thawed", "standby_ready", "remote_task",
 }
 
 
