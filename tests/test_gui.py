@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QLabel, QPushButton
+from PySide6.QtWidgets import QLabel, QPushButton, QTabWidget
 
 from ftgui.core import config as configmod
 from ftgui.core.config import RunConfig
@@ -206,3 +206,27 @@ def test_start_kill_resume_in_the_window(window, qtbot, tmp_path):
     while time.time() < deadline and any(psutil.pid_exists(pid) for pid in pids):
         time.sleep(0.05)
     assert not any(psutil.pid_exists(pid) for pid in pids)
+
+
+def test_a_reopened_run_lists_its_incidents_with_their_cost(window, tmp_path):
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=10))
+    with EventWriter(run_dir, 0) as first:
+        first.emit("run_started")
+        for step in range(1, 8):
+            first.emit("step", step=step, loss=1.0 / step)
+        first.emit("fault_injected", kind="kill", target="chief", step=7, source="user")
+        first.emit("process_exited", role="chief", index=0, pid=1, last_step=7, signal=9,
+                   signal_name="SIGKILL", decisive=True)
+    with EventWriter(run_dir, 1) as second:
+        second.emit("resumed", from_step=5, checkpoint="checkpoints/ckpt-5")
+        for step in range(6, 11):
+            second.emit("step", step=step, loss=1.0 / step)
+    window.open_run(run_dir)
+    model = window.incident_panel.model_
+    assert model.rowCount() == 1
+    cells = [model.data(model.index(0, column)) for column in range(model.columnCount())]
+    assert cells[:4] == ["1", "kill (user)", "chief", "7"]
+    assert cells[6] == "2"  # steps 6 and 7 were computed twice
+    assert "1</b> incident(s)" in window.incident_panel.totals.text()
+    assert window.findChild(QTabWidget, "processTabs").tabText(1) == "Incidents (1)"
