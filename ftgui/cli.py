@@ -23,7 +23,7 @@ FLAG_FIELDS = {
     "nan_at_step": "nan_at_step", "hang_at_step": "hang_at_step",
     "kill_after_seconds": "kill_after_seconds", "watchdog_seconds": "watchdog_seconds",
     "chaos_faults": "chaos_faults", "chaos_kinds": "chaos_kinds", "chaos_seed": "chaos_seed",
-    "warm_standby": "warm_standby", "cluster": "cluster",
+    "warm_standby": "warm_standby", "cluster": "cluster", "loop": "loop",
     "auto_recover": "auto_recover", "max_restarts": "max_restarts",
     "restart_backoff": "restart_backoff",
 }
@@ -78,6 +78,9 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     add("--seed", type=int, help=f"default {d.seed}")
     add("--dataset", help="digits or a FILE.npz with arrays x and y (default digits)")
     add("--model", choices=configmod.MODELS, help=f"default {d.model}")
+    add("--loop", choices=configmod.LOOPS,
+        help="custom: ftgui's loop, restores the exact step (default); fit: Keras model.fit "
+        "with BackupAndRestore, restores to the epoch start (for comparison)")
     add("--kill-at-step", type=int, help="crash (SIGKILL) the fault target after step K")
     add("--preempt-at-step", type=int, help="preempt (SIGTERM) the fault target after step K")
     add("--nan-at-step", type=int, help="inject a NaN into the loss of step K (rolls back)")

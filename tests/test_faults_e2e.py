@@ -79,3 +79,33 @@ def test_chaos_with_a_seed_ends_with_the_weights_of_an_uninterrupted_run(
     assert len(restarted) == 4 and any(e["standby"] for e in restarted)
     assert _alive([e["pid"] for e in of_kind(seen, "process_started")]) == []
     assert _alive([e["pid"] for e in of_kind(seen, "standby_ready")]) == []
+
+
+@pytest.mark.tf
+def test_the_keras_fit_path_restores_only_to_the_start_of_the_epoch(tmp_path):
+    run_dir = tmp_path / "run"
+    # digits: 1,437 training examples / 64 = 22 steps per epoch
+    assert cli.main(["train", str(run_dir), "--loop", "fit", "--steps", "44",
+                     "--kill-at-step", "30", "--auto-recover", "--restart-backoff", "0",
+                     "--quiet"]) == 0
+    seen = events.read_all(run_dir)
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, 22)  # not 30: the epoch start
+    assert "epoch" in resumed["restores"]
+    first_new = [e["step"] for e in of_kind(seen, "step") if e["attempt"] == 1][0]
+    assert first_new == 23
+    [incident] = from_events(seen).incidents
+    assert incident.steps_lost == 8
+    assert sorted(p.name for p in (run_dir / "fit-checkpoints").iterdir()) == [
+        "epoch-001.weights.h5", "epoch-002.weights.h5",
+    ]
+    assert of_kind(seen, "run_finished")[0]["step"] == 44
+
+
+def test_the_fit_path_refuses_faults_it_cannot_take():
+    from ftgui.core.config import ConfigError, RunConfig
+
+    with pytest.raises(ConfigError, match="^nan_at_step: the fit loop takes kill faults only"):
+        RunConfig(loop="fit", nan_at_step=5).validate()
+    with pytest.raises(ConfigError, match="^loop: fit runs on default, one-device or mirrored"):
+        RunConfig(loop="fit", strategy="multi-worker").validate()

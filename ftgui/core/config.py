@@ -18,6 +18,7 @@ else:  # pragma: no cover
 STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-server")
 MODELS = ("mlp", "cnn")
 FAULT_KINDS = ("kill", "preempt", "nan", "hang")
+LOOPS = ("custom", "fit")
 BUILTIN_DATASETS = ("digits",)
 MAX_LOGICAL_CPUS = 8
 MAX_WORKERS = 8
@@ -48,6 +49,10 @@ class RunConfig:
     `watchdog_seconds` > 0 kills and recovers a run that makes no progress for that long.
     `warm_standby` keeps one process per task with TensorFlow imported, waiting to replace a
     lost one, so that recovery skips the import.
+
+    `loop` is `custom` (ftgui's loop: restores the exact step) or `fit` (Keras `model.fit` with
+    `BackupAndRestore` and `ModelCheckpoint`, for comparison: it restores to the start of the
+    epoch, and its logged loss is Keras' running mean over the epoch).
 
     `cluster` (optional, for multi-worker and parameter-server) names every task's address,
     `job=host:port,host:port;job=…` with jobs chief, worker, ps, e.g.
@@ -83,6 +88,7 @@ class RunConfig:
     chaos_seed: int = 0
     warm_standby: bool = False
     cluster: str = ""
+    loop: str = "custom"
 
     @property
     def num_replicas(self) -> int:
@@ -102,6 +108,9 @@ class RunConfig:
         """
         _choice("strategy", self.strategy, STRATEGIES)
         _choice("model", self.model, MODELS)
+        _choice("loop", self.loop, LOOPS)
+        if self.loop == "fit":
+            self._validate_fit()
         _int_range("replicas", self.replicas, 1, MAX_LOGICAL_CPUS)
         _int_range("gpus", self.gpus, 0, gpus_available if gpus_available is not None else 64)
         _int_range("workers", self.workers, 1, MAX_WORKERS)
@@ -170,6 +179,14 @@ class RunConfig:
             if self.strategy == "multi-worker" and set(jobs) != {"worker"}:
                 raise ConfigError("cluster: multi-worker takes only worker=… addresses")
         parse_target(self.fault_target, self)
+
+    def _validate_fit(self) -> None:
+        if self.strategy not in ("default", "one-device", "mirrored"):
+            raise ConfigError(f"loop: fit runs on default, one-device or mirrored, not "
+                              f"{self.strategy}")
+        for name in ("preempt_at_step", "nan_at_step", "hang_at_step", "chaos_faults"):
+            if getattr(self, name):
+                raise ConfigError(f"{name}: the fit loop takes kill faults only; use loop custom")
 
     def with_cluster_counts(self) -> RunConfig:
         """A copy whose `workers` and `ps` are the counts of the `cluster` addresses (itself

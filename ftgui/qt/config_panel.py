@@ -112,6 +112,15 @@ class ConfigPanel(QWidget):
         self.model_combo.setObjectName("modelCombo")
         self.model_combo.addItems(configmod.MODELS)
         form.addRow("Model", self.model_combo)
+        self.loop_combo = QComboBox()
+        self.loop_combo.setObjectName("loopCombo")
+        self.loop_combo.addItem("custom loop (restores the exact step)", "custom")
+        self.loop_combo.addItem("Keras model.fit (restores to the epoch start)", "fit")
+        self.loop_combo.setToolTip(
+            "The fit path uses Keras' BackupAndRestore and ModelCheckpoint, for comparison: "
+            "after a crash it restarts at the epoch start and the data position is lost"
+        )
+        form.addRow("Training loop", self.loop_combo)
         data_row = QHBoxLayout()
         self.dataset_combo = QComboBox()
         self.dataset_combo.setObjectName("datasetCombo")
@@ -203,6 +212,7 @@ class ConfigPanel(QWidget):
         self.ps_spin.setValue(config.ps)
         self.cluster_edit.setText(config.cluster)
         self.model_combo.setCurrentText(config.model)
+        self.loop_combo.setCurrentIndex(max(self.loop_combo.findData(config.loop), 0))
         self.dataset_combo.setCurrentText(config.dataset)
         self.batch_spin.setValue(config.global_batch_size)
         self.lr_spin.setValue(config.learning_rate)
@@ -235,6 +245,7 @@ class ConfigPanel(QWidget):
             workers=self.workers_spin.value(),
             ps=self.ps_spin.value(),
             model=self.model_combo.currentText(),
+            loop=self.loop_combo.currentData(),
             dataset=self.dataset_combo.currentText().strip(),
             global_batch_size=self.batch_spin.value(),
             learning_rate=self.lr_spin.value(),

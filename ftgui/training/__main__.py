@@ -120,6 +120,14 @@ def train(run_dir: Path, config, args, events) -> int:
                         restore_seconds=time.perf_counter() - restore_started)
     if is_chief:
         _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
+    if config.loop == "fit":
+        from ftgui.training.fit_loop import run_fit
+
+        events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
+                    start_step=None, strategy=config.strategy, loop="fit",
+                    replicas=strategy.num_replicas_in_sync, import_seconds=import_seconds,
+                    setup_seconds=time.perf_counter() - _T0)
+        return run_fit(state, dataset, config, run_dir, events, Faults(planned_faults(args)))
     try:
         loop = TrainingLoop(state, dataset, config, run_dir, events,
                             Faults(planned_faults(args)), runner=runner,

@@ -1,0 +1,111 @@
+"""The Keras `model.fit` path, for comparison with ftgui's custom loop.
+
+Same model, optimizer, data order and strategy; fault tolerance is Keras' own:
+`BackupAndRestore(save_freq=checkpoint_every)` backs up to `RUN/fit-backup/` and, after a
+crash, restores to the start of the epoch it was in (Keras 3; DESIGN.md §4); `ModelCheckpoint`
+writes `RUN/fit-checkpoints/epoch-NNN.weights.h5` (Keras 3 needs the `.weights.h5` ending for
+weights-only saves). What the fit path cannot restore, and the window says so:
+- the step: training starts again at the first step of the epoch;
+- the data position: Keras starts the dataset again from its first batch, so the replayed
+  steps see other batches than the first time;
+- per-step losses: `logs["loss"]` is the running mean over the epoch so far.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ftgui.core import exitcodes
+from ftgui.training.data import Dataset, StepBatches
+
+BACKUP_DIR = "fit-backup"
+CHECKPOINT_DIR = "fit-checkpoints"
+RESTORES = "the start of the epoch (Keras BackupAndRestore); the data position is not restored"
+
+
+class EventsCallback(keras.callbacks.Callback):
+    """Writes ftgui's events from `model.fit`: step (the running mean loss), validation, resumed,
+    run_finished; fires the planned kill faults; stops after `steps` global steps."""
+
+    def __init__(self, events, steps: int, steps_per_epoch: int, faults):
+        super().__init__()
+        self.events, self.steps, self.steps_per_epoch = events, steps, steps_per_epoch
+        self.faults = faults
+        self.epoch = 0
+        self.started = False
+        self.last_loss = math.nan
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+        if not self.started:
+            self.started = True
+            if epoch > 0:  # BackupAndRestore put the run back at the start of this epoch
+                self.events.emit("resumed", from_step=epoch * self.steps_per_epoch,
+                                 checkpoint=BACKUP_DIR, restores=RESTORES)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.epoch * self.steps_per_epoch + batch + 1
+        self.last_loss = float((logs or {}).get("loss", math.nan))
+        self.events.emit("step", step=step, loss=self.last_loss, epoch=self.epoch,
+                         running_mean=True)
+        target = self.faults.at(step, "kill")
+        if target is not None:  # the supervisor passes only faults not fired yet
+            self.events.emit("fault_injected", kind="kill", target=target, step=step,
+                             source="schedule")
+            os.kill(os.getpid(), signal.SIGKILL)
+        if step >= self.steps:
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        if "val_loss" in logs:
+            step = min((epoch + 1) * self.steps_per_epoch, self.steps)
+            self.events.emit("validation", step=step, val_loss=float(logs["val_loss"]),
+                             val_accuracy=float(logs.get("val_accuracy", math.nan)))
+
+
+def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
+    """Train with `model.fit` until `config.steps` global steps; returns an exit status."""
+    batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
+    steps_per_epoch = batches.steps_per_epoch
+    epochs = math.ceil(config.steps / steps_per_epoch)
+    # The same global batches, in the same order, as the custom loop's steps 1, 2, …
+    order = np.concatenate([batches.indices(s) for s in range(1, epochs * steps_per_epoch + 1)])
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (data.x_train[order], data.y_train[order])
+    ).batch(config.global_batch_size, drop_remainder=True)
+    with state.strategy.scope():
+        state.model.compile(
+            optimizer=state.optimizer,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
+    (run_dir / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    callbacks = [
+        keras.callbacks.BackupAndRestore(str(run_dir / BACKUP_DIR),
+                                         save_freq=config.checkpoint_every,
+                                         delete_checkpoint=False),
+        keras.callbacks.ModelCheckpoint(
+            str(run_dir / CHECKPOINT_DIR / "epoch-{epoch:03d}.weights.h5"),
+            save_weights_only=True,
+        ),
+        EventsCallback(events, config.steps, steps_per_epoch, faults),
+    ]
+    started = time.perf_counter()
+    print(f"model.fit: {epochs} epochs of {steps_per_epoch} steps; restores to {RESTORES}",
+          flush=True)
+    state.model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
+                    callbacks=callbacks, validation_data=(data.x_val, data.y_val))
+    loss = callbacks[-1].last_loss
+    events.emit("run_finished", step=config.steps, loss=loss,
+                seconds=time.perf_counter() - started)
+    print(f"finished at step {config.steps}, running-mean loss {loss:.6f}", flush=True)
+    return exitcodes.FINISHED
