@@ -29,15 +29,19 @@ FLAG_FIELDS = {
 }
 
 
+FIELD_FLAGS = {field: "--" + flag.replace("_", "-") for flag, field in FLAG_FIELDS.items()}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible."
+        prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible.",
+        allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command")
-    opener = sub.add_parser("open", help="open the app on an existing run directory")
+    opener = sub.add_parser("open", allow_abbrev=False, help="open the app on an existing run")
     opener.add_argument("run_dir", type=Path)
 
-    train = sub.add_parser("train", help="run training headless until it ends")
+    train = sub.add_parser("train", allow_abbrev=False, help="run training headless until it ends")
     train.add_argument("run_dir", type=Path)
     _add_config_flags(train)
     train.add_argument("--resume", action="store_true",
@@ -45,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--from-step", type=int, help="with --resume: fork from this checkpoint")
     train.add_argument("--quiet", action="store_true", help="print only the final line")
 
-    ckpts = sub.add_parser("checkpoints", help="list a run's checkpoints")
+    ckpts = sub.add_parser("checkpoints", allow_abbrev=False, help="list a run's checkpoints")
     ckpts.add_argument("run_dir", type=Path)
     ckpts.add_argument("--json", action="store_true")
 
@@ -57,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("task_args", nargs=argparse.REMAINDER,
                         help="RUN --role R --index I --attempt N [...]")
 
-    devices = sub.add_parser("devices", help="list physical devices TensorFlow sees")
+    devices = sub.add_parser("devices", allow_abbrev=False, help="list TensorFlow's devices")
     devices.add_argument("--json", action="store_true")
     return parser
 
@@ -104,14 +108,32 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         f"(doubling each time; default {d.restart_backoff})")
 
 
-def config_from_args(args: argparse.Namespace, base: RunConfig) -> RunConfig:
-    """`base` with every flag the user gave applied; raises `ConfigError` for bad values."""
+def config_from_args(args: argparse.Namespace, base: RunConfig | dict) -> RunConfig:
+    """`base` (a config, or the raw table of a config.toml) with every flag the user gave
+    applied; raises `ConfigError` for bad values, naming the flag as well as the field."""
     given = {f: getattr(args, flag) for flag, f in FLAG_FIELDS.items()
              if getattr(args, flag, None) is not None}
+    try:
+        return _apply_flags(given, base)
+    except ConfigError as exc:
+        field, _, rest = str(exc).partition(":")
+        flag = FIELD_FLAGS.get(field)
+        if flag is None or not rest:
+            raise
+        hint = "" if field in given or isinstance(base, RunConfig) else (
+            f" (set in {args.run_dir / configmod.CONFIG_FILE}; give {flag} to change it)"
+        )
+        raise ConfigError(f"{field} ({flag}):{rest}{hint}") from None
+
+
+def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
     if given.get("dataset", "digits") not in configmod.BUILTIN_DATASETS:
         # config.toml must name the file from anywhere: the run may be resumed from another cwd.
         given["dataset"] = str(Path(given["dataset"]).absolute())
-    config = base.replace(**given)
+    if isinstance(base, dict):  # a config.toml read raw, so that flags can mend bad values
+        config = configmod.from_dict({**base, **given})
+    else:
+        config = base.replace(**given)
     if "cluster" in given and not {"workers", "ps"} & set(given):
         config = config.with_cluster_counts()
     config.validate()
@@ -132,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         from ftgui.qt.app import run_app
 
         return run_app(getattr(args, "run_dir", None))
+    except BrokenPipeError:  # `ftgui checkpoints RUN | head`
+        sys.stderr.close()
+        return 0
     except (ConfigError, RuntimeError, OSError, LookupError) as exc:
         print(f"ftgui: {exc}", file=sys.stderr)
         return 2
@@ -146,9 +171,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError("from_step: --from-step needs --resume")
     if args.resume and not existing:
         raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
-    base = configmod.load(run_dir) if existing and args.resume else RunConfig()
+    base = configmod.load_values(run_dir) if existing and args.resume else RunConfig()
     config = config_from_args(args, base)
     supervisor = Supervisor(run_dir)
+    supervisor.poll()  # the run's history: known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
     previous_handlers = _stop_on_signals(supervisor)
     try:

@@ -154,3 +154,14 @@ def test_step_1_and_step_10_are_told_apart(tmp_path):
     listed = by_step(tmp_path)
     assert (listed[1].valid, listed[1].size) == (True, 101 + 1000)
     assert (listed[10].valid, listed[10].size) == (False, 1000)
+
+
+def test_a_checkpoint_that_failed_to_restore_is_invalid_with_the_reason(tmp_path):
+    from ftgui.core.checkpoints import mark_damaged
+
+    prefix = fake_checkpoint(tmp_path, 30)
+    assert checkpoints.newest_valid(tmp_path).step == 30
+    mark_damaged(prefix, "DataLossError: Checksum does not match\nmore detail")
+    [info] = checkpoints.list_checkpoints(tmp_path)
+    assert (info.valid, info.reason) == (False, "damaged: DataLossError: Checksum does not match")
+    assert checkpoints.newest_valid(tmp_path) is None

@@ -14,6 +14,7 @@ from conftest import fake_checkpoint, of_kind
 from ftgui import cli
 from ftgui.core import checkpoints, events
 from ftgui.core import config as configmod
+from ftgui.core.config import ConfigError, RunConfig
 
 
 def ftgui(*args: str) -> subprocess.CompletedProcess:
@@ -29,7 +30,8 @@ def test_a_batch_the_replicas_cannot_share_is_refused_before_anything_is_written
                    "--batch-size", "63")
     assert result.returncode == 2
     assert result.stderr == (
-        "ftgui: global_batch_size: 63 is not divisible by the 2 replicas of strategy mirrored\n"
+        "ftgui: global_batch_size (--batch-size): 63 is not divisible by the 2 replicas of "
+        "strategy mirrored\n"
     )
     assert result.stdout == ""
     assert list(run_dir.iterdir()) == []  # no config.toml, no events.jsonl, no lock
@@ -41,7 +43,9 @@ def test_a_dataset_file_that_does_not_exist_is_refused_before_anything_is_writte
     run_dir = tmp_path / "run"
     missing = tmp_path / "nowhere.npz"
     assert cli.main(["train", str(run_dir), "--dataset", str(missing)]) == 2
-    assert capsys.readouterr().err == f"ftgui: dataset: file {str(missing)!r} does not exist\n"
+    assert capsys.readouterr().err == (
+        f"ftgui: dataset (--dataset): file {str(missing)!r} does not exist\n"
+    )
     assert not run_dir.exists()
 
 
@@ -189,3 +193,31 @@ def test_a_checkpoint_tensorflow_cannot_read_fails_with_tensorflows_reason(finis
     assert (error["attempt"], error["role"]) == (1, "chief")
     log = (finished_run / "logs" / "chief-0.attempt-1.log").read_text()
     assert "Traceback (most recent call last)" in log  # the details stay in the log
+
+
+def test_a_bad_value_in_config_toml_names_the_file_and_a_flag_mends_it(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=60, kill_at_step=35))
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "30"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: kill_at_step (--kill-at-step): 35 is not a whole number from 0 to 30 "
+        f"(set in {run_dir / 'config.toml'}; give --kill-at-step to change it)\n"
+    )
+    text = (run_dir / "config.toml").read_text().replace("seed = 42", 'seed = "x"')
+    (run_dir / "config.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"^seed: 'x' is not a whole number \(in "):
+        configmod.load(run_dir)
+    base = configmod.load_values(run_dir)
+    args = cli.build_parser().parse_args(["train", str(run_dir), "--seed", "7"])
+    assert cli.config_from_args(args, base).seed == 7  # the flag mends the file's value
+
+
+def test_a_boolean_is_not_a_number():
+    with pytest.raises(ConfigError, match="^steps: True is not a whole number"):
+        configmod.from_dict({"steps": True})
+
+
+def test_abbreviated_flags_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "run", "--step", "5"])
+    assert "unrecognized arguments: --step 5" in capsys.readouterr().err

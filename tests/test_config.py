@@ -151,3 +151,27 @@ def test_a_config_that_is_not_toml_is_refused_with_its_path(tmp_path):
     (tmp_path / "config.toml").write_text("steps = = 3\n")
     with pytest.raises(ConfigError, match="config.toml: not valid TOML"):
         configmod.load(tmp_path)
+
+
+def test_a_dataset_that_cannot_train_is_refused_before_any_process(tmp_path):
+    import numpy as np
+
+    from ftgui.core import datasets
+
+    assert datasets.check(RunConfig()) == 1438  # digits: 1,797 examples, 20% for validation
+    with pytest.raises(ConfigError, match="^global_batch_size: 2000 is larger than the 1438"):
+        datasets.check(RunConfig(global_batch_size=2000, replicas=1))
+    cases = {
+        "no_y.npz": ({"x": np.zeros((10, 4))}, "has no array 'y'"),
+        "float_y.npz": ({"x": np.zeros((10, 4)), "y": np.zeros(10)}, "integer class ids"),
+        "text_x.npz": ({"x": np.array(["a"] * 10), "y": np.zeros(10, int)}, "x must hold numbers"),
+        "short_y.npz": ({"x": np.zeros((10, 4)), "y": np.zeros(9, int)}, "one label per row"),
+    }
+    for name, (arrays, problem) in cases.items():
+        np.savez(tmp_path / name, **arrays)
+        config = RunConfig(dataset=str(tmp_path / name), global_batch_size=2)
+        with pytest.raises(ConfigError, match=f"^dataset: .*{problem}"):
+            datasets.check(config)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ConfigError, match="is not a readable .npz file"):
+        datasets.check(RunConfig(dataset=str(tmp_path / "junk.npz"), global_batch_size=2))

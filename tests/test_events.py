@@ -107,3 +107,15 @@ def test_reader_goes_on_after_a_chunk_without_events(tmp_path):
     assert reader.read_new(max_bytes=50) == []  # a chunk of junk, no event yet
     assert [e["step"] for e in reader.read_new()] == [3]
     assert [e["event"] for e in events.read_all(tmp_path)] == ["run_finished"]
+
+
+def test_lines_with_wrong_field_types_are_skipped(tmp_path):
+    path = tmp_path / events.EVENTS_FILE
+    path.write_text(
+        '{"event":"step","time":1,"attempt":0}\n'  # no step, no loss
+        '{"event":"step","time":1,"attempt":"x","step":1,"loss":1.0}\n'
+        '{"event":"step","time":1,"attempt":0,"step":true,"loss":1.0}\n'
+        '{"event":7,"time":1,"attempt":0}\n'
+        '{"event":"step","time":1.5,"attempt":0,"step":2,"loss":null}\n'
+    )
+    assert [(e["event"], e["step"]) for e in events.read_all(tmp_path)] == [("step", 2)]

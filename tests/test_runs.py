@@ -100,7 +100,7 @@ def test_each_way_a_run_can_end_has_its_status(tmp_path):
     assert status == {
         "finished": ("finished", "reached the last step"),
         "killed": ("killed", "ended by SIGKILL"),
-        "preempted": ("preempted", "preempted: saved at the current step"),
+        "preempted": ("preempted", "saved at the current step and stopped"),
         "failed": ("failed", "exited with status 2 (bad configuration)"),
         "interrupted": ("interrupted", "attempt 1 ended without a recorded exit"),
         "idle": ("idle", "configured, never started"),

@@ -153,7 +153,7 @@ def test_automatic_recovery_restarts_a_preempted_run(tmp_path, fake_python, monk
     assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0, 1]
     assert [e["restart"] for e in of_kind(seen, "recovery_scheduled")] == [1]
     assert (supervisor.state, supervisor.reason) == (
-        "preempted", "preempted: saved at the current step"
+        "preempted", "saved at the current step and stopped"
     )
 
 
@@ -266,7 +266,7 @@ def test_preempt_saves_the_current_step_and_resume_loses_no_step(tmp_path):
     [exited] = of_kind(seen, "process_exited")
     assert exited["exit_code"] == exitcodes.PREEMPTED == 42
     assert (supervisor.state, supervisor.reason) == (
-        "preempted", "preempted: saved at the current step"
+        "preempted", "saved at the current step and stopped"
     )
     assert checkpoints.newest_valid(run_dir).step == stopped_at
     assert stopped_at % config.checkpoint_every != 0  # saved because of the preemption

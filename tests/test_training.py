@@ -286,3 +286,30 @@ def test_tensorboard_shows_the_same_losses_as_the_events(baseline_run, baseline_
     assert losses == baseline_losses  # float32 → float: the very same values
     val_steps = [e.step for e in board.Tensors("val_loss")]
     assert val_steps == [10, 20, 30, 40, 50, 60]
+
+
+@pytest.mark.tf
+def test_a_checkpoint_with_flipped_bytes_is_marked_damaged_and_recovery_takes_the_one_before(
+    tmp_path, baseline_run, baseline_losses
+):
+    run_dir = tmp_path / "run"
+    shutil.copytree(baseline_run, run_dir)
+    data_file = run_dir / "checkpoints" / "ckpt-60.data-00000-of-00001"
+    damaged = bytearray(data_file.read_bytes())
+    damaged[len(damaged) // 2: len(damaged) // 2 + 100] = bytes(100)  # same size, other bytes
+    data_file.write_bytes(bytes(damaged))
+    assert checkpoints.newest_valid(run_dir).step == 60  # sizes alone cannot tell
+
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "70", "--auto-recover",
+                     "--restart-backoff", "0", "--quiet"]) == 0
+    seen = events.read_all(run_dir)
+    [failed] = [e for e in of_kind(seen, "process_exited") if e.get("exit_code") == 4]
+    assert "ckpt-60 is damaged" in failed["reason"]
+    [resumed] = of_kind(seen, "resumed")
+    assert resumed["from_step"] == 50
+    marked = [e for e in seen if e["event"] == "training_error"][0]["error"]
+    assert "DataLossError" in marked
+    resaved = [c for c in checkpoints.list_checkpoints(run_dir) if c.step == 60][0]
+    assert resaved.valid  # saved again by the resumed attempt, the old verdict gone
+    losses = {e["step"]: e["loss"] for e in of_kind(seen, "step") if e["attempt"] == 2}
+    assert losses[51] == baseline_losses[51]

@@ -50,9 +50,9 @@ def delete(run_dir: Path, step: int) -> list[str]:
     Raises `LookupError` when the step has no files."""
     directory = checkpoints.checkpoint_dir(run_dir)
     doomed = checkpoints.tf_files(directory, step)
-    meta = checkpoints.meta_path(directory / f"{checkpoints.PREFIX}-{step}")
-    if meta.exists():
-        doomed.append(meta)
+    prefix = directory / f"{checkpoints.PREFIX}-{step}"
+    doomed += [p for p in (checkpoints.meta_path(prefix), checkpoints.damage_path(prefix))
+               if p.exists()]
     if not doomed:
         raise LookupError(f"no checkpoint of step {step} in {directory}")
     for path in doomed:

@@ -54,6 +54,19 @@ def meta_path(prefix: Path) -> Path:
     return prefix.with_name(prefix.name + ".meta.json")
 
 
+def damage_path(prefix: Path) -> Path:
+    """Where a trainer that could not restore this checkpoint wrote why (`ckpt-N.damaged`)."""
+    return prefix.with_name(prefix.name + ".damaged")
+
+
+def mark_damaged(prefix: Path, reason: str) -> Path:
+    """Record that checkpoint `prefix` failed to restore, so it is never offered again (its
+    files stay on disk for a post-mortem). Returns the marker's path."""
+    path = damage_path(prefix)
+    path.write_text(reason.strip().splitlines()[0][:500] if reason.strip() else "unreadable")
+    return path
+
+
 def tf_files(directory: Path, step: int) -> list[Path]:
     """The TensorFlow files (index and data shards) present for `step`, sorted by name."""
     names = []
@@ -101,6 +114,9 @@ def inspect(prefix: Path) -> CheckpointInfo:
     info.meta = meta
     info.time = meta.get("time", info.time)
     info.reason = _file_problem(prefix, meta, present)
+    damaged = damage_path(prefix)
+    if not info.reason and damaged.exists():
+        info.reason = f"damaged: {damaged.read_text(errors='replace')}"
     info.valid = not info.reason
     return info
 

@@ -221,6 +221,9 @@ def from_dict(values: dict) -> RunConfig:
 
 
 def _coerce(name: str, value, kind: type):
+    if kind is not bool and isinstance(value, bool):
+        what = "a whole number" if kind is int else "a number" if kind is float else "text"
+        raise ConfigError(f"{name}: {value!r} is not {what}")
     if kind is bool:
         if isinstance(value, bool):
             return value
@@ -293,15 +296,25 @@ def parse_target(target: str, config: RunConfig | None = None) -> tuple[str, int
     raise ConfigError(f"fault_target: {target!r} is not one of chief, worker:I, ps:I")
 
 
-def load(run_dir: str | os.PathLike) -> RunConfig:
-    """Read `RUN/config.toml`. Raises `FileNotFoundError`, or `ConfigError` for bad content."""
+def load_values(run_dir: str | os.PathLike) -> dict:
+    """The raw table of `RUN/config.toml`. Raises `FileNotFoundError`, or `ConfigError` for a
+    file that is not TOML."""
     path = Path(run_dir) / CONFIG_FILE
     with open(path, "rb") as handle:
         try:
-            values = tomllib.load(handle)
+            return tomllib.load(handle)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    return from_dict(values)
+
+
+def load(run_dir: str | os.PathLike) -> RunConfig:
+    """Read `RUN/config.toml`. Raises `FileNotFoundError`, or `ConfigError` for bad content
+    (the message names the file)."""
+    try:
+        return from_dict(load_values(run_dir))
+    except ConfigError as exc:
+        path = Path(run_dir) / CONFIG_FILE
+        raise ConfigError(str(exc) if str(path) in str(exc) else f"{exc} (in {path})") from None
 
 
 def save(run_dir: str | os.PathLike, config: RunConfig) -> Path:

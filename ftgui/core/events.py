@@ -101,7 +101,26 @@ def _parse(line: bytes) -> dict | None:
         if start <= 0:
             return None
         return _parse(line[start:])
-    return event if isinstance(event, dict) and "event" in event else None
+    return event if _well_formed(event) else None
+
+
+def _well_formed(event) -> bool:
+    """The fields every reader relies on have their types (a hand-edited line may not)."""
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        return False
+    attempt, when = event.get("attempt", 0), event.get("time", 0.0)
+    if not _is_int(attempt) or not isinstance(when, (int, float)) or isinstance(when, bool):
+        return False
+    if event["event"] == "step":
+        loss = event.get("loss")
+        return _is_int(event.get("step")) and (
+            loss is None or (isinstance(loss, (int, float)) and not isinstance(loss, bool))
+        )
+    return True
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def read_all(run_dir: str | os.PathLike) -> list[dict]:

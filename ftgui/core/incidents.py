@@ -124,6 +124,8 @@ class IncidentTracker:
         return True
 
     def _on_process_exited(self, event, when):
+        if event.get("shutdown"):
+            return False  # ftgui was closed or interrupted: not a fault of the run
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
         decisive = event.get("decisive", event.get("role") == "chief")
         if not abnormal:

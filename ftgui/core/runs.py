@@ -33,7 +33,8 @@ from ftgui.core.supervisor import (
 )
 
 STEP_PREFIX = b'{"event":"step"'  # how EventWriter writes every step event (compact JSON)
-STATUSES = ("running", "finished", "preempted", "failed", "killed", "interrupted", "idle")
+STATUSES = ("running", "finished", "preempted", "failed", "killed", "stopped", "interrupted",
+            "idle")
 _CHUNK_BYTES = 4 << 20
 
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ftgui.core import checkpoints, cluster, exitcodes, faults
+from ftgui.core import checkpoints, cluster, datasets, exitcodes, faults
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
@@ -170,6 +170,7 @@ class Supervisor:
         if config is None:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
         config.validate()
+        datasets.check(config)
         resume = resume or from_step is not None
         if not resume and self.has_history():
             raise StartError(
@@ -201,8 +202,8 @@ class Supervisor:
         """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
         workers of a cluster learn it in the same step. False if no chief is alive."""
         chief = next((p for p in self.processes if p.is_chief and p.alive), None)
-        if chief is None:
-            return False
+        if chief is None or not self._progress_seen:
+            return False  # before its first step the trainer may not handle SIGUSR1 yet
         with EventWriter(self.run_dir, self.attempt) as writer:
             writer.emit("checkpoint_requested", step=self.last_step)
         os.kill(chief.pid, signal.SIGUSR1)
@@ -270,6 +271,8 @@ class Supervisor:
         self.attempt = max(self.attempt, event.get("attempt", 0))
         if kind == "step":
             self.last_step = event["step"]
+            if self.processes and not self._progress_seen:
+                self.restarts = 0  # a restart that trains again is not a crash loop
             self._progress_seen = True
             for proc in self.processes:
                 if proc.is_chief and proc.alive:
@@ -519,6 +522,13 @@ class Supervisor:
             reason = f"{reason}: {error}"
         if self._stop_reason and state == "killed":
             state, reason = "failed", self._stop_reason
+        cleanup = proc.ended_by_supervisor and self._settled
+        if self._user_stop == "shutdown" and state == "killed":
+            state, reason = "stopped", "stopped by ftgui (closed or interrupted)"
+        elif cleanup and state == "killed":
+            reason = "ended by ftgui: the rest of the cluster was over"
+        elif self._user_stop == "preempt" and fields.get("signal") == signal.SIGTERM:
+            state, reason = "preempted", "preempted before training began: nothing to save"
         crashed = state in ("killed", "failed")
         rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
                   and self.config.strategy == "parameter-server" and proc.role == "worker")
@@ -526,7 +536,7 @@ class Supervisor:
         with EventWriter(self.run_dir, self.attempt) as writer:
             writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
                         chief=proc.is_chief, last_step=proc.last_step, reason=reason,
-                        decisive=decisive, **fields)
+                        decisive=decisive, shutdown=self._user_stop == "shutdown", **fields)
             if rejoin and proc.restarts < self.config.max_restarts:
                 self._spawn(proc.task, writer, restarts=proc.restarts + 1)
         if not decisive:
@@ -626,6 +636,8 @@ def _busy_error(run_dir: Path) -> RunBusyError:
 
 def _state_from_exit(fields: dict) -> tuple[str, str]:
     """(state, reason) for a process exit given as `exit_code` or `signal` event fields."""
+    if fields.get("shutdown") and fields.get("signal") == signal.SIGKILL:
+        return "stopped", "stopped by ftgui (closed or interrupted)"
     if "signal" in fields and fields["signal"] is not None:
         name = fields.get("signal_name") or f"signal {fields['signal']}"
         return ("killed" if fields["signal"] == signal.SIGKILL else "failed"), f"ended by {name}"
@@ -633,7 +645,7 @@ def _state_from_exit(fields: dict) -> tuple[str, str]:
     if code == exitcodes.FINISHED:
         return "finished", "reached the last step"
     if code == exitcodes.PREEMPTED:
-        return "preempted", "preempted: saved at the current step"
+        return "preempted", "saved at the current step and stopped"
     return "failed", f"exited with status {code} ({exitcodes.REASONS.get(code, 'error')})"
 
 

@@ -201,6 +201,8 @@ class RunController(QObject):
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
         decisive = event.get("decisive", event.get("role") == "chief")
+        if event.get("shutdown"):
+            return  # ftgui itself was closed or interrupted
         if attempt in self._settled_attempts or not (decisive or event.get("signal")):
             return
         chief = event.get("chief", event.get("role") == "chief")
@@ -223,7 +225,7 @@ class RunController(QObject):
     # ------------------------------------------------------------ derived state
     def _state_name(self) -> str:
         supervisor = self.supervisor
-        if supervisor.state in ("idle", "finished", "killed", "failed", "preempted",
+        if supervisor.state in ("idle", "finished", "killed", "failed", "preempted", "stopped",
                                 "interrupted") and supervisor.is_busy_elsewhere():
             return "busy"
         return supervisor.state

@@ -316,7 +316,7 @@ class MainWindow(QMainWindow):
         self.panel.set_editable(not live and state != "busy")
         colours = {"running": "#1f77b4", "recovering": "#e6a100", "finished": "#1a7f37",
                    "killed": "#b00020", "failed": "#b00020", "preempted": "#e6a100",
-                   "interrupted": "#b00020"}
+                   "interrupted": "#b00020", "stopped": "#666666"}
         self.state_label.setStyleSheet(
             f"font-size: 14px; font-weight: bold; padding: 0 8px; "
             f"color: {colours.get(state, '#444')};"

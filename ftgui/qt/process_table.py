@@ -30,7 +30,9 @@ def process_rows(processes, now: float | None = None) -> list[dict]:
         elif proc.returncode is not None and proc.returncode < 0:
             state = f"killed ({-proc.returncode})" if proc.returncode == -9 else "signalled"
         else:
-            state = "exited" if proc.returncode == 0 else f"failed ({proc.returncode})"
+            state = {0: "exited", 42: "preempted (42)"}.get(
+                proc.returncode, f"failed ({proc.returncode})"
+            )
         rows.append({
             "name": proc.name, "label": proc.label, "pid": proc.pid, "state": state,
             "alive": proc.alive, "last_step": proc.last_step,

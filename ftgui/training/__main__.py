@@ -111,9 +111,15 @@ def train(run_dir: Path, config, args, events) -> int:
             state = TrainState(strategy, config, dataset)
     except ValueError as exc:
         return refuse(events, args, exc)
+    # A cluster strategy's coordination service installs its own SIGTERM notifier, which
+    # would swallow a preemption: take the signals back.
+    REQUESTS.install()
     if args.restore:
         restore_started = time.perf_counter()
-        state.checkpoint.restore(str(run_dir / args.restore)).assert_existing_objects_matched()
+        try:
+            state.checkpoint.restore(str(run_dir / args.restore)).assert_existing_objects_matched()
+        except (tf.errors.OpError, ValueError, AssertionError) as exc:
+            return _damaged(run_dir, args, events, exc)
         if is_chief:
             events.emit("resumed", from_step=int(state.step.numpy()), checkpoint=args.restore,
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
@@ -142,6 +148,19 @@ def train(run_dir: Path, config, args, events) -> int:
     print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
           f"starting after step {int(state.step.numpy())}", flush=True)
     return loop.run()
+
+
+def _damaged(run_dir: Path, args, events, exc: Exception) -> int:
+    """The checkpoint would not restore (same size, other bytes): mark it so the next attempt
+    takes the one before it, and say why."""
+    from ftgui.core import checkpoints, exitcodes
+
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+    checkpoints.mark_damaged(run_dir / args.restore, reason)
+    events.emit("training_error", role=args.role, index=args.index,
+                error=f"checkpoint {args.restore} is damaged and now marked invalid ({reason})")
+    print(f"error: cannot restore {args.restore}: {reason}", file=sys.stderr, flush=True)
+    return exitcodes.DAMAGED_CHECKPOINT
 
 
 def serve(events, args, import_seconds: float) -> int:

@@ -158,10 +158,20 @@ TENSORBOARD_DIR = "tensorboard"
 
 class Summaries:
     """TensorBoard scalars of the chief in `RUN/tensorboard/` (`tensorboard --logdir RUN`
-    shows the same loss, val_loss and val_accuracy as the window); a no-op elsewhere."""
+    shows the same loss, val_loss and val_accuracy as the window); a no-op elsewhere, and
+    (with one printed line) where the tensorboard package is missing."""
 
     def __init__(self, directory: Path | None):
-        self.writer = tf.summary.create_file_writer(str(directory)) if directory else None
+        self.writer = None
+        if directory is None:
+            return
+        try:
+            import tensorboard  # noqa: F401 (tf.summary.scalar needs it)
+        except ImportError:
+            print("tensorboard is not installed: no TensorBoard summaries "
+                  "(pip install tensorboard)", flush=True)
+            return
+        self.writer = tf.summary.create_file_writer(str(directory))
 
     def scalar(self, name: str, value: float, step: int) -> None:
         if self.writer is not None and math.isfinite(value):
@@ -219,6 +229,7 @@ class TrainingLoop:
                 last = self._chunk_end(step)
                 indices = [self.batches.indices(s) for s in range(step + 1, last + 1)]
                 poison = [self._poisoned(s) for s in range(step + 1, last + 1)]
+                self._arm_preemption(last)
                 losses, (stop, save) = self.runner.run(indices, self.requests.pending, poison)
                 rolled_back = False
                 for loss in losses:
@@ -235,7 +246,9 @@ class TrainingLoop:
                     continue
                 if step // 50 != (step - len(losses)) // 50:
                     last_report = self._report(step, loss, last_report)
-                if stop or (self.requests.stop and self.may_stop_alone):
+                if (stop or (self.requests.stop and self.may_stop_alone)) and (
+                    step < self.config.steps  # preempted at the last step: simply finished
+                ):
                     return self._preempted(step, loss)
                 if save or (self.requests.save and self.may_stop_alone):
                     self.requests.save = False
@@ -315,12 +328,16 @@ class TrainingLoop:
         print(f"rolled back from step {step} to checkpoint {restored}", flush=True)
         return restored
 
-    def _scheduled_faults(self, step: int) -> None:
-        target = self.faults.at(step, "preempt")
+    def _arm_preemption(self, last: int) -> None:
+        """A preemption planned at step `last` (the end of the coming chunk) is requested
+        before that step runs, so that every worker learns it in that step and saves it."""
+        target = self.faults.at(last, "preempt")
         if target is not None:
-            self.events.emit("fault_injected", kind="preempt", target=target, step=step,
+            self.events.emit("fault_injected", kind="preempt", target=target, step=last,
                              source="schedule")
             self.requests.stop = True
+
+    def _scheduled_faults(self, step: int) -> None:
         for kind, sig in (("hang", signal.SIGSTOP), ("kill", signal.SIGKILL)):
             target = self.faults.at(step, kind)
             if target is not None:
@@ -342,6 +359,7 @@ class TrainingLoop:
         started = time.perf_counter()
         prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
         checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
+        checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
         self.manager.save(checkpoint_number=step)
         save_seconds = time.perf_counter() - started
         val_loss, val_accuracy = self.state.evaluate(self.data.x_val, self.data.y_val)
