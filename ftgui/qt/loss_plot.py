@@ -233,7 +233,11 @@ class LossPlot(pg.PlotWidget):
     def add_marker(self, kind: str, step: float, label: str) -> pg.InfiniteLine:
         """A vertical line at `step`: kind is kill, preempt, failed or resume."""
         pen = MARKER_PENS[kind]
-        options = {"position": LABEL_POSITIONS[kind], "color": pen.color(),
+        # Each incident's labels (a loss, then its resume) sit a level lower than the last
+        # incident's, so the labels of nearby incidents stay apart.
+        losses = sum(1 for k, _, _ in self.markers if k != "resume")
+        level = (losses if kind != "resume" else max(losses - 1, 0)) % 4
+        options = {"position": LABEL_POSITIONS[kind] - 0.16 * level, "color": pen.color(),
                    "fill": (255, 255, 255, 200)}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
