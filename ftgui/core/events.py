@@ -73,6 +73,10 @@ class EventReader:
         self._offset = 0
         self._partial = b""
 
+    def seek(self, offset: int) -> None:
+        """Go on reading from byte `offset` (the end of lines already read another way)."""
+        self._offset, self._partial = offset, b""
+
     def read_new(self, max_bytes: int = 64 * 1024 * 1024) -> list[dict]:
         try:
             with open(self.path, "rb") as handle:
@@ -87,6 +91,11 @@ class EventReader:
         lines = data.split(b"\n")
         self._partial = lines.pop()
         return [event for event in map(_parse, lines) if event is not None]
+
+
+def parse_line(line: bytes) -> dict | None:
+    """One line of events.jsonl as an event, or None when it is not a well-formed one."""
+    return _parse(line)
 
 
 def _parse(line: bytes) -> dict | None:

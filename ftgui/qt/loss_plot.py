@@ -225,6 +225,20 @@ class LossPlot(pg.PlotWidget):
         trace.series.append(step, loss, time)
         self._dirty.add(trace)
 
+    def add_steps(self, attempt: int, steps: np.ndarray, losses: np.ndarray,
+                  times: np.ndarray | None = None) -> None:
+        """Record many training losses of `attempt` at once (opening a long run): arrays of
+        equal length, NaN losses show as gaps."""
+        if not len(steps):
+            return
+        trace = self.traces.get(attempt)
+        if trace is None:
+            trace = self._new_attempt(attempt)
+        if times is not None and self.time_origin is None:
+            self.time_origin = float(times[0])
+        trace.series.extend(steps, losses, times)
+        self._dirty.add(trace)
+
     def add_validation(self, step: int, loss: float | None, *, time: float | None = None) -> None:
         self.validation.append(step, loss, time)
         self._validation_dirty = True
