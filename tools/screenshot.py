@@ -14,6 +14,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QTabWidget  # noqa: E402
 
 from ftgui.core.config import RunConfig  # noqa: E402
 from ftgui.qt.app import make_app  # noqa: E402
@@ -41,6 +42,8 @@ def main() -> int:
         app.processEvents()
         time.sleep(0.03)
     window.table.selectRow(window.table.model().rowCount() - 2)
+    window.findChild(QTabWidget, "processTabs").setCurrentIndex(1)  # the incident's cost
+    app.processEvents()
     out.parent.mkdir(parents=True, exist_ok=True)
     window.grab().save(str(out))
     print(f"saved {out} ({window.status_label.text()})")

@@ -149,7 +149,8 @@ class LossPlot(pg.PlotWidget):
         item = self.getPlotItem()
         item.setLabel("bottom", X_AXES["step"])
         item.setLabel("left", "loss")
-        item.showGrid(x=True, y=True, alpha=0.25)
+        # No grid: pyqtgraph redraws it on every paint (~15 ms, more than the curves at 1M
+        # points; benchmarks/bench_streaming.py). Right-click → Plot options turns it on.
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
         self.legend = item.addLegend(offset=(-10, 10), labelTextColor="#222222",

@@ -67,6 +67,13 @@ class TrainState:
             model=self.model, optimizer=self.optimizer, step=self.step
         )
         self._train_step = tf.function(self._distributed_step)
+        self._plain_step = tf.function(self._distributed_plain_step)
+        # Only a multi-worker cluster must agree on stop/save requests inside the step; one
+        # process reads its own flags (the extra reduce and fetch cost ~0.7 ms a step).
+        self.agrees_in_step = isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        )
+        self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
         self._evaluate = tf.function(self._eval_logits)
 
     def replica_step(self, x, y, scale=1.0):
@@ -92,6 +99,11 @@ class TrainState:
         # Every worker learns that one of them was asked to stop (or to save), in the same step.
         return total, self.strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
 
+    def _distributed_plain_step(self, x, y, scale):
+        loss = self.strategy.run(self.replica_step, args=(x, y, scale))
+        self.step.assign_add(1)
+        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+
     def _eval_logits(self, x):
         return self.model(x, training=False)
 
@@ -114,8 +126,10 @@ class TrainState:
         distribute = self.strategy.experimental_distribute_values_from_function
         x = distribute(lambda ctx: local(ctx, x_global))
         y = distribute(lambda ctx: local(ctx, y_global))
+        scale = self._scales[bool(poison)]
+        if not self.agrees_in_step:
+            return float(self._plain_step(x, y, scale)), tuple(requests)
         flag = distribute(lambda ctx: tf.constant([int(r) for r in requests], dtype=tf.int32))
-        scale = tf.constant(math.nan if poison else 1.0, dtype=tf.float32)
         loss, agreed = self._train_step(x, y, flag, scale)
         stop_all, save_all = (bool(v) for v in agreed.numpy())
         return float(loss), (stop_all, save_all)
@@ -159,10 +173,18 @@ TENSORBOARD_DIR = "tensorboard"
 class Summaries:
     """TensorBoard scalars of the chief in `RUN/tensorboard/` (`tensorboard --logdir RUN`
     shows the same loss, val_loss and val_accuracy as the window); a no-op elsewhere, and
-    (with one printed line) where the tensorboard package is missing."""
+    (with one printed line) where the tensorboard package is missing.
+
+    Values are buffered and written by one traced call per name at each `flush` (every
+    checkpoint, and at the end): an eager `tf.summary.scalar` per step cost about 1.5 ms here,
+    a quarter of a step (benchmarks/bench_training_overhead.py). Steps after the last
+    checkpoint of a killed process are lost from TensorBoard, as they are from training: the
+    restart redoes and logs them again."""
 
     def __init__(self, directory: Path | None):
         self.writer = None
+        self._pending: dict[str, tuple[list[int], list[float]]] = {}
+        self._writers: dict[str, object] = {}
         if directory is None:
             return
         try:
@@ -175,12 +197,34 @@ class Summaries:
 
     def scalar(self, name: str, value: float, step: int) -> None:
         if self.writer is not None and math.isfinite(value):
-            with self.writer.as_default():
-                tf.summary.scalar(name, value, step=step)
+            steps, values = self._pending.setdefault(name, ([], []))
+            steps.append(step)
+            values.append(value)
 
     def flush(self) -> None:
-        if self.writer is not None:
-            self.writer.flush()
+        if self.writer is None:
+            return
+        for name, (steps, values) in self._pending.items():
+            if steps:
+                self._writer_for(name)(tf.constant(steps, dtype=tf.int64),
+                                       tf.constant(values, dtype=tf.float32))
+        self._pending.clear()
+        self.writer.flush()
+
+    def _writer_for(self, name: str):
+        if name not in self._writers:
+            writer = self.writer
+
+            @tf.function(input_signature=[tf.TensorSpec([None], tf.int64),
+                                          tf.TensorSpec([None], tf.float32)])
+            def write(steps, values):
+                with writer.as_default():
+                    for i in tf.range(tf.size(steps)):
+                        with tf.compat.v1.name_scope(None):  # the tag, not "while/<tag>"
+                            tf.summary.scalar(name, values[i], step=steps[i])
+
+            self._writers[name] = write
+        return self._writers[name]
 
 
 class TrainingLoop:
@@ -255,6 +299,7 @@ class TrainingLoop:
                     self.save(step, loss, requested=True)
         finally:
             self._remove_scratch()
+            self.summaries.flush()
         if self.is_chief:
             self.events.emit("run_finished", step=step, loss=loss,
                              seconds=time.perf_counter() - started)
@@ -360,7 +405,9 @@ class TrainingLoop:
         prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
         checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
         checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
+        before = set(self.manager.checkpoints)
         self.manager.save(checkpoint_number=step)
+        dropped = before - set(self.manager.checkpoints)
         save_seconds = time.perf_counter() - started
         val_loss, val_accuracy = self.state.evaluate(self.data.x_val, self.data.y_val)
         checkpoints.write_metadata(
@@ -369,7 +416,7 @@ class TrainingLoop:
             replicas=self.state.strategy.num_replicas_in_sync,
             global_batch_size=self.config.global_batch_size,
         )
-        self._drop_orphan_metadata()
+        self._drop_metadata(dropped)
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
         self.summaries.scalar("val_loss", val_loss, step)
@@ -386,11 +433,8 @@ class TrainingLoop:
             except OSError:
                 pass
 
-    def _drop_orphan_metadata(self) -> None:
+    def _drop_metadata(self, dropped: set[str]) -> None:
         # CheckpointManager deletes old checkpoints beyond max_to_keep but not our metadata.
-        kept = {Path(p).name for p in self.manager.checkpoints}
-        for info in checkpoints.list_checkpoints(self.run_dir):
-            if info.prefix.name not in kept and not checkpoints.tf_files(
-                info.prefix.parent, info.step
-            ):
-                checkpoints.meta_path(info.prefix).unlink(missing_ok=True)
+        for prefix in map(Path, dropped):
+            if not checkpoints.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
+                checkpoints.meta_path(prefix).unlink(missing_ok=True)

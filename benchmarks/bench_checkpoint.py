@@ -1,0 +1,295 @@
+"""Training time stalled per checkpoint, and what one checkpoint save costs.
+
+    python benchmarks/bench_checkpoint.py [--steps 1000] [--reps 3] [--no-breakdown]
+
+1. `ftgui train --steps N` with `--checkpoint-every 10` (the default) and with
+   `--checkpoint-every 1000000` (never, except after the last step), interleaved, each a fresh
+   process. From RUN/events.jsonl: seconds from the first to the last `step` event. The stall per
+   checkpoint = (T_every10 - T_never) / (checkpoints saved between those two events), shown as a
+   percentage of one checkpoint interval (10 steps at the no-checkpoint rate). Target < 10 %.
+   A second estimate needs no subtraction: in the every-10 runs, the gap between step k and k+1
+   after a checkpoint at k, minus the median gap between ordinary steps.
+2. In one process (this script re-run with --inprocess; imports TensorFlow, not ftgui): the same
+   model/optimizer/strategy as bare_loop.py, `tf.train.CheckpointManager.save` alone (and
+   `tf.train.Checkpoint.write`, and the validation forward pass ftgui runs after each save).
+   Also `Checkpoint.write` traced once inside a `tf.function` (the cheaper save it suggests).
+3. ftgui's own trainer run by benchmarks/trainer_timed.py (timers wrapped around
+   `TrainingLoop.save` and what it calls; 300 steps, checkpoint every 10): median per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    HERE,
+    PYTHON,
+    Table,
+    ftgui_train,
+    header,
+    median,
+    rotate,
+    spread,
+    step_rate,
+)
+
+TARGET_PCT = 10.0
+DEFAULT_INTERVAL = 10
+NEVER = 1_000_000
+
+
+def analyse(events: list[dict]) -> dict:
+    """Loop seconds, checkpoints inside the loop window, and per-checkpoint step-gap stalls."""
+    rate = step_rate(events)
+    steps = [e for e in events if e["event"] == "step"]
+    t_first, t_last = steps[0]["time"], steps[-1]["time"]
+    saved = [e for e in events if e["event"] == "checkpoint_saved"]
+    inside = [e for e in saved if t_first <= e["time"] <= t_last]
+    times = {e["step"]: e["time"] for e in steps}
+    saved_steps = {e["step"] for e in inside}
+    normal, after = [], []
+    for s in sorted(times):
+        if s + 1 in times:
+            (after if s in saved_steps else normal).append(times[s + 1] - times[s])
+    base = statistics.median(normal) if normal else 0.0
+    return {"loop_seconds": rate["seconds"], "steps_per_s": rate["steps_per_s"],
+            "checkpoints": len(inside),
+            "gap_stall": statistics.median(after) - base if after else None,
+            "normal_gap": base,
+            "save_seconds": median([e.get("save_seconds") for e in inside])}
+
+
+def run_variant(work: Path, every: int, steps: int, tag: str) -> dict:
+    run_dir = work / tag
+    figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", str(every)],
+                          work / f"{tag}.out")
+    figures.update(analyse(figures.pop("events")))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return figures
+
+
+# ----------------------------------------------------------------------------- in-process part
+def inprocess(reps: int) -> dict:
+    """Time checkpoint writes for bare_loop.py's model (runs in its own process, imports TF)."""
+    import cProfile
+    import pstats
+
+    import bare_loop
+
+    b = bare_loop.build()
+    tf, np = b.tf, b.np
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-ckpt-"))
+    out = {}
+
+    def timed_calls(fn, n):
+        times = []
+        for k in range(n):
+            t = time.perf_counter()
+            fn(k)
+            times.append(time.perf_counter() - t)
+        return times
+
+    try:
+        manager = tf.train.CheckpointManager(b.checkpoint, str(work / "managed"), max_to_keep=5,
+                                             step_counter=b.step_var, checkpoint_name="ckpt")
+        first = timed_calls(lambda k: manager.save(checkpoint_number=k), 1)
+        out["manager_first_save"] = first[0]
+        out["manager_save"] = timed_calls(lambda k: manager.save(checkpoint_number=10 + k), reps)
+        latest = Path(manager.latest_checkpoint)
+        out["bytes"] = sum(p.stat().st_size for p in latest.parent.glob(latest.name + ".*"))
+        out["checkpoint_write"] = timed_calls(
+            lambda k: b.checkpoint.write(str(work / "plain" / f"ckpt-{k}")), reps + 1)[1:]
+        # What a traced write costs: TF walks the object graph once, at trace time.
+        (work / "fn").mkdir()  # a traced write does not create its directory
+        write_fn = tf.function(lambda prefix: b.checkpoint.write(prefix))
+        out["function_write_trace"] = timed_calls(
+            lambda k: write_fn(tf.constant(str(work / "fn" / "ckpt-trace"))), 1)[0]
+        out["function_write"] = timed_calls(
+            lambda k: write_fn(tf.constant(str(work / "fn" / f"ckpt-{k}"))), reps)
+        # Where an eager CheckpointManager.save spends its time (share of the object-graph walk).
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for k in range(10):
+            manager.save(checkpoint_number=1000 + k)
+        profiler.disable()
+        stats = pstats.Stats(profiler).stats
+        total = sum(v[3] for k, v in stats.items() if k[2] == "save"
+                    and k[0].endswith("checkpoint_management.py"))
+        shares = {}
+        for name in ("serialize_graph_view", "save_fn", "_record_and_sweep_state"):
+            shares[name] = sum(v[3] for k, v in stats.items() if k[2] == name) / total
+        out["profile_shares"] = shares
+
+        evaluate = tf.function(lambda x: b.model(x, training=False))
+        x_val = tf.convert_to_tensor(np.asarray(b.x_train[:359]))  # validation split: 359 rows
+        evaluate(x_val).numpy()
+        out["evaluate"] = timed_calls(lambda k: evaluate(x_val).numpy(), reps)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- breakdown part
+def breakdown(work: Path, steps: int) -> list[str]:
+    """ftgui's own trainer with timers around TrainingLoop.save and what it calls."""
+    from ftgui.core import config as configmod
+
+    run_dir = work / "timed"
+    configmod.save(run_dir, configmod.RunConfig().replace(steps=steps,
+                                                          checkpoint_every=DEFAULT_INTERVAL))
+    result = subprocess.run([PYTHON, str(HERE / "trainer_timed.py"), str(run_dir)],
+                            capture_output=True, text=True, timeout=240)
+    if "TIMINGS " not in result.stdout:
+        return [f"timed trainer failed ({result.returncode}): {result.stderr[-400:]}"]
+    data = json.loads(result.stdout.rsplit("TIMINGS ", 1)[1].splitlines()[0])
+    timings = data["timings"]
+    lines = []
+    order = ["TrainingLoop.save", "save/train.CheckpointManager.save", "save/TrainState.evaluate",
+             "save/TrainingLoop._drop_orphan_metadata", "save/list_checkpoints",
+             "save/write_metadata", "save/tf_files", "save/EventWriter.emit",
+             "TrainState.train_step", "EventWriter.emit", "StepBatches.indices"]
+    for name in order + sorted(set(timings) - set(order)):
+        values = timings.get(name)
+        if not values:
+            continue
+        per_save = ""
+        if name.startswith("save/"):
+            saves = len(timings.get("TrainingLoop.save", [])) or 1
+            per_save = f"  {1000 * sum(values[1:]) / max(saves - 1, 1):6.2f} ms per save"
+        lines.append(f"{name:42s} n={len(values):5d}  median {1000 * median(values):7.3f} ms  "
+                     f"first {1000 * values[0]:7.2f} ms{per_save}")
+    if data["missing"]:
+        lines.append(f"(not found in this version of ftgui: {', '.join(data['missing'])})")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--no-breakdown", action="store_true",
+                        help="skip the timed trainer run (step 3)")
+    parser.add_argument("--inprocess", type=int, metavar="N", help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=float, default=200,
+                        help="start no new repetition after this many seconds (default 200)")
+    args = parser.parse_args()
+    if args.inprocess:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        print("INPROCESS " + json.dumps(inprocess(args.inprocess)))
+        return 0
+
+    header(f"checkpoint stall: ftgui train, {args.steps} steps, checkpoint every "
+           f"{DEFAULT_INTERVAL} vs never, {args.reps} interleaved repetitions")
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-ckpt-"))
+    variants = {"every10": DEFAULT_INTERVAL, "never": NEVER}
+    results: dict[str, list[dict]] = {name: [] for name in variants}
+    began = time.perf_counter()
+    try:
+        for rep in range(args.reps):
+            if rep and time.perf_counter() - began > args.budget * rep / (rep + 1):
+                print(f"   (time budget: stopping after {rep} repetitions)")
+                break
+            for name in rotate(list(variants), rep):
+                try:
+                    r = run_variant(work, variants[name], args.steps, f"{name}-{rep}")
+                except (RuntimeError, KeyError, ValueError, IndexError) as exc:
+                    print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
+                    continue
+                results[name].append(r)
+                stall = r["gap_stall"]
+                print(f"   rep {rep} {name:8s} {r['steps_per_s']:7.1f} steps/s  loop "
+                      f"{r['loop_seconds']:.2f} s  checkpoints in loop {r['checkpoints']:3d}  "
+                      f"gap after ckpt - normal gap "
+                      f"{'n/a' if stall is None else f'{1000 * stall:.1f} ms'}  "
+                      f"wall {r['wall']:.1f} s  other load {r['foreign_cores']:.2f} cores",
+                      flush=True)
+
+        t10 = median([r["loop_seconds"] for r in results["every10"]])
+        tnever = median([r["loop_seconds"] for r in results["never"]])
+        rate_never = median([r["steps_per_s"] for r in results["never"]])
+        n_ckpt = median([r["checkpoints"] for r in results["every10"]])
+        per_ckpt = (t10 - tnever) / n_ckpt if n_ckpt else float("nan")
+        interval = DEFAULT_INTERVAL / rate_never
+        pct = 100 * per_ckpt / interval
+        gap_stall = median([r["gap_stall"] for r in results["every10"]])
+        gap_pct = 100 * gap_stall / interval
+        save_events = median([r["save_seconds"] for r in results["every10"]])
+        loops = {name: spread([r["loop_seconds"] for r in rs]) for name, rs in results.items()}
+        print(f"\n   loop seconds: every10 {t10:.2f} ({loops['every10']}), never {tnever:.2f} "
+              f"({loops['never']})")
+        print(f"   steps/s: every10 {median([r['steps_per_s'] for r in results['every10']]):.1f}, "
+              f"never {rate_never:.1f}")
+        print(f"   stall per checkpoint (difference of loop times / {n_ckpt:.0f} checkpoints): "
+              f"{1000 * per_ckpt:.1f} ms = {pct:.0f} % of one {DEFAULT_INTERVAL}-step interval "
+              f"({1000 * interval:.1f} ms)   target < {TARGET_PCT:.0f} %")
+        print(f"   stall per checkpoint (gap after a checkpointed step - median step gap): "
+              f"{1000 * gap_stall:.1f} ms = {gap_pct:.0f} % of the interval")
+        print(f"   of which manager.save (save_seconds in checkpoint_saved events): "
+              f"{1000 * save_events:.1f} ms")
+        print(f"   ratio steps/s every10 / never = "
+              f"{median([r['steps_per_s'] for r in results['every10']]) / rate_never:.3f}")
+
+        # 2. in-process CheckpointManager.save
+        print("\n   in one process (bare_loop.py's model, 2-replica MirroredStrategy):", flush=True)
+        proc = subprocess.run([PYTHON, __file__, "--inprocess", "30"], capture_output=True,
+                              text=True, timeout=200, cwd=str(HERE))
+        inproc = None
+        if proc.returncode == 0 and "INPROCESS " in proc.stdout:
+            inproc = json.loads(proc.stdout.rsplit("INPROCESS ", 1)[1])
+            ms = {k: 1000 * median(v) for k, v in inproc.items() if isinstance(v, list)}
+            print(f"   checkpoint size {inproc['bytes']} bytes")
+            print(f"   CheckpointManager.save: first {1000 * inproc['manager_first_save']:.1f} ms, "
+                  f"then median {ms['manager_save']:.2f} ms "
+                  f"({spread([1000 * v for v in inproc['manager_save']])} ms)")
+            shares = ", ".join(f"{k} {100 * v:.0f} %" for k, v in inproc["profile_shares"].items())
+            print(f"     cProfile shares of its time: {shares}")
+            print(f"   Checkpoint.write (eager, no manager bookkeeping): median "
+                  f"{ms['checkpoint_write']:.2f} ms")
+            print(f"   Checkpoint.write inside a tf.function (traced once, "
+                  f"{1000 * inproc['function_write_trace']:.0f} ms): median "
+                  f"{ms['function_write']:.2f} ms")
+            print(f"   validation forward pass (359 rows) + numpy: median {ms['evaluate']:.2f} ms")
+        else:
+            print(f"   in-process timing failed: {proc.stderr[-500:]}")
+
+        # 3. what ftgui's TrainingLoop.save spends, per call
+        breakdown_lines = []
+        if not args.no_breakdown:
+            print("\n   ftgui's trainer with timers (benchmarks/trainer_timed.py, 300 steps, "
+                  "checkpoint every 10):", flush=True)
+            breakdown_lines = breakdown(work, 300)
+            for line in breakdown_lines:
+                print(f"   {line}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    table = Table("bench_checkpoint")
+    rate10 = median([r["steps_per_s"] for r in results["every10"]])
+    table.add("steps/s every 10 / never", f"{rate10:.1f} / {rate_never:.1f}")
+    table.add("stall per checkpoint (loop-time diff)", f"{1000 * per_ckpt:.1f} ms")
+    table.add("  as % of a 10-step interval", f"{pct:.0f} %", f"< {TARGET_PCT:.0f} %",
+              pct < TARGET_PCT)
+    table.add("stall per checkpoint (step gap)", f"{1000 * gap_stall:.1f} ms")
+    table.add("  as % of a 10-step interval", f"{gap_pct:.0f} %", f"< {TARGET_PCT:.0f} %",
+              gap_pct < TARGET_PCT)
+    if inproc:
+        table.add("CheckpointManager.save alone (median)",
+                  f"{1000 * median(inproc['manager_save']):.2f} ms")
+        table.add("Checkpoint.write in tf.function (median)",
+                  f"{1000 * median(inproc['function_write']):.2f} ms")
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""GUI start-up: from spawning the process to the window painted, its memory, and no TensorFlow.
+
+    python benchmarks/bench_gui_start.py [--reps 5]
+
+Each variant is a fresh process (`/usr/bin/time -v python benchmarks/gui_launcher.py MODE`,
+QT_QPA_PLATFORM=offscreen, fresh XDG config/data folders so no saved settings are restored),
+run interleaved:
+  ftgui          the real start-up path (`ftgui.cli.main([])` → run_app → MainWindow.show)
+  bare           `import PySide6.QtWidgets` + an empty 1360×820 QMainWindow (the baseline)
+  ftgui-noplot   experiment: ftgui's window with the pyqtgraph LossPlot stubbed out
+Time = Unix time when the first paint pass of the window has finished (a zero-timer after the
+first Paint event) minus the time this script spawned the process. RSS = VmRSS of the GUI process
+at that moment (and max RSS from /usr/bin/time). Targets: ftgui < 1.5 s, no tensorflow module.
+An import-time profile (`python -X importtime`) of the ftgui start-up ends the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import HERE, PYTHON, Table, header, median, rotate, spread, timed  # noqa: E402
+
+TARGET_S = 1.5
+MODES = ("ftgui", "bare", "ftgui-noplot")
+
+
+def clean_env(work: Path) -> dict:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(work / "config"),
+               XDG_DATA_HOME=str(work / "data"), XDG_CACHE_HOME=str(work / "cache"))
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    return env
+
+
+def launch(mode: str, work: Path, tag: str) -> dict:
+    out = work / f"{tag}.out"
+    figures = timed([PYTHON, str(HERE / "gui_launcher.py"), mode, "0.5"], out,
+                    env=clean_env(work / tag), timeout=120)
+    text = out.read_text(errors="replace")
+    if "SHOWN " not in text:
+        raise RuntimeError(f"{mode}: no SHOWN line (exit {figures['returncode']}): {text[-500:]}")
+    shown = json.loads(text.rsplit("SHOWN ", 1)[1].splitlines()[0])
+    spawn = figures["spawn"]
+    marks = {k: v - spawn for k, v in shown.get("marks", {}).items()}
+    return {"to_shown": shown["shown"] - spawn, "to_first_paint": shown["first_paint"] - spawn,
+            "interpreter": shown["launcher_start"] - spawn, "marks": marks,
+            "rss_mb": shown["rss_kb_shown"] / 1024, "maxrss_mb": figures["maxrss_kb"] / 1024,
+            "tf_shown": shown["tensorflow_at_shown"], "tf_end": shown["tensorflow_at_end"],
+            "pyqtgraph": shown.get("pyqtgraph_at_shown"), "numpy": shown.get("numpy_at_shown"),
+            "modules": shown["modules_at_shown"], "wall": figures["wall"],
+            "foreign_cores": figures["foreign_cores"]}
+
+
+PLOT_IMPORTS = """
+import time, PySide6.QtWidgets
+t = time.perf_counter(); import numpy; t1 = time.perf_counter(); import pyqtgraph
+print("PLOTIMPORT", t1 - t, time.perf_counter() - t1)
+"""
+
+
+def plot_import_cost(work: Path, reps: int = 3) -> tuple[float, float]:
+    """Median seconds to import numpy, then pyqtgraph, in a fresh process that already has
+    PySide6.QtWidgets (what the first paint waits for because MainWindow imports the plot)."""
+    numpy_s, pyqtgraph_s = [], []
+    for _ in range(reps):
+        proc = subprocess.run([PYTHON, "-c", PLOT_IMPORTS], capture_output=True, text=True,
+                              env=clean_env(work / "plotimport"), timeout=60)
+        if "PLOTIMPORT" in proc.stdout:
+            a, b = proc.stdout.rsplit("PLOTIMPORT", 1)[1].split()[:2]
+            numpy_s.append(float(a))
+            pyqtgraph_s.append(float(b))
+    return median(numpy_s), median(pyqtgraph_s)
+
+
+def import_profile(work: Path) -> list[str]:
+    """Cumulative import times of the biggest modules on ftgui's start-up path."""
+    env = clean_env(work / "importtime")
+    proc = subprocess.run([PYTHON, "-X", "importtime", str(HERE / "gui_launcher.py"), "ftgui",
+                           "0"], capture_output=True, text=True, env=env, timeout=120)
+    rows = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        try:
+            _, cumulative, name = line.split("|")
+            cumulative_us = int(cumulative.strip())
+        except ValueError:
+            continue
+        depth = (len(name) - len(name.lstrip())) // 2
+        rows.append((cumulative_us, depth, name.strip()))
+    interesting = ["ftgui.cli", "ftgui.qt.app", "PySide6.QtWidgets", "PySide6.QtCore",
+                   "ftgui.qt.main_window", "ftgui.qt.loss_plot", "pyqtgraph", "pyqtgraph.Qt",
+                   "numpy", "ftgui.core.supervisor", "psutil", "ftgui.qt.config_panel",
+                   "platformdirs", "ftgui.qt.checkpoint_table"]
+    found = {name: us for us, _d, name in rows if name in interesting}
+    lines = [f"{found[n] / 1000:8.1f} ms  {n}" for n in interesting if n in found]
+    top = sorted(rows, reverse=True)[:6]
+    lines.append("largest cumulative: " + ", ".join(f"{n} {us / 1000:.0f} ms" for us, _, n in top))
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    header(f"GUI start-up: spawn to first paint finished, {args.reps} interleaved repetitions")
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-gui-"))
+    results: dict[str, list[dict]] = {m: [] for m in MODES}
+    try:
+        for rep in range(args.reps):
+            for mode in rotate(list(MODES), rep):
+                try:
+                    r = launch(mode, work, f"{mode}-{rep}")
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    print(f"   rep {rep} {mode}: FAILED: {exc}", flush=True)
+                    continue
+                results[mode].append(r)
+                print(f"   rep {rep} {mode:13s} shown {r['to_shown']:.3f} s  (first paint event "
+                      f"{r['to_first_paint']:.3f} s, interpreter up {r['interpreter']:.3f} s)  "
+                      f"RSS {r['rss_mb']:.0f} MB  tensorflow loaded: {r['tf_shown']}/"
+                      f"{r['tf_end']}  other load {r['foreign_cores']:.2f} cores", flush=True)
+        profile = import_profile(work)
+        numpy_s, pyqtgraph_s = plot_import_cost(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = {m: median([r["to_shown"] for r in rs]) for m, rs in results.items()}
+    rss = {m: median([r["rss_mb"] for r in rs]) for m, rs in results.items()}
+    print("\n   mode           spawn->shown s (median, spread)              RSS MB  maxRSS MB  "
+          "modules")
+    for mode, rs in results.items():
+        print(f"   {mode:13s} {med[mode]:6.3f}   ({spread([r['to_shown'] for r in rs]):30s})  "
+              f"{rss[mode]:6.0f}  {median([r['maxrss_mb'] for r in rs]):8.0f}  "
+              f"{median([r['modules'] for r in rs]):7.0f}")
+    if results["ftgui"]:
+        print("\n   ftgui start-up phases (median seconds after spawn):")
+        names = ["cli_imported", "qt_app_imported", "app_created", "main_window_imported",
+                 "window_constructed", "show_called"]
+        phases = {n: median([r["marks"].get(n) for r in results["ftgui"]]) for n in names}
+        phases["first_paint_event"] = median([r["to_first_paint"] for r in results["ftgui"]])
+        phases["paint_pass_done (shown)"] = med["ftgui"]
+        previous = median([r["interpreter"] for r in results["ftgui"]])
+        print(f"   {previous:6.3f}  interpreter started, launcher running")
+        for name, value in phases.items():
+            print(f"   {value:6.3f}  {name:26s} (+{value - previous:.3f})")
+            previous = value
+    print(f"\n   importing numpy then pyqtgraph after PySide6.QtWidgets (fresh process, median "
+          f"of 3): numpy {numpy_s:.3f} s + pyqtgraph {pyqtgraph_s:.3f} s")
+    noplot = results["ftgui-noplot"]
+    if noplot:
+        print(f"   ftgui-noplot had pyqtgraph loaded at first paint: "
+              f"{any(r['pyqtgraph'] for r in noplot)}, numpy: {any(r['numpy'] for r in noplot)}")
+    print("\n   import times on the ftgui path (python -X importtime, one run):")
+    for line in profile:
+        print(f"   {line}")
+    tf_any = any(r["tf_shown"] or r["tf_end"] for r in results["ftgui"])
+    ratio = med["ftgui"] / med["bare"]
+    print(f"\n   ratio ftgui / bare start-up = {ratio:.2f}; ftgui-noplot / bare = "
+          f"{med['ftgui-noplot'] / med['bare']:.2f}")
+
+    table = Table("bench_gui_start")
+    table.add("ftgui spawn->window shown", f"{med['ftgui']:.3f} s", f"< {TARGET_S} s",
+              med["ftgui"] < TARGET_S)
+    table.add("bare PySide6 window", f"{med['bare']:.3f} s")
+    table.add("ratio ftgui / bare", f"{ratio:.2f}")
+    table.add("ftgui-noplot (experiment)", f"{med['ftgui-noplot']:.3f} s")
+    table.add("numpy + pyqtgraph import", f"{numpy_s + pyqtgraph_s:.3f} s")
+    table.add("ftgui RSS at shown / bare", f"{rss['ftgui']:.0f} / {rss['bare']:.0f} MB")
+    table.add("tensorflow imported by the GUI", "yes" if tf_any else "no", "no", not tf_any)
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+"""Recovery time: from the kill of the training process to its first resumed step.
+
+    python benchmarks/bench_recovery.py [--reps 3] [--steps 60] [--kill-at 35] [--no-standby]
+
+Variants, interleaved, each repetition in fresh directories (MirroredStrategy over 2 logical CPUs,
+digits, MLP, global batch 64, a checkpoint every 10 steps, SIGKILL right after step 35, so the
+resume is from step 30):
+  bare      benchmarks/bare_loop.py kills itself after step 35 (prints `killed 35 TIME` first);
+            this script restarts it at once with --restore, like a shell `until … ; do :; done`.
+            Recovery = time of the first `step` line of the restarted process - kill time.
+  ftgui     `ftgui train RUN --steps 60 --kill-at-step 35 --auto-recover --restart-backoff 0`.
+            Recovery = first `step` event of attempt 1 - `fault_injected` (kill) event time;
+            also from the `process_exited` event. Phases from the events: detection, restart,
+            TensorFlow import and set-up (`training_started`), restore (`resumed`), first step.
+  bare-standby  (prototype, not ftgui) bare_loop.py --standby started before the kill:
+            TensorFlow imported and the model built, waiting; told "go" right after the kill.
+  ftgui-standby  only when this ftgui has a `warm_standby` setting: a run with
+            warm_standby, auto_recover and restart_backoff 0 driven through
+            ftgui.core.supervisor.Supervisor (what `ftgui train` does), killed with
+            Supervisor.kill("chief") once its standby has sent `standby_ready` and step 35 is
+            past; recovery = first `step` event of attempt 1 - `fault_injected` event time.
+When ftgui has no warm standby the script says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    HERE,
+    PYTHON,
+    Table,
+    ftgui_train,
+    header,
+    median,
+    read_events,
+    rotate,
+    spread,
+)
+
+
+def bare_argv(ckpt: Path, steps: int, *extra: str) -> list[str]:
+    return [PYTHON, str(HERE / "bare_loop.py"), "--steps", str(steps), "--ckpt-dir", str(ckpt),
+            "--checkpoint-every", "10", *extra]
+
+
+def first_step_line(proc: subprocess.Popen, log) -> tuple[int, float] | None:
+    """Read the process' output until its first `step N TIME LOSS` line (or its end)."""
+    for raw in proc.stdout:
+        line = raw.decode(errors="replace")
+        log.write(line)
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "step":
+            return int(parts[1]), float(parts[2])
+    return None
+
+
+def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool) -> dict:
+    ckpt = work / f"{tag}-ckpt"
+    log = open(work / f"{tag}.log", "w")
+    try:
+        waiting = None
+        if standby:  # started before the crash: pays import and set-up while the first one runs
+            waiting = subprocess.Popen(bare_argv(ckpt, steps, "--restore", "--standby"),
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL)
+            for raw in waiting.stdout:
+                log.write("standby| " + raw.decode(errors="replace"))
+                if raw.startswith(b"standby ready"):
+                    break
+        first = subprocess.Popen(bare_argv(ckpt, steps, "--kill-at-step", str(kill_at)),
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        killed_at = None
+        for raw in first.stdout:
+            line = raw.decode(errors="replace")
+            log.write(line)
+            if line.startswith("killed "):
+                killed_at = float(line.split()[2])
+        first.wait()
+        seen = time.time()
+        if killed_at is None or first.returncode != -9:
+            raise RuntimeError(f"bare first run did not die by SIGKILL ({first.returncode})")
+        if standby:
+            waiting.stdin.write(b"go\n")
+            waiting.stdin.flush()
+            second = waiting
+        else:
+            second = subprocess.Popen(bare_argv(ckpt, steps, "--restore"),
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        restarted = time.time()
+        found = first_step_line(second, log)
+        rest = second.stdout.read().decode(errors="replace")
+        log.write(rest)
+        second.wait(timeout=120)
+        if found is None:
+            raise RuntimeError("restarted bare loop printed no step")
+        step, when = found
+        summary = json.loads(rest.rsplit("BENCH ", 1)[1].splitlines()[0]) if "BENCH " in rest \
+            else {}
+        return {"recovery": when - killed_at, "detected": seen - killed_at,
+                "restart_spawn": restarted - killed_at, "first_step": step,
+                "import": summary.get("import_seconds"), "restore": summary.get("restore_seconds")}
+    finally:
+        log.close()
+        shutil.rmtree(ckpt, ignore_errors=True)
+
+
+def run_ftgui(work: Path, steps: int, kill_at: int, tag: str) -> dict:
+    run_dir = work / tag
+    figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", "10",
+                                    "--kill-at-step", str(kill_at), "--auto-recover",
+                                    "--restart-backoff", "0"], work / f"{tag}.out")
+    events = figures.pop("events")
+
+    def first(event_type, attempt, **match):
+        for e in events:
+            if (e["event"] == event_type and e.get("attempt") == attempt
+                    and all(e.get(k) == v for k, v in match.items())):
+                return e
+        raise RuntimeError(f"no {event_type} event of attempt {attempt} {match or ''}")
+
+    fault = first("fault_injected", 0, kind="kill")
+    exited = first("process_exited", 0)
+    started = first("process_started", 1)
+    trained = first("training_started", 1)
+    resumed = first("resumed", 1)
+    step = first("step", 1)
+    t0 = fault["time"]
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return {"recovery": step["time"] - t0, "from_exit": step["time"] - exited["time"],
+            "detected": exited["time"] - t0, "restart_spawn": started["time"] - t0,
+            "training_started": trained["time"] - t0, "resumed": resumed["time"] - t0,
+            "import": trained.get("import_seconds"), "setup": trained.get("setup_seconds"),
+            "restore": resumed.get("restore_seconds"), "first_step": step["step"],
+            "from_step": resumed.get("from_step")}
+
+
+def ftgui_has_standby() -> bool:
+    from ftgui.core.config import RunConfig
+
+    return "warm_standby" in getattr(RunConfig, "__dataclass_fields__", {})
+
+
+def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) -> dict:
+    """A warm-standby run killed by the supervisor once the standby is ready."""
+    from ftgui.core.config import RunConfig
+    from ftgui.core.supervisor import Supervisor
+
+    run_dir = work / tag
+    config = RunConfig().replace(steps=10_000_000, checkpoint_every=10, auto_recover=True,
+                                 restart_backoff=0.0, warm_standby=True)
+    supervisor = Supervisor(run_dir)
+    supervisor.start(config)
+    ready = killed = False
+    last_step, deadline = 0, time.time() + timeout
+    try:
+        while time.time() < deadline:
+            for event in supervisor.poll():
+                kind = event["event"]
+                if kind == "standby_ready":
+                    ready = True
+                elif kind == "step" and event.get("attempt") == 0:
+                    last_step = event["step"]
+                elif kind == "step" and killed:
+                    deadline = 0  # the first resumed step: done
+            if ready and not killed and last_step >= kill_at:
+                killed = supervisor.kill("chief")
+            time.sleep(0.02)
+    finally:
+        supervisor.shutdown()
+    events = read_events(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    if not killed:
+        raise RuntimeError(f"no kill: standby ready {ready}, last step {last_step}")
+    fault = next(e for e in events if e["event"] == "fault_injected" and e.get("attempt") == 0)
+    started = next(e for e in events if e["event"] == "process_started" and e["attempt"] == 1)
+    trained = next(e for e in events if e["event"] == "training_started" and e["attempt"] == 1)
+    resumed = next(e for e in events if e["event"] == "resumed" and e["attempt"] == 1)
+    step = next(e for e in events if e["event"] == "step" and e["attempt"] == 1)
+    t0 = fault["time"]
+    return {"recovery": step["time"] - t0, "restart_spawn": started["time"] - t0,
+            "used_standby": bool(started.get("standby")),
+            "training_started": trained["time"] - t0, "resumed": resumed["time"] - t0,
+            "killed_after_step": fault.get("step"), "first_step": step["step"],
+            "from_step": resumed.get("from_step"), "setup": trained.get("setup_seconds")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--kill-at", type=int, default=35)
+    parser.add_argument("--no-standby", action="store_true")
+    parser.add_argument("--budget", type=float, default=265,
+                        help="start no new repetition after this many seconds (default 265)")
+    args = parser.parse_args()
+    header(f"recovery: kill after step {args.kill_at} to the first resumed step, "
+           f"{args.reps} interleaved repetitions")
+    has_standby = ftgui_has_standby()
+    if has_standby:
+        print("   this ftgui has a warm standby (`warm_standby`): measured as ftgui-standby")
+    else:
+        print("   warm standby does not exist in ftgui yet: ftgui restarts a fresh process "
+              "(import TensorFlow, build, restore)")
+    variants = ["bare", "ftgui"]
+    if not args.no_standby:
+        variants += ["bare-standby"] + (["ftgui-standby"] if has_standby else [])
+    results: dict[str, list[dict]] = {v: [] for v in variants}
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-recovery-"))
+    began = time.perf_counter()
+    try:
+        for rep in range(args.reps):
+            if rep and time.perf_counter() - began > args.budget * rep / (rep + 1):
+                print(f"   (time budget: stopping after {rep} repetitions)")
+                break
+            for name in rotate(variants, rep):
+                tag = f"{name}-{rep}"
+                try:
+                    if name == "ftgui":
+                        r = run_ftgui(work, args.steps, args.kill_at, tag)
+                    elif name == "ftgui-standby":
+                        r = run_ftgui_standby(work, args.kill_at, tag)
+                    else:
+                        r = run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby")
+                except (RuntimeError, KeyError, ValueError, StopIteration, OSError,
+                        subprocess.TimeoutExpired) as exc:
+                    print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
+                    continue
+                results[name].append(r)
+                extra = ""
+                if name == "ftgui":
+                    extra = (f"  (from process_exited {r['from_exit']:.2f} s; exit seen "
+                             f"{r['detected']:.2f}, new process {r['restart_spawn']:.2f}, "
+                             f"training_started {r['training_started']:.2f}, resumed "
+                             f"{r['resumed']:.2f} s; import {r['import']:.2f} s)")
+                elif name == "ftgui-standby":
+                    extra = (f"  (killed after step {r['killed_after_step']}, resumed from "
+                             f"{r['from_step']}; standby used: {r['used_standby']}; "
+                             f"training_started {r['training_started']:.2f}, resumed "
+                             f"{r['resumed']:.2f} s)")
+                elif name == "bare-standby" and r.get("import") is not None:
+                    extra = f"  (its import, {r['import']:.2f} s, was paid before the kill)"
+                elif r.get("import") is not None:
+                    extra = f"  (import {r['import']:.2f} s in the restarted process)"
+                print(f"   rep {rep} {name:13s} kill -> first resumed step {r['recovery']:.2f} s, "
+                      f"resumed at step {r['first_step']}{extra}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = {name: median([r["recovery"] for r in rs]) for name, rs in results.items()}
+    print()
+    for name, rs in results.items():
+        print(f"   {name:13s} median {med[name]:.2f} s  ({spread([r['recovery'] for r in rs])})")
+    if results["ftgui"]:
+        f = results["ftgui"]
+        print("   ftgui phases (median seconds after the kill): "
+              + ", ".join(f"{k} {median([r[k] for r in f]):.2f}" for k in
+                          ("detected", "restart_spawn", "training_started", "resumed",
+                           "recovery"))
+              + f"; in the new process: import {median([r['import'] for r in f]):.2f} s, "
+              f"set-up {median([r['setup'] for r in f]):.2f} s, restore "
+              f"{median([r['restore'] for r in f]):.3f} s")
+    ratio = med["ftgui"] / med["bare"]
+    print(f"\n   ratio ftgui / bare restart = {ratio:.2f}")
+    if "bare-standby" in med:
+        print(f"   ratio bare-standby prototype / bare restart = "
+              f"{med['bare-standby'] / med['bare']:.2f}")
+    if "ftgui-standby" in med:
+        print(f"   ratio ftgui-standby / bare restart = {med['ftgui-standby'] / med['bare']:.2f}")
+    elif not has_standby:
+        print("   warm standby: not implemented in ftgui; every ftgui recovery pays a fresh "
+              "process (TensorFlow import + set-up + first-step trace)")
+
+    table = Table("bench_recovery")
+    table.add("bare script restart, kill -> step", f"{med['bare']:.2f} s")
+    table.add("ftgui auto-recovery, kill -> step", f"{med['ftgui']:.2f} s")
+    if results["ftgui"]:
+        table.add("ftgui, process_exited -> step",
+                  f"{median([r['from_exit'] for r in results['ftgui']]):.2f} s")
+    table.add("ratio ftgui / bare", f"{ratio:.2f}")
+    if "bare-standby" in med:
+        table.add("bare standby prototype, kill -> step", f"{med['bare-standby']:.2f} s")
+    if "ftgui-standby" in med:
+        table.add("ftgui warm standby, kill -> step", f"{med['ftgui-standby']:.2f} s")
+        table.add("ratio ftgui-standby / bare", f"{med['ftgui-standby'] / med['bare']:.2f}")
+    elif not has_standby:
+        table.add("ftgui warm standby", "does not exist yet")
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

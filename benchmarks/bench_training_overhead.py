@@ -1,0 +1,305 @@
+"""Training throughput under ftgui versus the same custom loop as a bare TensorFlow script.
+
+    python benchmarks/bench_training_overhead.py [--steps 1000] [--reps 3] [--with-dataset]
+
+Variants, run interleaved (order rotated each repetition), each a fresh process under
+`/usr/bin/time -v`:
+  ftgui          `ftgui train RUN --steps N --checkpoint-every 1000000 --quiet` (only the final
+                 checkpoint, after the last step: checkpoint cost is bench_checkpoint.py's job);
+                 steps/s from RUN/events.jsonl, first to last `step` event
+  bare+fetch     benchmarks/bare_loop.py: float(loss) and one printed line every step
+  bare-nofetch   benchmarks/bare_loop.py --no-fetch
+  bare-dataset   (only with --with-dataset) bare_loop.py --input dataset: tf.data +
+                 experimental_distribute_dataset, the tf.distribute tutorial's input recipe,
+                 fetch every step - for reference
+All: MirroredStrategy over 2 logical CPUs, digits, MLP, Adam 0.01, global batch 64, seed 42.
+steps/s = (last step - first step) / (time of last step - time of first step): the first step
+(tf.function tracing) and process start are excluded; the wall time of each process is shown too.
+Target: ftgui >= 0.95 x bare+fetch steps/s.
+Diagnostic (one more process): ftgui's TrainState.train_step against the bare step on the same
+model, and the per-step event write and TensorBoard scalar, in ms per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    HERE,
+    PYTHON,
+    Table,
+    bare_step_lines,
+    ftgui_train,
+    header,
+    median,
+    median_interval_rate,
+    rotate,
+    spread,
+    step_rate,
+    timed,
+)
+
+TARGET = 0.95
+
+
+def run_ftgui(work: Path, steps: int, tag: str) -> dict:
+    run_dir = work / f"ftgui-{tag}"
+    figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", "1000000"],
+                          work / f"ftgui-{tag}.out")
+    events = figures.pop("events")
+    rate = step_rate(events)
+    finished = next(e for e in events if e["event"] == "run_finished")
+    started = next(e for e in events if e["event"] == "training_started")
+    first_step = next(e for e in events if e["event"] == "step")
+    final = [e for e in events if e["event"] == "step"][-1]
+    figures.update(steps_per_s=rate["steps_per_s"], loop_seconds=rate["seconds"],
+                   median_rate=rate["median_rate"],
+                   run_finished_seconds=finished["seconds"],
+                   import_seconds=started["import_seconds"],
+                   spawn_to_first_step=first_step["time"] - figures["spawn"],
+                   final_loss=final["loss"])
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return figures
+
+
+def run_bare(work: Path, steps: int, tag: str, extra: list[str]) -> dict:
+    out = work / f"bare-{tag}.out"
+    figures = timed([PYTHON, str(HERE / "bare_loop.py"), "--steps", str(steps), *extra], out)
+    text = out.read_text()
+    if figures["returncode"] != 0:
+        raise RuntimeError(f"bare_loop failed: {text[-800:]}")
+    summary = json.loads(text.rsplit("BENCH ", 1)[1].splitlines()[0])
+    points = bare_step_lines(text)
+    figures.update(steps_per_s=summary["steps_per_s"],
+                   loop_seconds=summary["first_to_last_seconds"],
+                   median_rate=median_interval_rate(points) if len(points) > 2 else None,
+                   import_seconds=summary["import_seconds"],
+                   spawn_to_first_step=summary["first_step_clock"] - figures["spawn"],
+                   final_loss=summary["final_loss"])
+    return figures
+
+
+def inprocess(blocks: int, steps: int) -> dict:
+    """Diagnostic, in one process: ms per call of ftgui's TrainState.train_step versus the bare
+    step (same model, optimizer and strategy; bare_loop.py's input code), interleaved blocks,
+    and of the other per-step work of ftgui's loop (step event, TensorBoard scalar)."""
+    import math
+    import statistics
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    from ftgui.core.config import RunConfig
+    from ftgui.core.events import EventWriter
+    from ftgui.training import data as datamod
+    from ftgui.training import loop as loopmod
+    from ftgui.training.strategies import configure_devices, make_strategy
+
+    config = RunConfig()
+    configure_devices(config)
+    tf.keras.utils.set_random_seed(config.seed)
+    tf.config.experimental.enable_op_determinism()
+    dataset = datamod.load(config.dataset)
+    strategy = make_strategy(config)
+    state = loopmod.TrainState(strategy, config, dataset)
+    model, optimizer, gbs = state.model, state.optimizer, config.global_batch_size
+    per = gbs // strategy.num_replicas_in_sync
+
+    def replica_step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=gbs)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    @tf.function
+    def bare_step(x, y):
+        loss = strategy.run(replica_step, args=(x, y))
+        state.step.assign_add(1)
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+
+    distribute = strategy.experimental_distribute_values_from_function
+
+    def part(array):
+        return lambda ctx: tf.constant(array[ctx.replica_id_in_sync_group * per:
+                                             (ctx.replica_id_in_sync_group + 1) * per])
+
+    batches = loopmod.StepBatches(len(dataset.x_train), gbs, config.seed)
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-inproc-"))
+    writer = EventWriter(work, 0)
+    summaries = None
+    if hasattr(loopmod, "Summaries"):
+        try:
+            summaries = loopmod.Summaries(work / "tensorboard")
+        except Exception:  # noqa: BLE001 - e.g. TensorBoard not installed
+            summaries = None
+    counter = {"step": 0}
+
+    def ftgui_call():
+        counter["step"] += 1
+        idx = batches.indices(counter["step"])
+        state.train_step(dataset.x_train[idx], dataset.y_train[idx])
+
+    def bare_call():
+        counter["step"] += 1
+        idx = batches.indices(counter["step"])
+        xg, yg = dataset.x_train[idx], dataset.y_train[idx]
+        float(bare_step(distribute(part(xg)), distribute(part(yg))))
+
+    def emit_call():
+        counter["step"] += 1
+        writer.emit("step", step=counter["step"], loss=0.123456789, epoch=3)
+
+    def summary_call():
+        counter["step"] += 1
+        summaries.scalar("loss", 0.123456789, counter["step"])
+
+    calls = {"ftgui TrainState.train_step": ftgui_call, "bare step + float(loss)": bare_call,
+             "EventWriter.emit(step)": emit_call}
+    if summaries is not None:
+        calls["Summaries.scalar(loss)"] = summary_call
+    for fn in calls.values():
+        for _ in range(20):
+            fn()
+    times = {name: [] for name in calls}
+    for block in range(blocks):
+        for name in rotate(list(calls), block):
+            started = time.perf_counter()
+            for _ in range(steps):
+                calls[name]()
+            times[name].append(1000 * (time.perf_counter() - started) / steps)
+    writer.close()
+    shutil.rmtree(work, ignore_errors=True)
+    return {name: {"median_ms": statistics.median(v), "runs": v} for name, v in times.items()
+            if not any(math.isnan(x) for x in v)}
+
+
+def print_rep(rep: int, name: str, r: dict) -> None:
+    gap = r["median_rate"] or float("nan")
+    print(f"   rep {rep} {name:13s} {r['steps_per_s']:7.1f} steps/s (1/median gap {gap:6.1f})  "
+          f"loop {r['loop_seconds']:.2f} s  wall {r['wall']:.2f} s  "
+          f"import {r['import_seconds']:.2f} s  maxRSS {r['maxrss_kb'] / 1024:.0f} MB  "
+          f"final loss {r['final_loss']:.6g}  other load {r['foreign_cores']:.2f} cores",
+          flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--with-dataset", action="store_true",
+                        help="also run bare_loop.py --input dataset (tf.data; adds ~1 min)")
+    parser.add_argument("--budget", type=float, default=240,
+                        help="start no new repetition after this many seconds (default 240)")
+    parser.add_argument("--no-diagnostic", action="store_true",
+                        help="skip the in-process per-call timing (about 40 s)")
+    parser.add_argument("--inprocess", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inprocess:
+        print("INPROCESS " + json.dumps(inprocess(blocks=5, steps=200)), flush=True)
+        return 0
+    header(f"training overhead: ftgui vs bare TensorFlow loop, {args.steps} steps, "
+           f"{args.reps} interleaved repetitions")
+    variants = {
+        "ftgui": lambda w, tag: run_ftgui(w, args.steps, tag),
+        "bare+fetch": lambda w, tag: run_bare(w, args.steps, tag, []),
+        "bare-nofetch": lambda w, tag: run_bare(w, args.steps, tag, ["--no-fetch"]),
+    }
+    if args.with_dataset:
+        variants["bare-dataset"] = lambda w, tag: run_bare(w, args.steps, tag,
+                                                           ["--input", "dataset"])
+    results: dict[str, list[dict]] = {name: [] for name in variants}
+    began = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-overhead-"))
+    try:
+        for rep in range(args.reps):
+            if rep and time.perf_counter() - began > args.budget * rep / (rep + 1):
+                print(f"   (time budget: stopping after {rep} repetitions)")
+                break
+            for name in rotate(list(variants), rep):
+                try:
+                    r = variants[name](work, f"{name}-{rep}")
+                except (RuntimeError, KeyError, ValueError, StopIteration) as exc:
+                    print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
+                    continue
+                results[name].append(r)
+                print_rep(rep, name, r)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    def med_of(name, key):
+        return median([r[key] for r in results[name]])
+
+    print("\n   variant        steps/s first->last (median, spread)            "
+          "1/median step gap   wall s   spawn->first step s")
+    med, med_gap = {}, {}
+    for name, rs in results.items():
+        med[name] = med_of(name, "steps_per_s")
+        med_gap[name] = med_of(name, "median_rate")
+        gap = f"{med_gap[name]:7.1f}" if med_gap[name] == med_gap[name] else "    n/a"
+        print(f"   {name:13s} {med[name]:7.1f}  ({spread([r['steps_per_s'] for r in rs]):28s})"
+              f"   {gap}          {med_of(name, 'wall'):6.2f}   "
+              f"{med_of(name, 'spawn_to_first_step'):6.2f}")
+    print(f"   ftgui run_finished.seconds (loop incl. first-step trace and final save): "
+          f"{med_of('ftgui', 'run_finished_seconds'):.2f} s")
+    print(f"   other load on the machine while measuring: median "
+          f"{median([r['foreign_cores'] for rs in results.values() for r in rs]):.2f} cores "
+          f"of {os.cpu_count()}")
+    ratio_fetch = med["ftgui"] / med["bare+fetch"]
+    ratio_nofetch = med["ftgui"] / med["bare-nofetch"]
+    ratio_gap = med_gap["ftgui"] / med_gap["bare+fetch"]
+    print(f"\n   ratio ftgui / bare+fetch   = {ratio_fetch:.3f}   (target >= {TARGET})")
+    print(f"   ratio ftgui / bare+fetch, by median step gap = {ratio_gap:.3f}"
+          "   (less sensitive to bursts of other load)")
+    print(f"   ratio ftgui / bare-nofetch = {ratio_nofetch:.3f}")
+    print(f"   ratio bare+fetch / bare-nofetch = {med['bare+fetch'] / med['bare-nofetch']:.3f}"
+          "   (what the per-step loss fetch itself costs)")
+    if "bare-dataset" in med:
+        print(f"   ratio ftgui / bare-dataset = {med['ftgui'] / med['bare-dataset']:.3f}")
+    wall_ratio = med_of("ftgui", "wall") / med_of("bare+fetch", "wall")
+    print(f"   wall time ratio ftgui / bare+fetch = {wall_ratio:.3f}  (ftgui = CLI + supervisor "
+          "+ trainer process)")
+
+    diagnostic = None
+    if not args.no_diagnostic and time.perf_counter() - began < args.budget:
+        print("\n   diagnostic, one process, interleaved blocks of 200 calls (ms per call):",
+              flush=True)
+        proc = subprocess.run([PYTHON, __file__, "--inprocess"], capture_output=True, text=True,
+                              timeout=240)
+        if "INPROCESS " in proc.stdout:
+            diagnostic = json.loads(proc.stdout.rsplit("INPROCESS ", 1)[1])
+            for name, d in diagnostic.items():
+                runs = ", ".join(f"{v:.3f}" for v in d["runs"])
+                print(f"   {name:30s} {d['median_ms']:7.3f} ms   ({runs})")
+        else:
+            print(f"   diagnostic failed: {proc.stderr.strip()[-500:]}")
+
+    table = Table("bench_training_overhead")
+    for name in results:
+        table.add(f"{name} steps/s (median)", f"{med[name]:.1f}")
+    table.add("ftgui / bare+fetch steps/s", f"{ratio_fetch:.3f}", f">= {TARGET}",
+              ratio_fetch >= TARGET)
+    table.add("same, by median step gap", f"{ratio_gap:.3f}", f">= {TARGET}",
+              ratio_gap >= TARGET)
+    table.add("ftgui / bare-nofetch steps/s", f"{ratio_nofetch:.3f}")
+    table.add("wall ftgui / bare+fetch", f"{wall_ratio:.3f}")
+    if diagnostic:
+        for name, d in diagnostic.items():
+            table.add(f"in-process {name}", f"{d['median_ms']:.3f} ms/call")
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Run ftgui's training process with timers around some of its functions (no ftgui file changed).
+
+    python benchmarks/trainer_timed.py RUN [trainer args…]
+
+RUN must already hold a config.toml (the benchmarks write one with ftgui.core.config.save).
+Each function in TIMED is wrapped, in this process only, by a timer; at exit one line
+`TIMINGS {json}` gives, per name, the list of call durations in seconds. Names that no longer
+exist in the code are reported under `missing` instead of failing. Calls made inside
+`TrainingLoop.save` are recorded under `save/<name>`, others under `<name>`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import json
+import sys
+import threading
+import time
+
+TIMED = [
+    ("ftgui.training.loop", "TrainingLoop.save"),
+    ("tensorflow", "train.CheckpointManager.save"),
+    ("ftgui.training.loop", "TrainState.evaluate"),
+    ("ftgui.training.loop", "TrainState.train_step"),
+    ("ftgui.core.checkpoints", "write_metadata"),
+    ("ftgui.core.checkpoints", "list_checkpoints"),
+    ("ftgui.core.checkpoints", "tf_files"),
+    ("ftgui.training.loop", "TrainingLoop._drop_orphan_metadata"),
+    ("ftgui.core.events", "EventWriter.emit"),
+    ("ftgui.training.data", "StepBatches.indices"),
+    ("ftgui.training.loop", "Summaries.scalar"),
+    ("ftgui.training.loop", "SyncSteps.run"),
+    ("ftgui.training.loop", "TrainingLoop._after_step"),
+    ("ftgui.training.loop", "TrainingLoop._poisoned"),
+    ("ftgui.training.loop", "TrainingLoop._scheduled_faults"),
+]
+
+timings: dict[str, list[float]] = {}
+missing: list[str] = []
+_local = threading.local()
+
+
+def _wrap(owner, attr: str, name: str) -> None:
+    original = getattr(owner, attr)
+
+    @functools.wraps(original)
+    def timed(*args, **kwargs):
+        in_save = getattr(_local, "in_save", False)
+        is_save = name == "TrainingLoop.save"
+        key = f"save/{name}" if in_save and not is_save else name
+        _local.in_save = in_save or is_save
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            timings.setdefault(key, []).append(time.perf_counter() - started)
+            _local.in_save = in_save
+
+    setattr(owner, attr, timed)
+
+
+def install() -> None:
+    for module_name, dotted in TIMED:
+        try:
+            owner = importlib.import_module(module_name)
+            *path, attr = dotted.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            getattr(owner, attr)
+        except (ImportError, AttributeError):
+            missing.append(f"{module_name}:{dotted}")
+            continue
+        _wrap(owner, attr, dotted)
+
+
+def report() -> None:
+    print("TIMINGS " + json.dumps({"timings": timings, "missing": missing}), flush=True)
+
+
+def main() -> int:
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    install()
+    atexit.register(report)
+    from ftgui.training.__main__ import main as trainer_main
+
+    code = trainer_main(sys.argv[1:])
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
