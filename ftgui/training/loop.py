@@ -68,6 +68,9 @@ class TrainState:
         )
         self._train_step = tf.function(self._distributed_step)
         self._plain_step = tf.function(self._distributed_plain_step)
+        self._poisoned_step = tf.function(
+            lambda x, y: self._distributed_plain_step(x, y, tf.constant(math.nan))
+        )
         # Only a multi-worker cluster must agree on stop/save requests inside the step; one
         # process reads its own flags (the extra reduce and fetch cost ~0.7 ms a step).
         self.agrees_in_step = isinstance(
@@ -76,7 +79,7 @@ class TrainState:
         self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
         self._evaluate = tf.function(self._eval_logits)
 
-    def replica_step(self, x, y, scale=1.0):
+    def replica_step(self, x, y, scale=None):
         """One replica's forward, backward and update on its slice; returns its share of the
         global-batch mean loss (a scalar). `scale` multiplies the loss: 1.0 (exact, changes no
         bit) or NaN for an injected numerics fault."""
@@ -84,7 +87,8 @@ class TrainState:
             logits = self.model(x, training=True)
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
-            loss = loss * scale
+            if scale is not None:
+                loss = loss * scale
         gradients = tape.gradient(loss, self.model.trainable_variables)
         self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables, strict=True))
         return loss
@@ -99,8 +103,9 @@ class TrainState:
         # Every worker learns that one of them was asked to stop (or to save), in the same step.
         return total, self.strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
 
-    def _distributed_plain_step(self, x, y, scale):
-        loss = self.strategy.run(self.replica_step, args=(x, y, scale))
+    def _distributed_plain_step(self, x, y, scale=None):
+        args = (x, y) if scale is None else (x, y, scale)
+        loss = self.strategy.run(self.replica_step, args=args)
         self.step.assign_add(1)
         return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
 
@@ -118,17 +123,17 @@ class TrainState:
         replicas = self.strategy.num_replicas_in_sync
 
         def local(context, array):
-            rows = StepBatches.replica_slice(
-                np.arange(len(array)), context.replica_id_in_sync_group, replicas
-            )
-            return tf.convert_to_tensor(array[rows])
+            per_replica = len(array) // replicas  # a contiguous slice: a view, no copy
+            first = context.replica_id_in_sync_group * per_replica
+            return tf.convert_to_tensor(array[first:first + per_replica])
 
         distribute = self.strategy.experimental_distribute_values_from_function
         x = distribute(lambda ctx: local(ctx, x_global))
         y = distribute(lambda ctx: local(ctx, y_global))
-        scale = self._scales[bool(poison)]
         if not self.agrees_in_step:
-            return float(self._plain_step(x, y, scale)), tuple(requests)
+            step = self._poisoned_step if poison else self._plain_step
+            return float(step(x, y)), tuple(requests)
+        scale = self._scales[bool(poison)]
         flag = distribute(lambda ctx: tf.constant([int(r) for r in requests], dtype=tf.int32))
         loss, agreed = self._train_step(x, y, flag, scale)
         stop_all, save_all = (bool(v) for v in agreed.numpy())
