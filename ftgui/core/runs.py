@@ -435,10 +435,14 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
     if count == 0:
         empty_int, empty_float = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         return (empty_int, empty_int, empty_float, empty_float), parsed
-    # keep each value and the delimiter after it (made a space); drop everything else
+    # The whole numbers (attempt, step) are read from their digits; text→float parsing is
+    # the slow part of opening a long run, so only time and loss go through it.
+    whole = [_digits(buffer, start[parsed], end[parsed]) for start, end in spans[1:3]]
+    floats = [0, 3] if all(column is not None for column in whole) else [0, 1, 2, 3]
+    # keep each float and the delimiter after it (made a space); drop everything else
     inside = np.zeros(len(buffer) + 1, dtype=np.int8)
     text = buffer.copy()
-    for value_start, value_end in spans:
+    for value_start, value_end in (spans[k] for k in floats):
         inside[value_start[parsed]] += 1
         inside[value_end[parsed] + 1] -= 1
         text[value_end[parsed]] = ord(" ")
@@ -450,8 +454,30 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # "could not be read to its end"
         values = np.fromstring(text[keep].tobytes(), sep=" ")
-    if len(values) != 4 * count:  # a value that is no number: let JSON read every line
+    if len(values) != len(floats) * count:  # a value that is no number: JSON reads every line
         return _step_columns(lines, step_lines[:0])[0], np.zeros(len(step_lines), dtype=bool)
-    values = values.reshape(count, 4)
-    time, attempt, step, loss = values.T
-    return (attempt.astype(np.int64), step.astype(np.int64), time.copy(), loss.copy()), parsed
+    values = values.reshape(count, len(floats))
+    if len(floats) == 2:
+        time, loss = values.T
+        attempt, step = whole
+    else:
+        time, attempt, step, loss = values.T
+        attempt, step = attempt.astype(np.int64), step.astype(np.int64)
+    return (attempt, step, time.copy(), loss.copy()), parsed
+
+
+def _digits(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The whole numbers written in buffer[starts[i]:ends[i]] (plain decimal digits, at most
+    18), or None when any of them is not that (then the float parse reads them)."""
+    lengths = ends - starts
+    if not len(starts) or lengths.min() < 1 or lengths.max() > 18:
+        return None if len(starts) else np.empty(0, dtype=np.int64)
+    firsts = np.cumsum(lengths) - lengths
+    positions = np.arange(int(lengths.sum())) - np.repeat(firsts, lengths) + np.repeat(
+        starts, lengths
+    )
+    digits = buffer[positions].astype(np.int64) - ord("0")
+    if digits.min() < 0 or digits.max() > 9:
+        return None
+    powers = np.repeat(ends, lengths) - positions - 1
+    return np.add.reduceat(digits * (10 ** powers), firsts)
