@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
 
 from ftgui.core import checkpoints
 from ftgui.core.checkpoints import CheckpointInfo
+from ftgui.qt.table_model import RowsModel
 
 COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
 
@@ -27,8 +28,10 @@ def _number(value) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
-class CheckpointModel(QAbstractTableModel):
+class CheckpointModel(RowsModel):
     """Rows of checkpoints (oldest first); the newest valid one is shown in bold with a ★."""
+
+    columns = COLUMNS
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -43,17 +46,6 @@ class CheckpointModel(QAbstractTableModel):
         valid = [row.step for row in rows if row.valid]
         self.newest_valid_step = valid[-1] if valid else None
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from ftgui.core.incidents import IncidentTracker
+from ftgui.qt.table_model import RowsModel
 
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
 
@@ -14,33 +15,22 @@ def _seconds(value: float | None) -> str:
     return "…" if value is None else f"{value:.2f} s"
 
 
-class IncidentModel(QAbstractTableModel):
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.incidents = []
+class IncidentModel(RowsModel):
+    """One row per incident of an `IncidentTracker`."""
+
+    columns = COLUMNS
 
     def set_incidents(self, incidents) -> None:
         self.beginResetModel()
-        self.incidents = list(incidents)
+        self.rows = list(incidents)
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self.incidents)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
             if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 3:
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             return None
-        incident = self.incidents[index.row()]
+        incident = self.rows[index.row()]
         column = COLUMNS[index.column()]
         if column == "#":
             return str(index.row() + 1)

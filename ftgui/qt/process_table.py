@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 
 import psutil
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
+
+from ftgui.qt.table_model import RowsModel
 
 COLUMNS = ("process", "pid", "state", "last step", "heartbeat", "restarts")
 
@@ -49,7 +51,9 @@ def _stopped(pid: int) -> bool:
         return False
 
 
-class ProcessModel(QAbstractTableModel):
+class ProcessModel(RowsModel):
+    columns = COLUMNS
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[dict] = []
@@ -63,17 +67,6 @@ class ProcessModel(QAbstractTableModel):
         self.rows = rows
         if rows:
             self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
-
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():

@@ -11,9 +11,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QItemSelectionModel,
-    QModelIndex,
     QSettings,
     QSortFilterProxyModel,
     Qt,
@@ -38,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from ftgui.core import export, runs
 from ftgui.core.runs import RunSummary
+from ftgui.qt.table_model import RowsModel
 
 COLUMNS = ("run", "status", "strategy", "steps", "incidents", "attempts", "started", "final loss",
            "why it ended")
@@ -50,8 +49,10 @@ _SORT_ROLE = Qt.ItemDataRole.UserRole
 _NUMERIC = {"steps", "incidents", "attempts", "final loss"}
 
 
-class RunsModel(QAbstractTableModel):
+class RunsModel(RowsModel):
     """One row per run (`RunSummary`); the run open in the window (`open_path`) is in bold."""
+
+    columns = COLUMNS
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -68,17 +69,6 @@ class RunsModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows = rows
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
