@@ -34,6 +34,29 @@ import sys  # noqa: E402
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
+def make_step(tf, strategy, model, optimizer, step_var, global_batch_size: int):
+    """The bare distributed step every benchmark compares ftgui with: `strategy.run` of a
+    replica step (mean loss over the global batch, Adam update), the step counter, and
+    `reduce(SUM)`; returns the traced function of (x, y) per-replica values."""
+
+    def replica_step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    @tf.function
+    def distributed_step(x, y):
+        per_replica_loss = strategy.run(replica_step, args=(x, y))
+        step_var.assign_add(1)
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+
+    return distributed_step
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=1000)
@@ -134,20 +157,7 @@ def main(argv=None) -> int:
             checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             restore_seconds = time.perf_counter() - t
 
-    def replica_step(x, y):
-        with tf.GradientTape() as tape:
-            logits = model(x, training=True)
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=gbs)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
-
-    @tf.function
-    def distributed_step(x, y):
-        per_replica_loss = strategy.run(replica_step, args=(x, y))
-        step_var.assign_add(1)
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+    distributed_step = make_step(tf, strategy, model, optimizer, step_var, gbs)
 
     n = len(x_train)
     steps_per_epoch = n // gbs

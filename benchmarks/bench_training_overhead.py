@@ -114,20 +114,9 @@ def inprocess(blocks: int, steps: int) -> dict:
     model, optimizer, gbs = state.model, state.optimizer, config.global_batch_size
     per = gbs // strategy.num_replicas_in_sync
 
-    def replica_step(x, y):
-        with tf.GradientTape() as tape:
-            logits = model(x, training=True)
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=gbs)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
+    import bare_loop
 
-    @tf.function
-    def bare_step(x, y):
-        loss = strategy.run(replica_step, args=(x, y))
-        state.step.assign_add(1)
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+    bare_step = bare_loop.make_step(tf, strategy, model, optimizer, state.step, gbs)
 
     distribute = strategy.experimental_distribute_values_from_function
 

@@ -55,20 +55,7 @@ def main() -> int:
     strategy, model, optimizer, step_var = b.strategy, b.model, b.optimizer, b.step_var
     gbs, per = 64, 32
 
-    def replica_step(x, y):
-        with tf.GradientTape() as tape:
-            logits = model(x, training=True)
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=gbs)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
-
-    @tf.function
-    def distributed_step(x, y):
-        loss = strategy.run(replica_step, args=(x, y))
-        step_var.assign_add(1)
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+    distributed_step = bare_loop.make_step(tf, strategy, model, optimizer, step_var, gbs)
 
     xs, ys = b.x_train, b.y_train
     distribute = strategy.experimental_distribute_values_from_function
