@@ -7,11 +7,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
+from PySide6.QtWidgets import QMenu, QTableView
 
 from ftgui.core import checkpoints
 from ftgui.core.checkpoints import CheckpointInfo
-from ftgui.qt.table_model import RowsModel
+from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
 
@@ -99,16 +99,8 @@ class CheckpointTable(QTableView):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setObjectName("checkpointTable")
         self.model_ = CheckpointModel(self)
-        self.setModel(self.model_)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.setAlternatingRowColors(True)
-        self.verticalHeader().setVisible(False)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        set_up_table(self, "checkpointTable", self.model_, stripes=True)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
         self.resume_enabled = False

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
 from ftgui.core.incidents import IncidentTracker
-from ftgui.qt.table_model import RowsModel
+from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
 
@@ -58,13 +58,8 @@ class IncidentPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.table = QTableView()
-        self.table.setObjectName("incidentTable")
         self.model_ = IncidentModel(self)
-        self.table.setModel(self.model_)
-        self.table.verticalHeader().setVisible(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        set_up_table(self.table, "incidentTable", self.model_)
         self.totals = QLabel("no incidents")
         self.totals.setObjectName("incidentTotals")
         self.totals.setWordWrap(True)

@@ -7,9 +7,9 @@ import time
 import psutil
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView
+from PySide6.QtWidgets import QMenu, QTableView
 
-from ftgui.qt.table_model import RowsModel
+from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("process", "pid", "state", "last step", "heartbeat", "restarts")
 
@@ -95,15 +95,8 @@ class ProcessTable(QTableView):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setObjectName("processTable")
         self.model_ = ProcessModel(self)
-        self.setModel(self.model_)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.verticalHeader().setVisible(False)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        set_up_table(self, "processTable", self.model_)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
 

@@ -20,11 +20,9 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QDockWidget,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
@@ -36,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from ftgui.core import export, runs
 from ftgui.core.runs import RunSummary
-from ftgui.qt.table_model import RowsModel
+from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("run", "status", "strategy", "steps", "incidents", "attempts", "started", "final loss",
            "why it ended")
@@ -166,18 +164,10 @@ class RunsDock(QDockWidget):
         self.proxy.setSourceModel(self.model_)
         self.proxy.setSortRole(_SORT_ROLE)
         self.table = QTableView()
-        self.table.setObjectName("runsTable")
-        self.table.setModel(self.proxy)
+        set_up_table(self.table, "runsTable", self.proxy, multi=True, stripes=True)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(COLUMNS.index("started"), Qt.SortOrder.DescendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
         self.table.doubleClicked.connect(lambda _index: self._open())
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._menu)

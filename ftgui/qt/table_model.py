@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 
 class RowsModel(QAbstractTableModel):
@@ -24,3 +25,20 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self.columns[section]
         return None
+
+
+def set_up_table(view: QTableView, name: str, model, multi: bool = False,
+                 stripes: bool = False) -> None:
+    """The look every ftgui table shares: `objectName` `name`, whole-row selection (one row, or
+    several with `multi`), no row numbers, columns fitted to their contents, the last one
+    stretched."""
+    view.setObjectName(name)
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection if multi
+                          else QAbstractItemView.SelectionMode.SingleSelection)
+    view.setAlternatingRowColors(stripes)
+    view.verticalHeader().setVisible(False)
+    header = view.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setStretchLastSection(True)
