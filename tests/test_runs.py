@@ -13,7 +13,7 @@ import pytest
 from ftgui.core import config as configmod
 from ftgui.core import export, runs, smoothing
 from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
+from ftgui.core.events import EventWriter, parse_line
 
 T0 = 1_700_000_000.0  # the synthetic runs' clock: exact binary fractions added to it stay exact
 
@@ -259,6 +259,39 @@ def test_curves_read_column_wise_equal_what_json_reads(tmp_path):
         e["loss"] for e in expected
     ]
     assert math.copysign(1.0, train.loss[3]) == -1.0  # -0.0 stays -0.0
+
+
+def test_column_wise_floats_are_the_bits_json_reads(tmp_path):
+    run_dir = make_run(tmp_path, "random-floats")
+    rng = np.random.default_rng(5)
+    losses = np.concatenate([rng.random(3000), rng.random(1000) * 1e-30, rng.random(1000) * 1e30,
+                             -rng.random(100), np.float32(rng.random(500)).astype(np.float64)])
+    with EventWriter(run_dir, 0) as writer:
+        for step, loss in enumerate(losses.tolist(), start=1):
+            writer.emit("step", time=T0 + step * 0.001 + loss, step=step, loss=loss, epoch=0)
+    expected = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    train = runs.read_history(run_dir).steps
+    assert train.loss.tolist() == [e["loss"] for e in expected]
+    assert train.time.tolist() == [e["time"] for e in expected]
+
+
+@pytest.mark.parametrize("value", ["true", '"0.5"', "[1,2]", "NaN", "1x", " 2"])
+def test_a_step_value_that_is_no_json_number_falls_back_to_json(tmp_path, value):
+    run_dir = make_run(tmp_path, "odd-value")
+    with EventWriter(run_dir, 0) as writer:
+        for step in (1, 2):
+            writer.emit("step", time=T0 + step, step=step, loss=0.5, epoch=0)
+    with open(run_dir / "events.jsonl", "a") as handle:
+        handle.write(f'{{"event":"step","time":9.5,"attempt":0,"step":3,"loss":{value}}}\n')
+    train = runs.read_history(run_dir).steps
+    assert train.step.tolist()[:2] == [1, 2]
+    assert train.loss.tolist()[:2] == [0.5, 0.5]
+    event = parse_line((run_dir / "events.jsonl").read_bytes().splitlines()[-1])
+    if event is None:  # what the JSON path refuses is skipped, not read as a number
+        assert len(train) == 2
+    else:
+        assert len(train) == 3
+        np.testing.assert_array_equal(train.loss[2], event["loss"])  # NaN equals NaN here
 
 
 # ------------------------------------------------------------------------------ export

@@ -16,11 +16,11 @@ import json
 import math
 import os
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import orjson
 from platformdirs import user_data_path
 
 from ftgui.core import config as configmod
@@ -411,8 +411,9 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
 
     Returns ((attempt, step, time, loss) arrays for the lines laid out exactly so, and a mask
     over `step_lines` of those lines); other lines are left for a JSON parse. The values are
-    cut out between their key and the next `,` or `}`, everything else is blanked, and numpy
-    parses the remaining numbers in one call (the same correctly rounded parse as `float()`).
+    cut out between their key and the next `,` or `}`; attempt and step are read from their
+    digits, time and loss parsed as one JSON array by orjson (a correctly rounded parse: the
+    same bits as `float()`); a JSON null loss becomes NaN.
     """
     buffer, last_byte = lines.buffer, len(lines.buffer) - 1
     parsed = np.ones(len(step_lines), dtype=bool)
@@ -439,24 +440,25 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
     # the slow part of opening a long run, so only time and loss go through it.
     whole = [_digits(buffer, start[parsed], end[parsed]) for start, end in spans[1:3]]
     floats = [0, 3] if all(column is not None for column in whole) else [0, 1, 2, 3]
-    # keep each float and the delimiter after it (made a space); drop everything else
-    inside = np.zeros(len(buffer) + 1, dtype=np.int8)
-    text = buffer.copy()
-    for value_start, value_end in (spans[k] for k in floats):
-        inside[value_start[parsed]] += 1
-        inside[value_end[parsed] + 1] -= 1
-        text[value_end[parsed]] = ord(" ")
-    loss_start = spans[3][0][parsed]
-    null = loss_start[text[loss_start] == ord("n")]  # JSON null: a NaN loss
-    for offset, byte in enumerate(b"nan "):
-        text[null + offset] = byte
-    keep = np.cumsum(inside[:-1], dtype=np.int8) > 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # "could not be read to its end"
-        values = np.fromstring(text[keep].tobytes(), sep=" ")
+    # The float values, one row each in the order they are in the lines (time, loss of line
+    # 1, then of line 2, ...), cut out into a comma-separated JSON array: orjson's float parse
+    # is correctly rounded (the same bits as float()) and ~4x faster than numpy's text parse.
+    starts = np.stack([spans[k][0][parsed] for k in floats], axis=1).ravel()
+    widths = np.stack([spans[k][1][parsed] for k in floats], axis=1).ravel() - starts
+    cells = _cells(buffer, starts, widths)
+    if not np.isin(cells[:, 0], _NUMBER_STARTS).all():
+        return _step_columns(lines, step_lines[:0])[0], np.zeros(len(step_lines), dtype=bool)
+    null = np.flatnonzero(cells[len(floats) - 1::len(floats), 0] == ord("n"))
+    cells[null * len(floats) + len(floats) - 1, :4] = np.frombuffer(b"0   ", dtype=np.uint8)
+    cells[-1, -1] = ord("]")  # instead of the last value's trailing comma
+    try:
+        values = np.array(orjson.loads(b"[" + cells.tobytes()), dtype=np.float64)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        values = np.empty(0)
     if len(values) != len(floats) * count:  # a value that is no number: JSON reads every line
         return _step_columns(lines, step_lines[:0])[0], np.zeros(len(step_lines), dtype=bool)
     values = values.reshape(count, len(floats))
+    values[null, len(floats) - 1] = math.nan
     if len(floats) == 2:
         time, loss = values.T
         attempt, step = whole
@@ -464,6 +466,19 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
         time, attempt, step, loss = values.T
         attempt, step = attempt.astype(np.int64), step.astype(np.int64)
     return (attempt, step, time.copy(), loss.copy()), parsed
+
+
+_NUMBER_STARTS = np.frombuffer(b"-0123456789n", dtype=np.uint8)  # n: null, a NaN loss
+
+
+def _cells(buffer: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """buffer[starts[i]:starts[i] + widths[i]] as rows of one width, padded with spaces and
+    ended by a comma: shape (len(starts), max(widths) + 1), uint8."""
+    width = int(widths.max())
+    columns = np.arange(width)
+    cells = buffer[np.minimum(starts[:, None] + columns, len(buffer) - 1)]
+    cells[columns >= widths[:, None]] = ord(" ")
+    return np.concatenate([cells, np.full((len(cells), 1), ord(","), dtype=np.uint8)], axis=1)
 
 
 def _digits(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
