@@ -66,7 +66,10 @@ def analyse(events: list[dict]) -> dict:
             "checkpoints": len(inside),
             "gap_stall": statistics.median(after) - base if after else None,
             "normal_gap": base,
-            "save_seconds": median([e.get("save_seconds") for e in inside])}
+            "save_seconds": median([e.get("save_seconds") for e in inside]),
+            "stall_seconds": median([e.get("stall_seconds") for e in inside
+                                     if e.get("stall_seconds") is not None]) or None,
+            "background": any(e.get("background") for e in inside)}
 
 
 def run_variant(work: Path, every: int, steps: int, tag: str) -> dict:
@@ -154,9 +157,10 @@ def breakdown(work: Path, steps: int) -> list[str]:
     data = json.loads(result.stdout.rsplit("TIMINGS ", 1)[1].splitlines()[0])
     timings = data["timings"]
     lines = []
-    order = ["TrainingLoop.save", "save/train.CheckpointManager.save", "save/TrainState.evaluate",
-             "save/TrainingLoop._drop_orphan_metadata", "save/list_checkpoints",
-             "save/write_metadata", "save/tf_files", "save/EventWriter.emit",
+    order = ["TrainingLoop.save", "save/OneWriter.wait", "save/ShadowState.take",
+             "save/train.CheckpointManager.save", "save/TrainState.evaluate",
+             "TrainingLoop._complete_save", "ShadowState.write", "ShadowState.evaluate",
+             "list_checkpoints", "write_metadata", "tf_files",
              "TrainState.train_step", "EventWriter.emit", "StepBatches.indices"]
     for name in order + sorted(set(timings) - set(order)):
         values = timings.get(name)
@@ -234,8 +238,15 @@ def main() -> int:
               f"({1000 * interval:.1f} ms)   target < {TARGET_PCT:.0f} %")
         print(f"   stall per checkpoint (gap after a checkpointed step - median step gap): "
               f"{1000 * gap_stall:.1f} ms = {gap_pct:.0f} % of the interval")
-        print(f"   of which manager.save (save_seconds in checkpoint_saved events): "
-              f"{1000 * save_events:.1f} ms")
+        background = any(r["background"] for r in results["every10"])
+        stall_events = median([r["stall_seconds"] for r in results["every10"]
+                               if r["stall_seconds"] is not None])
+        print(f"   the write itself (save_seconds in checkpoint_saved events): "
+              f"{1000 * save_events:.1f} ms, "
+              f"{'on a writer thread' if background else 'on the step path'}")
+        if stall_events is not None:
+            print(f"   time the step path spent in TrainingLoop.save (stall_seconds in the "
+                  f"events): {1000 * stall_events:.2f} ms")
         print(f"   ratio steps/s every10 / never = "
               f"{median([r['steps_per_s'] for r in results['every10']]) / rate_never:.3f}")
 
@@ -279,6 +290,8 @@ def main() -> int:
     table.add("stall per checkpoint (loop-time diff)", f"{1000 * per_ckpt:.1f} ms")
     table.add("  as % of a 10-step interval", f"{pct:.0f} %", f"< {TARGET_PCT:.0f} %",
               pct < TARGET_PCT)
+    if stall_events is not None:
+        table.add("step path inside save() (events)", f"{1000 * stall_events:.2f} ms")
     table.add("stall per checkpoint (step gap)", f"{1000 * gap_stall:.1f} ms")
     table.add("  as % of a 10-step interval", f"{gap_pct:.0f} %", f"< {TARGET_PCT:.0f} %",
               gap_pct < TARGET_PCT)

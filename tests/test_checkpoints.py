@@ -165,3 +165,20 @@ def test_a_checkpoint_that_failed_to_restore_is_invalid_with_the_reason(tmp_path
     [info] = checkpoints.list_checkpoints(tmp_path)
     assert (info.valid, info.reason) == (False, "damaged: DataLossError: Checksum does not match")
     assert checkpoints.newest_valid(tmp_path) is None
+
+
+def test_retention_keeps_the_newest_valid_and_drops_everything_older(run_dir):
+    directory = checkpoints.checkpoint_dir(run_dir)
+    (directory / "ckpt-40.index").unlink()  # 40 invalid: between kept ones, left for a look
+    fake_checkpoint(run_dir, 60)
+    fake_checkpoint(run_dir, 5, metadata=False)  # an old save cut short
+    assert checkpoints.keep_newest(directory, keep=3, newest=50) == [5, 10]
+    assert {step: info.valid for step, info in by_step(run_dir).items()} == {
+        20: True, 30: True, 40: False, 50: True, 60: True}  # 60 is after `newest`
+    assert not list(directory.glob("ckpt-10*")) and not list(directory.glob("ckpt-5.*"))
+
+
+def test_retention_with_nothing_valid_deletes_nothing(tmp_path):
+    fake_checkpoint(tmp_path, 10, metadata=False)
+    assert checkpoints.keep_newest(checkpoints.checkpoint_dir(tmp_path), 2, 10) == []
+    assert [c.step for c in checkpoints.list_checkpoints(tmp_path)] == [10]

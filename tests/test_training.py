@@ -313,3 +313,21 @@ def test_a_checkpoint_with_flipped_bytes_is_marked_damaged_and_recovery_takes_th
     assert resaved.valid  # saved again by the resumed attempt, the old verdict gone
     losses = {e["step"]: e["loss"] for e in of_kind(seen, "step") if e["attempt"] == 2}
     assert losses[51] == baseline_losses[51]
+
+
+@pytest.mark.tf
+def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept_ones(
+    baseline_run,
+):
+    import tensorflow as tf
+
+    saved = of_kind(events.read_all(baseline_run), "checkpoint_saved")
+    assert [e["step"] for e in saved] == [10, 20, 30, 40, 50, 60]
+    assert all(e["background"] for e in saved)  # mirrored: a shadow copy, a writer thread
+    assert all(0 < e["stall_seconds"] for e in saved)
+    kept = [c.step for c in checkpoints.list_checkpoints(baseline_run) if c.valid]
+    assert kept == [20, 30, 40, 50, 60]  # keep = 5
+    state = tf.train.get_checkpoint_state(str(baseline_run / "checkpoints"))
+    assert state.model_checkpoint_path.endswith("ckpt-60")
+    assert [p.rsplit("/", 1)[-1] for p in state.all_model_checkpoint_paths] == [
+        f"ckpt-{s}" for s in kept]

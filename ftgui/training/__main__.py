@@ -86,6 +86,7 @@ def train(run_dir: Path, config, args, events) -> int:
 
     from ftgui.core import checkpoints
     from ftgui.training import data as datamod
+    from ftgui.training.background_save import point_state_file
     from ftgui.training.loop import Faults, TrainingLoop, TrainState
     from ftgui.training.strategies import configure_devices, make_strategy
 
@@ -125,7 +126,7 @@ def train(run_dir: Path, config, args, events) -> int:
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
     if is_chief:
-        _reset_checkpoint_state(tf, checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
+        point_state_file(checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
     if config.loop == "fit":
         from ftgui.training.fit_loop import run_fit
 
@@ -172,28 +173,6 @@ def serve(events, args, import_seconds: float) -> int:
                 setup_seconds=time.perf_counter() - _T0)
     serve_forever()
     return 0
-
-
-def _reset_checkpoint_state(tf, directory: Path, step: int) -> None:
-    """Point TensorFlow's `checkpoint` state file at the valid checkpoints up to `step`.
-
-    `tf.train.CheckpointManager` trusts that file; after a crash or a fork it can name missing
-    or newer checkpoints, which the manager would later delete or renumber over.
-    """
-    from ftgui.core import checkpoints
-
-    valid = [c for c in checkpoints.list_checkpoints(directory.parent)
-             if c.valid and c.step <= step]
-    if not valid:
-        (directory / "checkpoint").unlink(missing_ok=True)
-        return
-    from tensorflow.python.checkpoint import checkpoint_management
-
-    checkpoint_management.update_checkpoint_state_internal(
-        str(directory), valid[-1].prefix.name, save_relative_paths=True,
-        all_model_checkpoint_paths=[c.prefix.name for c in valid],
-        all_model_checkpoint_timestamps=[c.time for c in valid],
-    )
 
 
 def standby(run_dir: Path) -> int:

@@ -1,0 +1,143 @@
+"""Checkpoints written off the step path: a shadow copy of the training state and one writer
+thread.
+
+At a checkpoint step the training thread only copies every variable (model, optimizer slots and
+iterations, global step) into a shadow copy with the same object structure - one traced function,
+about a millisecond for the built-in models - and goes on training. A single worker thread then
+writes the shadow copy with a traced `tf.train.Checkpoint.write`, evaluates it on the validation
+split and does the bookkeeping (metadata, retention, events). Because the structure is the same,
+the files restore into the real model with `assert_existing_objects_matched()`.
+
+Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: it fails on the second save of a
+Keras 3 model (DESIGN.md §4). Why a copy: the writer must not read variables that the next step
+is updating. At most one checkpoint is in flight; the next one waits for it.
+
+Used for strategies whose variables live in this process (default, one-device, mirrored). In a
+multi-worker or parameter-server cluster a save is collective and stays on the step path.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ftgui.core import checkpoints
+
+
+def loss_and_accuracy(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """Mean softmax cross-entropy and accuracy (a fraction) of `logits` (n, classes) against
+    integer `labels` (n,), computed in float64 numpy."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = float(-log_probs[np.arange(len(labels)), labels].mean())
+    accuracy = float((logits.argmax(axis=1) == labels).mean())
+    return loss, accuracy
+
+
+class ShadowState:
+    """A second model, Adam optimizer and step counter shaped like a TrainState's, as plain
+    variables under the default strategy.
+
+    Raises ValueError if the copy does not match the original variable for variable (shape and
+    dtype), which would mean the two were built differently.
+    """
+
+    def __init__(self, state, model_name: str, input_shape: tuple[int, ...], num_classes: int,
+                 learning_rate: float):
+        from ftgui.training import models
+
+        self.model = models.build(model_name, input_shape, num_classes)
+        self.optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+        self.optimizer.build(self.model.trainable_variables)
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                              step=self.step)
+        # A checkpoint never save()d has no save_counter; the real one has it after a restore
+        # and `assert_existing_objects_matched` would miss it in our files.
+        _ = self.checkpoint.save_counter
+        sources = [*state.model.variables, *state.optimizer.variables, state.step]
+        targets = [*self.model.variables, *self.optimizer.variables, self.step]
+        if [(tuple(v.shape), v.dtype) for v in sources] != [
+                (tuple(v.shape), v.dtype) for v in targets]:
+            raise ValueError("checkpoint shadow copy: the variables do not match the model's")
+
+        @tf.function
+        def take():
+            for source, target in zip(sources, targets, strict=True):
+                target.assign(tf.convert_to_tensor(source))
+
+        self._take = take
+        self._write = tf.function(self._write_on_one_device)
+        self._logits = tf.function(lambda x: self.model(x, training=False))
+
+    def take(self) -> None:
+        """Copy the original's current values into the shadow variables (one traced call)."""
+        self._take()
+
+    def _write_on_one_device(self, prefix):
+        # Traced without a device, the object-graph tensor would get a shard of its own.
+        with tf.device(self.step.device):
+            return self.checkpoint.write(prefix)
+
+    def write(self, prefix: Path) -> None:
+        """Write the copy as TensorFlow checkpoint files `prefix.index` and
+        `prefix.data-00000-of-00001` (creating the folder)."""
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        self._write(tf.constant(str(prefix)))
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """Validation loss and accuracy of the copy (see `loss_and_accuracy`)."""
+        return loss_and_accuracy(self._logits(tf.constant(x)).numpy(), y)
+
+
+class OneWriter:
+    """Runs one job at a time on a worker thread (concurrent.futures, one worker).
+
+    `submit` first waits for the job in flight; `wait` blocks until it is done and re-raises
+    its exception in the caller's thread, so a failed save stops training instead of passing
+    unnoticed.
+    """
+
+    def __init__(self):
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
+        self._future: concurrent.futures.Future | None = None
+
+    def submit(self, job, *args) -> None:
+        self.wait()
+        self._future = self._pool.submit(job, *args)
+
+    def wait(self) -> None:
+        future, self._future = self._future, None
+        if future is not None:
+            future.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=False)
+
+
+def point_state_file(directory: Path, step: int) -> None:
+    """Point TensorFlow's `checkpoint` state file at the valid checkpoints up to `step`, so
+    `tf.train.latest_checkpoint` and `tf.train.CheckpointManager` see what ftgui sees.
+
+    After a crash or a fork the file can name missing or newer checkpoints, which a manager
+    would later delete or renumber over.
+    """
+    from tensorflow.python.checkpoint import checkpoint_management
+
+    valid = [c for c in checkpoints.list_checkpoints(directory.parent)
+             if c.valid and c.step <= step]
+    if not valid:
+        (directory / "checkpoint").unlink(missing_ok=True)
+        return
+    checkpoint_management.update_checkpoint_state_internal(
+        str(directory), valid[-1].prefix.name, save_relative_paths=True,
+        all_model_checkpoint_paths=[c.prefix.name for c in valid],
+        all_model_checkpoint_timestamps=[c.time for c in valid],
+    )
