@@ -1,14 +1,16 @@
-"""Open a window, note when it has been painted for the first time, then quit.
+"""Open a window, note when it has been painted for the first time and when its plot has, then quit.
 
     python benchmarks/gui_launcher.py ftgui   # the real `ftgui` start-up path (ftgui.cli.main)
     python benchmarks/gui_launcher.py bare    # import PySide6.QtWidgets + an empty QMainWindow
-    python benchmarks/gui_launcher.py ftgui-noplot   # experiment: ftgui's window with the
-        # pyqtgraph LossPlot replaced by an empty QWidget (what deferring pyqtgraph could gain)
 
 Prints one line `SHOWN {json}`: Unix times of the first Paint event of the window and of the
-end of that paint pass (a zero-timer fired after it), the process' resident memory then
-(VmRSS, kB), whether `tensorflow` is in sys.modules then, and again after `--linger` seconds
-of running the event loop (the ftgui window polls its run from a timer meanwhile).
+end of that paint pass (a zero-timer fired after it: "window painted"), and for ftgui the same
+for the first Paint of the real LossPlot (objectName `lossPlot`, created after the window's
+first paint: "plot ready"); the process' resident memory at both (VmRSS, kB), which modules
+(tensorflow, pyqtgraph, numpy) are in sys.modules then, and whether tensorflow is after
+`--linger` more seconds of running the event loop (the ftgui window polls its run from a timer
+meanwhile). A line `FTGUI-WINDOW-PAINTED` goes to stderr when the window has been painted, so
+a `-X importtime` profile can be split into what was imported before and after.
 Run it with QT_QPA_PLATFORM=offscreen where there is no display.
 """
 
@@ -19,6 +21,8 @@ import sys
 import time
 
 START = time.time()
+PLOT_NAME = "lossPlot"
+PLOT_WAIT_S = 60.0  # give up on the plot after this long (reported as missing)
 
 
 def rss_kb() -> int:
@@ -29,36 +33,72 @@ def rss_kb() -> int:
     return 0
 
 
-class FirstPaint:
-    """Event filter: the first Paint of a top-level window ends the measurement."""
+def _is_plot(obj) -> bool:
+    """The LossPlot or its viewport (a QGraphicsView paints into its viewport)."""
+    if obj.objectName() == PLOT_NAME:
+        return True
+    parent = obj.parent()
+    return parent is not None and parent.objectName() == PLOT_NAME
 
-    def __init__(self, app, linger: float):
+
+class FirstPaint:
+    """Event filter: the first Paint of a top-level window, then (`wait_for_plot`) the first
+    Paint of the loss plot, end the measurement."""
+
+    def __init__(self, app, linger: float, wait_for_plot: bool = False):
         from PySide6.QtCore import QEvent, QObject, QTimer
 
         self.app, self.linger, self.result = app, linger, {"launcher_start": START}
+        self.wait_for_plot, self.done = wait_for_plot, set()
         outer = self
 
         class Filter(QObject):
             def eventFilter(self, obj, event):  # noqa: N802 (Qt's name)
-                if (event.type() == QEvent.Type.Paint and "first_paint" not in outer.result
-                        and obj.isWidgetType() and obj.window().isVisible()):
+                if event.type() != QEvent.Type.Paint or not obj.isWidgetType():
+                    return False
+                if "first_paint" not in outer.result and obj.window().isVisible():
                     outer.result["first_paint"] = time.time()
                     outer.result["painted_widget"] = type(obj).__name__
                     QTimer.singleShot(0, outer.shown)
+                if (outer.wait_for_plot and "plot_first_paint" not in outer.result
+                        and _is_plot(obj)):
+                    outer.result["plot_first_paint"] = time.time()
+                    QTimer.singleShot(0, outer.plot_shown)
                 return False
 
         self.filter = Filter()
         app.installEventFilter(self.filter)
 
+    def _snapshot(self, prefix: str) -> None:
+        self.result.update({
+            prefix: time.time(), f"rss_kb_{prefix}": rss_kb(),
+            f"tensorflow_at_{prefix}": "tensorflow" in sys.modules,
+            f"pyqtgraph_at_{prefix}": "pyqtgraph" in sys.modules,
+            f"numpy_at_{prefix}": "numpy" in sys.modules,
+            f"modules_at_{prefix}": len(sys.modules),
+        })
+
     def shown(self):
         from PySide6.QtCore import QTimer
 
-        self.result.update(shown=time.time(), rss_kb_shown=rss_kb(),
-                           tensorflow_at_shown="tensorflow" in sys.modules,
-                           pyqtgraph_at_shown="pyqtgraph" in sys.modules,
-                           numpy_at_shown="numpy" in sys.modules,
-                           modules_at_shown=len(sys.modules))
-        QTimer.singleShot(int(self.linger * 1000), self.finish)
+        self._snapshot("shown")
+        print("FTGUI-WINDOW-PAINTED", file=sys.stderr, flush=True)
+        self._step_done("shown")
+        if self.wait_for_plot:
+            QTimer.singleShot(int(PLOT_WAIT_S * 1000), lambda: self._step_done("plot_ready"))
+
+    def plot_shown(self):
+        self._snapshot("plot_ready")
+        self._step_done("plot_ready")
+
+    def _step_done(self, name: str) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.done.add(name)
+        if self.done >= ({"shown", "plot_ready"} if self.wait_for_plot else {"shown"}) and (
+                "finishing" not in self.done):
+            self.done.add("finishing")
+            QTimer.singleShot(int(self.linger * 1000), self.finish)
 
     def finish(self):
         self.result.update(rss_kb_end=rss_kb(), tensorflow_at_end="tensorflow" in sys.modules,
@@ -83,7 +123,7 @@ def run_ftgui(linger: float) -> int:
     def make_app(argv=None):
         app = original(argv)
         MARKS["app_created"] = time.time()
-        probe["filter"] = FirstPaint(app, linger)
+        probe["filter"] = FirstPaint(app, linger, wait_for_plot=True)
         probe["filter"].result["marks"] = MARKS
         _time_window_construction()
         return app
@@ -93,12 +133,14 @@ def run_ftgui(linger: float) -> int:
 
 
 def _time_window_construction() -> None:
-    """Note when MainWindow's module is imported and when the window object is built."""
+    """Note when MainWindow's module is imported, when the window object is built and shown,
+    and when it starts and ends creating its plot (after its first paint)."""
     from ftgui.qt import main_window
 
     MARKS["main_window_imported"] = time.time()
     cls = main_window.MainWindow
     init, show = cls.__init__, cls.show
+    create_plot = getattr(cls, "_create_plot", None)  # None: a window built with its plot
 
     def timed_init(self, *args, **kwargs):
         MARKS["window_init_start"] = time.time()
@@ -109,57 +151,16 @@ def _time_window_construction() -> None:
         MARKS["show_called"] = time.time()
         show(self)
 
+    def timed_create_plot(self):
+        if self._plot is None:
+            MARKS.setdefault("plot_create_start", time.time())
+        plot = create_plot(self)
+        MARKS.setdefault("plot_created", time.time())
+        return plot
+
     cls.__init__, cls.show = timed_init, timed_show
-
-
-class _Null:
-    """Accepts any attribute access, call or signal connection and does nothing."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self
-
-    def __call__(self, *args, **kwargs):
-        return self
-
-    def __iter__(self):
-        return iter(())
-
-    def __bool__(self):
-        return False
-
-    def __len__(self):
-        return 0
-
-
-def stub_loss_plot() -> None:
-    """Replace ftgui.qt.loss_plot by a module whose LossPlot is an empty QWidget (no pyqtgraph,
-    no numpy): an experiment, to measure what the plot's imports cost the first paint."""
-    import types
-
-    from PySide6.QtWidgets import QWidget
-
-    null = _Null()
-
-    class LossPlot(QWidget):
-        def __init__(self, parent=None):
-            super().__init__(parent)
-            self.setObjectName("lossPlot")
-            self.series, self.traces, self.overlays, self.markers, self.regions = {}, {}, {}, [], []
-
-        def redraw(self):
-            return 0
-
-        def __getattr__(self, name):  # add_step, getPlotItem().ctrl…, clear_run, …: no-ops
-            if name.startswith("_"):
-                raise AttributeError(name)
-            return null
-
-    module = types.ModuleType("ftgui.qt.loss_plot")
-    module.LossPlot = LossPlot
-    module.__getattr__ = lambda name: null  # constants other modules import from it
-    sys.modules["ftgui.qt.loss_plot"] = module
+    if create_plot is not None:
+        cls._create_plot = timed_create_plot
 
 
 def run_bare(linger: float) -> int:
@@ -179,9 +180,6 @@ def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "ftgui"
     linger = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
     if mode == "ftgui":
-        return run_ftgui(linger)
-    if mode == "ftgui-noplot":
-        stub_loss_plot()
         return run_ftgui(linger)
     if mode == "bare":
         return run_bare(linger)

@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import numpy as np
 import psutil
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QLabel, QPushButton, QTabWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QTabWidget, QWidget
 
 from ftgui.core import config as configmod
 from ftgui.core.config import RunConfig
@@ -25,13 +26,17 @@ from ftgui.core.events import EventWriter
 from ftgui.qt.loss_plot import LossPlot
 from ftgui.qt.main_window import MainWindow
 
+PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
+
 
 @pytest.fixture
 def window(qtbot, tmp_path):
+    """The window as a user sees it a moment after start: shown, its plot created."""
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     win = MainWindow(settings=settings)
     qtbot.addWidget(win)
-    win.show()
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
+        win.show()  # the plot is created right after the window's first paint
     yield win
     win.controller.shutdown()
 
@@ -143,23 +148,120 @@ def test_pyside_does_not_leak_none_references(qapp):
     assert after >= before - 10, f"None lost {before - after} references"
 
 
-def test_window_opens_without_tensorflow(tmp_path):
-    code = (
-        "import os, sys\n"
-        "os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
-        "from PySide6.QtCore import QSettings\n"
-        "from ftgui.qt.app import make_app\n"
-        "from ftgui.qt.main_window import MainWindow\n"
-        "app = make_app()\n"
-        f"w = MainWindow(QSettings({str(tmp_path / 's.ini')!r}, QSettings.Format.IniFormat))\n"
-        "w.show(); app.processEvents()\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('tensorflow', 'keras'))))\n"
-    ).replace("import os, sys", "import json, os, sys")
+def test_window_paints_before_pyqtgraph_is_imported_and_never_imports_tensorflow(tmp_path):
+    # A fresh process: the window is built, shown and painted without pyqtgraph; the plot
+    # comes right after the first paint; TensorFlow is never imported.
+    code = textwrap.dedent(f"""
+        import json, os, sys
+        os.environ['QT_QPA_PLATFORM'] = 'offscreen'
+        from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
+        from ftgui.qt.app import make_app
+        from ftgui.qt.main_window import MainWindow
+
+        def loaded(*packages):
+            return sorted(m for m in sys.modules if m.split('.')[0] in packages)
+
+        seen = {{}}
+        app = make_app()
+        window = MainWindow(QSettings({str(tmp_path / 's.ini')!r}, QSettings.Format.IniFormat))
+        seen['built'] = loaded('pyqtgraph')
+
+        class FirstPaint(QObject):
+            def eventFilter(self, obj, event):
+                if event.type() == QEvent.Type.Paint and 'painted' not in seen:
+                    seen['painted'] = loaded('pyqtgraph')
+                    seen['painted_placeholder'] = (
+                        window.findChild(QObject, 'lossPlotPlaceholder') is not None)
+                return False
+
+        probe = FirstPaint()
+        app.installEventFilter(probe)
+
+        def ready(plot):
+            seen['ready'] = dict(name=plot.objectName(), is_plot=plot is window.plot,
+                                 pyqtgraph=bool(loaded('pyqtgraph')))
+            app.quit()
+
+        window.plotReady.connect(ready)
+        window.show()
+        seen['shown'] = loaded('pyqtgraph')
+        QTimer.singleShot({PLOT_READY_MS}, app.quit)
+        app.exec()
+        seen['tensorflow'] = loaded('tensorflow', 'keras')
+        window.controller.shutdown()
+        print(json.dumps(seen))
+    """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=180)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["built"] == [] and seen["shown"] == [] and seen["painted"] == []
+    assert seen["painted_placeholder"] is True
+    assert seen["ready"] == {"name": "lossPlot", "is_plot": True, "pyqtgraph": True}
+    assert seen["tensorflow"] == []
+
+
+def test_events_that_arrive_before_the_plot_exists_are_shown_once_it_does(qtbot, tmp_path):
+    t0 = 1_700_000_000.0
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=10))
+    with EventWriter(run_dir, 0) as first:
+        first.emit("run_started", time=t0)
+        for step in range(1, 6):
+            first.emit("step", time=t0 + step, step=step, loss=1.0 / step)
+        first.emit("validation", time=t0 + 5.5, step=5, val_loss=0.3)
+        first.emit("process_exited", role="chief", index=0, pid=1, last_step=5, signal=9,
+                   signal_name="SIGKILL", decisive=True)
+    with EventWriter(run_dir, 1) as second:
+        second.emit("resumed", from_step=3, checkpoint="checkpoints/ckpt-3")
+        for step in range(4, 7):
+            second.emit("step", time=t0 + 10 + step, step=step, loss=1.0 / step)
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    qtbot.addWidget(win)
+    win.open_run(run_dir)  # as `ftgui open RUN` does: before the window is shown
+    with EventWriter(run_dir, 1) as live:  # and steps streaming in before the plot exists
+        for step in (7, 8):
+            live.emit("step", time=t0 + 10 + step, step=step, loss=1.0 / step)
+    win.controller.tick()
+    assert not win.plot_ready
+    assert win.findChild(QWidget, "lossPlot") is None
+    assert win.findChild(QWidget, "lossPlotPlaceholder") is not None
+
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS) as ready:
+        win.show()
+    plot = ready.args[0]
+    assert isinstance(plot, LossPlot) and win.plot is plot and win.controller.plot is plot
+    assert win.findChild(QWidget, "lossPlot") is plot
+    qtbot.waitUntil(lambda: win.findChild(QWidget, "lossPlotPlaceholder") is None)
+    assert plot.time_origin == t0
+    assert sorted(plot.series) == [0, 1]
+    assert plot.series[0].x().tolist() == [1, 2, 3, 4, 5]
+    assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
+    assert plot.curves[1].getData()[0].tolist() == [4, 5, 6, 7, 8]  # drawn, not only stored
+    assert plot.validation.x().tolist() == [5]
+    assert [(kind, step) for kind, step, _ in plot.markers] == [("kill", 5.0), ("resume", 3.0)]
+    assert [tuple(region.getRegion()) for region in plot.regions] == [(3.0, 5.0)]
+
+    with EventWriter(run_dir, 1) as live:  # from now on events go to the plot itself
+        live.emit("step", time=t0 + 19, step=9, loss=1.0 / 9)
+    win.controller.tick()
+    assert plot.curves[1].getData()[0].tolist() == [4, 5, 6, 7, 8, 9]
+    win.controller.shutdown()
+
+
+def test_asking_for_the_plot_before_the_first_paint_creates_it(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    qtbot.addWidget(win)
+    assert not win.plot_ready
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
+        plot = win.plot  # e.g. overlaying runs, or exporting the plot, right away
+    assert win.plot_ready and win.plot is plot and plot.objectName() == "lossPlot"
+    win.show()
+    qtbot.wait(50)  # the window's first paint does not create a second plot
+    assert win.plot is plot and len(win.findChildren(LossPlot)) == 1
+    win.controller.shutdown()
 
 
 def wait_for(qtbot, condition, timeout_s: float = 120.0) -> None:

@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QCheckBox, QComboBox, QPushButton, QSlider, QTableView
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QPushButton,
+    QSlider,
+    QTableView,
+    QWidget,
+)
 
 from ftgui.core import config as configmod
 from ftgui.core import export, runs, smoothing
@@ -173,6 +180,24 @@ def test_the_tool_settings_are_remembered(qtbot, tmp_path):
     qtbot.addWidget(again)
     assert (again.plot.smoothing, again.plot.log_y, again.plot.x_axis) == (0.85, True, "time")
     assert again.tools.smoothing_slider.value() == 85
+
+
+def test_choices_made_before_the_plot_exists_are_applied_to_it(qtbot, tmp_path):
+    pane = PlotPane(None, temp_settings(tmp_path))  # as the window builds it: a placeholder
+    qtbot.addWidget(pane)
+    assert pane.plot is None and pane.findChild(QWidget, "lossPlotPlaceholder") is not None
+    pane.tools.smoothing_slider.setValue(50)
+    pane.tools.log_check.setChecked(True)
+    pane.tools.x_axis_combo.setCurrentIndex(1)
+    pane.tools.reset_button.click()  # nothing to reset yet
+    plot = LossPlot()
+    pane.set_plot(plot)
+    assert (plot.smoothing, plot.log_y, plot.x_axis) == (0.5, True, "time")
+    assert pane.findChild(QWidget, "lossPlot") is plot
+    plot.getPlotItem().ctrl.logYCheck.setChecked(False)  # and they stay in step from now on
+    assert not pane.tools.log_check.isChecked() and not plot.log_y
+    pane.tools.smoothing_slider.setValue(0)
+    assert plot.smoothing == 0.0
 
 
 # ------------------------------------------------------------------------------ overlays

@@ -50,6 +50,9 @@ def _short(value) -> str:
 class RunController(QObject):
     """Owns the `Supervisor` of the run on screen and feeds the views.
 
+    `plot` is a `LossPlot`, or a `PendingPlot` that records for one until the window has
+    created it (the window then sets `plot` to the real one).
+
     Signals: `stateChanged(str state, str reason)`, `logLine(str)`, `checkpointsChanged()`,
     `statusChanged(str)`, `processesChanged(list of TrainingProcess)` (at most 4 times a second),
     `incidentsChanged(IncidentTracker)`.

@@ -1,12 +1,19 @@
 """The main window: configuration on the left, live loss plot in the middle, checkpoints and the
-event log below, Start / Kill / Preempt / Resume on top, state in the status bar."""
+event log below, Start / Kill / Preempt / Resume on top, state in the status bar.
+
+The window is shown before the plot exists: importing pyqtgraph takes most of a second here, so
+the plot area shows a placeholder first and the `LossPlot` is created right after the window's
+first paint (or at once when something asks for `window.plot`). What the controller sends the
+plot meanwhile is recorded and replayed onto it (`ftgui.qt.pending_plot`).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -32,10 +39,13 @@ from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
 from ftgui.qt.incident_table import IncidentPanel
-from ftgui.qt.loss_plot import LossPlot
+from ftgui.qt.pending_plot import PendingPlot
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
 from ftgui.qt.runs_view import RunHistory
+
+if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
+    from ftgui.qt.loss_plot import LossPlot
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
@@ -43,7 +53,12 @@ _BOLD_WHEN_ENABLED = "QPushButton:enabled { color: %s; font-weight: bold; }"
 
 
 class MainWindow(QMainWindow):
-    """The ftgui window. `open_run(path)` shows an existing run; Start begins the configured one."""
+    """The ftgui window. `open_run(path)` shows an existing run; Start begins the configured one.
+
+    `plot` is the `LossPlot`; the window creates it right after its first paint and then emits
+    `plotReady(plot)` (`plot_ready` tells whether it exists; asking for `plot` creates it)."""
+
+    plotReady = Signal(object)  # the LossPlot, once it exists and holds what came before
 
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
@@ -51,7 +66,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("ftgui — fault-tolerant training, made visible")
         self.settings = settings or QSettings()
         self.panel = ConfigPanel()
-        self.plot = LossPlot()
+        self._plot: LossPlot | None = None
+        self._pending_plot = PendingPlot()  # takes the controller's calls until the plot exists
+        self.plot_pane = PlotPane(None, self.settings)  # the plot's tools over a placeholder
+        self.plot_pane.placeholder.firstPainted.connect(self._create_plot)
         self.table = CheckpointTable()
         self.processes = ProcessTable()
         self.incident_panel = IncidentPanel()
@@ -60,13 +78,40 @@ class MainWindow(QMainWindow):
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(MAX_LOG_LINES)
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.controller = RunController(self.plot, self)
+        self.controller = RunController(self._pending_plot, self)
         self._build_layout()
         self._build_menu()
         self._connect()
         self._restore_settings()
         self.controller.open(self.panel.run_dir())
         self._on_state(*self.controller._last_state)
+
+    # ------------------------------------------------------------ the plot, after the first paint
+    @property
+    def plot(self) -> LossPlot:
+        """The loss plot, created now if the window has not done it yet."""
+        return self._plot if self._plot is not None else self._create_plot()
+
+    @property
+    def plot_ready(self) -> bool:
+        """Whether the loss plot exists (until then the plot area shows "loading plot…")."""
+        return self._plot is not None
+
+    def _create_plot(self) -> LossPlot:
+        """Import pyqtgraph, create the LossPlot in place of the placeholder, give it what the
+        controller sent meanwhile and let the controller draw on it from now on."""
+        if self._plot is not None:
+            return self._plot
+        from ftgui.qt.loss_plot import LossPlot  # pyqtgraph: the slow import, deferred to here
+
+        plot = LossPlot()
+        self._plot = plot
+        self.plot_pane.set_plot(plot)  # takes the view tools' smoothing, scale and x axis
+        self._pending_plot.replay(plot)
+        self.controller.plot = plot
+        plot.redraw()
+        self.plotReady.emit(plot)
+        return plot
 
     # ------------------------------------------------------------ layout
     def _build_layout(self) -> None:
@@ -102,7 +147,7 @@ class MainWindow(QMainWindow):
         bottom.addWidget(_titled("Event log", self.log))
         bottom.setSizes([430, 330, 440])
         right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(PlotPane(self.plot, self.settings))  # the plot under its view tools
+        right.addWidget(self.plot_pane)  # the plot under its view tools
         right.addWidget(bottom)
         right.setSizes([480, 260])
         main = QSplitter(Qt.Orientation.Horizontal)

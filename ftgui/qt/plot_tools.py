@@ -1,10 +1,14 @@
 """The row of view tools above the loss plot: smoothing, log scale, x axis, reset zoom.
 
 The tools only change how `LossPlot` draws; the choices are remembered in the window's QSettings
-(`plot/smoothing`, `plot/log_y`, `plot/x_axis`).
+(`plot/smoothing`, `plot/log_y`, `plot/x_axis`). The pane can be built before its plot exists (the
+window shows a placeholder while pyqtgraph loads): `PlotPane.set_plot` puts the plot in and
+applies the tools' current choices to it.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
@@ -19,7 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from ftgui.core.smoothing import MAX_WEIGHT
-from ftgui.qt.loss_plot import LossPlot
+from ftgui.qt.pending_plot import PlotPlaceholder
+
+if TYPE_CHECKING:  # importing it imports pyqtgraph
+    from ftgui.qt.loss_plot import LossPlot
 
 SLIDER_STEPS = round(MAX_WEIGHT * 100)  # the slider counts hundredths of the EMA weight
 X_AXIS_CHOICES = (("step", "step"), ("wall time (s)", "time"))
@@ -27,12 +34,14 @@ X_AXIS_CHOICES = (("step", "step"), ("wall time (s)", "time"))
 
 class PlotToolbar(QWidget):
     """Smoothing slider (`smoothingSlider`, EMA weight 0–0.99), `logScaleCheck`, `xAxisCombo`
-    (step / wall time (s)) and `resetZoomButton` for one `LossPlot`."""
+    (step / wall time (s)) and `resetZoomButton` for one `LossPlot` (given now, or later to
+    `attach`; choices made before that are applied when it comes)."""
 
-    def __init__(self, plot: LossPlot, settings: QSettings | None = None, parent=None):
+    def __init__(self, plot: LossPlot | None = None, settings: QSettings | None = None,
+                 parent=None):
         super().__init__(parent)
         self.setObjectName("plotTools")
-        self.plot = plot
+        self.plot: LossPlot | None = None
         self.settings = settings
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 0)
@@ -86,7 +95,16 @@ class PlotToolbar(QWidget):
         self.smoothing_slider.valueChanged.connect(self._smoothing_changed)
         self.log_check.toggled.connect(self._log_changed)
         self.x_axis_combo.currentIndexChanged.connect(self._x_axis_changed)
-        self.reset_button.clicked.connect(plot.reset_zoom)
+        self.reset_button.clicked.connect(self._reset_zoom)
+        if plot is not None:
+            self.attach(plot)
+
+    def attach(self, plot: LossPlot) -> None:
+        """Drive `plot` from now on: it takes the tools' current smoothing, scale and x axis."""
+        self.plot = plot
+        plot.set_smoothing(self.smoothing)
+        plot.set_log_y(self.log_check.isChecked())
+        plot.set_x_axis(self.x_axis_combo.currentData())
         # the plot's own right-click menu has a log checkbox too: keep the two in step
         plot.getPlotItem().ctrl.logYCheck.toggled.connect(self.log_check.setChecked)
 
@@ -97,17 +115,24 @@ class PlotToolbar(QWidget):
 
     def _smoothing_changed(self, value: int) -> None:
         self.smoothing_value.setText("off" if value == 0 else f"{value / 100:.2f}")
-        self.plot.set_smoothing(value / 100)
+        if self.plot is not None:
+            self.plot.set_smoothing(value / 100)
         self._save("plot/smoothing", value / 100)
 
     def _log_changed(self, on: bool) -> None:
-        self.plot.set_log_y(on)
+        if self.plot is not None:
+            self.plot.set_log_y(on)
         self._save("plot/log_y", on)
 
     def _x_axis_changed(self, _index: int) -> None:
         axis = self.x_axis_combo.currentData()
-        self.plot.set_x_axis(axis)
+        if self.plot is not None:
+            self.plot.set_x_axis(axis)
         self._save("plot/x_axis", axis)
+
+    def _reset_zoom(self) -> None:
+        if self.plot is not None:
+            self.plot.reset_zoom()
 
     def _save(self, key: str, value) -> None:
         if self.settings is not None:
@@ -126,24 +151,44 @@ class PlotToolbar(QWidget):
         value = min(max(round(smoothing * 100), 0), SLIDER_STEPS)
         self.smoothing_slider.setValue(value)
         self.smoothing_value.setText("off" if value == 0 else f"{value / 100:.2f}")
-        self.plot.set_smoothing(value / 100)
         self.log_check.setChecked(log_y)
-        self.plot.set_log_y(log_y)
-        index = max(self.x_axis_combo.findData(axis), 0)
-        self.x_axis_combo.setCurrentIndex(index)
-        self.plot.set_x_axis(self.x_axis_combo.currentData())
+        self.x_axis_combo.setCurrentIndex(max(self.x_axis_combo.findData(axis), 0))
 
 
 class PlotPane(QWidget):
-    """The loss plot with its toolbar above it, as one widget for the window's layout."""
+    """The loss plot with its toolbar above it, as one widget for the window's layout.
 
-    def __init__(self, plot: LossPlot, settings: QSettings | None = None, parent=None):
+    Built without a plot (`plot=None`) it shows a `PlotPlaceholder` (`placeholder`) until
+    `set_plot` puts the plot in its place."""
+
+    def __init__(self, plot: LossPlot | None = None, settings: QSettings | None = None,
+                 parent=None):
         super().__init__(parent)
         self.setObjectName("plotPane")
+        self.plot: LossPlot | None = None
+        self.placeholder: PlotPlaceholder | None = None
+        self.tools = PlotToolbar(None, settings, self)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(2)
+        self._layout.addWidget(self.tools)
+        if plot is None:
+            self.placeholder = PlotPlaceholder(self)
+            self._layout.addWidget(self.placeholder, 1)
+        else:
+            self.set_plot(plot)
+
+    def set_plot(self, plot: LossPlot) -> None:
+        """Show `plot` under the tools (in place of the placeholder) and let the tools drive it."""
+        if self.plot is not None:
+            raise RuntimeError("this pane has its plot already")
         self.plot = plot
-        self.tools = PlotToolbar(plot, settings, self)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addWidget(self.tools)
-        layout.addWidget(plot, 1)
+        self.tools.attach(plot)
+        if self.placeholder is None:
+            self._layout.addWidget(plot, 1)
+        else:
+            self._layout.replaceWidget(self.placeholder, plot)
+            self._layout.setStretchFactor(plot, 1)
+            self.placeholder.hide()
+            self.placeholder.deleteLater()
+            self.placeholder = None

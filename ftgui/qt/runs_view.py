@@ -329,12 +329,13 @@ class RunHistory:
         self.dock.hide()
         self.dock.openRequested.connect(self.open)
         self.dock.overlayRequested.connect(self.overlay)
-        self.dock.clearOverlaysRequested.connect(window.plot.clear_overlays)
+        # `window.plot` is looked up when used: the window creates its plot after showing
+        self.dock.clearOverlaysRequested.connect(lambda *_: window.plot.clear_overlays())
 
         self.runs_action = _action(window, "runsAction", "&Runs…", self.show_runs,
                                    QKeySequence("Ctrl+R"))
         self.clear_action = _action(window, "clearOverlaysAction", "C&lear overlays",
-                                    window.plot.clear_overlays)
+                                    lambda *_: window.plot.clear_overlays())
         self.csv_action = _action(window, "exportCsvAction", "Export curves as &CSV…",
                                   self._ask_csv)
         self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
