@@ -61,7 +61,7 @@ def test_an_unknown_model_lists_the_allowed_ones():
         ("seed", -1, "seed: -1 is not a whole number from 0 to 2147483647"),
         ("learning_rate", 0.0, "learning_rate: 0.0 is not in (0, 10]"),
         ("restart_backoff", -1.0, "restart_backoff: -1.0 is not in [0, 600] seconds"),
-        ("kill_at_step", 201, "kill_at_step: 201 is not a whole number from 0 to 200"),
+        ("kill_at_step", 2001, "kill_at_step: 2001 is not a whole number from 0 to 2000"),
         ("fault_target", "boss", "fault_target: 'boss' is not one of chief, worker:I, ps:I"),
     ],
 )

@@ -188,21 +188,19 @@ def find(run_dir: str | os.PathLike, step: int) -> CheckpointInfo:
     )
 
 
-def keep_newest(directory: Path, keep: int, newest: int) -> list[int]:
+def keep_newest(directory: Path, keep: int, newest: int) -> list[CheckpointInfo]:
     """Keep the `keep` newest valid checkpoints up to step `newest` in `directory` and delete
     every older one, valid or not (TensorFlow files, metadata, damage marker); checkpoints
     after `newest`, and invalid ones between the kept ones, are left alone.
-    Returns the deleted steps."""
-    found = [info for info in list_checkpoints(directory.parent)
-             if info.step <= newest]
-    kept = [info.step for info in found if info.valid][-keep:] if keep > 0 else []
+    Returns the kept valid checkpoints, oldest first."""
+    found = [info for info in list_checkpoints(directory.parent) if info.step <= newest]
+    kept = [info for info in found if info.valid][-keep:] if keep > 0 else []
     if not kept:
         return []
-    dropped = [info.step for info in found if info.step < kept[0]]
-    for step in dropped:
-        prefix = directory / f"{PREFIX}-{step}"
-        for path in tf_files(directory, step):
-            path.unlink(missing_ok=True)
-        meta_path(prefix).unlink(missing_ok=True)
-        damage_path(prefix).unlink(missing_ok=True)
-    return dropped
+    for info in found:
+        if info.step < kept[0].step:
+            for path in tf_files(directory, info.step):
+                path.unlink(missing_ok=True)
+            meta_path(info.prefix).unlink(missing_ok=True)
+            damage_path(info.prefix).unlink(missing_ok=True)
+    return kept

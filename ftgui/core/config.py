@@ -69,8 +69,8 @@ class RunConfig:
     dataset: str = "digits"
     global_batch_size: int = 64
     learning_rate: float = 0.01
-    steps: int = 200
-    checkpoint_every: int = 10
+    steps: int = 2000
+    checkpoint_every: int = 100
     keep: int = 5
     seed: int = 42
     auto_recover: bool = False

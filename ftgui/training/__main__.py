@@ -86,7 +86,7 @@ def train(run_dir: Path, config, args, events) -> int:
 
     from ftgui.core import checkpoints
     from ftgui.training import data as datamod
-    from ftgui.training.background_save import point_state_file
+    from ftgui.training.background_save import point_state_file, valid_up_to
     from ftgui.training.loop import Faults, TrainingLoop, TrainState
     from ftgui.training.strategies import configure_devices, make_strategy
 
@@ -126,7 +126,8 @@ def train(run_dir: Path, config, args, events) -> int:
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
     if is_chief:
-        point_state_file(checkpoints.checkpoint_dir(run_dir), int(state.step.numpy()))
+        directory = checkpoints.checkpoint_dir(run_dir)
+        point_state_file(directory, valid_up_to(directory, int(state.step.numpy())))
     if config.loop == "fit":
         from ftgui.training.fit_loop import run_fit
 

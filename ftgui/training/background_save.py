@@ -122,17 +122,16 @@ class OneWriter:
             self._pool.shutdown(wait=False)
 
 
-def point_state_file(directory: Path, step: int) -> None:
-    """Point TensorFlow's `checkpoint` state file at the valid checkpoints up to `step`, so
-    `tf.train.latest_checkpoint` and `tf.train.CheckpointManager` see what ftgui sees.
+def point_state_file(directory: Path, valid: list[checkpoints.CheckpointInfo]) -> None:
+    """Point TensorFlow's `checkpoint` state file in `directory` at the `valid` checkpoints
+    (oldest first), so `tf.train.latest_checkpoint` and `tf.train.CheckpointManager` see what
+    ftgui sees.
 
     After a crash or a fork the file can name missing or newer checkpoints, which a manager
     would later delete or renumber over.
     """
     from tensorflow.python.checkpoint import checkpoint_management
 
-    valid = [c for c in checkpoints.list_checkpoints(directory.parent)
-             if c.valid and c.step <= step]
     if not valid:
         (directory / "checkpoint").unlink(missing_ok=True)
         return
@@ -141,3 +140,9 @@ def point_state_file(directory: Path, step: int) -> None:
         all_model_checkpoint_paths=[c.prefix.name for c in valid],
         all_model_checkpoint_timestamps=[c.time for c in valid],
     )
+
+
+def valid_up_to(directory: Path, step: int) -> list[checkpoints.CheckpointInfo]:
+    """The valid checkpoints in `directory` up to `step`, oldest first."""
+    return [c for c in checkpoints.list_checkpoints(directory.parent)
+            if c.valid and c.step <= step]

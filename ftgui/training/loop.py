@@ -188,16 +188,19 @@ class Summaries:
     shows the same loss, val_loss and val_accuracy as the window); a no-op elsewhere, and
     (with one printed line) where the tensorboard package is missing.
 
-    Values are buffered and written by one traced call per name at each `flush` (every
-    checkpoint, and at the end): an eager `tf.summary.scalar` per step cost about 1.5 ms here,
-    a quarter of a step (benchmarks/bench_training_overhead.py). Steps after the last
-    checkpoint of a killed process are lost from TensorBoard, as they are from training: the
-    restart redoes and logs them again."""
+    Values are buffered and written by one traced call per name at each `flush` (after a
+    checkpoint when FLUSH_SECONDS have passed since the last one, and at the end): an eager
+    `tf.summary.scalar` per step cost about 1.5 ms here, a quarter of a step
+    (benchmarks/bench_training_overhead.py). Steps not yet flushed when a process is killed are
+    lost from TensorBoard; the restart redoes and logs them again."""
+
+    FLUSH_SECONDS = 2.0
 
     def __init__(self, directory: Path | None):
         self.writer = None
         self._pending: dict[str, tuple[list[int], list[float]]] = {}
         self._lock = threading.Lock()  # the checkpoint writer thread adds and flushes too
+        self._flushed = time.monotonic()
         self._writers: dict[str, object] = {}
         if directory is None:
             return
@@ -216,9 +219,13 @@ class Summaries:
                 steps.append(step)
                 values.append(value)
 
-    def flush(self) -> None:
+    def flush(self, force: bool = True) -> None:
+        """Write what is buffered (unless `force` is False and the last flush is recent)."""
         if self.writer is None:
             return
+        if not force and time.monotonic() - self._flushed < self.FLUSH_SECONDS:
+            return
+        self._flushed = time.monotonic()
         with self._lock:
             pending, self._pending = self._pending, {}
             for name, (steps, values) in pending.items():
@@ -477,15 +484,15 @@ class TrainingLoop:
             global_batch_size=self.config.global_batch_size,
         )
         if self.shadow is not None:
-            checkpoints.keep_newest(self.directory, self.config.keep, step)
-            point_state_file(self.directory, step)
+            point_state_file(self.directory,
+                             checkpoints.keep_newest(self.directory, self.config.keep, step))
         else:
             self._drop_metadata(dropped)
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
         self.summaries.scalar("val_loss", val_loss, step)
         self.summaries.scalar("val_accuracy", val_accuracy, step)
-        self.summaries.flush()
+        self.summaries.flush(force=False)
         if began is not None:
             stall_seconds = time.perf_counter() - began
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
