@@ -129,12 +129,12 @@ def inprocess(blocks: int, steps: int) -> dict:
     batches = loopmod.StepBatches(len(dataset.x_train), gbs, config.seed)
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-inproc-"))
     writer = EventWriter(work, 0)
-    summaries = None
-    if hasattr(loopmod, "Summaries"):
-        try:
-            summaries = loopmod.Summaries(work / "tensorboard")
-        except Exception:  # noqa: BLE001 - e.g. TensorBoard not installed
-            summaries = None
+    try:
+        from ftgui.training.summaries import Summaries
+
+        summaries = Summaries(work / "tensorboard")
+    except ImportError:  # an older ftgui
+        summaries = None
     counter = {"step": 0}
 
     def ftgui_call():

@@ -34,7 +34,7 @@ TIMED = [
     ("ftgui.training.background_save", "OneWriter.wait"),
     ("ftgui.core.events", "EventWriter.emit"),
     ("ftgui.training.data", "StepBatches.indices"),
-    ("ftgui.training.loop", "Summaries.scalar"),
+    ("ftgui.training.summaries", "Summaries.scalar"),
     ("ftgui.training.loop", "SyncSteps.run"),
     ("ftgui.training.loop", "TrainingLoop._after_step"),
     ("ftgui.training.loop", "TrainingLoop._poisoned"),

@@ -13,7 +13,6 @@ import math
 import os
 import shutil
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from ftgui.training.background_save import (
 )
 from ftgui.training.data import Dataset, StepBatches
 from ftgui.training.signals import REQUESTS
+from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 
 MAX_ROLLBACKS = 3  # a loss that is non-finite again after this many rollbacks is not transient
 
@@ -180,74 +180,6 @@ class SyncSteps:
 
 
 ROLL_BACK = -1  # _after_step's answer to a non-finite loss
-TENSORBOARD_DIR = "tensorboard"
-
-
-class Summaries:
-    """TensorBoard scalars of the chief in `RUN/tensorboard/` (`tensorboard --logdir RUN`
-    shows the same loss, val_loss and val_accuracy as the window); a no-op elsewhere, and
-    (with one printed line) where the tensorboard package is missing.
-
-    Values are buffered and written by one traced call per name at each `flush` (after a
-    checkpoint when FLUSH_SECONDS have passed since the last one, and at the end): an eager
-    `tf.summary.scalar` per step cost about 1.5 ms here, a quarter of a step
-    (benchmarks/bench_training_overhead.py). Steps not yet flushed when a process is killed are
-    lost from TensorBoard; the restart redoes and logs them again."""
-
-    FLUSH_SECONDS = 2.0
-
-    def __init__(self, directory: Path | None):
-        self.writer = None
-        self._pending: dict[str, tuple[list[int], list[float]]] = {}
-        self._lock = threading.Lock()  # the checkpoint writer thread adds and flushes too
-        self._flushed = time.monotonic()
-        self._writers: dict[str, object] = {}
-        if directory is None:
-            return
-        try:
-            import tensorboard  # noqa: F401 (tf.summary.scalar needs it)
-        except ImportError:
-            print("tensorboard is not installed: no TensorBoard summaries "
-                  "(pip install tensorboard)", flush=True)
-            return
-        self.writer = tf.summary.create_file_writer(str(directory))
-
-    def scalar(self, name: str, value: float, step: int) -> None:
-        if self.writer is not None and math.isfinite(value):
-            with self._lock:
-                steps, values = self._pending.setdefault(name, ([], []))
-                steps.append(step)
-                values.append(value)
-
-    def flush(self, force: bool = True) -> None:
-        """Write what is buffered (unless `force` is False and the last flush is recent)."""
-        if self.writer is None:
-            return
-        if not force and time.monotonic() - self._flushed < self.FLUSH_SECONDS:
-            return
-        self._flushed = time.monotonic()
-        with self._lock:
-            pending, self._pending = self._pending, {}
-            for name, (steps, values) in pending.items():
-                if steps:
-                    self._writer_for(name)(tf.constant(steps, dtype=tf.int64),
-                                           tf.constant(values, dtype=tf.float32))
-            self.writer.flush()
-
-    def _writer_for(self, name: str):
-        if name not in self._writers:
-            writer = self.writer
-
-            @tf.function(input_signature=[tf.TensorSpec([None], tf.int64),
-                                          tf.TensorSpec([None], tf.float32)])
-            def write(steps, values):
-                with writer.as_default():
-                    for i in tf.range(tf.size(steps)):
-                        with tf.compat.v1.name_scope(None):  # the tag, not "while/<tag>"
-                            tf.summary.scalar(name, values[i], step=steps[i])
-
-            self._writers[name] = write
-        return self._writers[name]
 
 
 class TrainingLoop:
@@ -337,7 +269,7 @@ class TrainingLoop:
             if self.writer is not None:
                 self.writer.close()
             self._remove_scratch()
-            self.summaries.flush()
+            self.summaries.close()
         if self.is_chief:
             self.events.emit("run_finished", step=step, loss=loss,
                              seconds=time.perf_counter() - started)
@@ -492,7 +424,7 @@ class TrainingLoop:
         self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
         self.summaries.scalar("val_loss", val_loss, step)
         self.summaries.scalar("val_accuracy", val_accuracy, step)
-        self.summaries.flush(force=False)
+        self.summaries.flush()
         if began is not None:
             stall_seconds = time.perf_counter() - began
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
