@@ -223,6 +223,7 @@ class TrainingLoop:
                 checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
             )
         self.last_saved = -1
+        self._warmed = False
         self.summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
         self._last_heartbeat = 0.0
         self.rollbacks = 0
@@ -242,6 +243,10 @@ class TrainingLoop:
                 poison = [self._poisoned(s) for s in range(step + 1, last + 1)]
                 self._arm_preemption(last)
                 losses, (stop, save) = self.runner.run(indices, self.requests.pending, poison)
+                if self.writer is not None and not self._warmed:
+                    # after the first step, never before it: a recovery waits for that step
+                    self._warmed = True
+                    self.writer.submit(self.shadow.warm_up)
                 rolled_back = False
                 for loss in losses:
                     step += 1
