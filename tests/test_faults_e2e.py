@@ -56,8 +56,9 @@ def test_chaos_with_a_seed_ends_with_the_weights_of_an_uninterrupted_run(
 ):
     run_dir = tmp_path / "run"
     # seed 9 plans kill@143, hang@192, nan@275, kill@384, preempt@476
-    flags = ["--steps", "600", "--chaos-faults", "5", "--chaos-kinds", "kill,preempt,nan,hang",
-             "--chaos-seed", "9", "--watchdog-seconds", "3", "--auto-recover",
+    flags = ["--steps", "600", "--checkpoint-every", "10", "--chaos-faults", "5",
+             "--chaos-kinds", "kill,preempt,nan,hang", "--chaos-seed", "9",
+             "--watchdog-seconds", "3", "--auto-recover",
              "--max-restarts", "10", "--restart-backoff", "0", "--warm-standby", "--quiet"]
     assert cli.main(["train", str(run_dir), *flags]) == 0
 
