@@ -87,8 +87,8 @@ def test_the_keras_fit_path_restores_only_to_the_start_of_the_epoch(tmp_path):
     run_dir = tmp_path / "run"
     # digits: 1,437 training examples / 64 = 22 steps per epoch
     assert cli.main(["train", str(run_dir), "--loop", "fit", "--steps", "44",
-                     "--kill-at-step", "30", "--auto-recover", "--restart-backoff", "0",
-                     "--quiet"]) == 0
+                     "--checkpoint-every", "10", "--kill-at-step", "30", "--auto-recover",
+                     "--restart-backoff", "0", "--quiet"]) == 0
     seen = events.read_all(run_dir)
     [resumed] = of_kind(seen, "resumed")
     assert (resumed["attempt"], resumed["from_step"]) == (1, 22)  # not 30: the epoch start
