@@ -5,12 +5,14 @@
 bare_loop.py's model, strategy and step function in one process; ms per training step, with a
 checkpoint every 10 steps written by:
   none      no checkpoint (the reference)
-  manager   tf.train.CheckpointManager.save (what ftgui's TrainingLoop.save does now)
+  manager   tf.train.CheckpointManager.save (what ftgui's TrainingLoop.save did before the
+            background writer; cluster strategies still do)
   function  tf.train.Checkpoint.write traced once in a tf.function (prefix passed as a string
             tensor): TensorFlow walks the object graph once, at trace time, not at every save
   thread    the step path only copies the variables into shadow variables (one tf.function,
             same object structure: a second model and optimizer); a background thread writes
-            them with a traced Checkpoint.write (at most one save in flight)
+            them with a traced Checkpoint.write (at most one save in flight): what
+            ftgui.training.background_save does now
 Stall per checkpoint = 10 x (ms/step - ms/step of none). Each variant's last checkpoint is
 restored into the MirroredStrategy model through a fresh tf.train.Checkpoint
 (assert_existing_objects_matched, as ftgui's trainer does) and compared with the values the
