@@ -331,3 +331,18 @@ def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept
     assert state.model_checkpoint_path.endswith("ckpt-60")
     assert [p.rsplit("/", 1)[-1] for p in state.all_model_checkpoint_paths] == [
         f"ckpt-{s}" for s in kept]
+
+
+@pytest.mark.tf
+def test_tensorboard_shows_each_step_once_after_a_fork(tmp_path, baseline_run, baseline_losses):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(baseline_run, run_dir)
+    assert cli.main(["train", str(run_dir), "--resume", "--from-step", "20", "--quiet"]) == 0
+    board = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0})
+    board.Reload()
+    losses = [(e.step, e.value) for e in board.Scalars("loss")]
+    assert [step for step, _ in losses] == list(range(1, 61))  # 21-60 once, not twice
+    assert dict(losses) == baseline_losses
+    assert [e.step for e in board.Scalars("val_loss")] == [10, 20, 30, 40, 50, 60]

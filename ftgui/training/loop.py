@@ -225,6 +225,8 @@ class TrainingLoop:
         self.last_saved = -1
         self._warmed = False
         self.summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
+        if int(state.step.numpy()) > 0:  # resumed or forked: steps after it are logged anew
+            self.summaries.restart_at(int(state.step.numpy()) + 1)
         self._last_heartbeat = 0.0
         self.rollbacks = 0
         self._poisoned_steps: set[int] = set()
@@ -344,6 +346,7 @@ class TrainingLoop:
             return None
         self.state.checkpoint.restore(str(info.prefix)).assert_existing_objects_matched()
         restored = int(self.state.step.numpy())
+        self.summaries.restart_at(restored + 1)
         if self.is_chief:
             self.events.emit("rolled_back", from_step=step, to_step=restored,
                              checkpoint=info.relpath)
