@@ -32,8 +32,15 @@ FLAG_FIELDS = {
 FIELD_FLAGS = {field: "--" + flag.replace("_", "-") for flag, field in FLAG_FIELDS.items()}
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad command line gets one line (no usage dump) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible.",
         allow_abbrev=False,
     )
@@ -162,6 +169,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
+    """Raise ConfigError when the newest valid checkpoint already is the last step: resuming
+    would start TensorFlow only to train nothing."""
+    newest = checkpoints.newest_valid(run_dir)
+    if newest is not None and newest.step >= config.steps:
+        raise ConfigError(
+            f"steps (--steps): the run already reached step {newest.step} of {config.steps}; "
+            f"give --steps N with N > {newest.step} to train on, or --from-step S to fork"
+        )
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ftgui.core.supervisor import Supervisor
 
@@ -173,6 +191,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
     base = configmod.load_values(run_dir) if existing and args.resume else RunConfig()
     config = config_from_args(args, base)
+    if args.resume and args.from_step is None:
+        _refuse_a_finished_run(run_dir, config)
     supervisor = Supervisor(run_dir)
     supervisor.poll()  # the run's history: known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)

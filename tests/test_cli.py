@@ -178,7 +178,7 @@ def test_a_cnn_trains_on_a_users_npz_named_relative_to_the_current_directory(
 @pytest.mark.tf
 def test_a_checkpoint_tensorflow_cannot_read_fails_with_tensorflows_reason(finished_run, capsys):
     # The fake checkpoints have complete files and metadata, but their bytes are not TensorFlow's.
-    assert cli.main(["train", str(finished_run), "--resume", "--quiet"]) == 1
+    assert cli.main(["train", str(finished_run), "--resume", "--steps", "80", "--quiet"]) == 1
     assert capsys.readouterr().err == (
         "ftgui: run failed: exited with status 4 (damaged checkpoint): checkpoint "
         "checkpoints/ckpt-60 is damaged and now marked invalid "
@@ -216,3 +216,22 @@ def test_abbreviated_flags_are_refused(capsys):
     with pytest.raises(SystemExit):
         cli.main(["train", "run", "--step", "5"])
     assert "unrecognized arguments: --step 5" in capsys.readouterr().err
+
+
+def test_a_value_of_the_wrong_type_gets_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["train", "run", "--lr", "abc"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "ftgui train: argument --lr: invalid float value: 'abc' (see ftgui train --help)\n")
+
+
+def test_resuming_a_run_that_reached_its_last_step_says_so_before_starting(finished_run, capsys):
+    before = (finished_run / "events.jsonl").read_bytes()
+    assert cli.main(["train", str(finished_run), "--resume"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: steps (--steps): the run already reached step 60 of 60; give --steps N with "
+        "N > 60 to train on, or --from-step S to fork\n"
+    )
+    assert (finished_run / "events.jsonl").read_bytes() == before  # nothing started
+

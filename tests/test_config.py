@@ -88,7 +88,11 @@ def test_multi_worker_needs_two_workers_and_divides_the_batch_among_them():
 
 def test_a_worker_target_needs_a_strategy_with_that_worker():
     assert error_of(RunConfig(strategy="mirrored", fault_target="worker:1")) == (
-        "fault_target: 'worker:1' does not exist for strategy mirrored with 2 workers and 1 ps"
+        "fault_target: 'worker:1' does not exist; strategy mirrored has only chief (one process)"
+    )
+    assert error_of(RunConfig(strategy="multi-worker", workers=2, fault_target="worker:2")) == (
+        "fault_target: 'worker:2' does not exist; strategy multi-worker has chief, "
+        "worker:0 … worker:1"
     )
     cluster = RunConfig(strategy="multi-worker", workers=2)
     assert configmod.parse_target("worker:1", cluster) == ("worker", 1)

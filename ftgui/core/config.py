@@ -288,12 +288,20 @@ def parse_target(target: str, config: RunConfig | None = None) -> tuple[str, int
         if config is not None:
             count = config.workers if role == "worker" else config.ps
             if config.strategy not in ("multi-worker", "parameter-server") or index >= count:
-                raise ConfigError(
-                    f"fault_target: {target!r} does not exist for strategy {config.strategy} "
-                    f"with {config.workers} workers and {config.ps} ps"
-                )
+                raise ConfigError(f"fault_target: {target!r} does not exist; strategy "
+                                  f"{config.strategy} has {_targets(config)}")
         return role, index
     raise ConfigError(f"fault_target: {target!r} is not one of chief, worker:I, ps:I")
+
+
+def _targets(config: RunConfig) -> str:
+    """The fault targets a config's cluster has, for messages."""
+    if config.strategy == "multi-worker":  # worker 0 is the chief
+        return f"chief, worker:0 … worker:{config.workers - 1}"
+    if config.strategy == "parameter-server":
+        return (f"chief (the coordinator), worker:0 … worker:{config.workers - 1}, "
+                f"ps:0 … ps:{config.ps - 1}")
+    return "only chief (one process)"
 
 
 def load_values(run_dir: str | os.PathLike) -> dict:
