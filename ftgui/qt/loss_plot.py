@@ -33,7 +33,7 @@ SMOOTHED_WIDTH = 2
 LABEL_POSITIONS = {"kill": 0.72, "preempt": 0.72, "failed": 0.72, "resume": 0.62}
 MARKER_PENS = {
     "kill": pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DashLine),
-    "preempt": pg.mkPen("#e6a100", width=1, style=Qt.PenStyle.DashLine),
+    "preempt": pg.mkPen("#b07800", width=1, style=Qt.PenStyle.DashLine),  # dark amber: legible
     "failed": pg.mkPen("#8c564b", width=1, style=Qt.PenStyle.DashLine),
     "resume": pg.mkPen("#2ca02c", width=1, style=Qt.PenStyle.DashLine),
 }

@@ -87,6 +87,11 @@ class MainWindow(QMainWindow):
         self._on_state(*self.controller._last_state)
 
     # ------------------------------------------------------------ the plot, after the first paint
+    def _log_line(self, line: str) -> None:
+        self.log.appendPlainText(line)
+        # appending moves the view to the end of the new line; keep the lines' starts in view
+        self.log.horizontalScrollBar().setValue(0)
+
     @property
     def plot(self) -> LossPlot:
         """The loss plot, created now if the window has not done it yet."""
@@ -216,7 +221,7 @@ class MainWindow(QMainWindow):
         self.table.exportRequested.connect(self._export_checkpoint)
         self.table.deleteRequested.connect(self._delete_checkpoint)
         self.controller.stateChanged.connect(self._on_state)
-        self.controller.logLine.connect(self.log.appendPlainText)
+        self.controller.logLine.connect(self._log_line)
         self.controller.checkpointsChanged.connect(
             lambda: self.table.refresh(self.controller.supervisor.run_dir)
         )
@@ -359,8 +364,8 @@ class MainWindow(QMainWindow):
         )
         self.table.resume_enabled = not live and state != "busy" and has_run
         self.panel.set_editable(not live and state != "busy")
-        colours = {"running": "#1f77b4", "recovering": "#e6a100", "finished": "#1a7f37",
-                   "killed": "#b00020", "failed": "#b00020", "preempted": "#e6a100",
+        colours = {"running": "#1f77b4", "recovering": "#b07800", "finished": "#1a7f37",
+                   "killed": "#b00020", "failed": "#b00020", "preempted": "#b07800",
                    "interrupted": "#b00020", "stopped": "#666666"}
         self.state_label.setStyleSheet(
             f"font-size: 14px; font-weight: bold; padding: 0 8px; "
