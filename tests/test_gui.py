@@ -60,12 +60,17 @@ def test_fresh_window_offers_start_only(window):
     assert not window.resume_button.isEnabled()
 
 
-def test_the_event_log_keeps_the_start_of_long_lines_in_view(window):
-    window.resize(900, 700)
-    for k in range(30):
-        window.controller.logLine.emit(f"{k:02d} " + "x" * 400)
-    assert window.log.horizontalScrollBar().maximum() > 0  # the lines are wider than the view
-    assert window.log.horizontalScrollBar().value() == 0
+def test_the_event_log_keeps_the_start_of_long_lines_in_view(qtbot, tmp_path):
+    win = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    for k in range(30):  # as `ftgui open RUN` replays a run's log before the window shows
+        win.controller.logLine.emit(f"{k:02d} " + "x" * 400)
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
+        win.show()
+    qtbot.wait(50)
+    assert win.log.horizontalScrollBar().maximum() > 0  # the lines are wider than the view
+    assert win.log.horizontalScrollBar().value() == 0
+    win.controller.shutdown()
 
 
 def test_bad_batch_size_is_refused_before_anything_is_written(window, tmp_path):

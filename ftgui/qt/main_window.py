@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -89,8 +89,12 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ the plot, after the first paint
     def _log_line(self, line: str) -> None:
         self.log.appendPlainText(line)
-        # appending moves the view to the end of the new line; keep the lines' starts in view
-        self.log.horizontalScrollBar().setValue(0)
+        # The view follows the text cursor, left at the end of the new line: put it at the
+        # line's start so that a long line does not scroll the log to the right.
+        cursor = self.log.textCursor()
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.movePosition(QTextCursor.MoveOperation.StartOfBlock)
+        self.log.setTextCursor(cursor)
 
     @property
     def plot(self) -> LossPlot:
