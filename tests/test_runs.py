@@ -294,6 +294,51 @@ def test_a_step_value_that_is_no_json_number_falls_back_to_json(tmp_path, value)
         np.testing.assert_array_equal(train.loss[2], event["loss"])  # NaN equals NaN here
 
 
+ODD_STEP_LINES = [  # hand-edited step lines: each must be read as parse_line reads it, or skipped
+    '{"event":"step","time":9.5,"attempt":0,"step":null,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":null,"step":3,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":5.1,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":1e2,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":1.0,"step":3,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":007,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":nan,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":n1.5,"epoch":0}',
+    '{"event":"step","time":null,"attempt":0,"step":3,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":1234567890123456789,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":9223372036854775808,"loss":0.5,"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":1.5,garbage}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":1.5,"epoch":0}xx',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":1.5,"epoch":0,"step":4}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":1' + "0" * 400 + ',"epoch":0}',
+    '{"event":"step", "time":9.5,"attempt":0,"step":3,"loss":' + "9" * 400 + ',"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":[1,2],"epoch":0}',
+    '{"event":"step","time":9.5,"attempt":0,"step":3,"loss":1.5,"epoch":0.5}',
+]
+
+
+@pytest.mark.parametrize("odd", ODD_STEP_LINES)
+def test_an_odd_step_line_is_read_as_json_reads_it_or_skipped(tmp_path, odd):
+    run_dir = make_run(tmp_path, "odd")
+    with EventWriter(run_dir, 0) as writer:
+        writer.emit("step", time=T0 + 1, step=1, loss=0.25, epoch=0)
+    with open(run_dir / "events.jsonl", "a") as handle:
+        handle.write(odd + "\n")
+    with EventWriter(run_dir, 0) as writer:
+        writer.emit("step", time=T0 + 2, step=2, loss=0.125, epoch=0)
+    expected = []
+    for line in (run_dir / "events.jsonl").read_bytes().splitlines():
+        event = parse_line(line)
+        if event is not None and event["event"] == "step":
+            expected.append((event.get("attempt", 0), event["step"], float(event["time"]),
+                             runs._nan_if_none(event.get("loss"))))
+    for read in (runs.read_history(run_dir).steps, runs.read_curves(run_dir).train):
+        got = list(zip(read.attempt.tolist(), read.step.tolist(), read.time.tolist(),
+                       read.loss.tolist(), strict=True))
+        assert len(got) == len(expected)
+        for row, want in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(row, want)  # NaN equals NaN here
+
+
 # ------------------------------------------------------------------------------ export
 def test_curves_export_as_csv_with_every_attempt_and_the_validation_points(tmp_path):
     run_dir = make_run(tmp_path, "exported")

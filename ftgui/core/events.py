@@ -118,18 +118,19 @@ def _well_formed(event) -> bool:
     if not isinstance(event, dict) or not isinstance(event.get("event"), str):
         return False
     attempt, when = event.get("attempt", 0), event.get("time", 0.0)
-    if not _is_int(attempt) or not isinstance(when, (int, float)) or isinstance(when, bool):
+    if not is_int64(attempt) or not isinstance(when, (int, float)) or isinstance(when, bool):
         return False
     if event["event"] == "step":
         loss = event.get("loss")
-        return _is_int(event.get("step")) and (
+        return is_int64(event.get("step")) and (
             loss is None or (isinstance(loss, (int, float)) and not isinstance(loss, bool))
         )
     return True
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_int64(value) -> bool:
+    """A JSON whole number that fits in int64 (steps and attempts are stored as int64)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63
 
 
 def read_all(run_dir: str | os.PathLike) -> list[dict]:

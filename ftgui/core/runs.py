@@ -25,7 +25,7 @@ from platformdirs import user_data_path
 
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
-from ftgui.core.events import EVENTS_FILE, parse_line
+from ftgui.core.events import EVENTS_FILE, is_int64, parse_line
 from ftgui.core.incidents import IncidentTracker
 from ftgui.core.supervisor import (
     Supervisor,
@@ -325,7 +325,13 @@ class RunCurves:
 
 
 def _nan_if_none(value) -> float:
-    return math.nan if value is None else float(value)
+    """A JSON number as float: None is NaN, a whole number too large for float is ±inf."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def read_curves(run_dir: str | os.PathLike) -> RunCurves:
@@ -348,10 +354,10 @@ def read_curves(run_dir: str | os.PathLike) -> RunCurves:
             train_parts.append(Points(first_line + step_lines[parsed], *columns))
             others = np.concatenate([step_lines[~parsed], np.flatnonzero(~lines.is_step)])
             for line in others.tolist():
-                event = _event_of(lines.text(line))
-                if event.get("event") == "step" and "step" in event:
+                event = parse_line(lines.text(line)) or {}  # None: not a well-formed event
+                if event.get("event") == "step":
                     odd_steps.append((first_line + line, event))
-                elif event.get("event") == "validation" and "step" in event:
+                elif event.get("event") == "validation" and is_int64(event.get("step")):
                     validations.append((first_line + line, event))
             first_line += len(lines)
     if odd_steps:
@@ -360,7 +366,7 @@ def read_curves(run_dir: str | os.PathLike) -> RunCurves:
                      validation=Points.from_events(validations, "val_loss"), origin=origin)
 
 
-_STEP_FIELDS = (b'"time":', b'"attempt":', b'"step":', b'"loss":')
+_STEP_FIELDS = (b'"time":', b'"attempt":', b'"step":', b'"loss":', b'"epoch":')
 
 
 @dataclass
@@ -407,13 +413,16 @@ def read_history(run_dir: str | os.PathLike) -> History:
 
 
 def _step_columns(lines: _Lines, step_lines: np.ndarray):
-    """Read `{"event":"step","time":T,"attempt":A,"step":S,"loss":L…` lines column-wise.
+    """Read step lines laid out exactly as the trainer writes them,
+    `{"event":"step","time":T,"attempt":A,"step":S,"loss":L,"epoch":E}`, column-wise.
 
-    Returns ((attempt, step, time, loss) arrays for the lines laid out exactly so, and a mask
-    over `step_lines` of those lines); other lines are left for a JSON parse. The values are
-    cut out between their key and the next `,` or `}`; attempt and step are read from their
-    digits, time and loss parsed as one JSON array by orjson (a correctly rounded parse: the
-    same bits as `float()`); a JSON null loss becomes NaN.
+    Returns ((attempt, step, time, loss) arrays for those lines, and a mask over `step_lines`
+    of them); every other line (another layout, a value that is not a plain JSON number of its
+    kind, anything after the epoch) is left for the JSON parse, so the result is what
+    `events.parse_line` reads. Values are cut out between their key and the next `,` (`}`
+    after the epoch); the whole numbers are read from their digits, time and loss parsed as
+    one JSON array by orjson (a correctly rounded parse: the same bits as `float()`); a null
+    loss is NaN.
     """
     buffer, last_byte = lines.buffer, len(lines.buffer) - 1
     parsed = np.ones(len(step_lines), dtype=bool)
@@ -421,7 +430,7 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
     position = lines.starts[step_lines] + len(STEP_PREFIX)
     ends = lines.ends[step_lines]
     spans = []
-    for key in _STEP_FIELDS:
+    for number, key in enumerate(_STEP_FIELDS):
         parsed &= buffer[np.minimum(position, last_byte)] == ord(",")
         for offset, byte in enumerate(key):
             parsed &= buffer[np.minimum(position + 1 + offset, last_byte)] == byte
@@ -429,46 +438,57 @@ def _step_columns(lines: _Lines, step_lines: np.ndarray):
         found = np.searchsorted(delimiters, value_start)
         value_end = delimiters[np.minimum(found, max(len(delimiters) - 1, 0))] if len(
             delimiters) else value_start
-        parsed &= (found < len(delimiters)) & (value_start < value_end) & (value_end < ends)
+        parsed &= (found < len(delimiters)) & (value_start < value_end)
+        if number == len(_STEP_FIELDS) - 1:  # the epoch ends the line: `}` and nothing else
+            parsed &= (value_end == ends - 1) & (buffer[np.minimum(value_end, last_byte)]
+                                                 == ord("}"))
+        else:
+            parsed &= value_end < ends
         spans.append((value_start, value_end))
         position = value_end
+    (time_span, attempt_span, step_span, loss_span, epoch_span) = spans
+    attempt, attempt_ok = _whole_numbers(buffer, *attempt_span)
+    step, step_ok = _whole_numbers(buffer, *step_span)
+    _, epoch_ok = _whole_numbers(buffer, *epoch_span)
+    parsed &= attempt_ok & step_ok & epoch_ok
+    first = buffer[np.minimum(time_span[0], last_byte)]
+    parsed &= np.isin(first, _NUMBER_STARTS)
+    loss_start, loss_end = loss_span
+    null = _is_null(buffer, loss_start, loss_end)
+    parsed &= np.isin(buffer[np.minimum(loss_start, last_byte)], _NUMBER_STARTS) | null
     count = int(parsed.sum())
     if count == 0:
         empty_int, empty_float = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         return (empty_int, empty_int, empty_float, empty_float), parsed
-    # The whole numbers (attempt, step) are read from their digits; text→float parsing is
-    # the slow part of opening a long run, so only time and loss go through it.
-    whole = [_digits(buffer, start[parsed], end[parsed]) for start, end in spans[1:3]]
-    floats = [0, 3] if all(column is not None for column in whole) else [0, 1, 2, 3]
-    # The float values, one row each in the order they are in the lines (time, loss of line
-    # 1, then of line 2, ...), cut out into a comma-separated JSON array: orjson's float parse
-    # is correctly rounded (the same bits as float()) and ~4x faster than numpy's text parse.
-    starts = np.stack([spans[k][0][parsed] for k in floats], axis=1).ravel()
-    widths = np.stack([spans[k][1][parsed] for k in floats], axis=1).ravel() - starts
+    # time and loss of line 1, then of line 2, ... cut out into one JSON array for orjson
+    starts = np.stack([time_span[0][parsed], loss_start[parsed]], axis=1).ravel()
+    widths = np.stack([time_span[1][parsed], loss_end[parsed]], axis=1).ravel() - starts
     cells = _cells(buffer, starts, widths)
-    if not np.isin(cells[:, 0], _NUMBER_STARTS).all():
-        return _step_columns(lines, step_lines[:0])[0], np.zeros(len(step_lines), dtype=bool)
-    null = np.flatnonzero(cells[len(floats) - 1::len(floats), 0] == ord("n"))
-    cells[null * len(floats) + len(floats) - 1, :4] = np.frombuffer(b"0   ", dtype=np.uint8)
+    null_rows = np.flatnonzero(null[parsed])
+    cells[null_rows * 2 + 1, :4] = np.frombuffer(b"0   ", dtype=np.uint8)  # NaN below
     cells[-1, -1] = ord("]")  # instead of the last value's trailing comma
     try:
         values = np.array(orjson.loads(b"[" + cells.tobytes()), dtype=np.float64)
-    except (orjson.JSONDecodeError, TypeError, ValueError):
+    except (orjson.JSONDecodeError, TypeError, ValueError, OverflowError):
         values = np.empty(0)
-    if len(values) != len(floats) * count:  # a value that is no number: JSON reads every line
+    if len(values) != 2 * count:  # a value that is no number (`1x`): JSON reads every line
         return _step_columns(lines, step_lines[:0])[0], np.zeros(len(step_lines), dtype=bool)
-    values = values.reshape(count, len(floats))
-    values[null, len(floats) - 1] = math.nan
-    if len(floats) == 2:
-        time, loss = values.T
-        attempt, step = whole
-    else:
-        time, attempt, step, loss = values.T
-        attempt, step = attempt.astype(np.int64), step.astype(np.int64)
-    return (attempt, step, time.copy(), loss.copy()), parsed
+    values = values.reshape(count, 2)
+    values[null_rows, 1] = math.nan
+    return (attempt[parsed], step[parsed], values[:, 0].copy(), values[:, 1].copy()), parsed
 
 
-_NUMBER_STARTS = np.frombuffer(b"-0123456789n", dtype=np.uint8)  # n: null, a NaN loss
+_NUMBER_STARTS = np.frombuffer(b"-0123456789", dtype=np.uint8)
+_MAX_DIGITS = 18  # below 2**63: no overflow in int64
+
+
+def _is_null(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Where buffer[starts[i]:ends[i]] is exactly `null`."""
+    last = len(buffer) - 1
+    null = ends - starts == 4
+    for offset, byte in enumerate(b"null"):
+        null &= buffer[np.minimum(starts + offset, last)] == byte
+    return null
 
 
 def _cells(buffer: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
@@ -481,18 +501,23 @@ def _cells(buffer: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.nda
     return np.concatenate([cells, np.full((len(cells), 1), ord(","), dtype=np.uint8)], axis=1)
 
 
-def _digits(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
-    """The whole numbers written in buffer[starts[i]:ends[i]] (plain decimal digits, at most
-    18), or None when any of them is not that (then the float parse reads them)."""
-    lengths = ends - starts
-    if not len(starts) or lengths.min() < 1 or lengths.max() > 18:
-        return None if len(starts) else np.empty(0, dtype=np.int64)
+def _whole_numbers(buffer: np.ndarray, starts: np.ndarray,
+                   ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The whole numbers written in buffer[starts[i]:ends[i]], and where the text is one
+    (JSON's form: decimal digits, no leading zero, at most 18 of them); elsewhere the value is
+    meaningless and the mask False."""
+    lengths = np.clip(ends - starts, 1, _MAX_DIGITS)
+    ok = (ends - starts >= 1) & (ends - starts <= _MAX_DIGITS)
+    if not len(starts):
+        return np.empty(0, dtype=np.int64), ok
     firsts = np.cumsum(lengths) - lengths
     positions = np.arange(int(lengths.sum())) - np.repeat(firsts, lengths) + np.repeat(
         starts, lengths
     )
-    digits = buffer[positions].astype(np.int64) - ord("0")
-    if digits.min() < 0 or digits.max() > 9:
-        return None
-    powers = np.repeat(ends, lengths) - positions - 1
-    return np.add.reduceat(digits * (10 ** powers), firsts)
+    digits = buffer[np.minimum(positions, len(buffer) - 1)].astype(np.int64) - ord("0")
+    bad = (digits < 0) | (digits > 9)
+    ok &= np.add.reduceat(bad, firsts) == 0
+    ok &= (digits[firsts] != 0) | (lengths == 1)  # 007 is not JSON
+    digits[bad] = 0
+    powers = np.repeat(starts + lengths, lengths) - positions - 1
+    return np.add.reduceat(digits * (10 ** powers), firsts), ok
