@@ -256,7 +256,8 @@ def test_an_npz_that_does_not_fit_names_the_problem(tmp_path, arrays, problem):
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("flags", [["--replicas", "4"], ["--strategy", "one-device"]])
+@pytest.mark.parametrize("flags", [["--replicas", "4"], ["--strategy", "one-device"],
+                                   ["--strategy", "default"]])
 def test_a_copied_two_replica_run_resumes_on_other_devices_at_the_same_data_position(
     tmp_path, baseline_run, baseline_losses, flags
 ):

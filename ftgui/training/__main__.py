@@ -145,11 +145,22 @@ def train(run_dir: Path, config, args, events) -> int:
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
                 start_step=int(state.step.numpy()), strategy=config.strategy,
                 replicas=strategy.num_replicas_in_sync,
-                devices=list(strategy.extended.worker_devices),
+                devices=_devices_of(strategy),
                 import_seconds=import_seconds, setup_seconds=time.perf_counter() - _T0)
     print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
           f"starting after step {int(state.step.numpy())}", flush=True)
     return loop.run()
+
+
+def _devices_of(strategy) -> list[str]:
+    """The devices the strategy's replicas run on (the default strategy has no such list: it
+    runs where TensorFlow places ops, the first device)."""
+    try:
+        return list(strategy.extended.worker_devices)
+    except RuntimeError:
+        import tensorflow as tf
+
+        return [tf.config.list_logical_devices()[0].name]
 
 
 def _damaged(run_dir: Path, args, events, exc: Exception) -> int:
