@@ -4,6 +4,7 @@ replica count, a fork keeps history, and the data position is a pure function of
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -347,3 +348,29 @@ def test_tensorboard_shows_each_step_once_after_a_fork(tmp_path, baseline_run, b
     assert [step for step, _ in losses] == list(range(1, 61))  # 21-60 once, not twice
     assert dict(losses) == baseline_losses
     assert [e.step for e in board.Scalars("val_loss")] == [10, 20, 30, 40, 50, 60]
+
+
+def test_a_failed_background_save_stops_training_at_the_next_step_and_names_the_checkpoint():
+    import time
+
+    from ftgui.training.background_save import CheckpointWriteError, OneWriter, write_error
+
+    prefix = Path("/r/checkpoints/ckpt-200")
+    tf_message = ("Graph execution error:\n\nDetected at node SaveV2 defined at ...\n"
+                  "/r/checkpoints/ckpt-200_temp/part-00000-of-00001; Operation not permitted\n"
+                  "\t [[{{node SaveV2}}]] [Op:__inference__write_on_one_device_42]")
+
+    def failing_save():
+        raise write_error(prefix, RuntimeError(tf_message))
+
+    writer = OneWriter()
+    writer.check()  # nothing in flight: nothing to say
+    writer.submit(failing_save)
+    while not writer._future.done():
+        time.sleep(0.01)
+    with pytest.raises(CheckpointWriteError) as caught:
+        writer.check()  # the step after: not at the next checkpoint
+    assert str(caught.value) == (
+        "checkpoint ckpt-200 was not written: "
+        "/r/checkpoints/ckpt-200_temp/part-00000-of-00001; Operation not permitted")
+    writer.close()

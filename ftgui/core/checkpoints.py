@@ -93,11 +93,14 @@ def write_metadata(prefix: Path, **fields) -> Path:
     return path
 
 
-def inspect(prefix: Path) -> CheckpointInfo:
-    """Validate one checkpoint from its files; never raises for a damaged checkpoint."""
+def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
+    """Validate one checkpoint from its files (`files`: its TensorFlow files when the caller
+    has listed the folder already); never raises for a damaged checkpoint."""
     step = int(prefix.name.rsplit("-", 1)[1])
+    if files is None:
+        files = tf_files(prefix.parent, step)
     # Files can vanish while we look (CheckpointManager deleting beyond max_to_keep).
-    sizes = {path.name: _stat(path) for path in tf_files(prefix.parent, step)}
+    sizes = {path.name: _stat(path) for path in files}
     present = {name: st.st_size for name, st in sizes.items() if st is not None}
     info = CheckpointInfo(step=step, prefix=prefix, valid=False, size=sum(present.values()))
     index = sizes.get(f"{prefix.name}.index")
@@ -156,12 +159,14 @@ def list_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
     directory = checkpoint_dir(run_dir)
     if not directory.is_dir():
         return []
-    steps = set()
+    files: dict[int, list[Path]] = {}  # one listing of the folder, not one per checkpoint
     for path in directory.iterdir():
         match = _FILE.match(path.name)
         if match:
-            steps.add(int(match.group(1)))
-    return [inspect(directory / f"{PREFIX}-{step}") for step in sorted(steps)]
+            tf_file = match.group(2) != "meta.json"
+            files.setdefault(int(match.group(1)), []).extend([path] if tf_file else [])
+    return [inspect(directory / f"{PREFIX}-{step}", sorted(files[step]))
+            for step in sorted(files)]
 
 
 def newest_valid(run_dir: str | os.PathLike, at_most: int | None = None) -> CheckpointInfo | None:

@@ -28,6 +28,20 @@ import tensorflow as tf
 from ftgui.core import checkpoints
 
 
+class CheckpointWriteError(RuntimeError):
+    """A checkpoint could not be written; the message names it and the system's reason."""
+
+
+def write_error(prefix: Path, exc: Exception) -> CheckpointWriteError:
+    """A one-line error for a failed write of checkpoint `prefix`: TensorFlow's traced-write
+    errors start with "Graph execution error:" and give the reason (e.g. `…_temp; Operation
+    not permitted`) only in a later line, which is the one kept."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = next((line for line in reversed(lines) if str(prefix.parent) in line),
+                  lines[-1] if lines else type(exc).__name__)
+    return CheckpointWriteError(f"checkpoint {prefix.name} was not written: {reason}")
+
+
 def loss_and_accuracy(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """Mean softmax cross-entropy and accuracy (a fraction) of `logits` (n, classes) against
     integer `labels` (n,), computed in float64 numpy."""
@@ -121,6 +135,12 @@ class OneWriter:
         future, self._future = self._future, None
         if future is not None:
             future.result()
+
+    def check(self) -> None:
+        """Re-raise the exception of a job that has already failed; never blocks (call it
+        every step, so that a failed save stops training at once, not at the next save)."""
+        if self._future is not None and self._future.done():
+            self.wait()
 
     def close(self) -> None:
         try:

@@ -29,6 +29,7 @@ from ftgui.training.background_save import (
     ShadowState,
     loss_and_accuracy,
     point_state_file,
+    write_error,
 )
 from ftgui.training.data import Dataset, StepBatches
 from ftgui.training.signals import REQUESTS
@@ -245,6 +246,8 @@ class TrainingLoop:
                 poison = [self._poisoned(s) for s in range(step + 1, last + 1)]
                 self._arm_preemption(last)
                 losses, (stop, save) = self.runner.run(indices, self.requests.pending, poison)
+                if self.writer is not None:
+                    self.writer.check()  # a failed background save stops training now
                 if self.writer is not None and not self._warmed:
                     # after the first step, never before it: a recovery waits for that step
                     self._warmed = True
@@ -409,7 +412,10 @@ class TrainingLoop:
         checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
         started = time.perf_counter()
         if self.shadow is not None:
-            self.shadow.write(prefix)
+            try:
+                self.shadow.write(prefix)
+            except (tf.errors.OpError, OSError) as exc:
+                raise write_error(prefix, exc) from exc
         else:
             before = set(self.manager.checkpoints)
             self.manager.save(checkpoint_number=step)
@@ -417,28 +423,30 @@ class TrainingLoop:
         save_seconds = time.perf_counter() - started
         val_loss, val_accuracy = (self.shadow or self.state).evaluate(self.data.x_val,
                                                                       self.data.y_val)
+        # The events go first: a kill right after the metadata (which makes the checkpoint
+        # valid) must not leave a valid checkpoint whose validation was never reported.
+        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
+        self.summaries.scalar("val_loss", val_loss, step)
+        self.summaries.scalar("val_accuracy", val_accuracy, step)
         checkpoints.write_metadata(
             prefix, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
             time=fields["time"], epoch=fields["epoch"], strategy=self.config.strategy,
             replicas=self.state.strategy.num_replicas_in_sync,
             global_batch_size=self.config.global_batch_size,
         )
-        if self.shadow is not None:
-            point_state_file(self.directory,
-                             checkpoints.keep_newest(self.directory, self.config.keep, step))
-        else:
-            self._drop_metadata(dropped)
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
-        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
-        self.summaries.scalar("val_loss", val_loss, step)
-        self.summaries.scalar("val_accuracy", val_accuracy, step)
-        self.summaries.flush()
         if began is not None:
             stall_seconds = time.perf_counter() - began
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
                          loss=fields["loss"], size=size, save_seconds=save_seconds,
                          stall_seconds=stall_seconds, requested=fields["requested"],
                          background=self.shadow is not None)
+        if self.shadow is not None:
+            point_state_file(self.directory,
+                             checkpoints.keep_newest(self.directory, self.config.keep, step))
+        else:
+            self._drop_metadata(dropped)
+        self.summaries.flush()
 
     def _remove_scratch(self) -> None:
         if not self.is_chief:
