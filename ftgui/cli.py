@@ -249,7 +249,8 @@ class Progress:
             self.last_loss = event["loss"]
             if not self.quiet and time.time() - self._last_print > 2:
                 self._last_print = time.time()
-                print(f"step {event['step']}  loss {event['loss']}", flush=True)
+                loss = "nan" if event["loss"] is None else event["loss"]  # null: non-finite
+                print(f"step {event['step']}  loss {loss}", flush=True)
         elif kind in self.NOTABLE and not self.quiet:
             details = {k: v for k, v in event.items()
                        if k not in ("event", "time", "config") and v is not None}
@@ -271,6 +272,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
         raise ConfigError(f"run_dir: {args.run_dir} is not a directory")
+    from ftgui.core.runs import is_run_dir
+
+    if not is_run_dir(args.run_dir):
+        raise ConfigError(f"run_dir: {args.run_dir} is not a run (it has no config.toml or "
+                          "events.jsonl)")
     rows = []
     for info in checkpoints.list_checkpoints(args.run_dir):
         rows.append({

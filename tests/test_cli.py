@@ -128,10 +128,17 @@ def test_checkpoints_table_marks_the_newest_valid_and_says_why_others_are_not(tm
 
 
 def test_checkpoints_of_a_run_without_any(tmp_path, capsys):
+    configmod.save(tmp_path, RunConfig(steps=5))
     assert cli.main(["checkpoints", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "(no checkpoints)"
     assert cli.main(["checkpoints", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_checkpoints_of_a_folder_that_is_no_run_says_so(tmp_path, capsys):
+    assert cli.main(["checkpoints", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {tmp_path} is not a run (it has no config.toml or events.jsonl)\n")
 
 
 def test_checkpoints_of_a_directory_that_does_not_exist(tmp_path, capsys):
@@ -235,3 +242,9 @@ def test_resuming_a_run_that_reached_its_last_step_says_so_before_starting(finis
     )
     assert (finished_run / "events.jsonl").read_bytes() == before  # nothing started
 
+
+
+def test_a_non_finite_loss_is_printed_as_nan(capsys):
+    progress = cli.Progress()
+    progress.show({"event": "step", "step": 35, "loss": None})  # events write NaN as null
+    assert capsys.readouterr().out == "step 35  loss nan\n"
