@@ -274,9 +274,9 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         raise ConfigError(f"run_dir: {args.run_dir} is not a directory")
     from ftgui.core.runs import is_run_dir
 
-    if not is_run_dir(args.run_dir):
-        raise ConfigError(f"run_dir: {args.run_dir} is not a run (it has no config.toml or "
-                          "events.jsonl)")
+    if not (is_run_dir(args.run_dir) or checkpoints.checkpoint_dir(args.run_dir).is_dir()):
+        raise ConfigError(f"run_dir: {args.run_dir} is not a run (it has no config.toml, "
+                          "events.jsonl or checkpoints folder)")
     rows = []
     for info in checkpoints.list_checkpoints(args.run_dir):
         rows.append({

@@ -138,7 +138,8 @@ def test_checkpoints_of_a_run_without_any(tmp_path, capsys):
 def test_checkpoints_of_a_folder_that_is_no_run_says_so(tmp_path, capsys):
     assert cli.main(["checkpoints", str(tmp_path)]) == 2
     assert capsys.readouterr().err == (
-        f"ftgui: run_dir: {tmp_path} is not a run (it has no config.toml or events.jsonl)\n")
+        f"ftgui: run_dir: {tmp_path} is not a run (it has no config.toml, events.jsonl or "
+        "checkpoints folder)\n")
 
 
 def test_checkpoints_of_a_directory_that_does_not_exist(tmp_path, capsys):
