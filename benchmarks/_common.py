@@ -213,6 +213,32 @@ def rotate(items: list, k: int) -> list:
     return items[k:] + items[:k]
 
 
+RUN_ERRORS = (RuntimeError, KeyError, ValueError, IndexError, StopIteration, OSError,
+              subprocess.TimeoutExpired)
+
+
+def interleaved(names: list[str], reps: int, budget: float, run, show) -> dict[str, list]:
+    """Run every variant `reps` times, interleaved, the order rotated each repetition; no new
+    repetition starts after `budget` seconds (scaled so the last one fits). `run(name, rep)`
+    measures one (a failure is printed and skipped), `show(rep, name, result)` prints it.
+    Returns {name: [result, ...]}."""
+    results: dict[str, list] = {name: [] for name in names}
+    began = time.perf_counter()
+    for rep in range(reps):
+        if rep and time.perf_counter() - began > budget * rep / (rep + 1):
+            print(f"   (time budget: stopping after {rep} repetitions)")
+            break
+        for name in rotate(list(names), rep):
+            try:
+                result = run(name, rep)
+            except RUN_ERRORS as exc:
+                print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
+                continue
+            results[name].append(result)
+            show(rep, name, result)
+    return results
+
+
 def ftgui_train(run_dir: Path, flags: list[str], out: Path, timeout: float = 240) -> dict:
     """`ftgui train RUN FLAGS --quiet` under `/usr/bin/time -v`; figures plus the run's events.
 

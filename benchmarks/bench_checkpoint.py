@@ -40,8 +40,8 @@ from _common import (  # noqa: E402
     Table,
     ftgui_train,
     header,
+    interleaved,
     median,
-    rotate,
     spread,
     step_rate,
 )
@@ -235,29 +235,21 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-ckpt-"))
     variants = {"default": default_interval, f"every{REFERENCE_INTERVAL}": REFERENCE_INTERVAL,
                 "never": NEVER}
-    results: dict[str, list[dict]] = {name: [] for name in variants}
-    began = time.perf_counter()
     figures = {}
-    try:
-        for rep in range(args.reps):
-            if rep and time.perf_counter() - began > args.budget * rep / (rep + 1):
-                print(f"   (time budget: stopping after {rep} repetitions)")
-                break
-            for name in rotate(list(variants), rep):
-                try:
-                    r = run_variant(work, variants[name], args.steps, f"{name}-{rep}")
-                except (RuntimeError, KeyError, ValueError, IndexError) as exc:
-                    print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
-                    continue
-                results[name].append(r)
-                stall = r["gap_stall"]
-                print(f"   rep {rep} {name:8s} {r['steps_per_s']:7.1f} steps/s  loop "
-                      f"{r['loop_seconds']:.2f} s  checkpoints in loop {r['checkpoints']:3d}  "
-                      f"gap after ckpt - normal gap "
-                      f"{'n/a' if stall is None else f'{1000 * stall:.1f} ms'}  "
-                      f"wall {r['wall']:.1f} s  other load {r['foreign_cores']:.2f} cores",
-                      flush=True)
 
+    def show(rep, name, r):
+        stall = r["gap_stall"]
+        print(f"   rep {rep} {name:8s} {r['steps_per_s']:7.1f} steps/s  loop "
+              f"{r['loop_seconds']:.2f} s  checkpoints in loop {r['checkpoints']:3d}  "
+              f"gap after ckpt - normal gap "
+              f"{'n/a' if stall is None else f'{1000 * stall:.1f} ms'}  "
+              f"wall {r['wall']:.1f} s  other load {r['foreign_cores']:.2f} cores", flush=True)
+
+    try:
+        results = interleaved(
+            list(variants), args.reps, args.budget,
+            lambda name, rep: run_variant(work, variants[name], args.steps, f"{name}-{rep}"),
+            show)
         loops = {name: spread([r["loop_seconds"] for r in rs]) for name, rs in results.items()}
         print("\n   loop seconds: " + ", ".join(
             f"{name} {median([r['loop_seconds'] for r in rs]):.2f} ({loops[name]})"

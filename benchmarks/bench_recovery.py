@@ -40,9 +40,9 @@ from _common import (  # noqa: E402
     Table,
     ftgui_train,
     header,
+    interleaved,
     median,
     read_events,
-    rotate,
     spread,
 )
 
@@ -213,45 +213,37 @@ def main() -> int:
     variants = ["bare", "ftgui"]
     if not args.no_standby:
         variants += ["bare-standby"] + (["ftgui-standby"] if has_standby else [])
-    results: dict[str, list[dict]] = {v: [] for v in variants}
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-recovery-"))
-    began = time.perf_counter()
+
+    def run(name, rep):
+        tag = f"{name}-{rep}"
+        if name == "ftgui":
+            return run_ftgui(work, args.steps, args.kill_at, tag)
+        if name == "ftgui-standby":
+            return run_ftgui_standby(work, args.kill_at, tag)
+        return run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby")
+
+    def show(rep, name, r):
+        extra = ""
+        if name == "ftgui":
+            extra = (f"  (from process_exited {r['from_exit']:.2f} s; exit seen "
+                     f"{r['detected']:.2f}, new process {r['restart_spawn']:.2f}, "
+                     f"training_started {r['training_started']:.2f}, resumed "
+                     f"{r['resumed']:.2f} s; import {r['import']:.2f} s)")
+        elif name == "ftgui-standby":
+            extra = (f"  (killed after step {r['killed_after_step']}, resumed from "
+                     f"{r['from_step']}; standby used: {r['used_standby']}; "
+                     f"training_started {r['training_started']:.2f}, resumed "
+                     f"{r['resumed']:.2f} s)")
+        elif name == "bare-standby" and r.get("import") is not None:
+            extra = f"  (its import, {r['import']:.2f} s, was paid before the kill)"
+        elif r.get("import") is not None:
+            extra = f"  (import {r['import']:.2f} s in the restarted process)"
+        print(f"   rep {rep} {name:13s} kill -> first resumed step {r['recovery']:.2f} s, "
+              f"resumed at step {r['first_step']}{extra}", flush=True)
+
     try:
-        for rep in range(args.reps):
-            if rep and time.perf_counter() - began > args.budget * rep / (rep + 1):
-                print(f"   (time budget: stopping after {rep} repetitions)")
-                break
-            for name in rotate(variants, rep):
-                tag = f"{name}-{rep}"
-                try:
-                    if name == "ftgui":
-                        r = run_ftgui(work, args.steps, args.kill_at, tag)
-                    elif name == "ftgui-standby":
-                        r = run_ftgui_standby(work, args.kill_at, tag)
-                    else:
-                        r = run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby")
-                except (RuntimeError, KeyError, ValueError, StopIteration, OSError,
-                        subprocess.TimeoutExpired) as exc:
-                    print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
-                    continue
-                results[name].append(r)
-                extra = ""
-                if name == "ftgui":
-                    extra = (f"  (from process_exited {r['from_exit']:.2f} s; exit seen "
-                             f"{r['detected']:.2f}, new process {r['restart_spawn']:.2f}, "
-                             f"training_started {r['training_started']:.2f}, resumed "
-                             f"{r['resumed']:.2f} s; import {r['import']:.2f} s)")
-                elif name == "ftgui-standby":
-                    extra = (f"  (killed after step {r['killed_after_step']}, resumed from "
-                             f"{r['from_step']}; standby used: {r['used_standby']}; "
-                             f"training_started {r['training_started']:.2f}, resumed "
-                             f"{r['resumed']:.2f} s)")
-                elif name == "bare-standby" and r.get("import") is not None:
-                    extra = f"  (its import, {r['import']:.2f} s, was paid before the kill)"
-                elif r.get("import") is not None:
-                    extra = f"  (import {r['import']:.2f} s in the restarted process)"
-                print(f"   rep {rep} {name:13s} kill -> first resumed step {r['recovery']:.2f} s, "
-                      f"resumed at step {r['first_step']}{extra}", flush=True)
+        results = interleaved(variants, args.reps, args.budget, run, show)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

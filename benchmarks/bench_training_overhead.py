@@ -43,6 +43,7 @@ from _common import (  # noqa: E402
     bare_step_lines,
     ftgui_train,
     header,
+    interleaved,
     median,
     median_interval_rate,
     rotate,
@@ -216,22 +217,11 @@ def main() -> int:
     if args.with_dataset:
         variants["bare-dataset"] = lambda w, tag: run_bare(w, args.steps, tag,
                                                            ["--input", "dataset"])
-    results: dict[str, list[dict]] = {name: [] for name in variants}
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-overhead-"))
     try:
-        for rep in range(args.reps):
-            if rep and time.perf_counter() - began > args.budget * rep / (rep + 1):
-                print(f"   (time budget: stopping after {rep} repetitions)")
-                break
-            for name in rotate(list(variants), rep):
-                try:
-                    r = variants[name](work, f"{name}-{rep}")
-                except (RuntimeError, KeyError, ValueError, StopIteration) as exc:
-                    print(f"   rep {rep} {name}: FAILED: {exc}", flush=True)
-                    continue
-                results[name].append(r)
-                print_rep(rep, name, r)
+        results = interleaved(list(variants), args.reps, args.budget,
+                              lambda name, rep: variants[name](work, f"{name}-{rep}"), print_rep)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
