@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ftgui.core import exitcodes
+from ftgui.core.run_state import is_decisive
+
 
 @dataclass
 class Incident:
@@ -146,7 +149,7 @@ class IncidentTracker:
         if event.get("shutdown"):
             return False  # ftgui was closed or interrupted: not a fault of the run
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
-        decisive = event.get("decisive", event.get("role") == "chief")
+        decisive = is_decisive(event)
         if not abnormal:
             return False
         if not decisive:
@@ -155,7 +158,7 @@ class IncidentTracker:
         later = incident is not None and event.get("attempt", 0) > incident.attempt
         if incident is None or (later and incident.detected is not None):
             # nothing open, or a restart that failed again before it got going
-            kind = "preempt" if event.get("exit_code") == 42 else "crash"
+            kind = "preempt" if exitcodes.was_preempted(event) else "crash"
             incident = self._open = Incident(
                 kind=kind, target=_target(event), source="", attempt=event.get("attempt", 0),
                 time=when, step=self._last_step,

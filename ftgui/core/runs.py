@@ -27,10 +27,8 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.events import EVENTS_FILE, is_int64, parse_line
 from ftgui.core.incidents import IncidentTracker
-from ftgui.core.supervisor import (
-    Supervisor,
-    _state_from_exit,  # the supervisor's own exit -> state mapping
-)
+from ftgui.core.run_state import is_decisive, state_from_exit
+from ftgui.core.supervisor import Supervisor
 
 STEP_PREFIX = b'{"event":"step"'  # how EventWriter writes every step event (compact JSON)
 STATUSES = ("running", "finished", "preempted", "failed", "killed", "stopped", "interrupted",
@@ -133,7 +131,7 @@ class _Scan:
         elif kind == "rolled_back" and after_last_step:  # back to a checkpoint after a NaN
             self.resumed_from = event.get("to_step")
         elif kind == "process_exited":
-            if event.get("decisive", event.get("role") == "chief"):
+            if is_decisive(event):
                 self.decisive_exit = event
 
 
@@ -243,7 +241,7 @@ def _status(run_dir: Path, scan: _Scan) -> tuple[str, str]:
         return "finished", "reached the last step"
     exit_event = scan.decisive_exit
     if exit_event is not None and exit_event.get("attempt", 0) == scan.last_attempt:
-        state, reason = _state_from_exit(exit_event)
+        state, reason = state_from_exit(exit_event)
         if exit_event.get("reason"):
             reason = exit_event["reason"]
         if not exit_event.get("chief", exit_event.get("role") == "chief"):

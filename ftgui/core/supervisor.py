@@ -25,6 +25,8 @@ from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.events import EventReader, EventWriter
 from ftgui.core.processes import describe_exit, kill_tree, signal_tree, spawn
+from ftgui.core.run_state import is_decisive
+from ftgui.core.run_state import state_from_exit as _state_from_exit
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
@@ -309,7 +311,7 @@ class Supervisor:
         # Watching a run supervised elsewhere, or reopened: derive its state from history.
         if kind == "run_finished":
             self._set_state("finished", "reached the last step")
-        elif kind == "process_exited" and event.get("decisive", event.get("role") == "chief"):
+        elif kind == "process_exited" and is_decisive(event):
             self._set_state(*_state_from_exit(event))
         elif kind in ("process_started", "resumed", "step") and self.state not in ("running",):
             self._set_state("running", "")
@@ -644,21 +646,6 @@ def _busy_error(run_dir: Path) -> RunBusyError:
         f"{run_dir} is in use by pid {owner or 'another process'}; open it to watch, or stop "
         "that run"
     )
-
-
-def _state_from_exit(fields: dict) -> tuple[str, str]:
-    """(state, reason) for a process exit given as `exit_code` or `signal` event fields."""
-    if fields.get("shutdown") and fields.get("signal") == signal.SIGKILL:
-        return "stopped", "stopped by ftgui (closed or interrupted)"
-    if "signal" in fields and fields["signal"] is not None:
-        name = fields.get("signal_name") or f"signal {fields['signal']}"
-        return ("killed" if fields["signal"] == signal.SIGKILL else "failed"), f"ended by {name}"
-    code = fields.get("exit_code")
-    if code == exitcodes.FINISHED:
-        return "finished", "reached the last step"
-    if code == exitcodes.PREEMPTED:
-        return "preempted", "saved at the current step and stopped"
-    return "failed", f"exited with status {code} ({exitcodes.REASONS.get(code, 'error')})"
 
 
 __all__ = [

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ftgui.core import runs
+from ftgui.core import exitcodes, runs
 from ftgui.core.incidents import IncidentTracker
 from ftgui.core.logs import LogTail
+from ftgui.core.run_state import is_chief, is_decisive
 from ftgui.core.supervisor import Supervisor
 
 POLL_MS = 33
@@ -235,12 +236,12 @@ class RunController(QObject):
         """Mark the exit that ended an attempt, and a lone process lost while the rest runs
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
-        decisive = event.get("decisive", event.get("role") == "chief")
+        decisive = is_decisive(event)
         if event.get("shutdown"):
             return  # ftgui itself was closed or interrupted
         if attempt in self._settled_attempts or not (decisive or event.get("signal")):
             return
-        chief = event.get("chief", event.get("role") == "chief")
+        chief = is_chief(event)
         step = event.get("last_step", self._last_step) if chief else self._last_step
         who = "" if chief else f"{_who(event)} "
         if decisive:
@@ -248,13 +249,13 @@ class RunController(QObject):
             self._stopped_at = step
         else:
             self._lost.add((attempt, _who(event)))
-        if event.get("signal") == 9 and attempt in self._hung_attempts:
+        if exitcodes.was_killed(event) and attempt in self._hung_attempts:
             self.plot.add_marker("failed", step, f"{who}hung @ {step}")
-        elif event.get("signal") == 9:
+        elif exitcodes.was_killed(event):
             self.plot.add_marker("kill", step, f"{who}killed @ {step}")
-        elif event.get("exit_code") == 42:
+        elif exitcodes.was_preempted(event):
             self.plot.add_marker("preempt", step, f"{who}preempted @ {step}")
-        elif event.get("exit_code") not in (0, None) or event.get("signal"):
+        elif exitcodes.was_error(event):
             self.plot.add_marker("failed", step, f"{who}failed @ {step}")
 
     # ------------------------------------------------------------ derived state
