@@ -12,24 +12,11 @@ from pathlib import Path
 from ftgui.core import checkpoints
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.settings import SETTINGS
 
-# command-line flag -> RunConfig field
-FLAG_FIELDS = {
-    "strategy": "strategy", "replicas": "replicas", "gpus": "gpus", "workers": "workers",
-    "ps": "ps", "steps": "steps", "batch_size": "global_batch_size", "lr": "learning_rate",
-    "checkpoint_every": "checkpoint_every", "keep": "keep", "seed": "seed",
-    "dataset": "dataset", "model": "model", "kill_at_step": "kill_at_step",
-    "preempt_at_step": "preempt_at_step", "fault_target": "fault_target",
-    "nan_at_step": "nan_at_step", "hang_at_step": "hang_at_step",
-    "kill_after_seconds": "kill_after_seconds", "watchdog_seconds": "watchdog_seconds",
-    "chaos_faults": "chaos_faults", "chaos_kinds": "chaos_kinds", "chaos_seed": "chaos_seed",
-    "warm_standby": "warm_standby", "cluster": "cluster", "loop": "loop",
-    "auto_recover": "auto_recover", "max_restarts": "max_restarts",
-    "restart_backoff": "restart_backoff",
-}
-
-
-FIELD_FLAGS = {field: "--" + flag.replace("_", "-") for flag, field in FLAG_FIELDS.items()}
+# command-line flag (argparse dest) <-> RunConfig field, from the settings schema
+FIELD_FLAGS = {name: setting.flag for name, setting in SETTINGS.items()}
+FLAG_FIELDS = {flag[2:].replace("-", "_"): name for name, flag in FIELD_FLAGS.items()}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -74,45 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
-    d = RunConfig()
-    add = parser.add_argument
-    add("--strategy", choices=configmod.STRATEGIES, help=f"default: {d.strategy}")
-    add("--replicas", type=int, help=f"logical CPU replicas of mirrored (default {d.replicas})")
-    add("--gpus", type=int, help="GPUs for mirrored / one-device (default 0: CPU)")
-    add("--workers", type=int, help=f"workers (default {d.workers})")
-    add("--ps", type=int, help=f"parameter servers (default {d.ps})")
-    add("--steps", type=int, help=f"global steps (default {d.steps})")
-    add("--batch-size", type=int, help=f"global batch size (default {d.global_batch_size})")
-    add("--lr", type=float, help=f"learning rate (default {d.learning_rate})")
-    add("--checkpoint-every", type=int, help=f"steps (default {d.checkpoint_every})")
-    add("--keep", type=int, help=f"checkpoints kept (default {d.keep})")
-    add("--seed", type=int, help=f"default {d.seed}")
-    add("--dataset", help="digits or a FILE.npz with arrays x and y (default digits)")
-    add("--model", choices=configmod.MODELS, help=f"default {d.model}")
-    add("--loop", choices=configmod.LOOPS,
-        help="custom: ftgui's loop, restores the exact step (default); fit: Keras model.fit "
-        "with BackupAndRestore, restores to the epoch start (for comparison)")
-    add("--kill-at-step", type=int, help="crash (SIGKILL) the fault target after step K")
-    add("--preempt-at-step", type=int, help="preempt (SIGTERM) the fault target after step K")
-    add("--nan-at-step", type=int, help="inject a NaN into the loss of step K (rolls back)")
-    add("--hang-at-step", type=int, help="freeze (SIGSTOP) the fault target after step K")
-    add("--fault-target", help="chief, worker:I or ps:I (default chief)")
-    add("--kill-after-seconds", type=float, help="crash the fault target T s after the start")
-    add("--watchdog-seconds", type=float,
-        help="kill and recover a run with no progress for T s (0: off)")
-    add("--chaos-faults", type=int, help="N random faults, repeatable from --chaos-seed")
-    add("--chaos-kinds", help=f"comma list of {', '.join(configmod.FAULT_KINDS)} "
-        f"(default {d.chaos_kinds})")
-    add("--chaos-seed", type=int, help="seed of the chaos schedule (default 0)")
-    add("--auto-recover", action=argparse.BooleanOptionalAction,
-        help="restart from the newest valid checkpoint after a crash")
-    add("--max-restarts", type=int, help=f"default {d.max_restarts}")
-    add("--cluster", help="task addresses, e.g. 'worker=localhost:0,gpu-box:2222' (jobs chief, "
-        "worker, ps; port 0 = any free port on this machine); other machines get a command")
-    add("--warm-standby", action=argparse.BooleanOptionalAction,
-        help="keep processes with TensorFlow imported, ready to replace a lost one")
-    add("--restart-backoff", type=float, help=f"seconds before the first restart "
-        f"(doubling each time; default {d.restart_backoff})")
+    """One flag per setting of the schema, with its help text, unit and default."""
+    for setting in SETTINGS.values():
+        help_text = setting.describe().replace("%", "%%")  # argparse formats help with %
+        if setting.kind is bool:
+            parser.add_argument(setting.flag, action=argparse.BooleanOptionalAction,
+                                help=help_text)
+        elif setting.kind in (int, float):
+            parser.add_argument(setting.flag, type=setting.kind, help=help_text)
+        else:
+            closed = setting.widget_kind == "combo"  # a fixed list of choices
+            parser.add_argument(setting.flag, choices=setting.choices if closed else None,
+                                help=help_text)
 
 
 def config_from_args(args: argparse.Namespace, base: RunConfig | dict) -> RunConfig:

@@ -1,94 +1,63 @@
-"""A run's configuration: typed defaults, validation with one-line errors, and `RUN/config.toml`."""
+"""A run's configuration: `RunConfig` (the settings declared in `ftgui.core.settings` plus the
+rules between them), coercion of raw values with one-line errors, and `RUN/config.toml`."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import tomli_w
+
+from ftgui.core.settings import (
+    BUILTIN_DATASETS,
+    FAULT_KINDS,
+    LOOPS,
+    MAX_LOGICAL_CPUS,
+    MAX_PS,
+    MAX_WORKERS,
+    MODELS,
+    SETTINGS,
+    STRATEGIES,
+    ConfigError,
+    Settings,
+    check_whole,
+    split_list,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-server")
-MODELS = ("mlp", "cnn")
-FAULT_KINDS = ("kill", "preempt", "nan", "hang")
-LOOPS = ("custom", "fit")
-BUILTIN_DATASETS = ("digits",)
-MAX_LOGICAL_CPUS = 8
-MAX_WORKERS = 8
-MAX_PS = 4
+__all__ = [
+    "BUILTIN_DATASETS", "CONFIG_FILE", "FAULT_KINDS", "LOOPS", "MAX_LOGICAL_CPUS", "MAX_PS",
+    "MAX_WORKERS", "MODELS", "STRATEGIES", "ConfigError", "RunConfig", "from_dict", "load",
+    "load_values", "parse_cluster", "parse_target", "save",
+]
 
 CONFIG_FILE = "config.toml"
-
-
-class ConfigError(ValueError):
-    """A configuration value is out of range; the message is one line naming the field."""
+FAULT_STEPS = ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step")
 
 
 @dataclass
-class RunConfig:
-    """Everything needed to start (or restart) one training run.
-
-    Units: `steps`, `checkpoint_every` and fault steps count global steps (one optimizer update
-    over one global batch); `global_batch_size` counts examples per step summed over all
-    replicas; `learning_rate` is Adam's step size.
+class RunConfig(Settings):
+    """Everything needed to start (or restart) one training run: the fields of `Settings`
+    (each declared, with its unit and range, in `ftgui.core.settings.SETTINGS`).
 
     `replicas` is the number of replicas of a MirroredStrategy (logical CPU devices, or GPUs when
-    `gpus` > 0); for multi-worker runs it is the number of workers (`workers`).
+    `gpus` > 0); for multi-worker runs it is the number of workers (`workers`). Fault steps (0 =
+    off) hit `fault_target`; `chaos_faults` random faults of `chaos_kinds` are drawn from
+    `chaos_seed` (`ftgui.core.faults.plan`). `cluster` (optional, for multi-worker and
+    parameter-server) names every task's address, `job=host:port,host:port;job=…` with jobs
+    chief, worker, ps: tasks on this machine are started by ftgui (port 0: any free port), the
+    others are printed as commands to run there. It sets `workers` and `ps`.
 
-    Faults (0 = off): `kill_at_step`, `preempt_at_step`, `nan_at_step` (a NaN injected into the
-    loss of that step) and `hang_at_step` (SIGSTOP) hit `fault_target` right after / at that
-    step; `kill_after_seconds` kills it that many seconds after the first launch; `chaos_faults`
-    random faults of `chaos_kinds` are drawn from `chaos_seed` (`ftgui.core.faults.plan`).
-    `watchdog_seconds` > 0 kills and recovers a run that makes no progress for that long.
-    `warm_standby` keeps one process per task with TensorFlow imported, waiting to replace a
-    lost one, so that recovery skips the import.
-
-    `loop` is `custom` (ftgui's loop: restores the exact step) or `fit` (Keras `model.fit` with
-    `BackupAndRestore` and `ModelCheckpoint`, for comparison: it restores to the start of the
-    epoch, and its logged loss is Keras' running mean over the epoch).
-
-    `cluster` (optional, for multi-worker and parameter-server) names every task's address,
-    `job=host:port,host:port;job=…` with jobs chief, worker, ps, e.g.
-    `worker=localhost:0,gpu-box:2222`: tasks on this machine are started by ftgui (port 0: any
-    free port), the others are printed as commands to run there. It sets `workers` and `ps`.
+    Building one checks nothing; `validate()` does, `from_dict()` also coerces types.
     """
-
-    strategy: str = "mirrored"
-    replicas: int = 2
-    gpus: int = 0
-    workers: int = 2
-    ps: int = 1
-    model: str = "mlp"
-    dataset: str = "digits"
-    global_batch_size: int = 64
-    learning_rate: float = 0.01
-    steps: int = 2000
-    checkpoint_every: int = 100
-    keep: int = 5
-    seed: int = 42
-    auto_recover: bool = False
-    max_restarts: int = 3
-    restart_backoff: float = 1.0
-    kill_at_step: int = 0
-    preempt_at_step: int = 0
-    nan_at_step: int = 0
-    hang_at_step: int = 0
-    fault_target: str = "chief"
-    kill_after_seconds: float = 0.0
-    watchdog_seconds: float = 0.0
-    chaos_faults: int = 0
-    chaos_kinds: str = "kill,preempt,nan"
-    chaos_seed: int = 0
-    warm_standby: bool = False
-    cluster: str = ""
-    loop: str = "custom"
 
     @property
     def num_replicas(self) -> int:
@@ -102,91 +71,23 @@ class RunConfig:
         return 1  # parameter-server: each worker step consumes one whole global batch
 
     def validate(self, gpus_available: int | None = None) -> None:
-        """Raise `ConfigError` naming the first bad field and its allowed values.
+        """Raise `ConfigError` naming the first bad field and its allowed values: first each
+        setting against its own declaration, then the rules between settings.
 
         `gpus_available` (when known) bounds `gpus`. Nothing is started or written.
         """
-        _choice("strategy", self.strategy, STRATEGIES)
-        _choice("model", self.model, MODELS)
-        _choice("loop", self.loop, LOOPS)
+        for setting in SETTINGS.values():
+            setting.check(getattr(self, setting.name))
+        if gpus_available is not None:
+            check_whole("gpus", self.gpus, 0, gpus_available)
         if self.loop == "fit":
-            self._validate_fit()
-        _int_range("replicas", self.replicas, 1, MAX_LOGICAL_CPUS)
-        _int_range("gpus", self.gpus, 0, gpus_available if gpus_available is not None else 64)
-        _int_range("workers", self.workers, 1, MAX_WORKERS)
-        _int_range("ps", self.ps, 1, MAX_PS)
-        _int_range("global_batch_size", self.global_batch_size, 1, 1_000_000)
-        _int_range("steps", self.steps, 1, 100_000_000)
-        _int_range("checkpoint_every", self.checkpoint_every, 1, 100_000_000)
-        _int_range("keep", self.keep, 1, 1000)
-        _int_range("seed", self.seed, 0, 2**31 - 1)
-        _int_range("max_restarts", self.max_restarts, 0, 1000)
-        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate <= 10):
-            raise ConfigError(f"learning_rate: {self.learning_rate!r} is not in (0, 10]")
-        backoff = self.restart_backoff
-        if not (isinstance(backoff, (int, float)) and 0 <= backoff <= 600):
-            raise ConfigError(f"restart_backoff: {backoff!r} is not in [0, 600] seconds")
-        if self.strategy == "multi-worker" and self.workers < 2:
-            raise ConfigError("workers: multi-worker needs 2 to 8 workers")
-        if self.global_batch_size % self.num_replicas:
-            raise ConfigError(
-                f"global_batch_size: {self.global_batch_size} is not divisible by the "
-                f"{self.num_replicas} replicas of strategy {self.strategy}"
-            )
-        if self.dataset not in BUILTIN_DATASETS:
-            if not self.dataset.endswith(".npz"):
-                raise ConfigError(
-                    f"dataset: {self.dataset!r} is neither 'digits' nor a path to a .npz file"
-                )
-            if not Path(self.dataset).is_file():
-                raise ConfigError(f"dataset: file {self.dataset!r} does not exist")
-        for name in ("kill_after_seconds", "watchdog_seconds"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 <= value <= 86400):
-                raise ConfigError(f"{name}: {value!r} is not in [0, 86400] seconds")
-        _int_range("chaos_faults", self.chaos_faults, 0, 1000)
-        _int_range("chaos_seed", self.chaos_seed, 0, 2**31 - 1)
-        kinds = [k.strip() for k in self.chaos_kinds.split(",") if k.strip()]
-        for kind in kinds:
-            _choice("chaos_kinds", kind, FAULT_KINDS)
-        if self.chaos_faults and not kinds:
-            raise ConfigError(f"chaos_kinds: name at least one of {', '.join(FAULT_KINDS)}")
-        if self.chaos_faults > max(self.steps - 2, 0):
-            raise ConfigError(
-                f"chaos_faults: {self.chaos_faults} faults do not fit in {self.steps} steps"
-            )
-        hangs = self.hang_at_step or (self.chaos_faults and "hang" in kinds)
-        if hangs and not self.watchdog_seconds:
-            raise ConfigError("watchdog_seconds: a hang fault needs the watchdog (e.g. 10 s)")
-        for name in ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step"):
-            _int_range(name, getattr(self, name), 0, self.steps)
+            _check_fit_loop(self)
+        _check_replicas(self)
+        _check_dataset(self.dataset)
+        _check_faults(self)
         if self.cluster:
-            jobs = parse_cluster(self.cluster)
-            if self.strategy not in ("multi-worker", "parameter-server"):
-                raise ConfigError(
-                    f"cluster: addresses need strategy multi-worker or parameter-server, "
-                    f"not {self.strategy}"
-                )
-            wanted = {"worker": self.workers}
-            if self.strategy == "parameter-server":
-                wanted.update(ps=self.ps, chief=1)
-            for job, count in wanted.items():
-                if len(jobs.get(job, [])) != count:
-                    raise ConfigError(
-                        f"cluster: {len(jobs.get(job, []))} {job} address(es) given, the run "
-                        f"needs {count}"
-                    )
-            if self.strategy == "multi-worker" and set(jobs) != {"worker"}:
-                raise ConfigError("cluster: multi-worker takes only worker=… addresses")
+            _check_cluster(self)
         parse_target(self.fault_target, self)
-
-    def _validate_fit(self) -> None:
-        if self.strategy not in ("default", "one-device", "mirrored"):
-            raise ConfigError(f"loop: fit runs on default, one-device or mirrored, not "
-                              f"{self.strategy}")
-        for name in ("preempt_at_step", "nan_at_step", "hang_at_step", "chaos_faults"):
-            if getattr(self, name):
-                raise ConfigError(f"{name}: the fit loop takes kill faults only; use loop custom")
 
     def with_cluster_counts(self) -> RunConfig:
         """A copy whose `workers` and `ps` are the counts of the `cluster` addresses (itself
@@ -202,55 +103,110 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def replace(self, **changes) -> RunConfig:
-        """A copy with `changes` applied (unknown keys raise `ConfigError`)."""
+        """A copy with `changes` applied and coerced (unknown keys raise `ConfigError`)."""
         return from_dict({**self.to_dict(), **changes})
 
 
+# ---------------------------------------------------------------- rules between settings
+def _check_fit_loop(config: RunConfig) -> None:
+    if config.strategy not in ("default", "one-device", "mirrored"):
+        raise ConfigError(f"loop: fit runs on default, one-device or mirrored, not "
+                          f"{config.strategy}")
+    for name in ("preempt_at_step", "nan_at_step", "hang_at_step", "chaos_faults"):
+        if getattr(config, name):
+            raise ConfigError(f"{name}: the fit loop takes kill faults only; use loop custom")
+
+
+def _check_replicas(config: RunConfig) -> None:
+    if config.strategy == "multi-worker" and config.workers < 2:
+        raise ConfigError(f"workers: multi-worker needs 2 to {MAX_WORKERS} workers")
+    if config.global_batch_size % config.num_replicas:
+        raise ConfigError(
+            f"global_batch_size: {config.global_batch_size} is not divisible by the "
+            f"{config.num_replicas} replicas of strategy {config.strategy}"
+        )
+
+
+def _check_dataset(dataset: str) -> None:
+    if dataset in BUILTIN_DATASETS:
+        return
+    if not dataset.endswith(".npz"):
+        raise ConfigError(f"dataset: {dataset!r} is neither 'digits' nor a path to a .npz file")
+    if not Path(dataset).is_file():
+        raise ConfigError(f"dataset: file {dataset!r} does not exist")
+
+
+def _check_faults(config: RunConfig) -> None:
+    kinds = split_list(config.chaos_kinds)
+    if config.chaos_faults and not kinds:
+        raise ConfigError(f"chaos_kinds: name at least one of {', '.join(FAULT_KINDS)}")
+    if config.chaos_faults > max(config.steps - 2, 0):
+        raise ConfigError(
+            f"chaos_faults: {config.chaos_faults} faults do not fit in {config.steps} steps"
+        )
+    hangs = config.hang_at_step or (config.chaos_faults and "hang" in kinds)
+    if hangs and not config.watchdog_seconds:
+        raise ConfigError("watchdog_seconds: a hang fault needs the watchdog (e.g. 10 s)")
+    for name in FAULT_STEPS:
+        check_whole(name, getattr(config, name), 0, config.steps)
+
+
+def _check_cluster(config: RunConfig) -> None:
+    jobs = parse_cluster(config.cluster)
+    if config.strategy not in ("multi-worker", "parameter-server"):
+        raise ConfigError(
+            f"cluster: addresses need strategy multi-worker or parameter-server, "
+            f"not {config.strategy}"
+        )
+    wanted = {"worker": config.workers}
+    if config.strategy == "parameter-server":
+        wanted.update(ps=config.ps, chief=1)
+    for job, count in wanted.items():
+        if len(jobs.get(job, [])) != count:
+            raise ConfigError(
+                f"cluster: {len(jobs.get(job, []))} {job} address(es) given, the run "
+                f"needs {count}"
+            )
+    if config.strategy == "multi-worker" and set(jobs) != {"worker"}:
+        raise ConfigError("cluster: multi-worker takes only worker=… addresses")
+
+
+# ---------------------------------------------------------------- raw values -> RunConfig
+_WHAT = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+
+
+@functools.cache
+def _adapter():
+    from pydantic import TypeAdapter  # on first use: keeps `import ftgui.core.config` light
+
+    return TypeAdapter(RunConfig)
+
+
 def from_dict(values: dict) -> RunConfig:
-    """Build a `RunConfig` from a dict, coercing types; unknown keys raise `ConfigError`."""
-    known = {f.name: f for f in fields(RunConfig)}
-    unknown = sorted(set(values) - set(known))
+    """Build a `RunConfig` from a dict (a config.toml table, flags, a remembered panel),
+    coercing text and numbers to each field's type with pydantic ("60" -> 60, "yes" -> True).
+
+    Missing keys take their defaults. Raises `ConfigError` for an unknown key, or a value that
+    is not of its field's type (a bool is no number; 2.5 is no whole number). Ranges are
+    `RunConfig.validate`'s.
+    """
+    from pydantic import ValidationError
+
+    unknown = sorted(set(values) - set(SETTINGS))
     if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown setting; known: {', '.join(known)}")
-    kwargs = {}
-    defaults = RunConfig()
+        raise ConfigError(f"{unknown[0]}: unknown setting; known: {', '.join(SETTINGS)}")
     for name, value in values.items():
-        kind = type(getattr(defaults, name))
-        kwargs[name] = _coerce(name, value, kind)
-    return RunConfig(**kwargs)
-
-
-def _coerce(name: str, value, kind: type):
-    if kind is not bool and isinstance(value, bool):
-        what = "a whole number" if kind is int else "a number" if kind is float else "text"
-        raise ConfigError(f"{name}: {value!r} is not {what}")
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{name}: {value!r} is not true or false")
+        kind = SETTINGS[name].kind
+        if isinstance(value, bool) and kind is not bool:  # pydantic would take True as 1
+            raise ConfigError(f"{name}: {value!r} is not {_WHAT[kind]}")
     try:
-        if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            return int(value)
-        if kind is float:
-            return float(value)
-    except (TypeError, ValueError):
-        what = "a whole number" if kind is int else "a number"
-        raise ConfigError(f"{name}: {value!r} is not {what}") from None
-    return str(value)
-
-
-def _choice(name: str, value, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
-
-
-def _int_range(name: str, value, low: int, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigError(f"{name}: {value!r} is not a whole number from {low} to {high}")
+        return _adapter().validate_python(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = error["loc"][0]
+        raise ConfigError(
+            f"{name}: {error['input']!r} is not {_WHAT[SETTINGS[name].kind]}"
+        ) from None
 
 
 def parse_cluster(text: str) -> dict[str, list[str]]:
