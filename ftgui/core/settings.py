@@ -50,7 +50,8 @@ class Setting:
     """How one setting is typed, bounded, explained and shown. Read it from `SETTINGS`.
 
     `default` fixes the type (int, float, bool or str). Numbers lie in [`low`, `high`]
-    (`(low, high]` with `open_low`), in `unit`; text is one of `choices` (each of them, comma
+    (`(low, high]` with `open_low`), in `unit`, shown with `decimals` and stepped by
+    `spin_step` in the panel; text is one of `choices` (each of them, comma
     separated, with `many`); `choice_labels` are the panel's words for the choices. `off` is the
     panel's text for 0 (a fault that is off). `strategies` names the strategies the setting
     matters for (empty: all). `on_resume` is one of `ON_RESUME`.
@@ -68,6 +69,7 @@ class Setting:
     high: float | None = None
     open_low: bool = False
     decimals: int = 0
+    spin_step: float = 1.0
     choices: tuple[str, ...] = ()
     choice_labels: tuple[str, ...] = ()
     many: bool = False
@@ -231,7 +233,7 @@ class Settings:
     learning_rate: float = setting(
         0.01, help="Learning rate: Adam's step size", flag="--lr", label="Learning rate",
         group="training", object_name="learningRateSpin", on_resume=APPLIES, low=0, high=10,
-        open_low=True, decimals=5)
+        open_low=True, decimals=5, spin_step=0.001)
     steps: int = setting(
         2000, help="Global steps to train (one optimizer update over one global batch each)",
         flag="--steps", label="Steps", group="training", object_name="stepsSpin",
