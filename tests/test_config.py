@@ -30,7 +30,12 @@ def test_a_global_batch_that_the_replicas_cannot_share_is_refused():
 
 
 def test_one_device_takes_any_global_batch():
-    RunConfig(strategy="one-device", replicas=2, global_batch_size=63).validate()
+    config = RunConfig(strategy="one-device", replicas=2, global_batch_size=63)
+    assert config.validate() is None  # no ConfigError
+    assert (config.num_replicas, config.global_batch_size) == (1, 63)  # replicas is ignored
+    assert error_of(config.replace(strategy="mirrored")) == (
+        "global_batch_size: 63 is not divisible by the 2 replicas of strategy mirrored"
+    )
 
 
 def test_gpus_replace_logical_cpus_as_the_replica_count():
