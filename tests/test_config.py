@@ -184,3 +184,20 @@ def test_a_dataset_that_cannot_train_is_refused_before_any_process(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(ConfigError, match="is not a readable .npz file"):
         datasets.check(RunConfig(dataset=str(tmp_path / "junk.npz"), global_batch_size=2))
+
+
+def test_a_config_toml_ftgui_wrote_loads_without_importing_pydantic(tmp_path):
+    """A restarting trainer reads config.toml on the recovery path: nothing there to coerce."""
+    import subprocess
+    import sys
+
+    configmod.save(tmp_path, RunConfig(steps=120, learning_rate=0.003, auto_recover=True))
+    code = ("import sys; from ftgui.core import config; c = config.load(sys.argv[1]); "
+            "print(c.steps, c.learning_rate, c.auto_recover, 'pydantic' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout == "120 0.003 True False\n"
+    (tmp_path / "config.toml").write_text('steps = "120"\n')  # hand-edited: coerced
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout == "120 0.01 False True\n"
