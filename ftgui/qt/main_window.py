@@ -115,7 +115,7 @@ class MainWindow(QMainWindow):
 
     def _apply_theme(self, *_scale) -> None:
         """Colours and sizes of the window's own widgets, from the theme at its current scale."""
-        self.setStyleSheet(theme.stylesheet())
+        theme.style(self.kill_button, self.resume_button, self.state_label)
 
     def _create_plot(self) -> LossPlot:
         """Import pyqtgraph, create the LossPlot in place of the placeholder, give it what the

@@ -182,6 +182,7 @@ class RunsDock(QDockWidget):
                                     "Remove the overlaid curves from the plot")
         self.info_label = QLabel("")
         self.info_label.setObjectName("runsInfoLabel")
+        theme.style(self.info_label)
         for button in (self.refresh_button, self.open_button, self.overlay_button):
             buttons.addWidget(button)
         buttons.addWidget(self.clear_button)

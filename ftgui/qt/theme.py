@@ -5,8 +5,10 @@ enlarges every font and line by `f` (View → Zoom and the presentation view set
 application font at once and emits `signals.scaleChanged(f)`, on which a view re-reads what it
 drew with (`pen_width`, `marker_pen`, `stylesheet`). Widths and pixel sizes are given at scale 1.
 
-The window's stylesheet is generated from these values (`stylesheet()`), so there is no `.qss`
-file to keep in step with them.
+The stylesheet is generated from these values (`stylesheet()`), so there is no `.qss` file to
+keep in step with them. It is set on each widget it names (`style(widget)`), never on a parent:
+a stylesheet on the window would restyle every child (Qt's stylesheet style draws spin boxes
+lower than the desktop style does).
 """
 
 from __future__ import annotations
@@ -180,8 +182,9 @@ class MarkerPens(Mapping):
 
 # ------------------------------------------------------------------------------ stylesheet
 def stylesheet() -> str:
-    """The window's stylesheet at the current scale: the state label (coloured by its `state`
-    property), the bold Kill / Resume buttons and the Runs dock's info line."""
+    """The stylesheet at the current scale for the widgets it names by objectName: the state
+    label (coloured by its `state` property), the bold Kill / Resume buttons and the Runs dock's
+    info line."""
     rules = [
         f"QLabel#stateLabel {{ font-size: {round(STATE_LABEL_PX * _scale)}px; "
         f"font-weight: bold; padding: 0 8px; color: {DEFAULT_STATE_COLOUR}; }}",
@@ -192,6 +195,14 @@ def stylesheet() -> str:
         f"QLabel#runsInfoLabel {{ color: {SECONDARY_TEXT}; }}",
     ]
     return "\n".join(rules)
+
+
+def style(*widgets: QWidget) -> None:
+    """Give each of `widgets` the theme's stylesheet at the current scale (again after
+    `set_scale`: call it from a `signals.scaleChanged` slot)."""
+    sheet = stylesheet()
+    for widget in widgets:
+        widget.setStyleSheet(sheet)
 
 
 def set_state(widget: QWidget, state: str) -> None:
