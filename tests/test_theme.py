@@ -9,12 +9,15 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication
 
 from ftgui.qt import theme
+from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.loss_plot import LossPlot
 from ftgui.qt.main_window import MainWindow
+from ftgui.qt.process_table import ProcessTable
+from ftgui.qt.runs_dock import RunsDock
 
 
 @pytest.fixture
@@ -67,6 +70,25 @@ def test_the_state_label_is_coloured_and_sized_by_the_theme(window):
     theme.set_scale(1.5)  # the window restyles itself: 14 px -> 21 px
     label.ensurePolished()
     assert label.font().pixelSize() == 21
+
+
+def test_table_rows_follow_the_font_when_the_scale_changes(qtbot, tmp_path, scale_one):
+    table = CheckpointTable()
+    dock = RunsDock(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(table)
+    qtbot.addWidget(dock)
+    rows, runs_rows = table.verticalHeader(), dock.table.verticalHeader()
+    base, runs_base = rows.defaultSectionSize(), runs_rows.defaultSectionSize()
+    theme.set_scale(3.0)
+    text = QFontMetrics(theme.font()).height()
+    assert text > base  # rows of the old height would clip the text
+    assert rows.defaultSectionSize() == text + 4
+    assert runs_rows.defaultSectionSize() == text + 8
+    later = ProcessTable()  # made while zoomed: the same height
+    qtbot.addWidget(later)
+    assert later.verticalHeader().defaultSectionSize() == rows.defaultSectionSize()
+    theme.set_scale(1.0)
+    assert (rows.defaultSectionSize(), runs_rows.defaultSectionSize()) == (base, runs_base)
 
 
 def test_a_scale_outside_the_range_is_refused_in_one_line(scale_one):

@@ -163,10 +163,10 @@ class RunsDock(QDockWidget):
         self.proxy.setSourceModel(self.model_)
         self.proxy.setSortRole(_SORT_ROLE)
         self.table = QTableView()
-        set_up_table(self.table, "runsTable", self.proxy, multi=True, stripes=True)
+        set_up_table(self.table, "runsTable", self.proxy, multi=True, stripes=True,
+                     row_padding=8)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(COLUMNS.index("started"), Qt.SortOrder.DescendingOrder)
-        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.doubleClicked.connect(lambda _index: self._open())
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._menu)
@@ -183,6 +183,7 @@ class RunsDock(QDockWidget):
         self.info_label = QLabel("")
         self.info_label.setObjectName("runsInfoLabel")
         theme.style(self.info_label)
+        theme.follow_scale(self, lambda _scale: theme.style(self.info_label))
         for button in (self.refresh_button, self.open_button, self.overlay_button):
             buttons.addWidget(button)
         buttons.addWidget(self.clear_button)

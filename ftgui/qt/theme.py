@@ -13,7 +13,7 @@ lower than the desktop style does).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPen
@@ -65,6 +65,10 @@ CURVE_COLOURS = {
 OVERLAY_COLOURS = ("#9467bd", "#d4479b", "#2a9d8f", "#8c8c00", "#7f7f7f", "#17becf", "#5c3c92")
 RAW_ALPHA_WHEN_SMOOTHED = 70  # 0–255: the raw curve under its smoothed one
 
+NOTICE = "#8a5a00"  # a line on the plot about what the view leaves out
+LEGEND_FRAME = "#c8c8c8"
+REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again
+
 # ------------------------------------------------------------------------------ sizes at scale 1
 PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1}  # pixels
 STATE_LABEL_PX = 14  # the run state over the plot, in pixels
@@ -74,6 +78,19 @@ MIN_SCALE, MAX_SCALE = 0.5, 4.0
 
 class _Signals(QObject):
     scaleChanged = Signal(float)  # noqa: N815 (Qt's naming)
+
+
+class _Follower(QObject):
+    """Calls `update(scale)` on each scale change; a child of its owner, so it (and its
+    connection) goes when the owner is deleted."""
+
+    def __init__(self, owner: QObject, update: Callable[[float], None]):
+        super().__init__(owner)
+        self._update = update
+        signals.scaleChanged.connect(self._on_scale)
+
+    def _on_scale(self, factor: float) -> None:
+        self._update(factor)
 
 
 signals = _Signals()
@@ -134,9 +151,16 @@ def font() -> QFont:
 
 
 def apply(app: QApplication) -> None:
-    """Give `app` the theme's font at the current scale (at start-up)."""
+    """At start-up: remember the desktop's font size as the base, and give `app` the font at
+    the current scale when that is not 1 (a scale set before the application existed)."""
     _base_pt()
-    app.setFont(font())
+    if _scale != 1.0:
+        app.setFont(font())
+
+
+def follow_scale(owner: QObject, update: Callable[[float], None]) -> None:
+    """Call `update(scale)` after every `set_scale`, for as long as `owner` exists."""
+    _Follower(owner, update)
 
 
 # ------------------------------------------------------------------------------ pens
