@@ -2,8 +2,9 @@
 
 Views read their colours and widths here instead of writing hex codes of their own. `set_scale(f)`
 enlarges every font and line by `f` (View → Zoom and the presentation view set it): it sets the
-application font at once and emits `signals.scaleChanged(f)`, on which a view re-reads what it
-drew with (`pen_width`, `marker_pen`, `stylesheet`). Widths and pixel sizes are given at scale 1.
+application font at once and emits `signals.scaleChanged(f)`; a view re-reads what it drew with
+(`pen_width`, `marker_pen`, `style`) in a slot, or through `follow_scale(widget, update)`. Widths
+and pixel sizes below are given at scale 1.
 
 The stylesheet is generated from these values (`stylesheet()`), so there is no `.qss` file to
 keep in step with them. It is set on each widget it names (`style(widget)`), never on a parent:
@@ -71,7 +72,7 @@ REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again
 
 # ------------------------------------------------------------------------------ sizes at scale 1
 PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1}  # pixels
-STATE_LABEL_PX = 14  # the run state over the plot, in pixels
+STATE_LABEL_PX = 14  # the run state in the window's top bar, in pixels
 FALLBACK_FONT_PT = 9.0  # the base font size when no application exists yet to ask
 MIN_SCALE, MAX_SCALE = 0.5, 4.0
 
