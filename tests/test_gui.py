@@ -151,7 +151,7 @@ def test_growing_buffer_keeps_every_point(qtbot):
 
 
 def test_pyside_does_not_leak_none_references(qapp):
-    # PySide6 6.12 on Python 3.11 drops a reference to None per void call (DESIGN.md §4);
+    # PySide6 6.12.0 on Python 3.11 drops a reference to None per void call (6.11.2 is clean);
     # pyqtgraph then dies with "none_dealloc" after about 100 repaints.
     label = QLabel()
     before = sys.getrefcount(None)

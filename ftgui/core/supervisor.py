@@ -562,7 +562,8 @@ class Supervisor:
         if not proc.is_chief:
             reason = f"{proc.label} {reason}"
         if crashed or self.config.strategy == "parameter-server":
-            # One lost process breaks a TensorFlow cluster (DESIGN.md §4); and the servers of a
+            # One lost process breaks a multi-worker TensorFlow cluster: the others fail within
+            # seconds and TensorFlow needs every process restarted; and the servers of a
             # parameter-server cluster never end on their own.
             self._kill_all()
         self._set_state(state, reason)

@@ -11,14 +11,17 @@ from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication
 
 from ftgui import __version__
+from ftgui.qt import theme
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
-    """The QApplication, named so QSettings lands in the platform's ftgui config folder."""
+    """The QApplication, named so QSettings lands in the platform's ftgui config folder, with
+    the theme's font (`ftgui.qt.theme`)."""
     QCoreApplication.setOrganizationName("ftgui")
     QCoreApplication.setApplicationName("ftgui")
     QCoreApplication.setApplicationVersion(__version__)
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
+    theme.apply(app)  # the UI font at the theme's scale
     return app
 
 

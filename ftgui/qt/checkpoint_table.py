@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QMenu, QTableView
 
 from ftgui.core import checkpoints
 from ftgui.core.checkpoints import CheckpointInfo
+from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
@@ -57,7 +58,7 @@ class CheckpointModel(RowsModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return info.reason or f"{info.relpath} — restorable"
         if role == Qt.ItemDataRole.ForegroundRole and not info.valid:
-            return QBrush(QColor("#b00020"))
+            return QBrush(QColor(theme.ERROR))
         if role == Qt.ItemDataRole.FontRole and info.step == self.newest_valid_step:
             font = QFont()
             font.setBold(True)

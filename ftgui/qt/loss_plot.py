@@ -16,27 +16,22 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from ftgui.core.smoothing import MAX_WEIGHT, Ema
+from ftgui.qt import theme
 
-CURRENT_COLOUR = "#1f77b4"
-EARLIER_COLOUR = "#9fb7cf"
-CURRENT_PEN = pg.mkPen(CURRENT_COLOUR, width=1)
-EARLIER_PEN = pg.mkPen(EARLIER_COLOUR, width=1)
-VALIDATION_BRUSH = pg.mkBrush("#ff7f0e")
-# Overlaid runs: distinct from the open run's blue, the validation orange and the marker colours.
-OVERLAY_COLOURS = ("#9467bd", "#d4479b", "#2a9d8f", "#8c8c00", "#7f7f7f", "#17becf", "#5c3c92")
-RAW_ALPHA_WHEN_SMOOTHED = 70
-SMOOTHED_WIDTH = 2
+# Colours and widths come from the theme (ftgui.qt.theme); MARKER_PENS gives each pen at the
+# theme's current scale.
+CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
+EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
+VALIDATION_BRUSH = pg.mkBrush(theme.CURVE_COLOURS["validation"])
+OVERLAY_COLOURS = theme.OVERLAY_COLOURS
+RAW_ALPHA_WHEN_SMOOTHED = theme.RAW_ALPHA_WHEN_SMOOTHED
+SMOOTHED_WIDTH = theme.PEN_WIDTHS["smoothed"]
 LABEL_POSITIONS = {"kill": 0.72, "preempt": 0.72, "failed": 0.72, "resume": 0.62}
-MARKER_PENS = {
-    "kill": pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DashLine),
-    "preempt": pg.mkPen("#b07800", width=1, style=Qt.PenStyle.DashLine),  # dark amber: legible
-    "failed": pg.mkPen("#8c564b", width=1, style=Qt.PenStyle.DashLine),
-    "resume": pg.mkPen("#2ca02c", width=1, style=Qt.PenStyle.DashLine),
-}
+MARKER_PENS = theme.MarkerPens(kill="crash", preempt="preemption", failed="failed",
+                               resume="resume")
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 
 

@@ -34,6 +34,7 @@ from ftgui.core import checkpoint_tools
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.supervisor import RunBusyError, StartError
+from ftgui.qt import theme
 from ftgui.qt.checkpoint_dialog import CheckpointDialog, CheckpointJob
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
@@ -42,14 +43,13 @@ from ftgui.qt.incident_table import IncidentPanel
 from ftgui.qt.pending_plot import PendingPlot
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
-from ftgui.qt.runs_view import RunHistory
+from ftgui.qt.run_history import RunHistory
 
 if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
     from ftgui.qt.loss_plot import LossPlot
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
-_BOLD_WHEN_ENABLED = "QPushButton:enabled { color: %s; font-weight: bold; }"
 
 
 class MainWindow(QMainWindow):
@@ -80,6 +80,8 @@ class MainWindow(QMainWindow):
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.controller = RunController(self._pending_plot, self)
         self._build_layout()
+        self._apply_theme()
+        theme.signals.scaleChanged.connect(self._apply_theme)
         self._build_menu()
         self._connect()
         self._restore_settings()
@@ -105,6 +107,15 @@ class MainWindow(QMainWindow):
     def plot_ready(self) -> bool:
         """Whether the loss plot exists (until then the plot area shows "loading plot…")."""
         return self._plot is not None
+
+    def run_dir(self) -> Path | None:
+        """The directory of the run open in the window (absolute), or None before any."""
+        supervisor = self.controller.supervisor
+        return None if supervisor is None else supervisor.run_dir
+
+    def _apply_theme(self, *_scale) -> None:
+        """Colours and sizes of the window's own widgets, from the theme at its current scale."""
+        theme.style(self.kill_button, self.resume_button, self.state_label)
 
     def _create_plot(self) -> LossPlot:
         """Import pyqtgraph, create the LossPlot in place of the placeholder, give it what the
@@ -132,11 +143,8 @@ class MainWindow(QMainWindow):
                                      "Restart from the newest valid checkpoint")
         self.checkpoint_button = _button("checkpointNowButton", "Checkpoint now",
                                          "Save a checkpoint after the current step (SIGUSR1)")
-        self.kill_button.setStyleSheet(_BOLD_WHEN_ENABLED % "#b00020")
-        self.resume_button.setStyleSheet(_BOLD_WHEN_ENABLED % "#1a7f37")
         self.state_label = QLabel("idle")
         self.state_label.setObjectName("stateLabel")
-        self.state_label.setStyleSheet("font-size: 14px; font-weight: bold; padding: 0 8px;")
         bar = QHBoxLayout()
         for button in (self.start_button, self.kill_button, self.preempt_button,
                        self.resume_button, self.checkpoint_button):
@@ -368,13 +376,7 @@ class MainWindow(QMainWindow):
         )
         self.table.resume_enabled = not live and state != "busy" and has_run
         self.panel.set_editable(not live and state != "busy")
-        colours = {"running": "#1f77b4", "recovering": "#b07800", "finished": "#1a7f37",
-                   "killed": "#b00020", "failed": "#b00020", "preempted": "#b07800",
-                   "interrupted": "#b00020", "stopped": "#666666"}
-        self.state_label.setStyleSheet(
-            f"font-size: 14px; font-weight: bold; padding: 0 8px; "
-            f"color: {colours.get(state, '#444')};"
-        )
+        theme.set_state(self.state_label, state)  # its colour
         self.state_label.setText(state + (f" — {reason}" if reason else ""))
 
     # ------------------------------------------------------------ settings and closing

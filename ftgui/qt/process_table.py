@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor
 from PySide6.QtWidgets import QMenu, QTableView
 
+from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("process", "pid", "state", "last step", "heartbeat", "restarts")
@@ -81,7 +82,7 @@ class ProcessModel(RowsModel):
             key = {"last step": "last_step"}.get(column, column)
             return str(row[key])
         if role == Qt.ItemDataRole.ForegroundRole and not row["alive"]:
-            return QBrush(QColor("#b00020" if "killed" in row["state"] else "#666666"))
+            return QBrush(QColor(theme.ERROR if "killed" in row["state"] else theme.MUTED))
         return None
 
 

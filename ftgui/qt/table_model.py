@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView
+
+from ftgui.qt import theme
 
 
 class RowsModel(QAbstractTableModel):
@@ -28,17 +31,34 @@ class RowsModel(QAbstractTableModel):
 
 
 def set_up_table(view: QTableView, name: str, model, multi: bool = False,
-                 stripes: bool = False) -> None:
+                 stripes: bool = False, row_padding: int | None = None) -> None:
     """The look every ftgui table shares: `objectName` `name`, whole-row selection (one row, or
     several with `multi`), no row numbers, columns fitted to their contents, the last one
-    stretched."""
+    stretched. Rows are as high as the theme's font plus `row_padding` pixels (default: as Qt
+    sizes them, the style's height or the font plus 4, whichever is more), again after each
+    change of the theme's scale."""
     view.setObjectName(name)
     view.setModel(model)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection if multi
                           else QAbstractItemView.SelectionMode.SingleSelection)
     view.setAlternatingRowColors(stripes)
-    view.verticalHeader().setVisible(False)
+    rows = view.verticalHeader()
+    rows.setVisible(False)
+
+    if row_padding is None:
+        least = rows.style().pixelMetric(QStyle.PixelMetric.PM_HeaderDefaultSectionSizeVertical,
+                                         None, rows)
+        padding = 4
+    else:
+        least, padding = 0, row_padding
+
+    def fit_rows(_scale=None) -> None:
+        # The theme's font, not the view's: a view learns of a new application font later.
+        rows.setDefaultSectionSize(max(least, QFontMetrics(theme.font()).height() + padding))
+
+    fit_rows()
+    theme.follow_scale(view, fit_rows)
     header = view.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header.setStretchLastSection(True)

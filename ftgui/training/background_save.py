@@ -8,9 +8,10 @@ writes the shadow copy with a traced `tf.train.Checkpoint.write`, evaluates it o
 split and does the bookkeeping (metadata, retention, events). Because the structure is the same,
 the files restore into the real model with `assert_existing_objects_matched()`.
 
-Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: it fails on the second save of a
-Keras 3 model (DESIGN.md §4). Why a copy: the writer must not read variables that the next step
-is updating. At most one checkpoint is in flight; the next one waits for it.
+Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: in TF 2.21 it fails on the second
+save of a Keras 3 model ("tf.function only supports singleton tf.Variables"). Why a copy: the
+writer must not read variables that the next step is updating. At most one checkpoint is in
+flight; the next one waits for it.
 
 Used for strategies whose variables live in this process (default, one-device, mirrored). In a
 multi-worker or parameter-server cluster a save is collective and stays on the step path.

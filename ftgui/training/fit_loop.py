@@ -2,7 +2,7 @@
 
 Same model, optimizer, data order and strategy; fault tolerance is Keras' own:
 `BackupAndRestore(save_freq=checkpoint_every)` backs up to `RUN/fit-backup/` and, after a
-crash, restores to the start of the epoch it was in (Keras 3; DESIGN.md §4); `ModelCheckpoint`
+crash, restores to the start of the epoch it was in, not to the step (Keras 3); `ModelCheckpoint`
 writes `RUN/fit-checkpoints/epoch-NNN.weights.h5` (Keras 3 needs the `.weights.h5` ending for
 weights-only saves). What the fit path cannot restore, and the window says so:
 - the step: training starts again at the first step of the epoch;

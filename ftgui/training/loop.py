@@ -67,8 +67,8 @@ class TrainState:
         with strategy.scope():
             self.model = models.build(config.model, data.input_shape, data.num_classes)
             self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
-            # Built eagerly: Adam's slots created inside tf.function cannot be lifted under
-            # MirroredStrategy in TF 2.21 (DESIGN.md §4).
+            # Built eagerly: under MirroredStrategy in TF 2.21, Adam's slots created inside the
+            # tf.function on the first call cannot be lifted ("must feed a value for placeholder").
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(

@@ -6,7 +6,8 @@ import tensorflow as tf
 
 from ftgui.core.config import RunConfig
 
-# A collective that waits longer than this for a lost peer fails instead of hanging (DESIGN.md §4).
+# A collective that waits longer than this for a lost peer fails instead of hanging
+# (TensorFlow's `CommunicationOptions(timeout_seconds=…)` bounds each collective).
 COLLECTIVE_TIMEOUT_SECONDS = 30.0
 
 

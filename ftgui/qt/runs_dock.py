@@ -1,8 +1,8 @@
-"""Run history in the window: a Runs dock listing the runs of a runs folder, opening one, overlaying
-their loss curves on the plot, and the Run menu entries for it and for exporting curves and plot.
+"""The Runs dock: the runs of a runs folder in a table; Refresh, Open, Overlay, Clear overlays.
 
-The list comes from `ftgui.core.runs.list_runs` (Qt-free); this module only shows it and turns
-clicks into calls on the window (`MainWindow.open_run`) and the plot (`LossPlot.add_overlay`).
+The list comes from `ftgui.core.runs.list_runs` (Qt-free); the dock only shows it and turns clicks
+into signals (`openRequested`, `overlayRequested`, `clearOverlaysRequested`), which
+`ftgui.qt.run_history` connects to the window and the plot.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeySequence
+from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -32,15 +32,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.core import export, runs
+from ftgui.core import runs
 from ftgui.core.runs import RunSummary
+from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("run", "status", "strategy", "steps", "incidents", "attempts", "started", "final loss",
            "why it ended")
-STATUS_COLOURS = {"running": "#1f77b4", "finished": "#1a7f37", "killed": "#b00020",
-                  "failed": "#b00020", "interrupted": "#b00020", "preempted": "#b07800",
-                  "idle": "#666666"}
 SETTINGS_KEY = "runs_root"
 AUTO_REFRESH_MS = 2000
 _SORT_ROLE = Qt.ItemDataRole.UserRole
@@ -80,7 +78,7 @@ class RunsModel(RowsModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{run.path}\n{run.status}: {run.reason}" if run.reason else str(run.path)
         if role == Qt.ItemDataRole.ForegroundRole and column == "status":
-            return QBrush(QColor(STATUS_COLOURS.get(run.status, "#444444")))
+            return QBrush(QColor(theme.state_colour(run.status)))
         if role == Qt.ItemDataRole.FontRole and run.path == self.open_path:
             font = QFont()
             font.setBold(True)
@@ -130,17 +128,18 @@ class RunsDock(QDockWidget):
 
     Emits `openRequested(Path)`, `overlayRequested(list[RunSummary])` and
     `clearOverlaysRequested()`; the folder is remembered in `settings` under `runs_root`.
+    `open_run_dir()` gives the directory of the run open in the window (or None): its row is bold.
     """
 
     openRequested = Signal(object)
     overlayRequested = Signal(list)
     clearOverlaysRequested = Signal()
 
-    def __init__(self, settings: QSettings, parent=None, open_run=lambda: None):
+    def __init__(self, settings: QSettings, parent=None, open_run_dir=lambda: None):
         super().__init__("Runs", parent)
         self.setObjectName("runsDock")
         self.settings = settings
-        self.open_run = open_run  # () -> the directory of the run open in the window, or None
+        self.open_run_dir = open_run_dir
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(6, 4, 6, 6)
@@ -164,10 +163,10 @@ class RunsDock(QDockWidget):
         self.proxy.setSourceModel(self.model_)
         self.proxy.setSortRole(_SORT_ROLE)
         self.table = QTableView()
-        set_up_table(self.table, "runsTable", self.proxy, multi=True, stripes=True)
+        set_up_table(self.table, "runsTable", self.proxy, multi=True, stripes=True,
+                     row_padding=8)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(COLUMNS.index("started"), Qt.SortOrder.DescendingOrder)
-        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.doubleClicked.connect(lambda _index: self._open())
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._menu)
@@ -183,7 +182,8 @@ class RunsDock(QDockWidget):
                                     "Remove the overlaid curves from the plot")
         self.info_label = QLabel("")
         self.info_label.setObjectName("runsInfoLabel")
-        self.info_label.setStyleSheet("color: #555;")
+        theme.style(self.info_label)
+        theme.follow_scale(self, lambda _scale: theme.style(self.info_label))
         for button in (self.refresh_button, self.open_button, self.overlay_button):
             buttons.addWidget(button)
         buttons.addWidget(self.clear_button)
@@ -230,7 +230,7 @@ class RunsDock(QDockWidget):
         """Read the runs folder again; the selected runs stay selected."""
         selected = {run.path for run in self.selected_runs()}
         rows = runs.list_runs(self.root().absolute())
-        current = self.open_run()
+        current = self.open_run_dir()
         self.model_.open_path = None if current is None else Path(current).absolute()
         self.model_.set_rows(rows)
         self.select_paths(selected)
@@ -296,123 +296,3 @@ def _button(name: str, text: str, tip: str) -> QPushButton:
     button.setObjectName(name)
     button.setToolTip(tip)
     return button
-
-
-# ------------------------------------------------------------------------------ overlays
-def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
-    """Overlay each run's surviving training-loss curve on `plot`; returns the problems met
-    (one line per run that could not be shown)."""
-    problems = []
-    for run in selected:
-        try:
-            curves = runs.read_curves(run.path)
-        except OSError as exc:
-            problems.append(f"{run.name}: cannot read its events ({exc.strerror or exc})")
-            continue
-        steps, times, losses = curves.surviving_train()
-        if not len(steps):
-            problems.append(f"{run.name}: no training steps logged yet")
-            continue
-        plot.add_overlay(str(run.path), run.name, steps, losses, times, curves.origin)
-    return problems
-
-
-# ------------------------------------------------------------------------------ the window
-class RunHistory:
-    """The window's run-history features: the Runs dock and the Run menu entries for it, for
-    clearing overlays and for exporting the open run's curves (CSV) and the plot (PNG)."""
-
-    def __init__(self, window, menu: QMenu, before: QAction | None = None):
-        self.window = window
-        self.dock = RunsDock(window.settings, window, open_run=self._run_dir)
-        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
-        self.dock.hide()
-        self.dock.openRequested.connect(self.open)
-        self.dock.overlayRequested.connect(self.overlay)
-        # `window.plot` is looked up when used: the window creates its plot after showing
-        self.dock.clearOverlaysRequested.connect(lambda *_: window.plot.clear_overlays())
-
-        self.runs_action = _action(window, "runsAction", "&Runs…", self.show_runs,
-                                   QKeySequence("Ctrl+R"))
-        self.clear_action = _action(window, "clearOverlaysAction", "C&lear overlays",
-                                    lambda *_: window.plot.clear_overlays())
-        self.csv_action = _action(window, "exportCsvAction", "Export curves as &CSV…",
-                                  self._ask_csv)
-        self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
-                                  self._ask_png)
-        menu.insertSeparator(before)
-        for action in (self.runs_action, self.clear_action):
-            menu.insertAction(before, action)
-        menu.insertSeparator(before)
-        for action in (self.csv_action, self.png_action):
-            menu.insertAction(before, action)
-        menu.insertSeparator(before)
-
-    def show_runs(self) -> None:
-        if self.dock.isHidden():
-            self.window.resizeDocks([self.dock], [230], Qt.Orientation.Vertical)
-        self.dock.show()
-        self.dock.raise_()
-        self.dock.refresh()
-
-    def open(self, run_dir: Path) -> None:
-        self.window.open_run(run_dir)
-        self.dock.refresh()  # the open run is shown in bold
-
-    def overlay(self, selected: list[RunSummary]) -> None:
-        problems = overlay_runs(self.window.plot, selected)
-        if problems:
-            self.window.statusBar().showMessage("; ".join(problems), 10000)
-
-    # ------------------------------------------------------------ export
-    def _run_dir(self) -> Path | None:
-        supervisor = self.window.controller.supervisor
-        return None if supervisor is None else supervisor.run_dir
-
-    def export_csv(self, path: Path) -> bool:
-        """Write the open run's curves to `path` (see `ftgui.core.export`); False if refused."""
-        run_dir = self._run_dir()
-        try:
-            if run_dir is None:
-                raise FileNotFoundError("no run is open")
-            rows = export.write_curves_csv(run_dir, path)
-        except OSError as exc:
-            reason = "it has no events yet" if isinstance(exc, FileNotFoundError) else exc
-            self.window.statusBar().showMessage(f"nothing exported: {reason}", 10000)
-            return False
-        self.window.statusBar().showMessage(f"wrote {rows} points to {path}", 10000)
-        return True
-
-    def export_png(self, path: Path) -> bool:
-        """Save the plot as it is on screen (overlays, smoothing, zoom) to `path`."""
-        ok = self.window.plot.grab().save(str(path), "PNG")
-        message = f"saved the plot to {path}" if ok else f"could not write {path}"
-        self.window.statusBar().showMessage(message, 10000)
-        return ok
-
-    def _suggested(self, suffix: str) -> str:
-        run_dir = self._run_dir()
-        if run_dir is None:
-            return str(Path.home() / f"ftgui{suffix}")
-        return str(run_dir.parent / f"{run_dir.name}{suffix}")
-
-    def _ask_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self.window, "Export curves as CSV",
-                                              self._suggested("-curves.csv"), "CSV (*.csv)")
-        if path:
-            self.export_csv(Path(path))
-
-    def _ask_png(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as PNG",
-                                              self._suggested("-loss.png"), "PNG image (*.png)")
-        if path:
-            self.export_png(Path(path))
-
-
-def _action(parent, name: str, text: str, slot, shortcut: QKeySequence | None = None) -> QAction:
-    action = QAction(text, parent)
-    action.setObjectName(name)
-    if shortcut is not None:
-        action.setShortcut(shortcut)
-    action.triggered.connect(slot)
-    return action

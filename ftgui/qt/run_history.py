@@ -1,0 +1,146 @@
+"""The Run menu's run-history entries and what they do: Runs… (the Runs dock: open a run, overlay
+other runs' loss curves on the plot), Clear overlays, Export curves as CSV… and Export plot as PNG….
+
+`RunHistory` uses only the window's public side: `open_run(path)`, `run_dir()`, `plot`,
+`settings`, its dock area and its status bar.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMenu
+
+from ftgui.core import export, runs
+from ftgui.core.runs import RunSummary
+from ftgui.qt.runs_dock import RunsDock
+
+MESSAGE_MS = 10000  # how long a status-bar message stays
+DOCK_HEIGHT = 230  # pixels, when the dock is first shown
+
+
+def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
+    """Overlay each run's surviving training-loss curve on `plot` (a `LossPlot`); returns the
+    problems met (one line per run that could not be shown)."""
+    problems = []
+    for run in selected:
+        try:
+            curves = runs.read_curves(run.path)
+        except OSError as exc:
+            problems.append(f"{run.name}: cannot read its events ({exc.strerror or exc})")
+            continue
+        steps, times, losses = curves.surviving_train()
+        if not len(steps):
+            problems.append(f"{run.name}: no training steps logged yet")
+            continue
+        plot.add_overlay(str(run.path), run.name, steps, losses, times, curves.origin)
+    return problems
+
+
+class RunHistory:
+    """The window's run-history features: the Runs dock (hidden until Run → Runs…) and the Run
+    menu entries `runsAction`, `clearOverlaysAction`, `exportCsvAction` and `exportPngAction`,
+    inserted into `menu` before the action `before`."""
+
+    def __init__(self, window, menu: QMenu, before: QAction | None = None):
+        self.window = window
+        self.dock = RunsDock(window.settings, window, open_run_dir=window.run_dir)
+        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
+        self.dock.hide()
+        self.dock.openRequested.connect(self.open)
+        self.dock.overlayRequested.connect(self.overlay)
+        self.dock.clearOverlaysRequested.connect(self.clear_overlays)
+
+        self.runs_action = _action(window, "runsAction", "&Runs…", self.show_runs,
+                                   QKeySequence("Ctrl+R"))
+        self.clear_action = _action(window, "clearOverlaysAction", "C&lear overlays",
+                                    self.clear_overlays)
+        self.csv_action = _action(window, "exportCsvAction", "Export curves as &CSV…",
+                                  self._ask_csv)
+        self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
+                                  self._ask_png)
+        menu.insertSeparator(before)
+        for action in (self.runs_action, self.clear_action):
+            menu.insertAction(before, action)
+        menu.insertSeparator(before)
+        for action in (self.csv_action, self.png_action):
+            menu.insertAction(before, action)
+        menu.insertSeparator(before)
+
+    # ------------------------------------------------------------ the dock and overlays
+    def show_runs(self) -> None:
+        """Show the Runs dock (first time: DOCK_HEIGHT pixels high) with a fresh list."""
+        if self.dock.isHidden():
+            self.window.resizeDocks([self.dock], [DOCK_HEIGHT], Qt.Orientation.Vertical)
+        self.dock.show()
+        self.dock.raise_()
+        self.dock.refresh()
+
+    def open(self, run_dir: Path) -> None:
+        """Show `run_dir` in the window; its row in the dock turns bold."""
+        self.window.open_run(run_dir)
+        self.dock.refresh()
+
+    def overlay(self, selected: list[RunSummary]) -> None:
+        """Overlay the `selected` runs on the plot; runs that cannot be shown are named in the
+        status bar."""
+        # The plot is asked for when used: the window creates it after its first paint.
+        problems = overlay_runs(self.window.plot, selected)
+        if problems:
+            self._say("; ".join(problems))
+
+    def clear_overlays(self, *_checked) -> None:
+        self.window.plot.clear_overlays()
+
+    # ------------------------------------------------------------ export
+    def export_csv(self, path: Path) -> bool:
+        """Write the open run's curves to `path` (see `ftgui.core.export`); False if refused."""
+        run_dir = self.window.run_dir()
+        try:
+            if run_dir is None:
+                raise FileNotFoundError("no run is open")
+            rows = export.write_curves_csv(run_dir, path)
+        except OSError as exc:
+            reason = "it has no events yet" if isinstance(exc, FileNotFoundError) else exc
+            self._say(f"nothing exported: {reason}")
+            return False
+        self._say(f"wrote {rows} points to {path}")
+        return True
+
+    def export_png(self, path: Path) -> bool:
+        """Save the plot as it is on screen (overlays, smoothing, zoom) to `path`."""
+        ok = self.window.plot.grab().save(str(path), "PNG")
+        self._say(f"saved the plot to {path}" if ok else f"could not write {path}")
+        return ok
+
+    def _say(self, message: str) -> None:
+        self.window.statusBar().showMessage(message, MESSAGE_MS)
+
+    def _suggested(self, suffix: str) -> str:
+        run_dir = self.window.run_dir()
+        if run_dir is None:
+            return str(Path.home() / f"ftgui{suffix}")
+        return str(run_dir.parent / f"{run_dir.name}{suffix}")
+
+    def _ask_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export curves as CSV",
+                                              self._suggested("-curves.csv"), "CSV (*.csv)")
+        if path:
+            self.export_csv(Path(path))
+
+    def _ask_png(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as PNG",
+                                              self._suggested("-loss.png"), "PNG image (*.png)")
+        if path:
+            self.export_png(Path(path))
+
+
+def _action(parent, name: str, text: str, slot, shortcut: QKeySequence | None = None) -> QAction:
+    action = QAction(text, parent)
+    action.setObjectName(name)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    action.triggered.connect(slot)
+    return action

@@ -1,0 +1,237 @@
+"""The look of ftgui's Qt views in one place: colours, pen widths, font sizes and one scale factor.
+
+Views read their colours and widths here instead of writing hex codes of their own. `set_scale(f)`
+enlarges every font and line by `f` (View → Zoom and the presentation view set it): it sets the
+application font at once and emits `signals.scaleChanged(f)`; a view re-reads what it drew with
+(`pen_width`, `marker_pen`, `style`) in a slot, or through `follow_scale(widget, update)`. Widths
+and pixel sizes below are given at scale 1.
+
+The stylesheet is generated from these values (`stylesheet()`), so there is no `.qss` file to
+keep in step with them. It is set on each widget it names (`style(widget)`), never on a parent:
+a stylesheet on the window would restyle every child (Qt's stylesheet style draws spin boxes
+lower than the desktop style does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPen
+from PySide6.QtWidgets import QApplication, QWidget
+
+# ------------------------------------------------------------------------------ colours
+ERROR = "#b00020"  # killed, failed, an invalid checkpoint
+WARNING = "#b07800"  # dark amber: preempted, recovering (legible on white)
+SUCCESS = "#1a7f37"
+MUTED = "#666666"  # a process or run that ended on its own
+TEXT = "#222222"
+SECONDARY_TEXT = "#555555"
+DEFAULT_STATE_COLOUR = "#444444"  # a state not listed below
+
+STATE_COLOURS = {
+    "running": "#1f77b4",
+    "recovering": WARNING,
+    "finished": SUCCESS,
+    "killed": ERROR,
+    "preempted": WARNING,
+    "failed": ERROR,
+    "stopped": MUTED,
+    "interrupted": ERROR,
+    "busy": DEFAULT_STATE_COLOUR,  # the run is held by a process outside this window
+    "idle": MUTED,
+}
+
+# Vertical markers on the loss plot, one colour per kind of event.
+MARKER_COLOURS = {
+    "crash": "#d62728",
+    "preemption": WARNING,
+    "failed": "#8c564b",  # a process that exited with an error of its own
+    "hang": "#6a3d9a",
+    "nan_rollback": "#c51b7d",
+    "fork": "#0f7c8c",
+    "resume": "#2ca02c",
+    "setting_changed": "#5f5f5f",
+    "worker_lost": "#d95f02",
+    "worker_back": SUCCESS,
+}
+
+CURVE_COLOURS = {
+    "current": "#1f77b4",  # the open run's newest attempt
+    "earlier": "#9fb7cf",  # its earlier attempts
+    "validation": "#ff7f0e",  # validation points (fill)
+    "validation_edge": "#a04000",
+}
+# Overlaid runs: distinct from the open run's blue, the validation orange and the marker colours.
+OVERLAY_COLOURS = ("#9467bd", "#d4479b", "#2a9d8f", "#8c8c00", "#7f7f7f", "#17becf", "#5c3c92")
+RAW_ALPHA_WHEN_SMOOTHED = 70  # 0–255: the raw curve under its smoothed one
+
+NOTICE = "#8a5a00"  # a line on the plot about what the view leaves out
+LEGEND_FRAME = "#c8c8c8"
+REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again
+
+# ------------------------------------------------------------------------------ sizes at scale 1
+PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1}  # pixels
+STATE_LABEL_PX = 14  # the run state in the window's top bar, in pixels
+FALLBACK_FONT_PT = 9.0  # the base font size when no application exists yet to ask
+MIN_SCALE, MAX_SCALE = 0.5, 4.0
+
+
+class _Signals(QObject):
+    scaleChanged = Signal(float)  # noqa: N815 (Qt's naming)
+
+
+class _Follower(QObject):
+    """Calls `update(scale)` on each scale change; a child of its owner, so it (and its
+    connection) goes when the owner is deleted."""
+
+    def __init__(self, owner: QObject, update: Callable[[float], None]):
+        super().__init__(owner)
+        self._update = update
+        signals.scaleChanged.connect(self._on_scale)
+
+    def _on_scale(self, factor: float) -> None:
+        self._update(factor)
+
+
+signals = _Signals()
+_scale = 1.0
+_base_font_pt: float | None = None  # the desktop's own UI font size, read once
+
+
+# ------------------------------------------------------------------------------ scale and fonts
+def scale() -> float:
+    """The factor every font and line is drawn at (1.0 = as designed)."""
+    return _scale
+
+
+def set_scale(factor: float) -> None:
+    """Draw every font and line `factor` times its base size (`MIN_SCALE`–`MAX_SCALE`).
+
+    Sets the application font now and emits `signals.scaleChanged(factor)` for the views.
+    Raises ValueError for a factor outside the range.
+    """
+    global _scale
+    factor = float(factor)
+    if not MIN_SCALE <= factor <= MAX_SCALE:
+        raise ValueError(f"scale: {factor} is outside {MIN_SCALE}–{MAX_SCALE}")
+    _base_pt()  # read the unscaled size before the first change
+    _scale = factor
+    app = QApplication.instance()
+    if app is not None:
+        app.setFont(font())
+    signals.scaleChanged.emit(factor)
+
+
+def _base_pt() -> float:
+    global _base_font_pt
+    if _base_font_pt is None:
+        app = QApplication.instance()
+        if app is None:
+            return FALLBACK_FONT_PT
+        size = QApplication.font().pointSizeF()
+        _base_font_pt = size if size > 0 else FALLBACK_FONT_PT
+    return _base_font_pt
+
+
+def base_font_pt() -> float:
+    """The UI font size at scale 1, in points: the desktop's own size."""
+    return _base_pt()
+
+
+def font_pt() -> float:
+    """The UI font size at the current scale, in points."""
+    return _base_pt() * _scale
+
+
+def font() -> QFont:
+    """The application font at the current scale."""
+    result = QFont(QApplication.font()) if QApplication.instance() else QFont()
+    result.setPointSizeF(font_pt())
+    return result
+
+
+def apply(app: QApplication) -> None:
+    """At start-up: remember the desktop's font size as the base, and give `app` the font at
+    the current scale when that is not 1 (a scale set before the application existed)."""
+    _base_pt()
+    if _scale != 1.0:
+        app.setFont(font())
+
+
+def follow_scale(owner: QObject, update: Callable[[float], None]) -> None:
+    """Call `update(scale)` after every `set_scale`, for as long as `owner` exists."""
+    _Follower(owner, update)
+
+
+# ------------------------------------------------------------------------------ pens
+def pen_width(kind: str) -> float:
+    """The width in pixels of a `kind` line (a key of `PEN_WIDTHS`) at the current scale."""
+    return PEN_WIDTHS[kind] * _scale
+
+
+def state_colour(state: str) -> str:
+    """The colour (#rrggbb) a run or window state is written in."""
+    return STATE_COLOURS.get(state, DEFAULT_STATE_COLOUR)
+
+
+def marker_pen(kind: str) -> QPen:
+    """The dashed, cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled."""
+    pen = QPen(QColor(MARKER_COLOURS[kind]))
+    pen.setCosmetic(True)
+    pen.setWidthF(pen_width("marker"))
+    pen.setStyle(Qt.PenStyle.DashLine)
+    return pen
+
+
+class MarkerPens(Mapping):
+    """A view's marker names mapped to theme marker kinds; each lookup gives the pen at the
+    current scale, e.g. `MarkerPens(kill="crash")["kill"]`."""
+
+    def __init__(self, **kinds: str):
+        unknown = sorted(set(kinds.values()) - set(MARKER_COLOURS))
+        if unknown:
+            raise ValueError(f"marker kind: {', '.join(unknown)} is not one of "
+                             f"{', '.join(MARKER_COLOURS)}")
+        self._kinds = kinds
+
+    def __getitem__(self, name: str) -> QPen:
+        return marker_pen(self._kinds[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+
+# ------------------------------------------------------------------------------ stylesheet
+def stylesheet() -> str:
+    """The stylesheet at the current scale for the widgets it names by objectName: the state
+    label (coloured by its `state` property), the bold Kill / Resume buttons and the Runs dock's
+    info line."""
+    rules = [
+        f"QLabel#stateLabel {{ font-size: {round(STATE_LABEL_PX * _scale)}px; "
+        f"font-weight: bold; padding: 0 8px; color: {DEFAULT_STATE_COLOUR}; }}",
+        *(f'QLabel#stateLabel[state="{state}"] {{ color: {colour}; }}'
+          for state, colour in STATE_COLOURS.items()),
+        f"QPushButton#killButton:enabled {{ color: {ERROR}; font-weight: bold; }}",
+        f"QPushButton#resumeButton:enabled {{ color: {SUCCESS}; font-weight: bold; }}",
+        f"QLabel#runsInfoLabel {{ color: {SECONDARY_TEXT}; }}",
+    ]
+    return "\n".join(rules)
+
+
+def style(*widgets: QWidget) -> None:
+    """Give each of `widgets` the theme's stylesheet at the current scale (again after
+    `set_scale`: call it from a `signals.scaleChanged` slot)."""
+    sheet = stylesheet()
+    for widget in widgets:
+        widget.setStyleSheet(sheet)
+
+
+def set_state(widget: QWidget, state: str) -> None:
+    """Set `widget`'s `state` property and restyle it (the stylesheet colours by state)."""
+    widget.setProperty("state", state)
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)
