@@ -7,10 +7,11 @@ import signal
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtCore import QCoreApplication, QSize, QTimer
+from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
-from ftgui import __version__
+from ftgui import __version__, icons
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
@@ -19,7 +20,17 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     QCoreApplication.setApplicationName("ftgui")
     QCoreApplication.setApplicationVersion(__version__)
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
+    app.setWindowIcon(app_icon())
+    QGuiApplication.setDesktopFileName(icons.ICON_NAME)  # Wayland: matches ftgui.desktop
     return app
+
+
+def app_icon() -> QIcon:
+    """ftgui's icon with every shipped PNG size (16 … 256 px), so Qt never scales one up."""
+    icon = QIcon()
+    for size in icons.ICON_SIZES:
+        icon.addFile(str(icons.png_path(size)), QSize(size, size))
+    return icon
 
 
 def missing_display(environ=None) -> str:
