@@ -7,6 +7,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
+import fnmatch
 import platform
 import subprocess
 import sys
@@ -19,8 +20,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMenu
 
 from ftgui import cli, desktop_entry, icons
-from ftgui.core import checkpoints, events
-from ftgui.core.config import RunConfig
+from ftgui.core import checkpoints, events, runs
+from ftgui.core.config import RunConfig, tomllib
 from ftgui.qt import quit_guard
 from ftgui.qt.main_window import MainWindow
 from ftgui.qt.quit_guard import KILL, PREEMPT, QuitGuard
@@ -133,6 +134,16 @@ def test_the_icon_ships_in_every_size_and_as_svg():
     assert icons.svg_path().read_text().lstrip().startswith("<?xml")
     for size in icons.ICON_SIZES:
         assert icons.png_path(size).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pyproject_ships_every_icon_file_with_the_package():
+    root = Path(__file__).resolve().parents[1]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["ftgui"]
+    shipped = [icons.svg_path(), *(icons.png_path(size) for size in icons.ICON_SIZES)]
+    for path in shipped:
+        inside = path.relative_to(root / "ftgui").as_posix()
+        assert any(fnmatch.fnmatch(inside, pattern) for pattern in patterns), inside
 
 
 # ------------------------------------------------------------ the window
@@ -263,6 +274,17 @@ def test_open_documentation_shows_the_readme(make_window):
     assert "install-desktop-entry" in browser.toPlainText()
 
 
+def test_documentation_falls_back_to_the_readme_in_the_package_metadata(monkeypatch,
+                                                                        tmp_path):
+    from ftgui.qt import about
+
+    monkeypatch.setattr(about, "README", tmp_path / "README.md")  # an installed wheel
+    text, folder = about.readme()
+    assert folder is None
+    assert text == metadata.metadata("ftgui").get_payload()
+    assert text.startswith("# ftgui")
+
+
 def test_quit_is_ctrl_q_and_closes_an_idle_window_without_asking(make_window, monkeypatch):
     window = make_window()
     monkeypatch.setattr(QuitGuard, "choose", lambda self: pytest.fail("asked while idle"))
@@ -295,12 +317,14 @@ def test_cancel_keeps_the_window_and_a_remembered_answer_is_not_asked_again(
     assert window.quit_guard.outcome == "killed"
 
     again = make_window()  # the next start: the answer is remembered
-    assert again.quit_guard.remembered() == KILL and again.quit_guard.forget_action.isEnabled()
+    assert again.quit_guard.remembered() == KILL and again.quit_guard.forget_action.isVisible()
     again.close()
     assert not again.isVisible() and asked == ["cancel", "kill"]
 
     third = make_window()
     third.quit_guard.forget_action.trigger()
+    assert third.quit_guard.remembered() == ""
+    assert not third.quit_guard.forget_action.isVisible()
     monkeypatch.setattr(QuitGuard, "choose", answer(quit_guard.CANCEL, False))
     third.close()
     assert third.isVisible() and asked == ["cancel", "kill", "cancel"]
@@ -332,6 +356,7 @@ def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
     assert exit_event["exit_code"] == 42 and exit_event["last_step"] == reached
     assert checkpoints.newest_valid(run_dir).step == reached
     assert reached % 1000 != 0
+    assert runs.summarize(run_dir).status == "preempted"
 
     assert cli.main(["train", str(run_dir), "--resume", "--steps", str(reached + 3),
                      "--quiet"]) == 0

@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from ftgui.qt.app import app_icon
 from ftgui.versions import stack_versions
 
+IMAGE_WIDTH = 880  # pixels: the README's screenshot, shrunk to the documentation window
 README = Path(__file__).resolve().parents[2] / "README.md"  # beside the ftgui package
 
 
@@ -109,12 +110,40 @@ class DocumentationDialog(QDialog):
         if folder is not None:
             self.browser.setSearchPaths([str(folder)])  # the README's screenshot
         self.browser.setMarkdown(text)
+        fit_images(self.browser.document(), IMAGE_WIDTH)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         layout = QVBoxLayout(self)
         layout.addWidget(self.browser, 1)
         layout.addWidget(buttons)
         self.resize(960, 720)
+
+
+def fit_images(document: QTextDocument, width: int) -> int:
+    """Shrink the document's images wider than `width` pixels to that width (the README's
+    screenshot is 1360 px wide); returns how many were shrunk."""
+    shrunk = 0
+    block = document.begin()
+    while block.isValid():
+        iterator = block.begin()
+        while not iterator.atEnd():
+            fragment = iterator.fragment()
+            image = fragment.charFormat().toImageFormat()
+            if image.isValid():
+                natural = document.resource(QTextDocument.ResourceType.ImageResource,
+                                            image.name())
+                if natural is not None and natural.width() > width:
+                    image.setWidth(width)
+                    image.setHeight(natural.height() * width / natural.width())
+                    cursor = QTextCursor(document)
+                    cursor.setPosition(fragment.position())
+                    cursor.setPosition(fragment.position() + fragment.length(),
+                                       QTextCursor.MoveMode.KeepAnchor)
+                    cursor.setCharFormat(image)
+                    shrunk += 1
+            iterator += 1
+        block = block.next()
+    return shrunk
 
 
 class HelpMenu(QObject):

@@ -43,7 +43,7 @@ class QuitGuard(QObject):
         self.forget_action.setObjectName("forgetQuitAnswerAction")
         self.forget_action.setToolTip("Forget the remembered answer to 'Stop training and quit?'")
         self.forget_action.triggered.connect(self.forget)
-        self.forget_action.setEnabled(bool(self.remembered()))
+        self.forget_action.setVisible(bool(self.remembered()))  # shown only when it would act
 
     # ------------------------------------------------------------ what the window asks
     def training(self) -> bool:
@@ -75,7 +75,7 @@ class QuitGuard(QObject):
     def forget(self) -> None:
         """Ask again next time."""
         self.settings.remove(SETTINGS_KEY)
-        self.forget_action.setEnabled(False)
+        self.forget_action.setVisible(False)
 
     def choose(self) -> tuple[str, bool]:
         """Show the question; returns (PREEMPT, KILL or CANCEL, remember the answer?)."""
@@ -101,7 +101,7 @@ class QuitGuard(QObject):
         choice, remember = self.choose()
         if remember and choice in (PREEMPT, KILL):
             self.settings.setValue(SETTINGS_KEY, choice)
-            self.forget_action.setEnabled(True)
+            self.forget_action.setVisible(True)
         return choice
 
     # ------------------------------------------------------------ preempt, wait, close
