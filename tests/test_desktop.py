@@ -14,6 +14,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import psutil
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
@@ -331,6 +332,18 @@ def test_cancel_keeps_the_window_and_a_remembered_answer_is_not_asked_again(
     monkeypatch.setattr(QuitGuard, "training", lambda self: False)
 
 
+def test_a_signal_quits_with_its_answer_without_asking(make_window, monkeypatch):
+    monkeypatch.setattr(QuitGuard, "training", lambda self: True)
+    monkeypatch.setattr(QuitGuard, "choose", lambda self: pytest.fail("asked"))
+    window = make_window()
+    with pytest.raises(ValueError, match="choice: 'cancel'"):
+        window.quit_guard.quit_with(quit_guard.CANCEL)
+    window.quit_guard.quit_with(KILL)  # Ctrl+C in the terminal
+    assert not window.isVisible() and window.quit_guard.outcome == "killed"
+    assert window.quit_guard.remembered() == ""  # nothing is remembered for next time
+    monkeypatch.setattr(QuitGuard, "training", lambda self: False)
+
+
 @pytest.mark.tf
 def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
         make_window, qtbot, monkeypatch, tmp_path):
@@ -365,3 +378,29 @@ def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
     assert resumed["from_step"] == reached
     resumed_steps = [e["step"] for e in history if e["event"] == "step" and e["attempt"] == 1]
     assert resumed_steps == [reached + 1, reached + 2, reached + 3]
+
+
+@pytest.mark.tf
+def test_a_trainer_that_does_not_stop_is_killed_when_the_wait_runs_out(
+        make_window, qtbot, monkeypatch, tmp_path):
+    run_dir = tmp_path / "run"
+    window = make_window()
+    window.panel.run_dir_edit.setText(str(run_dir))
+    window.panel.run_dir_edit.editingFinished.emit()
+    window.panel.set_config(RunConfig(steps=3000, checkpoint_every=1000))
+    assert window.start_run()
+    controller = window.controller
+    qtbot.waitUntil(lambda: controller._last_step >= 5, timeout=180_000)
+    pids = [p.pid for p in controller.supervisor.processes]
+    assert controller.freeze("chief")  # a hung trainer: SIGTERM stays pending
+    monkeypatch.setattr(quit_guard, "PREEMPT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(QuitGuard, "choose", lambda self: (PREEMPT, False))
+
+    window.close()
+    assert window.isVisible()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=60_000)
+    assert window.quit_guard.outcome == "timed out"
+    assert controller.supervisor.state == "stopped"
+    assert runs.summarize(run_dir).status == "stopped"
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                   for pid in pids)

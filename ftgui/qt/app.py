@@ -48,7 +48,8 @@ def missing_display(environ=None) -> str:
 def run_app(run_dir: Path | None = None) -> int:
     """Open the window (on `run_dir` when given) and run the event loop; returns its exit code.
 
-    Ctrl+C in the terminal closes the window, which ends every training process.
+    Ctrl+C in the terminal closes the window, which kills every training process; SIGTERM
+    closes it after preempting the run (it saves its current step), without asking.
     """
     missing = missing_display()
     if missing:
@@ -64,8 +65,10 @@ def run_app(run_dir: Path | None = None) -> int:
             return 2
         window.open_run(Path(run_dir))
     window.show()
-    signal.signal(signal.SIGINT, lambda *_: window.close())
-    signal.signal(signal.SIGTERM, lambda *_: window.close())
+    from ftgui.qt.quit_guard import KILL, PREEMPT
+
+    signal.signal(signal.SIGINT, lambda *_: window.quit_guard.quit_with(KILL))
+    signal.signal(signal.SIGTERM, lambda *_: window.quit_guard.quit_with(PREEMPT))
     wake = QTimer()  # lets Python run its signal handlers while Qt's loop waits
     wake.start(200)
     wake.timeout.connect(lambda: None)

@@ -34,6 +34,7 @@ class QuitGuard(QObject):
         self.progress: QProgressDialog | None = None
         self.outcome = ""  # how the last close went: '', 'preempted', 'killed', 'timed out'
         self._approved = False
+        self._given = ""  # an answer given without asking (quit_with)
         self._deadline = 0.0
         self._stopping: list = []  # the TrainingProcesses alive when the preemption was sent
         self._timer = QTimer(self)
@@ -59,13 +60,27 @@ class QuitGuard(QObject):
             return True
         if self._timer.isActive():
             return False
-        choice = self.remembered() or self._ask()
+        choice = self._given or self.remembered() or self._ask()
+        self._given = ""
         if choice == KILL:
             self.outcome = "killed"
             return True
         if choice == PREEMPT:
             return self._preempt_then_close()
         return False
+
+    def quit_with(self, choice: str) -> None:
+        """Close the window answering `choice` (PREEMPT or KILL) without asking: for signals
+        from outside (SIGTERM asks for a graceful stop; Ctrl+C in the terminal for a quick one).
+        Raises ValueError for another choice."""
+        if choice not in (PREEMPT, KILL):
+            raise ValueError(f"choice: {choice!r} is not {PREEMPT!r} or {KILL!r}")
+        if self._timer.isActive():  # already waiting for a preemption
+            if choice == KILL:
+                self._close_now("killed")
+            return
+        self._given = choice
+        self.window.close()
 
     def remembered(self) -> str:
         """The remembered answer (PREEMPT or KILL), or '' when ftgui should ask."""
