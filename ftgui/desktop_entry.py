@@ -42,12 +42,12 @@ def launch_command() -> list[str]:
 
 
 def desktop_file_text(command: list[str]) -> str:
-    """The `.desktop` file for `command` (freedesktop Desktop Entry Specification 1.5)."""
+    """The `.desktop` file for `command` (freedesktop Desktop Entry Specification 1.4)."""
     exec_line = " ".join(_exec_quote(arg) for arg in command)
     return "\n".join([
         "[Desktop Entry]",
         "Type=Application",
-        "Version=1.5",
+        "Version=1.4",
         "Name=ftgui",
         "GenericName=Fault-tolerant training viewer",
         "Comment=Make fault-tolerant distributed TensorFlow training visible",
@@ -55,7 +55,7 @@ def desktop_file_text(command: list[str]) -> str:
         f"TryExec={command[0]}",
         f"Icon={icons.ICON_NAME}",
         "Terminal=false",
-        "Categories=Development;Science;",
+        "Categories=Science;ArtificialIntelligence;",
         "Keywords=TensorFlow;training;checkpoint;distributed;fault tolerance;",
         "StartupNotify=true",
         f"StartupWMClass={icons.ICON_NAME}",

@@ -9,6 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 
 import fnmatch
 import platform
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -104,6 +105,10 @@ def test_desktop_entry_installs_under_xdg_data_home_and_uninstalls_exactly_that(
     exec_line = next(line for line in text.splitlines() if line.startswith("Exec="))
     assert exec_line.split("=", 1)[1].split()[0].endswith(("ftgui", "python", "python3",
                                                            Path(sys.executable).name))
+    validator = shutil.which("desktop-file-validate")  # desktop-file-utils, where installed
+    if validator:
+        checked = subprocess.run([validator, str(entry)], capture_output=True, text=True)
+        assert (checked.returncode, checked.stdout + checked.stderr) == (0, "")
     for size in icons.ICON_SIZES:
         png = data / "icons" / "hicolor" / f"{size}x{size}" / "apps" / "ftgui.png"
         assert png.read_bytes() == icons.png_path(size).read_bytes()

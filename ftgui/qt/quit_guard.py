@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QSettings, QTimer
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QCheckBox, QMainWindow, QMessageBox, QProgressDialog
 
@@ -133,6 +133,7 @@ class QuitGuard(QObject):
             int(PREEMPT_TIMEOUT_S), self.window)
         self.progress.setObjectName("quitProgress")
         self.progress.setWindowTitle("Stopping training")
+        self.progress.setWindowModality(Qt.WindowModality.WindowModal)  # input, not code
         self.progress.setMinimumDuration(0)
         self.progress.setAutoClose(False)
         self.progress.setAutoReset(False)
