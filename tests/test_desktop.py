@@ -227,12 +227,12 @@ def drop(window: MainWindow, path: Path) -> bool:
     mime.setUrls([QUrl.fromLocalFile(str(path))])
     enter = QDragEnterEvent(window.rect().center(), Qt.DropAction.CopyAction, mime,
                             Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    window.dragEnterEvent(enter)
+    QApplication.sendEvent(window, enter)
     if not enter.isAccepted():
         return False
     event = QDropEvent(QPointF(window.rect().center()), Qt.DropAction.CopyAction, mime,
                        Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    window.dropEvent(event)
+    QApplication.sendEvent(window, event)
     return event.isAccepted()
 
 

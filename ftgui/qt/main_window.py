@@ -45,7 +45,7 @@ from ftgui.qt.pending_plot import PendingPlot
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
 from ftgui.qt.quit_guard import QuitGuard
-from ftgui.qt.recent_runs import RecentRuns, run_dir_from_mime
+from ftgui.qt.recent_runs import RecentRuns, RunDrop
 from ftgui.qt.runs_view import RunHistory
 
 if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
@@ -69,7 +69,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.setWindowTitle("ftgui — fault-tolerant training, made visible")
         self.setWindowIcon(app_icon())
-        self.setAcceptDrops(True)  # a run folder or its events.jsonl dropped here opens it
+        self.run_drop = RunDrop(self, self.open_run)  # a run folder dropped here opens it
         self.settings = settings or QSettings()
         self.quit_guard = QuitGuard(self, self.settings)  # "Stop training and quit?"
         self.panel = ConfigPanel()
@@ -403,16 +403,6 @@ class MainWindow(QMainWindow):
                 self.panel.set_config(configmod.from_dict(json.loads(text)))
             except (ValueError, TypeError):
                 self.settings.remove("last_config")
-
-    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        if run_dir_from_mime(event.mimeData()) is not None:
-            event.acceptProposedAction()
-
-    def dropEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        run_dir = run_dir_from_mime(event.mimeData())
-        if run_dir is not None:
-            event.acceptProposedAction()
-            self.open_run(run_dir)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         if not self.quit_guard.may_close():  # a run trains: preempt, kill, or stay

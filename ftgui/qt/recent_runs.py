@@ -4,9 +4,10 @@ window (a run folder, or its `events.jsonl`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QObject, QSettings, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, QSettings, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QWidget
 
@@ -93,3 +94,27 @@ def run_dir_from_mime(mime: QMimeData) -> Path | None:
         if path.is_dir() and is_run_dir(path):
             return path
     return None
+
+
+class RunDrop(QObject):
+    """Lets `window` take drops: a drag carrying a run (see `run_dir_from_mime`) is accepted,
+    anything else refused, and a dropped run is given to `open_run(Path)`."""
+
+    def __init__(self, window: QWidget, open_run: Callable[[Path], None]):
+        super().__init__(window)
+        self.open_run = open_run
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name)
+        kind = event.type()
+        if kind not in (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop):
+            return False
+        run_dir = run_dir_from_mime(event.mimeData())
+        if run_dir is None:
+            event.ignore()
+            return True
+        event.acceptProposedAction()
+        if kind == QEvent.Type.Drop:
+            self.open_run(run_dir)
+        return True
