@@ -31,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible.",
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="store_true",
+                        help="print `ftgui <version>` and exit")
+    parser.add_argument("--verbose", action="store_true",
+                        help="with --version: also Python, PySide6, Qt, pyqtgraph, TensorFlow")
     sub = parser.add_subparsers(dest="command")
     opener = sub.add_parser("open", allow_abbrev=False, help="open the app on an existing run")
     opener.add_argument("run_dir", type=Path)
@@ -57,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     devices = sub.add_parser("devices", allow_abbrev=False, help="list TensorFlow's devices")
     devices.add_argument("--json", action="store_true")
+
+    entry = sub.add_parser(
+        "install-desktop-entry", allow_abbrev=False,
+        help="add ftgui to the desktop's launcher (Linux/BSD: a .desktop file and icon)",
+    )
+    entry.add_argument("--uninstall", action="store_true",
+                       help="remove exactly what install-desktop-entry wrote")
     return parser
 
 
@@ -108,8 +119,18 @@ def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version or args.verbose:
+        if not args.version or args.command:
+            parser.error("--version and --verbose go alone: `ftgui --version [--verbose]`")
+        from ftgui.versions import version_text
+
+        print(version_text(verbose=args.verbose))
+        return 0
     try:
+        if args.command == "install-desktop-entry":
+            return cmd_desktop_entry(args)
         if args.command == "train":
             return cmd_train(args)
         if args.command == "checkpoints":
@@ -127,6 +148,19 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RuntimeError, OSError, LookupError) as exc:
         print(f"ftgui: {exc}", file=sys.stderr)
         return 2
+
+
+def cmd_desktop_entry(args: argparse.Namespace) -> int:
+    from ftgui import desktop_entry
+
+    if args.uninstall:
+        removed = desktop_entry.uninstall()
+        print("\n".join(f"removed {path}" for path in removed) or
+              f"ftgui: no launcher entry installed under {desktop_entry.data_dir()}")
+        return 0
+    for path in desktop_entry.install():
+        print(f"wrote {path}")
+    return 0
 
 
 def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:

@@ -315,6 +315,7 @@ def test_start_kill_resume_in_the_window(window, qtbot, tmp_path):
     assert controller.supervisor.state == "running"
     window.grab().save(str(tmp_path / "window.png"))
 
+    window.settings.setValue("quit/when_training", "kill")  # "Stop training and quit?": Kill
     window.close()
     pids = [p.pid for p in controller.supervisor.processes]
     deadline = time.time() + 10

@@ -7,10 +7,11 @@ import signal
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtCore import QCoreApplication, QSize, QTimer
+from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
-from ftgui import __version__
+from ftgui import __version__, icons
 from ftgui.qt import theme
 
 
@@ -22,7 +23,17 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     QCoreApplication.setApplicationVersion(__version__)
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
     theme.apply(app)  # the UI font at the theme's scale
+    app.setWindowIcon(app_icon())
+    QGuiApplication.setDesktopFileName(icons.ICON_NAME)  # Wayland: matches ftgui.desktop
     return app
+
+
+def app_icon() -> QIcon:
+    """ftgui's icon with every shipped PNG size (16 … 256 px), so Qt never scales one up."""
+    icon = QIcon()
+    for size in icons.ICON_SIZES:
+        icon.addFile(str(icons.png_path(size)), QSize(size, size))
+    return icon
 
 
 def missing_display(environ=None) -> str:
@@ -40,7 +51,8 @@ def missing_display(environ=None) -> str:
 def run_app(run_dir: Path | None = None) -> int:
     """Open the window (on `run_dir` when given) and run the event loop; returns its exit code.
 
-    Ctrl+C in the terminal closes the window, which ends every training process.
+    Ctrl+C in the terminal closes the window, which kills every training process; SIGTERM
+    closes it after preempting the run (it saves its current step), without asking.
     """
     missing = missing_display()
     if missing:
@@ -56,8 +68,10 @@ def run_app(run_dir: Path | None = None) -> int:
             return 2
         window.open_run(Path(run_dir))
     window.show()
-    signal.signal(signal.SIGINT, lambda *_: window.close())
-    signal.signal(signal.SIGTERM, lambda *_: window.close())
+    from ftgui.qt.quit_guard import KILL, PREEMPT
+
+    signal.signal(signal.SIGINT, lambda *_: window.quit_guard.quit_with(KILL))
+    signal.signal(signal.SIGTERM, lambda *_: window.quit_guard.quit_with(PREEMPT))
     wake = QTimer()  # lets Python run its signal handlers while Qt's loop waits
     wake.start(200)
     wake.timeout.connect(lambda: None)

@@ -35,6 +35,8 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.supervisor import RunBusyError, StartError
 from ftgui.qt import theme
+from ftgui.qt.about import HelpMenu
+from ftgui.qt.app import app_icon
 from ftgui.qt.checkpoint_dialog import CheckpointDialog, CheckpointJob
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
@@ -43,6 +45,8 @@ from ftgui.qt.incident_table import IncidentPanel
 from ftgui.qt.pending_plot import PendingPlot
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
+from ftgui.qt.quit_guard import QuitGuard
+from ftgui.qt.recent_runs import RecentRuns, RunDrop
 from ftgui.qt.run_history import RunHistory
 
 if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
@@ -64,7 +68,10 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setObjectName("mainWindow")
         self.setWindowTitle("ftgui — fault-tolerant training, made visible")
+        self.setWindowIcon(app_icon())
+        self.run_drop = RunDrop(self, self.open_run)  # a run folder dropped here opens it
         self.settings = settings or QSettings()
+        self.quit_guard = QuitGuard(self, self.settings)  # "Stop training and quit?"
         self.panel = ConfigPanel()
         self._plot: LossPlot | None = None
         self._pending_plot = PendingPlot()  # takes the controller's calls until the plot exists
@@ -206,9 +213,14 @@ class MainWindow(QMainWindow):
         new_action.setShortcut(QKeySequence.StandardKey.New)
         new_action.triggered.connect(self._new_run)
         quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.setObjectName("quitAction")
+        quit_action.setShortcut(QKeySequence("Ctrl+Q"))  # Cmd+Q on macOS; Windows has none
         quit_action.triggered.connect(self.close)
-        for action in (open_action, new_action, quit_action):
+        self.recent_runs = RecentRuns(self.settings, self)
+        self.recent_runs.openRequested.connect(self.open_run)
+        menu.addAction(open_action)
+        menu.addMenu(self.recent_runs.menu)
+        for action in (new_action, self.quit_guard.forget_action, quit_action):
             menu.addAction(action)
         # Runs… (the Runs dock), Clear overlays, Export curves as CSV…, Export plot as PNG…
         self.run_history = RunHistory(self, menu, before=quit_action)
@@ -221,6 +233,7 @@ class MainWindow(QMainWindow):
             action = QAction(text, self)
             action.triggered.connect(slot)
             faults.addAction(action)
+        self.help_menu = HelpMenu(self)  # Open documentation, About ftgui
 
     def _connect(self) -> None:
         self.start_button.clicked.connect(self.start_run)
@@ -287,6 +300,7 @@ class MainWindow(QMainWindow):
         if config is not None:
             self.panel.set_config(config)
         self.panel.show_error("")
+        self.recent_runs.remember(Path(run_dir))
         self.setWindowTitle(f"ftgui — {Path(run_dir).name}")
         self.controller.tick()
 
@@ -335,6 +349,7 @@ class MainWindow(QMainWindow):
 
     def _accepted(self, config) -> None:
         self.panel.show_error("")
+        self.recent_runs.remember(self.panel.run_dir())
         self.settings.setValue("last_config", json.dumps(config.to_dict()))
 
     def _choose_run(self) -> None:
@@ -392,6 +407,9 @@ class MainWindow(QMainWindow):
                 self.settings.remove("last_config")
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if not self.quit_guard.may_close():  # a run trains: preempt, kill, or stay
+            event.ignore()
+            return
         self.settings.setValue("geometry", self.saveGeometry())
         self.controller.shutdown()
         super().closeEvent(event)
