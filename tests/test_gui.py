@@ -118,6 +118,9 @@ def test_reopened_run_shows_curves_markers_and_config(window, tmp_path):
     assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
     assert [(kind, step) for kind, step, _ in plot.markers] == [("crash", 5.0), ("resume", 3.0)]
     assert [tuple(region.getRegion()) for region in plot.regions] == [(3.0, 5.0)]
+    log = window.log.toPlainText().splitlines()
+    assert [line.split(" ", 1)[1] for line in log] == [
+        "chief killed at step 5", "resumed from checkpoint 3"]  # after the time of day
     assert window.panel.config().seed == 7
     assert window.panel.config().replicas == 4
     assert window.resume_button.isEnabled()

@@ -6,8 +6,8 @@ The plot holds no model of the open run: `show_timeline(timeline)` binds it to o
 `redraw()` (called from one timer, ~30 Hz) draws what the timeline gained since the last one —
 new points of a curve (the curve shares the timeline's numpy buffers), new markers and ranges —
 the streaming recipe of pyqtgraph's scrollingPlots example. A NaN or infinite loss is drawn as a
-gap (`connect="finite"`). Without a timeline, `add_step`/`add_steps`/`add_validation`/
-`add_marker`/`shade_redone` put data in directly (tests, benchmarks).
+gap (`connect="finite"`). Without a timeline, `add_step`/`add_validation`/`add_marker`/
+`shade_redone` put data in directly (tests, benchmarks).
 
 Smoothing is TensorBoard's debiased EMA (`ftgui.core.smoothing`): the raw curve stays, faint, and
 the smoothed one is drawn solid over it. A live curve is smoothed incrementally, once per point.
@@ -227,20 +227,6 @@ class LossPlot(pg.PlotWidget):
         if time is not None and self.time_origin is None:
             self.time_origin = time
         trace.series.append(step, loss, time)
-        self._dirty.add(trace)
-
-    def add_steps(self, attempt: int, steps: np.ndarray, losses: np.ndarray,
-                  times: np.ndarray | None = None) -> None:
-        """Record many training losses of `attempt` at once (opening a long run): arrays of
-        equal length, NaN losses show as gaps."""
-        if not len(steps):
-            return
-        trace = self.traces.get(attempt)
-        if trace is None:
-            trace = self._new_attempt(attempt)
-        if times is not None and self.time_origin is None:
-            self.time_origin = float(times[0])
-        trace.series.extend(steps, losses, times)
         self._dirty.add(trace)
 
     def add_validation(self, step: int, loss: float | None, *, time: float | None = None) -> None:
