@@ -22,8 +22,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
+from ftgui.core.series import GrowingSeries
 from ftgui.core.smoothing import MAX_WEIGHT, Ema
-from ftgui.core.timeline import GrowingSeries, Timeline
+from ftgui.core.timeline import Timeline
 
 CURRENT_COLOUR = "#1f77b4"
 EARLIER_COLOUR = "#9fb7cf"
