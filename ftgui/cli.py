@@ -175,6 +175,7 @@ def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from ftgui.console import Progress
     from ftgui.core.supervisor import Supervisor
 
     run_dir = args.run_dir
@@ -221,35 +222,6 @@ def _stop_on_signals(supervisor) -> dict:
         sys.exit(130)
 
     return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
-
-
-class Progress:
-    """One console line per notable event, and a step line at most every 2 seconds."""
-
-    NOTABLE = {"process_started", "resumed", "checkpoint_saved", "fault_injected",
-               "process_exited", "recovery_scheduled", "preempted", "forked",
-               "non_finite_loss", "rolled_back", "hang_detected", "thawed", "training_error",
-               "checkpoint_requested", "remote_task",
-               "run_finished"}
-
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet
-        self.last_loss = None
-        self._last_print = 0.0
-
-    def show(self, event: dict) -> None:
-        kind = event["event"]
-        if kind == "step":
-            self.last_loss = event["loss"]
-            if not self.quiet and time.time() - self._last_print > 2:
-                self._last_print = time.time()
-                loss = "nan" if event["loss"] is None else event["loss"]  # null: non-finite
-                print(f"step {event['step']}  loss {loss}", flush=True)
-        elif kind in self.NOTABLE and not self.quiet:
-            details = {k: v for k, v in event.items()
-                       if k not in ("event", "time", "config") and v is not None}
-            text = " ".join(f"{k}={v}" for k, v in details.items())
-            print(f"{kind}: {text}", flush=True)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

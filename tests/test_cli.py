@@ -242,10 +242,3 @@ def test_resuming_a_run_that_reached_its_last_step_says_so_before_starting(finis
         "N > 60 to train on, or --from-step S to fork\n"
     )
     assert (finished_run / "events.jsonl").read_bytes() == before  # nothing started
-
-
-
-def test_a_non_finite_loss_is_printed_as_nan(capsys):
-    progress = cli.Progress()
-    progress.show({"event": "step", "step": 35, "loss": None})  # events write NaN as null
-    assert capsys.readouterr().out == "step 35  loss nan\n"

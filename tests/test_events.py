@@ -119,3 +119,52 @@ def test_lines_with_wrong_field_types_are_skipped(tmp_path):
         '{"event":"step","time":1.5,"attempt":0,"step":2,"loss":null}\n'
     )
     assert [(e["event"], e["step"]) for e in events.read_all(tmp_path)] == [("step", 2)]
+
+
+# ------------------------------------------------------------------------------ vocabulary
+def written_kinds() -> set[str]:
+    """Every event type the code writes: the first argument of each `emit(` in ftgui/."""
+    import re
+    from pathlib import Path
+
+    root = Path(events.__file__).resolve().parents[1]
+    pattern = re.compile(r"""\bemit\(\s*(?:[\w.]+,\s*)?["'](\w+)["']""")
+    return {kind for path in root.rglob("*.py") for kind in pattern.findall(path.read_text())}
+
+
+def test_every_event_type_the_code_writes_is_in_the_vocabulary():
+    kinds = written_kinds()
+    assert {"step", "process_exited", "fault_injected", "standby_ready"} <= kinds  # found
+    assert kinds == {kind.value for kind in events.EventKind}
+
+
+def test_notable_kinds_get_a_line_and_the_stream_does_not():
+    quiet = {kind.value for kind in events.EventKind if not kind.notable}
+    assert quiet == {"step", "heartbeat", "validation"}
+    assert events.NOTABLE == {kind.value for kind in events.EventKind} - quiet
+    assert events.is_notable("fault_injected") and not events.is_notable("step")
+    assert events.is_notable("something_new")  # an unknown type is news
+
+
+def test_each_event_reads_as_one_sentence():
+    describe = events.describe
+    assert describe({"event": "checkpoint_saved", "step": 600, "size": 412_000}) == (
+        "checkpoint 600 saved (0.4 MB)")
+    assert describe({"event": "checkpoint_saved", "step": 25, "size": 61_074,
+                     "requested": True}) == "checkpoint 25 saved (61 kB) on request"
+    assert describe({"event": "resumed", "from_step": 500}) == "resumed from checkpoint 500"
+    lost = {"event": "process_exited", "role": "worker", "index": 1, "chief": False,
+            "signal": 9, "decisive": False, "last_step": 340}
+    assert describe(lost, step=352) == "worker 1 lost (killed) at step 352"
+    assert describe(lost) == "worker 1 lost (killed) at step 340"  # no timeline: its own
+    assert describe(lost, step=352, settled=True) == "worker 1 ended (ended by signal 9)"
+    kill = {"event": "fault_injected", "kind": "kill", "target": "chief", "step": 587,
+            "source": "user"}
+    assert describe(kill, step=606) == "kill of chief at step 606 (user)"
+    assert describe({"event": "recovery_scheduled", "delay": 0.5, "restart": 1}) == (
+        "restart 1 in 0.5 s")
+    assert describe({"event": "training_started", "role": "ps", "index": 0,
+                     "start_step": None, "strategy": "parameter-server"}) == (
+        "ps 0 serving (parameter-server)")
+    assert describe({"event": "brand_new", "time": 1.0, "attempt": 0, "x": 1.5}) == (
+        "brand_new: x=1.5")

@@ -116,8 +116,11 @@ def test_reopened_run_shows_curves_markers_and_config(window, tmp_path):
     assert sorted(plot.series) == [0, 1]
     assert plot.series[0].x().tolist() == [1, 2, 3, 4, 5]
     assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
-    assert [(kind, step) for kind, step, _ in plot.markers] == [("kill", 5.0), ("resume", 3.0)]
+    assert [(kind, step) for kind, step, _ in plot.markers] == [("crash", 5.0), ("resume", 3.0)]
     assert [tuple(region.getRegion()) for region in plot.regions] == [(3.0, 5.0)]
+    log = window.log.toPlainText().splitlines()
+    assert [line.split(" ", 1)[1] for line in log] == [
+        "chief killed at step 5", "resumed from checkpoint 3"]  # after the time of day
     assert window.panel.config().seed == 7
     assert window.panel.config().replicas == 4
     assert window.resume_button.isEnabled()
@@ -253,7 +256,7 @@ def test_events_that_arrive_before_the_plot_exists_are_shown_once_it_does(qtbot,
     assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
     assert plot.curves[1].getData()[0].tolist() == [4, 5, 6, 7, 8]  # drawn, not only stored
     assert plot.validation.x().tolist() == [5]
-    assert [(kind, step) for kind, step, _ in plot.markers] == [("kill", 5.0), ("resume", 3.0)]
+    assert [(kind, step) for kind, step, _ in plot.markers] == [("crash", 5.0), ("resume", 3.0)]
     assert [tuple(region.getRegion()) for region in plot.regions] == [(3.0, 5.0)]
 
     with EventWriter(run_dir, 1) as live:  # from now on events go to the plot itself
@@ -291,12 +294,12 @@ def test_start_kill_resume_in_the_window(window, qtbot, tmp_path):
     assert controller.supervisor.state == "running"
     assert window.kill_button.isEnabled() and not window.start_button.isEnabled()
 
-    wait_for(qtbot, lambda: controller._last_step >= 25)
+    wait_for(qtbot, lambda: controller.timeline.last_step >= 25)
     first_pids = [p.pid for p in controller.supervisor.processes]
     window.kill_button.click()
     wait_for(qtbot, lambda: controller.supervisor.state == "killed")
     killed_at = controller.supervisor.processes[0].last_step
-    assert [kind for kind, _, _ in window.plot.markers] == ["kill"]
+    assert [kind for kind, _, _ in window.plot.markers] == ["crash"]
     assert window.plot.markers[0][1] == killed_at
     assert all(not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
                for pid in first_pids)
@@ -304,12 +307,13 @@ def test_start_kill_resume_in_the_window(window, qtbot, tmp_path):
     wait_for(qtbot, lambda: window.table.model().rowCount() >= 1)
     newest = window.table.model_.newest_valid_step
     assert newest is not None and newest % 10 == 0 and newest <= killed_at
-    assert "fault_injected" in window.log.toPlainText()
+    assert f"chief killed at step {killed_at}" in window.log.toPlainText()
 
     window.resume_button.click()
     wait_for(qtbot, lambda: any(k == "resume" for k, _, _ in window.plot.markers))
     assert window.plot.markers[-1][1] == newest
-    wait_for(qtbot, lambda: controller._attempt == 1 and controller._last_step > newest + 5)
+    wait_for(qtbot, lambda: controller.timeline.attempt == 1
+             and controller.timeline.last_step > newest + 5)
     resumed_steps = window.plot.series[1].x()
     assert resumed_steps[0] == newest + 1
     assert controller.supervisor.state == "running"

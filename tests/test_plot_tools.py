@@ -100,7 +100,7 @@ def test_wall_time_puts_each_step_at_seconds_since_the_run_began(pane):
     plot.set_time_origin(T0)
     for step in (1, 2, 3):
         plot.add_step(0, step, 1.0 / step, time=T0 + 4.0 + step)
-    plot.add_marker("kill", 3, "killed @ 3")
+    plot.add_marker("crash", 3, "killed @ 3")
     plot.redraw()
     pane.findChild(QComboBox, "xAxisCombo").setCurrentIndex(1)
     assert plot.x_axis == "time"

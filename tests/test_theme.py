@@ -50,7 +50,7 @@ def test_set_scale_enlarges_the_application_font(scale_one):
 def test_a_marker_drawn_after_set_scale_has_the_scaled_width(qtbot, scale_one):
     plot = LossPlot()
     qtbot.addWidget(plot)
-    assert plot.add_marker("kill", 10, "killed @ 10").pen.widthF() == 1.0
+    assert plot.add_marker("crash", 10, "killed @ 10").pen.widthF() == 1.0
     theme.set_scale(1.5)
     line = plot.add_marker("resume", 8, "resume ← 8")
     assert line.pen.widthF() == 1.5

@@ -6,11 +6,14 @@ Several processes (supervisor, trainers) append to the same file. Each event is 
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
 import time
 from pathlib import Path
+
+from ftgui.core import run_state
 
 EVENTS_FILE = "events.jsonl"
 
@@ -155,3 +158,181 @@ def final_losses(events: list[dict], role: str = "chief") -> dict[int, float | N
         if event["event"] == "step" and event.get("role", "chief") == role:
             losses[event["step"]] = event["loss"]
     return losses
+
+
+# ------------------------------------------------------------------------------ vocabulary
+class EventKind(str, enum.Enum):
+    """Every type of event ftgui writes to `RUN/events.jsonl` (the `event` field).
+
+    `notable` kinds are shown in the window's event log and the CLI's progress lines; the rest
+    (steps, heartbeats, validation points) are drawn or counted, never printed one by one.
+    """
+
+    RUN_STARTED = "run_started"  # supervisor, first launch: config
+    PROCESS_STARTED = "process_started"  # supervisor: role, index, pid, restore, standby
+    REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
+    STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
+    TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
+    RESUMED = "resumed"  # chief: from_step, checkpoint (restored)
+    STEP = "step"  # chief: step, loss, epoch
+    HEARTBEAT = "heartbeat"  # a worker without step events: role, index, step
+    VALIDATION = "validation"  # chief: step, val_loss, val_accuracy
+    CHECKPOINT_SAVED = "checkpoint_saved"  # chief: step, path, size (bytes), requested
+    CHECKPOINT_REQUESTED = "checkpoint_requested"  # supervisor: step
+    FAULT_INJECTED = "fault_injected"  # kind, target, step, source (user, schedule, timer)
+    PREEMPTED = "preempted"  # chief: step, checkpoint (saved on SIGTERM)
+    NON_FINITE_LOSS = "non_finite_loss"  # chief: step
+    ROLLED_BACK = "rolled_back"  # chief: from_step, to_step, checkpoint
+    HANG_DETECTED = "hang_detected"  # supervisor's watchdog: role, index, seconds, last_step
+    THAWED = "thawed"  # supervisor: target, step
+    TRAINING_ERROR = "training_error"  # trainer: role, index, error
+    PROCESS_EXITED = "process_exited"  # supervisor: role, index, exit_code or signal, decisive
+    RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
+    FORKED = "forked"  # supervisor: from_step, archived_steps, archive
+    RUN_FINISHED = "run_finished"  # chief: step, loss
+
+    @property
+    def notable(self) -> bool:
+        """Whether the event gets a line of its own in the event log and the CLI."""
+        return self not in _QUIET
+
+
+_QUIET = {EventKind.STEP, EventKind.HEARTBEAT, EventKind.VALIDATION}
+NOTABLE = frozenset(kind.value for kind in EventKind if kind.notable)
+
+
+def is_notable(kind: str) -> bool:
+    """True for an event type that gets its own line (unknown types: True, they are news)."""
+    return kind not in {quiet.value for quiet in _QUIET}
+
+
+def who(event: dict) -> str:
+    """The process an event is about, as a person names it: `chief`, `worker 1`, `ps 0`."""
+    role = event.get("role", "chief")
+    return "chief" if role == "chief" else f"{role} {event.get('index', 0)}"
+
+
+def describe(event: dict, step: int | None = None, settled: bool = False) -> str:
+    """One sentence for `event`, e.g. "worker 1 lost (killed) at step 352".
+
+    `step` is the global step the run had reached when the event happened, as the timeline
+    knows it (the step events before it in the file); it is used where the event's own step is
+    the writer's view, which can lag (a `fault_injected` the supervisor wrote, a
+    `process_exited`). `settled`: the event's attempt already had its outcome (a
+    `process_exited` is then the clean-up of the rest of a cluster, not a loss). Unknown event
+    types are shown as `type: key=value, …`.
+    """
+    kind = event.get("event", "")
+    if kind == "process_exited":
+        return _process_exited(event, step, settled)
+    describer = _DESCRIBERS.get(kind)
+    if describer is None:
+        skip = {"event", "time", "attempt", "config"}
+        details = ", ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
+        return f"{kind}: {details}" if details else kind
+    return describer(event, step)
+
+
+def _short(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _number(value, digits: int = 4) -> str:
+    return "nan" if value is None else f"{value:.{digits}g}"
+
+
+def _size(size) -> str:
+    if not isinstance(size, (int, float)):
+        return ""
+    return f" ({size / 1e6:.1f} MB)" if size >= 1e5 else f" ({size / 1e3:.0f} kB)"
+
+
+def _run_started(event, step):
+    config = event.get("config") or {}
+    if not config:
+        return "run started"
+    return f"run started: {config.get('strategy', '?')}, {config.get('steps', '?')} steps"
+
+
+def _process_started(event, step):
+    text = f"{who(event)} started (pid {event.get('pid')})"
+    if event.get("restore"):
+        text += f", restoring {event['restore'].rsplit('/', 1)[-1]}"
+    if event.get("standby"):
+        text += ", from a warm standby"
+    return text
+
+
+def _training_started(event, step):
+    start = event.get("start_step")
+    if start is None:
+        return f"{who(event)} serving ({event.get('strategy', '?')})"
+    replicas = event.get("replicas")
+    tail = f", {replicas} replica{'s' if replicas != 1 else ''}" if replicas else ""
+    return f"{who(event)} training from step {start} ({event.get('strategy', '?')}{tail})"
+
+
+def _checkpoint_saved(event, step):
+    text = f"checkpoint {event.get('step')} saved{_size(event.get('size'))}"
+    return text + (" on request" if event.get("requested") else "")
+
+
+def _fault_injected(event, step):
+    at = max(event.get("step") or 0, step or 0)
+    target = event.get("target", "chief")
+    source = event.get("source") or "user"
+    what = {"kill": f"kill of {target}", "preempt": f"preemption of {target}",
+            "hang": f"freeze of {target}", "nan": "NaN in the loss"}.get(
+        event.get("kind"), f"{event.get('kind')} of {target}")
+    return f"{what} at step {at} ({source})"
+
+
+def _process_exited(event, step, settled=False):
+    at = step if step is not None else event.get("last_step", 0)
+    name = who(event)
+    state, reason = run_state.state_from_exit(event)
+    reason = event.get("reason") or reason
+    if event.get("shutdown"):
+        return f"{name} stopped by ftgui"
+    if state == "finished":
+        return f"{name} finished at step {at}"
+    if settled and not run_state.is_decisive(event):
+        return f"{name} ended ({reason})"  # the rest of a cluster, ended after the outcome
+    how = state if state in ("killed", "preempted") else "failed"
+    text = f"{name} {how}" if run_state.is_chief(event) else f"{name} lost ({how})"
+    text += f" at step {at}"
+    return text + (f": {reason}" if how == "failed" else "")
+
+
+_DESCRIBERS = {
+    "run_started": _run_started,
+    "process_started": _process_started,
+    "remote_task": lambda e, s: f"start {who(e)} on {e.get('address')}: {e.get('command')}",
+    "standby_ready": lambda e, s: "warm standby ready (TensorFlow imported in "
+    f"{_number(e.get('import_seconds'), 2)} s)",
+    "training_started": _training_started,
+    "resumed": lambda e, s: f"resumed from checkpoint {e.get('from_step')}",
+    "step": lambda e, s: f"step {e.get('step')}: loss {_number(e.get('loss'))}",
+    "heartbeat": lambda e, s: f"{who(e)} at step {e.get('step')}",
+    "validation": lambda e, s: f"validation at step {e.get('step')}: loss "
+    f"{_number(e.get('val_loss'))}",
+    "checkpoint_saved": _checkpoint_saved,
+    "checkpoint_requested": lambda e, s: "checkpoint requested after step "
+    f"{max(e.get('step') or 0, s or 0)}",
+    "fault_injected": _fault_injected,
+    "preempted": lambda e, s: f"preempted: checkpoint {e.get('step')} saved, stopping",
+    "non_finite_loss": lambda e, s: f"loss not finite at step {e.get('step')}",
+    "rolled_back": lambda e, s: f"rolled back from step {e.get('from_step')} to checkpoint "
+    f"{e.get('to_step')}",
+    "hang_detected": lambda e, s: f"{who(e)} hung: no progress for "
+    f"{_number(e.get('seconds'), 3)} s at step {e.get('last_step')}",
+    "thawed": lambda e, s: f"{e.get('target', 'chief')} thawed at step "
+    f"{max(e.get('step') or 0, s or 0)}",
+    "training_error": lambda e, s: f"{who(e)} error: {e.get('error', '')}",
+    "recovery_scheduled": lambda e, s: f"restart {e.get('restart')} in "
+    f"{_number(e.get('delay'), 2)} s",
+    "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
+    f"{e.get('archived_steps')} kept in {e.get('archive')}",
+    "run_finished": lambda e, s: f"run finished at step {e.get('step')}, final loss "
+    f"{_number(e.get('loss'))}",
+}

@@ -7,8 +7,10 @@ An incident starts at a `fault_injected` event, or at an unplanned abnormal exit
 - steps lost: global steps computed again (step reached at the fault − step resumed from);
 - time lost: wall seconds from the fault to the first new step, plus the time the lost steps
   had taken the first time.
-Over the run, goodput = (wall time − time lost) / wall time. Events are fed one at a time
-(`observe`), so a live run and a reopened one give the same numbers.
+Over the run, goodput = (wall time − time lost) / wall time. Events are fed in file order
+(`observe`, or `observe_steps` for a block of step events), so a live run and a reopened one give
+the same numbers. `ftgui.core.timeline.Timeline` feeds one tracker; the run list feeds another
+with the non-step events only (to count incidents).
 """
 
 from __future__ import annotations
@@ -83,8 +85,7 @@ class IncidentTracker:
         self.incidents: list[Incident] = []
         self.first_time: float | None = None
         self.last_time: float | None = None
-        self._step_times: dict[int, float] = {}  # step -> time, in the current line of training
-        self._bulk_times: list[tuple[np.ndarray, np.ndarray]] = []  # (steps, times) blocks
+        self._line = _StepTimes()  # step -> time, in the current line of training
         self._last_step = 0
         self._open: Incident | None = None
 
@@ -108,7 +109,7 @@ class IncidentTracker:
         if incident is not None and incident.resumed_step is not None:
             incident.recovered = float(times[0])
             self._open, changed = None, True
-        self._bulk_times.append((np.asarray(steps), np.asarray(times, dtype=np.float64)))
+        self._line.extend(steps, times)
         self._last_step = int(steps[-1])
         return changed
 
@@ -124,15 +125,7 @@ class IncidentTracker:
 
     # ------------------------------------------------------------ event handlers
     def _on_step(self, event, when):
-        step = event["step"]
-        self._step_times[step] = when
-        self._last_step = step
-        incident = self._open
-        if incident is not None and incident.resumed_step is not None:
-            incident.recovered = when
-            self._open = None
-            return True
-        return False
+        return self.observe_steps([event["step"]], [when])
 
     def _on_fault_injected(self, event, when):
         if self._open is not None and self._open.detected is None:
@@ -221,21 +214,46 @@ class IncidentTracker:
         incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)
         incident.redo_seconds = (end - start) if start is not None and end is not None else 0.0
-        self._step_times = {s: t for s, t in self._step_times.items() if s <= step}
-        self._bulk_times = [(s[s <= step], t[s <= step]) for s, t in self._bulk_times]
+        self._line.keep_up_to(step)
         self._last_step = step
         return True
 
-
     def _time_of(self, step: int) -> float | None:
         """When `step` was logged in the current line of training (None if never)."""
-        if step in self._step_times:
-            return self._step_times[step]
-        for steps, times in reversed(self._bulk_times):
-            hits = np.flatnonzero(steps == step)
-            if len(hits):
-                return float(times[hits[-1]])
-        return None
+        return self._line.time_of(step)
+
+
+class _StepTimes:
+    """(step, Unix time) of the steps logged, in order, in int64/float64 buffers that double
+    when full: one `extend` per block of steps, whatever its length."""
+
+    def __init__(self, capacity: int = 1024):
+        self._steps = np.empty(capacity, dtype=np.int64)
+        self._times = np.empty(capacity, dtype=np.float64)
+        self.size = 0
+
+    def extend(self, steps, times) -> None:
+        end = self.size + len(steps)
+        if end > len(self._steps):
+            capacity = max(2 * len(self._steps), end)
+            self._steps = np.resize(self._steps, capacity)
+            self._times = np.resize(self._times, capacity)
+        self._steps[self.size:end] = steps
+        self._times[self.size:end] = times
+        self.size = end
+
+    def keep_up_to(self, step: int) -> None:
+        """Forget the steps after `step` (a restart computes them again)."""
+        kept = np.flatnonzero(self._steps[:self.size] <= step)
+        count = len(kept)
+        self._steps[:count] = self._steps[kept]
+        self._times[:count] = self._times[kept]
+        self.size = count
+
+    def time_of(self, step: int) -> float | None:
+        """The time `step` was last logged, or None."""
+        hits = np.flatnonzero(self._steps[:self.size] == step)
+        return float(self._times[hits[-1]]) if len(hits) else None
 
 
 def _target(event: dict) -> str:

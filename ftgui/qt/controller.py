@@ -1,62 +1,41 @@
 """The bridge between the Qt views and the Qt-free supervisor: one timer polls, views render.
 
-Every ~33 ms the controller asks the supervisor for the run's new events, hands them to the
-plot, checkpoint table and event log, follows the processes' output files, and redraws the plot
-once. The views never talk to processes themselves.
+Every ~33 ms the controller asks the supervisor for the run's new events and feeds them to the
+run's `Timeline` (`ftgui.core.timeline`), the one model every view renders; it then emits what
+changed, follows the processes' output files, and lets the plot redraw once. Views never
+interpret events and never talk to processes themselves.
 """
 
 from __future__ import annotations
 
-import collections
 import time
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ftgui.core import exitcodes, runs
-from ftgui.core.incidents import IncidentTracker
+from ftgui.core import runs
 from ftgui.core.logs import LogTail
-from ftgui.core.run_state import is_chief, is_decisive
 from ftgui.core.supervisor import Supervisor
+from ftgui.core.timeline import Changes, Note, Timeline
 
 POLL_MS = 33
-LOG_EVENTS = {
-    "run_started", "process_started", "training_started", "resumed", "checkpoint_saved",
-    "fault_injected", "process_exited", "recovery_scheduled", "preempted", "forked",
-    "non_finite_loss", "training_error", "run_finished", "checkpoint_requested",
-    "rolled_back", "hang_detected", "thawed", "standby_ready", "remote_task",
-}
+_SETTLED_STATES = ("idle", "finished", "killed", "failed", "preempted", "stopped", "interrupted")
 
 
-def describe(event: dict) -> str:
-    """One human line for an event of the log pane."""
-    kind = event["event"]
-    stamp = time.strftime("%H:%M:%S", time.localtime(event.get("time", 0)))
-    skip = {"event", "time", "attempt", "config"}
-    details = ", ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
-    return f"{stamp} [attempt {event.get('attempt', 0)}] {kind}: {details}"
-
-
-def _who(event: dict) -> str:
-    return f"{event.get('role', 'chief')} {event.get('index', 0)}"
-
-
-def _short(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+def log_line(note: Note) -> str:
+    """A note of the timeline as a line of the event log: local time, then the sentence."""
+    return f"{time.strftime('%H:%M:%S', time.localtime(note.time))} {note.text}"
 
 
 class RunController(QObject):
-    """Owns the `Supervisor` of the run on screen and feeds the views.
+    """Owns the `Supervisor` of the run on screen and its `Timeline`.
 
-    `plot` is a `LossPlot`, or a `PendingPlot` that records for one until the window has
-    created it (the window then sets `plot` to the real one).
+    `plot` is the view that draws the timeline (a `LossPlot`), or None until the window has
+    created it; the controller hands it the timeline and asks it to redraw once per tick.
 
     Signals: `stateChanged(str state, str reason)`, `logLine(str)`, `checkpointsChanged()`,
     `statusChanged(str)`, `processesChanged(list of TrainingProcess)` (at most 4 times a second),
-    `incidentsChanged(IncidentTracker)`.
+    `incidentsChanged(Timeline)`, `timelineChanged(Timeline)` (once per tick that changed it).
     """
 
     stateChanged = Signal(str, str)
@@ -64,29 +43,38 @@ class RunController(QObject):
     checkpointsChanged = Signal()
     statusChanged = Signal(str)
     processesChanged = Signal(list)
-    incidentsChanged = Signal(object)  # the IncidentTracker
+    incidentsChanged = Signal(object)  # the Timeline
+    timelineChanged = Signal(object)  # the Timeline
 
-    def __init__(self, plot, parent=None):
+    def __init__(self, plot=None, parent=None):
         super().__init__(parent)
-        self.plot = plot
         self.supervisor: Supervisor | None = None
+        self.timeline = Timeline()
+        self._plot = None
+        self.plot = plot
         self._tails: dict[Path, LogTail] = {}
-        self._rate = collections.deque(maxlen=256)
-        self._last_state = ("", "")
-        self._last_step = 0
-        self._stopped_at = 0
-        self._attempt = 0
-        self._settled_attempts: set[int] = set()
+        self._state = ("", "")
         self._processes_shown = 0.0
-        self._lost: set[tuple[int, str]] = set()  # (attempt, 'worker 1') lost, not yet back
-        self.incidents = IncidentTracker()
-        self._hung_attempts: set[int] = set()  # attempts the watchdog ended
-        self._segment = -1  # one plot curve per line of training (attempt, or after a rollback)
-        self._segment_attempt = -1
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.tick)
         self.timer.start()
+
+    @property
+    def plot(self):
+        return self._plot
+
+    @plot.setter
+    def plot(self, plot) -> None:
+        """Draw the timeline on `plot` from now on (it is shown the whole timeline at once)."""
+        self._plot = plot
+        if plot is not None:
+            plot.show_timeline(self.timeline)
+
+    @property
+    def state(self) -> tuple[str, str]:
+        """(state, reason) as last shown: `busy` when another process supervises the run."""
+        return self._state
 
     # ------------------------------------------------------------ commands
     def open(self, run_dir: Path) -> Supervisor:
@@ -96,50 +84,21 @@ class RunController(QObject):
         if self.supervisor is not None:
             self.supervisor.shutdown()
         self.supervisor = Supervisor(run_dir)
-        self.plot.clear_run()
         self._tails.clear()
-        self._rate.clear()
-        self._last_step = self._stopped_at = 0
-        self._settled_attempts = set()
-        self._lost = set()
-        self.incidents = IncidentTracker()
-        self._hung_attempts = set()
-        self._segment = self._segment_attempt = -1
-        self._replay(runs.read_history(run_dir))
-        self.incidentsChanged.emit(self.incidents)
-        self._last_state = ("", "")
+        self.timeline = Timeline()
+        history = runs.read_history(run_dir)
+        self.supervisor.load_history(history)
+        changes = self.timeline.feed(history)  # a million steps open in about a second
+        if self._plot is not None:
+            self._plot.show_timeline(self.timeline)
+        for note in changes.notes:
+            self.logLine.emit(log_line(note))
+        self.timelineChanged.emit(self.timeline)
+        self.incidentsChanged.emit(self.timeline)  # also when empty: the last run's go
         self.checkpointsChanged.emit()
+        self._state = ("", "")
         self.tick()
         return self.supervisor
-
-    def _replay(self, history) -> None:
-        """Show a run's history at once: the step events as whole arrays, the few other
-        events one by one, in file order (a million steps open in about a second)."""
-        self.supervisor.load_history(history)
-        steps, start = history.steps, 0
-        for line, event in history.others:
-            end = int(np.searchsorted(steps.line, line))
-            self._bulk_steps(steps, start, end)
-            start = end
-            self._dispatch(event)
-            self.incidents.observe(event)
-        self._bulk_steps(steps, start, len(steps))
-
-    def _bulk_steps(self, points, start: int, end: int) -> None:
-        """Plot points[start:end] (consecutive step events), a block per attempt."""
-        if end <= start:
-            return
-        attempts = points.attempt[start:end]
-        cuts = [start, *(start + np.flatnonzero(np.diff(attempts)) + 1).tolist(), end]
-        for first, last in zip(cuts[:-1], cuts[1:], strict=False):
-            attempt = int(points.attempt[first])
-            if attempt != self._segment_attempt:
-                self._segment, self._segment_attempt = self._segment + 1, attempt
-            block = slice(first, last)
-            self.plot.add_steps(self._segment, points.step[block], points.loss[block],
-                                points.time[block])
-            self.incidents.observe_steps(points.step[block], points.time[block])
-            self._last_step, self._attempt = int(points.step[last - 1]), attempt
 
     def start(self, config, resume: bool = False, from_step: int | None = None) -> None:
         """Start or resume the open run; raises the supervisor's errors unchanged."""
@@ -172,118 +131,54 @@ class RunController(QObject):
         supervisor = self.supervisor
         if supervisor is None:
             return
-        events = supervisor.poll()
-        checkpoints_changed = incidents_changed = False
-        for event in events:
-            checkpoints_changed |= self._dispatch(event)
-            incidents_changed |= self.incidents.observe(event)
-        if incidents_changed:
-            self.incidentsChanged.emit(self.incidents)
+        changes = self.timeline.feed(supervisor.poll())
+        self._emit(changes)
         for proc in supervisor.processes:
             tail = self._tails.setdefault(proc.log_path, LogTail(proc.log_path))
             for line in tail.read_lines():
                 if line.strip():
                     self.logLine.emit(f"  {proc.role}:{proc.index} | {line}")
-        if checkpoints_changed:
-            self.checkpointsChanged.emit()
-        self.plot.redraw()
+        if self._plot is not None:
+            self._plot.redraw()
         state = (self._state_name(), supervisor.reason)
-        if state != self._last_state:
-            self._last_state = state
+        if state != self._state:
+            self._state = state
             self.stateChanged.emit(*state)
         self.statusChanged.emit(self.status_text())
         now = time.monotonic()
-        if now - self._processes_shown > 0.25 or checkpoints_changed:
+        if now - self._processes_shown > 0.25 or changes.checkpoints:
             self._processes_shown = now
             self.processesChanged.emit(list(supervisor.processes))
 
-    def _dispatch(self, event: dict) -> bool:
-        kind = event["event"]
-        attempt = event.get("attempt", 0)
-        if self.plot.time_origin is None and "time" in event:
-            self.plot.set_time_origin(event["time"])  # the run's first event: wall time 0
-        if kind == "step":
-            if attempt != self._segment_attempt:
-                self._segment, self._segment_attempt = self._segment + 1, attempt
-            self.plot.add_step(self._segment, event["step"], event.get("loss"),
-                               time=event.get("time"))
-            self._last_step, self._attempt = event["step"], attempt
-            self._rate.append((event["time"], event["step"]))
-            return False
-        if kind in LOG_EVENTS:
-            self.logLine.emit(describe(event))
-        if kind == "validation":
-            self.plot.add_validation(event["step"], event.get("val_loss"), time=event.get("time"))
-        elif kind == "resumed":
-            self.plot.add_marker("resume", event["from_step"], f"resume ← {event['from_step']}")
-            self.plot.shade_redone(event["from_step"], self._stopped_at)
-            self._rate.clear()
-        elif kind == "rolled_back":
-            self.plot.add_marker("failed", event["from_step"], f"NaN @ {event['from_step']}")
-            self.plot.add_marker("resume", event["to_step"], f"rollback ← {event['to_step']}")
-            self.plot.shade_redone(event["to_step"], event["from_step"])
-            self._segment += 1  # the replayed steps are a new line of training
-        elif kind == "hang_detected":
-            self._hung_attempts.add(attempt)
-        elif kind == "process_exited":
-            self._mark_exit(event)
-        elif kind == "training_started" and (attempt, _who(event)) in self._lost:
-            self._lost.discard((attempt, _who(event)))
-            self.plot.add_marker("resume", self._last_step, f"{_who(event)} back")
-        return kind in ("checkpoint_saved", "forked", "process_exited", "resumed")
-
-    def _mark_exit(self, event: dict) -> None:
-        """Mark the exit that ended an attempt, and a lone process lost while the rest runs
-        (a parameter-server worker); not the processes ended afterwards to clean up."""
-        attempt = event.get("attempt", 0)
-        decisive = is_decisive(event)
-        if event.get("shutdown"):
-            return  # ftgui itself was closed or interrupted
-        if attempt in self._settled_attempts or not (decisive or event.get("signal")):
-            return
-        chief = is_chief(event)
-        step = event.get("last_step", self._last_step) if chief else self._last_step
-        who = "" if chief else f"{_who(event)} "
-        if decisive:
-            self._settled_attempts.add(attempt)
-            self._stopped_at = step
-        else:
-            self._lost.add((attempt, _who(event)))
-        if exitcodes.was_killed(event) and attempt in self._hung_attempts:
-            self.plot.add_marker("failed", step, f"{who}hung @ {step}")
-        elif exitcodes.was_killed(event):
-            self.plot.add_marker("kill", step, f"{who}killed @ {step}")
-        elif exitcodes.was_preempted(event):
-            self.plot.add_marker("preempt", step, f"{who}preempted @ {step}")
-        elif exitcodes.was_error(event):
-            self.plot.add_marker("failed", step, f"{who}failed @ {step}")
+    def _emit(self, changes: Changes) -> None:
+        """The signals for what one feed of the timeline changed."""
+        for note in changes.notes:
+            self.logLine.emit(log_line(note))
+        if changes.incidents:
+            self.incidentsChanged.emit(self.timeline)
+        if changes.checkpoints:
+            self.checkpointsChanged.emit()
+        if changes:
+            self.timelineChanged.emit(self.timeline)
 
     # ------------------------------------------------------------ derived state
     def _state_name(self) -> str:
         supervisor = self.supervisor
-        if supervisor.state in ("idle", "finished", "killed", "failed", "preempted", "stopped",
-                                "interrupted") and supervisor.is_busy_elsewhere():
+        if supervisor.state in _SETTLED_STATES and supervisor.is_busy_elsewhere():
             return "busy"
         return supervisor.state
 
     def steps_per_second(self) -> float:
         """Steps per second over the last ~2 s of step events (0 when idle)."""
-        if len(self._rate) < 2:
-            return 0.0
-        newest_time, newest_step = self._rate[-1]
-        if time.time() - newest_time > 2.0:
-            return 0.0
-        for when, step in self._rate:
-            if newest_time - when <= 2.0 and when < newest_time:
-                return (newest_step - step) / (newest_time - when)
-        return 0.0
+        return self.timeline.steps_per_second()
 
     def status_text(self) -> str:
-        supervisor = self.supervisor
+        supervisor, timeline = self.supervisor, self.timeline
         config = supervisor.config
         total = f"/{config.steps}" if config else ""
-        text = (f"{self._state_name()} · attempt {max(supervisor.attempt, 0)} · "
-                f"step {self._last_step}{total} · {self.steps_per_second():.0f} steps/s")
+        attempt = max(supervisor.attempt, timeline.attempt, 0)
+        text = (f"{self._state_name()} · attempt {attempt} · "
+                f"step {timeline.last_step}{total} · {self.steps_per_second():.0f} steps/s")
         if supervisor.reason:
             text += f" · {supervisor.reason}"
         return text

@@ -1,11 +1,12 @@
-"""The incident table: what each fault cost (detection, recovery, steps and time lost)."""
+"""The incident table: what each fault cost (detection, recovery, steps and time lost), as the
+run's `Timeline` counts it."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
-from ftgui.core.incidents import IncidentTracker
+from ftgui.core.timeline import Timeline
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
@@ -16,7 +17,7 @@ def _seconds(value: float | None) -> str:
 
 
 class IncidentModel(RowsModel):
-    """One row per incident of an `IncidentTracker`."""
+    """One row per incident (`ftgui.core.incidents.Incident`) of a run's timeline."""
 
     columns = COLUMNS
 
@@ -66,10 +67,11 @@ class IncidentPanel(QWidget):
         layout.addWidget(self.table, 1)
         layout.addWidget(self.totals)
 
-    def show_tracker(self, tracker: IncidentTracker) -> None:
-        self.model_.set_incidents(tracker.incidents)
+    def show_timeline(self, timeline: Timeline) -> None:
+        """Show the incidents of `timeline` and its totals."""
+        self.model_.set_incidents(timeline.incidents)
         self.table.scrollToBottom()
-        totals = tracker.totals()
+        totals = timeline.totals()
         if not totals.incidents:
             self.totals.setText("no incidents")
             return

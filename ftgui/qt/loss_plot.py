@@ -1,10 +1,13 @@
-"""The live loss plot: one training-loss curve per attempt, validation points, kill/resume markers,
-other runs' curves overlaid for comparison, and the view tools (smoothing, log scale, x axis).
+"""The live loss plot: it draws a run's `Timeline` (one curve per line of training, validation
+points, markers, redone ranges), other runs' curves overlaid for comparison, and applies the view
+tools (smoothing, log scale, x axis).
 
-Data arrives through `add_*` calls (cheap: numpy buffer appends); the screen is updated only by
-`redraw()`, which the window calls from one timer (~30 Hz) for the curves that changed — the
-streaming recipe of pyqtgraph's scrollingPlots example. A NaN or infinite loss is stored as NaN
-and drawn as a gap (`connect="finite"`).
+The plot holds no model of the open run: `show_timeline(timeline)` binds it to one, and each
+`redraw()` (called from one timer, ~30 Hz) draws what the timeline gained since the last one —
+new points of a curve (the curve shares the timeline's numpy buffers), new markers and ranges —
+the streaming recipe of pyqtgraph's scrollingPlots example. A NaN or infinite loss is drawn as a
+gap (`connect="finite"`). Without a timeline, `add_step`/`add_validation`/`add_marker`/
+`shade_redone` put data in directly (tests, benchmarks).
 
 Smoothing is TensorBoard's debiased EMA (`ftgui.core.smoothing`): the raw curve stays, faint, and
 the smoothed one is drawn solid over it. A live curve is smoothed incrementally, once per point.
@@ -18,7 +21,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
+from ftgui.core.series import GrowingSeries
 from ftgui.core.smoothing import MAX_WEIGHT, Ema
+from ftgui.core.timeline import MARKER_KINDS, Timeline
 from ftgui.qt import theme
 
 # Colours and widths come from the theme (ftgui.qt.theme); MARKER_PENS gives each pen at the
@@ -29,61 +34,20 @@ VALIDATION_BRUSH = pg.mkBrush(theme.CURVE_COLOURS["validation"])
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
 RAW_ALPHA_WHEN_SMOOTHED = theme.RAW_ALPHA_WHEN_SMOOTHED
 SMOOTHED_WIDTH = theme.PEN_WIDTHS["smoothed"]
-LABEL_POSITIONS = {"kill": 0.72, "preempt": 0.72, "failed": 0.72, "resume": 0.62}
-MARKER_PENS = theme.MarkerPens(kill="crash", preempt="preemption", failed="failed",
-                               resume="resume")
+# Markers that end a line of training carry their label higher than those that begin one.
+BEGINNING_KINDS = {"resume", "fork", "worker_back", "setting_changed"}
+LABEL_POSITIONS = {"end": 0.72, "begin": 0.62}
+MARKER_PENS = theme.MarkerPens(**{kind: kind for kind in MARKER_KINDS})
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
-
-
-class GrowingSeries:
-    """x/y/t float64 buffers that double when full; `x()`/`y()`/`t()` are views of the filled
-    part. `t` is the event's Unix time (NaN when unknown)."""
-
-    def __init__(self, capacity: int = 1024):
-        self._x = np.empty(capacity, dtype=np.float64)
-        self._y = np.empty(capacity, dtype=np.float64)
-        self._t = np.empty(capacity, dtype=np.float64)
-        self.size = 0
-
-    def append(self, x: float, y: float | None, t: float | None = None) -> None:
-        if self.size == len(self._x):
-            self._grow(2 * self.size)
-        self._x[self.size] = x
-        self._y[self.size] = np.nan if y is None else y
-        self._t[self.size] = np.nan if t is None else t
-        self.size += 1
-
-    def extend(self, xs, ys, ts=None) -> None:
-        count = len(xs)
-        if self.size + count > len(self._x):
-            self._grow(max(2 * len(self._x), self.size + count))
-        end = self.size + count
-        self._x[self.size:end] = xs
-        self._y[self.size:end] = ys
-        self._t[self.size:end] = np.nan if ts is None else ts
-        self.size = end
-
-    def _grow(self, capacity: int) -> None:
-        self._x = np.resize(self._x, capacity)
-        self._y = np.resize(self._y, capacity)
-        self._t = np.resize(self._t, capacity)
-
-    def x(self) -> np.ndarray:
-        return self._x[: self.size]
-
-    def y(self) -> np.ndarray:
-        return self._y[: self.size]
-
-    def t(self) -> np.ndarray:
-        return self._t[: self.size]
 
 
 class Trace:
     """One loss curve: its points, the raw curve item and the smoothed curve item over it."""
 
     def __init__(self, plot_item: pg.PlotItem, colour: str, z: float, name: str = "",
-                 origin: float | None = None):
-        self.series = GrowingSeries()
+                 origin: float | None = None, series: GrowingSeries | None = None):
+        self.series = series if series is not None else GrowingSeries()
+        self.drawn = -1  # points pushed to the screen (-1: never drawn)
         self.colour = colour
         self.name = name
         self.origin = origin  # Unix time of the run's first event (wall-time x = t - origin)
@@ -134,9 +98,10 @@ class Trace:
 
 
 class LossPlot(pg.PlotWidget):
-    """Training loss per global step (one curve per attempt), validation loss at checkpoints,
-    and vertical markers where a process was killed, preempted or failed and where it resumed;
-    plus overlaid curves of other runs (`add_overlay`), smoothing, log scale and x axis choice."""
+    """A run's `Timeline` drawn: training loss per global step (one curve per line of training),
+    validation loss, vertical markers (crash, preemption, hang, NaN rollback, fork, resume,
+    setting changed, worker lost / back) and shaded redone ranges; plus overlaid curves of other
+    runs (`add_overlay`), smoothing, log scale and x axis choice."""
 
     def __init__(self, parent=None):
         super().__init__(parent=parent, background="w")
@@ -167,6 +132,8 @@ class LossPlot(pg.PlotWidget):
         self.log_y = False
         self.x_axis = "step"
         self.time_origin: float | None = None
+        self.timeline: Timeline | None = None
+        self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._dirty: set[Trace] = set()
         self._validation_dirty = False
         self._legend_dirty = False
@@ -178,12 +145,12 @@ class LossPlot(pg.PlotWidget):
     # ------------------------------------------------------------ compatibility views
     @property
     def series(self) -> dict[int, GrowingSeries]:
-        """The open run's data per attempt."""
+        """The open run's data per line of training (the timeline's segment index)."""
         return {attempt: trace.series for attempt, trace in self.traces.items()}
 
     @property
     def curves(self) -> dict[int, pg.PlotDataItem]:
-        """The open run's raw curve item per attempt."""
+        """The open run's raw curve item per line of training."""
         return {attempt: trace.raw for attempt, trace in self.traces.items()}
 
     # ------------------------------------------------------------ data of the open run
@@ -200,7 +167,37 @@ class LossPlot(pg.PlotWidget):
         self.validation = GrowingSeries(64)
         self.validation_item.setData([], [])
         self.time_origin = None
+        self.timeline = None
+        self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._legend_dirty = True
+
+    def show_timeline(self, timeline: Timeline) -> None:
+        """Draw `timeline` from now on (instead of the open run's data so far): all of it at
+        the next `redraw()`, then what it gains before each later one."""
+        self.clear_run()
+        self.timeline = timeline
+        self.validation = timeline.validation
+
+    def _take_timeline(self) -> None:
+        """Pick up what the timeline gained since the last redraw (segments share its arrays)."""
+        timeline = self.timeline
+        if self.time_origin is None and timeline.origin is not None:
+            self.set_time_origin(timeline.origin)
+        for segment in timeline.segments[len(self.traces):]:
+            self._new_attempt(segment.index, series=segment.series)
+        for trace in self.traces.values():
+            if trace.drawn != trace.series.size:
+                self._dirty.add(trace)
+        for marker in timeline.markers[self._drawn_markers:]:
+            self.add_marker(marker.kind, marker.step, marker.label)
+        self._drawn_markers = len(timeline.markers)
+        for redone in timeline.redone[self._drawn_redone:]:
+            self.shade_redone(redone.start, redone.end)
+        self._drawn_redone = len(timeline.redone)
+        if timeline.validation.size != self._drawn_validation:
+            self._legend_dirty |= self._drawn_validation == 0
+            self._drawn_validation = timeline.validation.size
+            self._validation_dirty = True
 
     def set_time_origin(self, time: float) -> None:
         """The Unix time of the open run's first event (the zero of the wall-time axis).
@@ -221,33 +218,21 @@ class LossPlot(pg.PlotWidget):
         trace.series.append(step, loss, time)
         self._dirty.add(trace)
 
-    def add_steps(self, attempt: int, steps: np.ndarray, losses: np.ndarray,
-                  times: np.ndarray | None = None) -> None:
-        """Record many training losses of `attempt` at once (opening a long run): arrays of
-        equal length, NaN losses show as gaps."""
-        if not len(steps):
-            return
-        trace = self.traces.get(attempt)
-        if trace is None:
-            trace = self._new_attempt(attempt)
-        if times is not None and self.time_origin is None:
-            self.time_origin = float(times[0])
-        trace.series.extend(steps, losses, times)
-        self._dirty.add(trace)
-
     def add_validation(self, step: int, loss: float | None, *, time: float | None = None) -> None:
         self.validation.append(step, loss, time)
         self._validation_dirty = True
         self._legend_dirty |= self.validation.size == 1
 
     def add_marker(self, kind: str, step: float, label: str) -> pg.InfiniteLine:
-        """A vertical line at `step`: kind is kill, preempt, failed or resume."""
+        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`."""
         pen = MARKER_PENS[kind]
-        # Each incident's labels (a loss, then its resume) sit a level lower than the last
-        # incident's, so the labels of nearby incidents stay apart.
-        losses = sum(1 for k, _, _ in self.markers if k != "resume")
-        level = (losses if kind != "resume" else max(losses - 1, 0)) % 4
-        options = {"position": LABEL_POSITIONS[kind] - 0.16 * level, "color": pen.color(),
+        # Each incident's labels (an end, then its new beginning) sit a level lower than the
+        # last incident's, so the labels of nearby incidents stay apart.
+        begins = kind in BEGINNING_KINDS
+        ends = sum(1 for k, _, _ in self.markers if k not in BEGINNING_KINDS)
+        level = (ends if not begins else max(ends - 1, 0)) % 4
+        position = LABEL_POSITIONS["begin" if begins else "end"]
+        options = {"position": position - 0.16 * level, "color": pen.color(),
                    "fill": (255, 255, 255, 200)}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
@@ -268,11 +253,11 @@ class LossPlot(pg.PlotWidget):
         self.regions.append(region)
         return region
 
-    def _new_attempt(self, attempt: int) -> Trace:
+    def _new_attempt(self, attempt: int, series: GrowingSeries | None = None) -> Trace:
         for earlier in self.traces.values():
             earlier.colour = EARLIER_COLOUR
             earlier.style(self.smoothing)
-        trace = Trace(self.getPlotItem(), CURRENT_COLOUR, z=attempt + 1)
+        trace = Trace(self.getPlotItem(), CURRENT_COLOUR, z=attempt + 1, series=series)
         trace.style(self.smoothing)
         self.traces[attempt] = trace
         self._legend_dirty = True
@@ -363,7 +348,10 @@ class LossPlot(pg.PlotWidget):
         return series.t() - origin
 
     def redraw(self) -> int:
-        """Push changed data to the screen; returns the number of curves and point sets updated."""
+        """Push changed data to the screen (first taking what the timeline gained); returns the
+        number of curves and point sets updated."""
+        if self.timeline is not None:
+            self._take_timeline()
         updated = 0
         for trace in self._dirty:
             origin = trace.origin if trace.overlay else self.time_origin
@@ -378,6 +366,7 @@ class LossPlot(pg.PlotWidget):
             trace.raw.setData(x, y, connect="finite")
             if smoothed is not None:
                 trace.smooth.setData(x, smoothed, connect="finite")
+            trace.drawn = trace.series.size
             updated += 1
         self._dirty.clear()
         if self._validation_dirty:

@@ -3,8 +3,8 @@ event log below, Start / Kill / Preempt / Resume on top, state in the status bar
 
 The window is shown before the plot exists: importing pyqtgraph takes most of a second here, so
 the plot area shows a placeholder first and the `LossPlot` is created right after the window's
-first paint (or at once when something asks for `window.plot`). What the controller sends the
-plot meanwhile is recorded and replayed onto it (`ftgui.qt.pending_plot`).
+first paint (or at once when something asks for `window.plot`). The run's data lives in the
+controller's `Timeline` meanwhile; the plot draws all of it when it arrives.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
 from ftgui.qt.incident_table import IncidentPanel
-from ftgui.qt.pending_plot import PendingPlot
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
 from ftgui.qt.quit_guard import QuitGuard
@@ -74,7 +73,6 @@ class MainWindow(QMainWindow):
         self.quit_guard = QuitGuard(self, self.settings)  # "Stop training and quit?"
         self.panel = ConfigPanel()
         self._plot: LossPlot | None = None
-        self._pending_plot = PendingPlot()  # takes the controller's calls until the plot exists
         self.plot_pane = PlotPane(None, self.settings)  # the plot's tools over a placeholder
         self.plot_pane.placeholder.firstPainted.connect(self._create_plot)
         self.table = CheckpointTable()
@@ -85,7 +83,7 @@ class MainWindow(QMainWindow):
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(MAX_LOG_LINES)
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.controller = RunController(self._pending_plot, self)
+        self.controller = RunController(None, self)  # the plot comes after the first paint
         self._build_layout()
         self._apply_theme()
         theme.signals.scaleChanged.connect(self._apply_theme)
@@ -93,7 +91,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore_settings()
         self.controller.open(self.panel.run_dir())
-        self._on_state(*self.controller._last_state)
+        self._on_state(*self.controller.state)
 
     # ------------------------------------------------------------ the plot, after the first paint
     def _log_line(self, line: str) -> None:
@@ -125,8 +123,8 @@ class MainWindow(QMainWindow):
         theme.style(self.kill_button, self.resume_button, self.state_label)
 
     def _create_plot(self) -> LossPlot:
-        """Import pyqtgraph, create the LossPlot in place of the placeholder, give it what the
-        controller sent meanwhile and let the controller draw on it from now on."""
+        """Import pyqtgraph, create the LossPlot in place of the placeholder and let it draw the
+        controller's timeline from now on."""
         if self._plot is not None:
             return self._plot
         from ftgui.qt.loss_plot import LossPlot  # pyqtgraph: the slow import, deferred to here
@@ -134,8 +132,7 @@ class MainWindow(QMainWindow):
         plot = LossPlot()
         self._plot = plot
         self.plot_pane.set_plot(plot)  # takes the view tools' smoothing, scale and x axis
-        self._pending_plot.replay(plot)
-        self.controller.plot = plot
+        self.controller.plot = plot  # shows it the whole timeline so far
         plot.redraw()
         self.plotReady.emit(plot)
         return plot
@@ -198,11 +195,11 @@ class MainWindow(QMainWindow):
         self.controller.incidentsChanged.connect(self._show_incidents)
         return tabs
 
-    def _show_incidents(self, tracker) -> None:
-        self.incident_panel.show_tracker(tracker)
-        if tracker.incidents:
-            tabs = self.findChild(QTabWidget, "processTabs")
-            tabs.setTabText(1, f"Incidents ({len(tracker.incidents)})")
+    def _show_incidents(self, timeline) -> None:
+        self.incident_panel.show_timeline(timeline)
+        count = len(timeline.incidents)
+        tabs = self.findChild(QTabWidget, "processTabs")
+        tabs.setTabText(1, f"Incidents ({count})" if count else "Incidents")
 
     def _build_menu(self) -> None:
         menu = self.menuBar().addMenu("&Run")

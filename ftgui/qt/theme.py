@@ -56,6 +56,9 @@ MARKER_COLOURS = {
     "worker_back": SUCCESS,
 }
 
+# Markers of events that do not end a line of training: dotted, not dashed.
+DOTTED_MARKERS = {"setting_changed", "worker_lost", "worker_back"}
+
 CURVE_COLOURS = {
     "current": "#1f77b4",  # the open run's newest attempt
     "earlier": "#9fb7cf",  # its earlier attempts
@@ -176,11 +179,13 @@ def state_colour(state: str) -> str:
 
 
 def marker_pen(kind: str) -> QPen:
-    """The dashed, cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled."""
+    """The cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled: dashed, or
+    dotted for `DOTTED_MARKERS`."""
     pen = QPen(QColor(MARKER_COLOURS[kind]))
     pen.setCosmetic(True)
     pen.setWidthF(pen_width("marker"))
-    pen.setStyle(Qt.PenStyle.DashLine)
+    dotted = kind in DOTTED_MARKERS
+    pen.setStyle(Qt.PenStyle.DotLine if dotted else Qt.PenStyle.DashLine)
     return pen
 
 

@@ -1,0 +1,34 @@
+"""The headless run's progress on the console: a step line at most every 2 s and one sentence per
+notable event, both from the run's `Timeline` (the same sentences as the window's event log)."""
+
+from __future__ import annotations
+
+import time
+
+from ftgui.core.timeline import Timeline
+
+STEP_LINE_SECONDS = 2.0
+
+
+class Progress:
+    """Prints the progress of `ftgui train`. `show(event)` takes the run's events in file order;
+    `quiet` prints nothing. `last_loss` is the loss of the newest step event (None for a
+    non-finite one, as events store it); `timeline` is what has been shown so far."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.last_loss = None
+        self.timeline = Timeline()
+        self._last_print = 0.0
+
+    def show(self, event: dict) -> None:
+        changes = self.timeline.feed([event])
+        if event["event"] == "step":
+            self.last_loss = event["loss"]
+            if not self.quiet and time.time() - self._last_print > STEP_LINE_SECONDS:
+                self._last_print = time.time()
+                loss = "nan" if event["loss"] is None else event["loss"]  # null: non-finite
+                print(f"step {event['step']}  loss {loss}", flush=True)
+        elif not self.quiet:
+            for note in changes.notes:
+                print(note.text, flush=True)

@@ -1,0 +1,49 @@
+"""Growing numpy buffers for curves that are appended to while they are drawn."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class GrowingSeries:
+    """x/y/t float64 buffers that double when full; `x()`/`y()`/`t()` are views of the filled
+    part. For a loss curve x is the global step, y the loss (NaN when not finite or unknown)
+    and t the event's Unix time (NaN when unknown)."""
+
+    def __init__(self, capacity: int = 1024):
+        self._x = np.empty(capacity, dtype=np.float64)
+        self._y = np.empty(capacity, dtype=np.float64)
+        self._t = np.empty(capacity, dtype=np.float64)
+        self.size = 0
+
+    def append(self, x: float, y: float | None, t: float | None = None) -> None:
+        if self.size == len(self._x):
+            self._grow(2 * self.size)
+        self._x[self.size] = x
+        self._y[self.size] = np.nan if y is None else y
+        self._t[self.size] = np.nan if t is None else t
+        self.size += 1
+
+    def extend(self, xs, ys, ts=None) -> None:
+        count = len(xs)
+        if self.size + count > len(self._x):
+            self._grow(max(2 * len(self._x), self.size + count))
+        end = self.size + count
+        self._x[self.size:end] = xs
+        self._y[self.size:end] = ys
+        self._t[self.size:end] = np.nan if ts is None else ts
+        self.size = end
+
+    def _grow(self, capacity: int) -> None:
+        self._x = np.resize(self._x, capacity)
+        self._y = np.resize(self._y, capacity)
+        self._t = np.resize(self._t, capacity)
+
+    def x(self) -> np.ndarray:
+        return self._x[: self.size]
+
+    def y(self) -> np.ndarray:
+        return self._y[: self.size]
+
+    def t(self) -> np.ndarray:
+        return self._t[: self.size]

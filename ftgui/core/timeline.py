@@ -1,0 +1,371 @@
+"""A run as a timeline: the one model the plot, incident table, status line, event log and CLI show.
+
+A `Timeline` is built by one method, `feed`, from a run's events in file order: live, the lists
+`Supervisor.poll` returns; when a run is reopened, the `History` of `runs.read_history` (the step
+events as arrays, the others parsed, with their line numbers). Both are cut into the same items —
+a block of consecutive step events, or one other event — and each kind of item is taken by one
+function, so a run watched live and the same run reopened give the same segments, markers,
+redone ranges, incidents and sentences.
+
+What it holds:
+- `segments`: one line of training each (a new one per attempt, and after a NaN rollback), with
+  growing float64 arrays of global step, loss (NaN for a non-finite one) and Unix time;
+- `validation`: validation loss per step;
+- `markers`: where a line of training ended or began (`MARKER_KINDS`), with a short label;
+- `redone`: step ranges computed a second time after a restart, rollback or fork;
+- `incidents` and `totals()`: what each fault cost (`ftgui.core.incidents` holds those rules);
+- `notes`: one sentence per notable event (`ftgui.core.events.describe`), for logs;
+- `state`, `reason`, `attempt`, `last_step`, `steps_per_second()`;
+- `version`, +1 per `feed` that changed something; `feed` also returns what changed (`Changes`).
+
+The step of a kill: the last step logged before the process died. A `fault_injected` written by
+the supervisor carries the step the supervisor had read when the user pressed Kill, which lags
+behind the trainer by up to one poll (plus whatever the window was busy with); the trainer's
+step events before the exit in the file are what it really reached. Markers, incidents and
+sentences all use that step.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ftgui.core import exitcodes, run_state
+from ftgui.core.events import describe, is_notable, who
+from ftgui.core.incidents import Incident, IncidentTracker, Totals
+from ftgui.core.series import GrowingSeries
+
+MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "fork", "resume",
+                "setting_changed", "worker_lost", "worker_back")
+RATE_WINDOW_SECONDS = 2.0
+# events after which the checkpoint list on disk may differ
+_CHECKPOINT_KINDS = {"checkpoint_saved", "forked", "process_exited", "resumed"}
+
+
+@dataclass
+class Segment:
+    """One line of training: `index` in `Timeline.segments`, the `attempt` that logged it."""
+
+    index: int
+    attempt: int
+    series: GrowingSeries = field(default_factory=GrowingSeries)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A vertical mark at global `step`: `kind` is one of MARKER_KINDS, `label` a few words
+    ("killed @ 606", "resume ← 500")."""
+
+    kind: str
+    step: int
+    label: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class RedoneRange:
+    """Steps `start`+1 … `end` were computed a second time; `cause` is the marker kind that
+    ended the first line of training (crash, preemption, hang, nan_rollback) or `fork`."""
+
+    start: int
+    end: int
+    cause: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A notable event as one sentence (`text`), at Unix `time`."""
+
+    time: float
+    attempt: int
+    kind: str
+    text: str
+
+
+@dataclass
+class Changes:
+    """What one `Timeline.feed` changed; false when nothing did. `notes` are the new ones."""
+
+    steps: bool = False
+    validation: bool = False
+    markers: bool = False
+    redone: bool = False
+    incidents: bool = False
+    checkpoints: bool = False
+    state: bool = False
+    notes: list[Note] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps or self.validation or self.markers or self.redone
+                    or self.incidents or self.checkpoints or self.state or self.notes)
+
+
+@dataclass
+class _Steps:
+    """Consecutive step events as arrays: attempt and step (int64), loss and time (float64)."""
+
+    attempt: np.ndarray
+    step: np.ndarray
+    loss: np.ndarray
+    time: np.ndarray
+
+    @classmethod
+    def of(cls, events: list[dict]) -> _Steps:
+        def number(value):
+            return np.nan if value is None else value
+
+        return cls(
+            attempt=np.fromiter((e.get("attempt", 0) for e in events), np.int64, len(events)),
+            step=np.fromiter((e["step"] for e in events), np.int64, len(events)),
+            loss=np.fromiter((number(e.get("loss")) for e in events), np.float64, len(events)),
+            time=np.fromiter((number(e.get("time")) for e in events), np.float64, len(events)),
+        )
+
+    def part(self, start: int, end: int) -> _Steps:
+        return _Steps(self.attempt[start:end], self.step[start:end], self.loss[start:end],
+                      self.time[start:end])
+
+
+def _items(source):
+    """The items of `source` in file order: `_Steps` blocks and other events (dicts).
+    `source` is a list of events or a `runs.History`."""
+    if hasattr(source, "steps") and hasattr(source, "others"):
+        steps, start = source.steps, 0
+        block = _Steps(steps.attempt, steps.step, steps.loss, steps.time)
+        for line, event in source.others:
+            end = int(np.searchsorted(steps.line, line))
+            if end > start:
+                yield block.part(start, end)
+            start = end
+            yield event
+        if len(steps) > start:
+            yield block.part(start, len(steps))
+        return
+    pending: list[dict] = []
+    for event in source:
+        if event.get("event") == "step":
+            pending.append(event)
+            continue
+        if pending:
+            yield _Steps.of(pending)
+            pending = []
+        yield event
+    if pending:
+        yield _Steps.of(pending)
+
+
+class Timeline:
+    """A run's timeline (see the module's docstring); `feed` is the only way in."""
+
+    def __init__(self):
+        self.segments: list[Segment] = []
+        self.validation = GrowingSeries(64)
+        self.markers: list[Marker] = []
+        self.redone: list[RedoneRange] = []
+        self.notes: list[Note] = []
+        self.state, self.reason = "idle", ""
+        self.attempt = -1  # the newest attempt seen (-1: none yet)
+        self.last_step = 0  # the global step the run stands at
+        self.origin: float | None = None  # Unix time of the run's first event
+        self.version = 0
+        self.last_loss: float | None = None
+        self._tracker = IncidentTracker()
+        self._split = False  # the next step starts a new segment (after a rollback)
+        self._settled: set[int] = set()  # attempts whose outcome is known
+        self._hung: set[int] = set()  # attempts the watchdog ended
+        self._lost: set[tuple[int, str]] = set()  # (attempt, 'worker 1') lost, not yet back
+        self._forked: set[int] = set()  # attempts that began as a fork
+        self._stopped_at = 0  # the step reached when the last attempt ended
+        self._stop_cause = ""  # the marker kind of that end
+        self._setup: tuple[int, dict] | None = None  # (attempt, strategy/replicas) last seen
+
+    # ------------------------------------------------------------ reading
+    @property
+    def incidents(self) -> list[Incident]:
+        return self._tracker.incidents
+
+    def totals(self) -> Totals:
+        """Incidents, steps and seconds lost, wall time and goodput over the run."""
+        return self._tracker.totals()
+
+    def steps_per_second(self, now: float | None = None) -> float:
+        """Steps per second over the last RATE_WINDOW_SECONDS of the current line of training;
+        0 when its newest step is older than that (at Unix time `now`, default: the clock)."""
+        if not self.segments or self.segments[-1].series.size < 2:
+            return 0.0
+        series = self.segments[-1].series
+        times, steps = series.t(), series.x()
+        newest = times[-1]
+        now = _time.time() if now is None else now
+        if not np.isfinite(newest) or now - newest > RATE_WINDOW_SECONDS:
+            return 0.0
+        first = int(np.searchsorted(times, newest - RATE_WINDOW_SECONDS, side="left"))
+        if first >= len(times) or not times[first] < newest:
+            return 0.0
+        return float((steps[-1] - steps[first]) / (newest - times[first]))
+
+    # ------------------------------------------------------------ the one way in
+    def feed(self, source) -> Changes:
+        """Take the next events of the run, in file order: a list of event dicts (live) or a
+        `runs.History` (a whole run, read the fast way). Returns what changed."""
+        changes = Changes()
+        for item in _items(source):
+            if isinstance(item, _Steps):
+                self._take_steps(item, changes)
+            else:
+                self._take_event(item, changes)
+        if changes:
+            self.version += 1
+        return changes
+
+    def _take_steps(self, block: _Steps, changes: Changes) -> None:
+        attempts = block.attempt
+        cuts = [0, *(np.flatnonzero(np.diff(attempts)) + 1).tolist(), len(attempts)]
+        for start, end in zip(cuts[:-1], cuts[1:], strict=False):
+            part = block.part(start, end)
+            attempt = int(part.attempt[0])
+            self._segment_for(attempt).series.extend(part.step, part.loss, part.time)
+            changes.incidents |= self._tracker.observe_steps(part.step, part.time)
+            self.last_step = int(part.step[-1])
+            self.attempt = max(self.attempt, attempt)
+        finite = block.time[np.isfinite(block.time)]
+        if self.origin is None and len(finite):
+            self.origin = float(finite[0])
+        loss = float(block.loss[-1])
+        self.last_loss = loss if np.isfinite(loss) else None
+        changes.steps = True
+        self._set_state("running", "", changes)
+
+    def _segment_for(self, attempt: int) -> Segment:
+        if self._split or not self.segments or self.segments[-1].attempt != attempt:
+            self.segments.append(Segment(len(self.segments), attempt))
+            self._split = False
+        return self.segments[-1]
+
+    def _take_event(self, event: dict, changes: Changes) -> None:
+        kind = event.get("event", "")
+        attempt = event.get("attempt", 0)
+        when = event.get("time")
+        if self.origin is None and isinstance(when, (int, float)):
+            self.origin = float(when)
+        self.attempt = max(self.attempt, attempt)
+        step, settled = self.last_step, attempt in self._settled
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(event, changes)
+        changes.incidents |= self._tracker.observe(event)
+        changes.checkpoints |= kind in _CHECKPOINT_KINDS
+        if is_notable(kind):
+            note = Note(when if isinstance(when, (int, float)) else 0.0, attempt, kind,
+                        describe(event, step=step, settled=settled))
+            self.notes.append(note)
+            changes.notes.append(note)
+
+    # ------------------------------------------------------------ rules, per event type
+    def _on_validation(self, event: dict, changes: Changes) -> None:
+        self.validation.append(event["step"], event.get("val_loss"), event.get("time"))
+        changes.validation = True
+
+    def _on_process_started(self, event: dict, changes: Changes) -> None:
+        self._set_state("running", "", changes)
+
+    def _on_recovery_scheduled(self, event: dict, changes: Changes) -> None:
+        delay = event.get("delay") or 0.0
+        self._set_state("recovering", f"restart {event.get('restart')} in {delay:.1f} s",
+                        changes)
+
+    def _on_run_finished(self, event: dict, changes: Changes) -> None:
+        self._set_state("finished", "reached the last step", changes)
+
+    def _on_forked(self, event: dict, changes: Changes) -> None:
+        self._forked.add(event.get("attempt", 0))
+
+    def _on_hang_detected(self, event: dict, changes: Changes) -> None:
+        self._hung.add(event.get("attempt", 0))
+
+    def _on_resumed(self, event: dict, changes: Changes) -> None:
+        start = event.get("from_step", 0)
+        fork = event.get("attempt", 0) in self._forked
+        name = "fork" if fork else "resume"
+        self._mark(name, start, f"{name} ← {start}", event, changes)
+        self._redone(start, self._stopped_at, "fork" if fork else self._stop_cause, changes)
+        self.last_step = start
+        self._set_state("running", "", changes)
+
+    def _on_rolled_back(self, event: dict, changes: Changes) -> None:
+        failed, restored = event.get("from_step", 0), event.get("to_step", 0)
+        self._mark("nan_rollback", failed, f"NaN @ {failed}", event, changes)
+        self._mark("resume", restored, f"rollback ← {restored}", event, changes)
+        self._redone(restored, failed, "nan_rollback", changes)
+        self._split = True  # the replayed steps are a new line of training
+        self.last_step = restored
+
+    def _on_training_started(self, event: dict, changes: Changes) -> None:
+        attempt, name = event.get("attempt", 0), who(event)
+        if (attempt, name) in self._lost:
+            self._lost.discard((attempt, name))
+            self._mark("worker_back", self.last_step, f"{name} back", event, changes)
+        if event.get("start_step") is None:
+            return  # a parameter-server worker or ps: it runs no steps of its own
+        setup = {"strategy": event.get("strategy"), "replicas": event.get("replicas")}
+        if self._setup is not None and self._setup[0] != attempt:
+            before = self._setup[1]
+            changed = [f"{key} {before[key]} → {value}" for key, value in setup.items()
+                       if before.get(key) != value]
+            if changed:
+                self._mark("setting_changed", event["start_step"], ", ".join(changed), event,
+                           changes)
+        self._setup = (attempt, setup)
+
+    def _on_process_exited(self, event: dict, changes: Changes) -> None:
+        """Mark the exit that ended an attempt, and a lone process lost while the rest runs
+        (a parameter-server worker); not the processes ended afterwards to clean up."""
+        attempt = event.get("attempt", 0)
+        decisive = run_state.is_decisive(event)
+        if decisive and attempt not in self._settled:
+            state, reason = run_state.state_from_exit(event)
+            reason = event.get("reason") or reason
+            if not run_state.is_chief(event) and not event.get("shutdown"):
+                reason = f"{who(event)} {reason}"
+            self._set_state(state, reason, changes)
+        if event.get("shutdown"):
+            return  # ftgui itself was closed or interrupted
+        if attempt in self._settled or not (decisive or event.get("signal")):
+            return
+        step, name = self.last_step, who(event)
+        prefix = "" if run_state.is_chief(event) else f"{name} "
+        if exitcodes.was_killed(event) and attempt in self._hung:
+            kind, label = "hang", f"{prefix}hung @ {step}"
+        elif exitcodes.was_killed(event):
+            kind, label = "crash", f"{prefix}killed @ {step}"
+        elif exitcodes.was_preempted(event):
+            kind, label = "preemption", f"{prefix}preempted @ {step}"
+        elif exitcodes.was_error(event):
+            kind, label = "crash", f"{prefix}failed @ {step}"
+        else:
+            kind, label = "", ""
+        if decisive:
+            self._settled.add(attempt)
+            self._stopped_at, self._stop_cause = step, kind
+        else:
+            self._lost.add((attempt, name))
+            kind = "worker_lost" if kind else ""
+        if kind:
+            self._mark(kind, step, label, event, changes)
+
+    # ------------------------------------------------------------ helpers
+    def _mark(self, kind: str, step: int, label: str, event: dict, changes: Changes) -> None:
+        self.markers.append(Marker(kind, int(step), label, event.get("attempt", 0)))
+        changes.markers = True
+
+    def _redone(self, start: int, end: int, cause: str, changes: Changes) -> None:
+        if end > start:
+            self.redone.append(RedoneRange(int(start), int(end), cause))
+            changes.redone = True
+
+    def _set_state(self, state: str, reason: str, changes: Changes) -> None:
+        if (state, reason) != (self.state, self.reason):
+            self.state, self.reason = state, reason
+            changes.state = True
