@@ -9,15 +9,25 @@ when its metadata exists and every file it names is present with that size: a sa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 CHECKPOINT_DIR = "checkpoints"
 PREFIX = "ckpt"
 _FILE = re.compile(rf"^{PREFIX}-(\d+)\.(index|meta\.json|data-(\d+)-of-(\d+))$")
+# Leftovers of a save cut short: TensorFlow's temp folder of a sharded save, the temp file of
+# its atomic write of the `checkpoint` state file, and ftgui's own metadata temp file.
+_LEFTOVER = re.compile(
+    rf"^({PREFIX}-\d+_temp|checkpoint\.tmp[0-9a-f]*|{PREFIX}-\d+\.meta\.json\.tmp)$"
+)
+# TensorFlow reads a path as a glob pattern from the first of these (tsl file_system_helper).
+_GLOB_CHARS = frozenset("*?[\\")
 
 
 @dataclass
@@ -65,6 +75,61 @@ def mark_damaged(prefix: Path, reason: str) -> Path:
     path = damage_path(prefix)
     path.write_text(reason.strip().splitlines()[0][:500] if reason.strip() else "unreadable")
     return path
+
+
+def tf_path(path: str | os.PathLike) -> Path:
+    """`path` (absolute) as TensorFlow can take it: a path it will not read as a glob pattern.
+
+    TensorFlow globs checkpoint paths (its checkpoint reader looks for `PREFIX.index` with
+    `GetMatchingPaths`; CheckpointManager's retention and `checkpoint_exists` use
+    `get_matching_files`), so a folder named `exp[lr=0.01]` makes every restore fail. Escaping is
+    no fix: the glob then matches, but the reader opens the escaped string as a file name. A path
+    holding any of `*?[\\` is therefore reached through a symlink to its folder, in a folder of
+    this user's under the system temp folder, named by a hash of the folder (the same link for
+    every process). Other paths come back unchanged. The parent folder is created if missing.
+    Raises OSError when no such link can be made.
+    """
+    path = Path(path).absolute()
+    if not _GLOB_CHARS & set(str(path)):
+        return path
+    target, tail = (path, None) if _GLOB_CHARS & set(path.name) else (path.parent, path.name)
+    (target if tail is None else target.parent).mkdir(parents=True, exist_ok=True)
+    if tail is not None:
+        target.mkdir(exist_ok=True)
+    links = Path(tempfile.gettempdir()) / f"ftgui-{os.getuid()}-paths"
+    links.mkdir(mode=0o700, exist_ok=True)
+    if links.stat().st_uid != os.getuid() or _GLOB_CHARS & set(str(links)):
+        raise OSError(f"cannot make a glob-free path to {path}: {links} is unusable")
+    link = links / hashlib.sha256(os.fsencode(target)).hexdigest()[:20]
+    if not (link.is_symlink() and os.readlink(link) == str(target)):
+        fresh = link.with_name(f"{link.name}.{os.getpid()}")
+        fresh.unlink(missing_ok=True)
+        os.symlink(target, fresh, target_is_directory=True)
+        os.replace(fresh, link)  # atomic: a concurrent process sees the old link or this one
+    return link if tail is None else link / tail
+
+
+def remove_leftovers(run_dir: str | os.PathLike) -> list[str]:
+    """Delete what saves cut short left in `RUN/checkpoints/`: `ckpt-N_temp` folders (a kill
+    during a save), `checkpoint.tmp…` files (a kill or a full disk while TensorFlow rewrote its
+    state file) and `ckpt-N.meta.json.tmp`. Never touches a checkpoint's own files.
+
+    Call only when no process is saving into the run (at the start of its chief). Returns the
+    names removed, sorted.
+    """
+    directory = checkpoint_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    removed = []
+    for path in directory.iterdir():
+        if not _LEFTOVER.match(path.name):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return sorted(removed)
 
 
 def tf_files(directory: Path, step: int) -> list[Path]:
@@ -122,6 +187,25 @@ def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
         info.reason = f"damaged: {damaged.read_text(errors='replace')}"
     info.valid = not info.reason
     return info
+
+
+def file_problem(prefix: Path) -> str:
+    """Why checkpoint `prefix`'s files disagree with its metadata (missing metadata, a missing
+    file, a file of another size), or '' when they agree. A damage marker is not counted: this
+    asks only what the files say."""
+    info = inspect(prefix)
+    if info.reason.startswith("damaged: "):
+        return ""
+    return info.reason
+
+
+def resume_point(run_dir: str | os.PathLike) -> tuple[CheckpointInfo | None, str]:
+    """The checkpoint a resume of `run_dir` continues from (the newest valid one, or None), and
+    one line saying what the resume will do, for the CLI and the window."""
+    newest = newest_valid(run_dir)
+    if newest is None:
+        return None, f"no valid checkpoint in {run_dir}; starting from step 0"
+    return newest, f"resuming {run_dir} from {newest.relpath} (step {newest.step})"
 
 
 def _stat(path: Path) -> os.stat_result | None:

@@ -1,0 +1,56 @@
+"""Restoring a checkpoint into the training state, and telling a damaged checkpoint from a
+restore that failed for another reason.
+
+A restore can fail because of the checkpoint's bytes (a truncated or overwritten file: the
+checkpoint is damaged) or for reasons that are not its bytes: another model or other variable
+shapes, a path TensorFlow reads as a glob pattern, a missing permission. Only the first kind may
+mark the checkpoint damaged (`ckpt-N.damaged`), or a good checkpoint would never be offered again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tensorflow as tf
+
+from ftgui.core import checkpoints
+
+
+def restore(checkpoint: tf.train.Checkpoint, prefix: Path):
+    """Restore checkpoint files `prefix` into `checkpoint`, every object of it matched, through
+    a path TensorFlow does not glob (see `checkpoints.tf_path`). Returns TensorFlow's status.
+
+    Raises what TensorFlow raises: `tf.errors.OpError` (NotFoundError, DataLossError,
+    InvalidArgumentError for other shapes, …), `ValueError`, `AssertionError` (objects that the
+    checkpoint does not hold: another model).
+    """
+    status = checkpoint.restore(str(checkpoints.tf_path(prefix)))
+    return status.assert_existing_objects_matched()
+
+
+def damage_of(prefix: Path) -> str:
+    """Why checkpoint `prefix`'s own files cannot be read, or '' when they can.
+
+    Compares the files with the sizes its metadata vouches for, then reads every tensor of it
+    with TensorFlow's checkpoint reader, which checks each tensor's CRC32C checksum (a flipped
+    byte gives DataLossError). Costs one read of the checkpoint; call it only after a failed
+    restore. An error of the path itself (an OSError making the glob-free path) is not damage
+    and is raised.
+    """
+    problem = checkpoints.file_problem(prefix)
+    if problem:
+        return problem
+    path = str(checkpoints.tf_path(prefix))
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError) as exc:
+        return one_line(exc)
+    return ""
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: first line of the message` of an exception."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
