@@ -32,8 +32,8 @@ def damage_of(prefix: Path) -> str:
     """Why checkpoint `prefix`'s own files cannot be read, or '' when they can.
 
     Compares the files with the sizes its metadata vouches for, then reads every tensor of it
-    with TensorFlow's checkpoint reader, which checks each tensor's CRC32C checksum (a flipped
-    byte gives DataLossError). Costs one read of the checkpoint; call it only after a failed
+    with TensorFlow's restore op, which checks each tensor's CRC32C checksum (a flipped byte
+    gives DataLossError). Costs one read of the checkpoint; call it only after a failed
     restore. An error of the path itself (an OSError making the glob-free path) is not damage
     and is raised.
     """
@@ -42,9 +42,11 @@ def damage_of(prefix: Path) -> str:
         return problem
     path = str(checkpoints.tf_path(prefix))
     try:
-        reader = tf.train.load_checkpoint(path)
-        for name in reader.get_variable_to_shape_map():
-            reader.get_tensor(name)
+        dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
+        # Read through the restore op, as a restore does: its errors keep their type
+        # (DataLossError), which the reader's get_tensor turns into a bare OpError.
+        tf.raw_ops.RestoreV2(prefix=path, tensor_names=list(dtypes),
+                             shape_and_slices=[""] * len(dtypes), dtypes=list(dtypes.values()))
     except (tf.errors.OpError, ValueError) as exc:
         return one_line(exc)
     return ""
