@@ -53,7 +53,18 @@ class CheckpointInfo:
     @property
     def relpath(self) -> str:
         """Path of the checkpoint prefix relative to the run directory (what events record)."""
-        return f"{CHECKPOINT_DIR}/{self.prefix.name}"
+        return f"{self.prefix.parent.name}/{self.prefix.name}"
+
+    @property
+    def restores(self) -> str:
+        """What restoring it gives back: '' for ftgui's own checkpoints (the exact step, the
+        optimizer and the data position), `FIT_RESTORES` for a `--loop fit` epoch file."""
+        return self.meta.get("restores", "")
+
+
+FIT_DIR = "fit-checkpoints"  # `--loop fit`: Keras ModelCheckpoint's weights, one per epoch
+FIT_RESTORES = "fit: restores the epoch start"
+_FIT_FILE = re.compile(r"^epoch-(\d+)\.weights\.h5$")
 
 
 def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
@@ -201,11 +212,12 @@ def file_problem(prefix: Path) -> str:
 
 def resume_point(run_dir: str | os.PathLike) -> tuple[CheckpointInfo | None, str]:
     """The checkpoint a resume of `run_dir` continues from (the newest valid one, or None), and
-    one line saying what the resume will do, for the CLI and the window."""
+    the line to show the user when that is news: a resume without a valid checkpoint starts
+    from step 0 ('' when there is one: the `resumed` event tells that story)."""
     newest = newest_valid(run_dir)
     if newest is None:
         return None, f"no valid checkpoint in {run_dir}; starting from step 0"
-    return newest, f"resuming {run_dir} from {newest.relpath} (step {newest.step})"
+    return newest, ""
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -293,3 +305,48 @@ def keep_newest(directory: Path, keep: int, newest: int) -> list[CheckpointInfo]
             meta_path(info.prefix).unlink(missing_ok=True)
             damage_path(info.prefix).unlink(missing_ok=True)
     return kept
+
+
+def write_fit_metadata(path: Path, **fields) -> Path:
+    """Record `fields` (step, loss, …) and the file's size next to a `--loop fit` epoch file
+    `RUN/fit-checkpoints/epoch-NNN.weights.h5` that Keras has finished writing."""
+    record = {**fields, "restores": FIT_RESTORES, "files": {path.name: path.stat().st_size}}
+    meta = path.with_name(path.name.removesuffix(".weights.h5") + ".meta.json")
+    tmp = meta.with_name(meta.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, meta)
+    return meta
+
+
+def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
+    """The epoch files of a `--loop fit` run (`RUN/fit-checkpoints/`), oldest first, each
+    valid when its metadata (`epoch-NNN.meta.json`) names its size. Restoring one gives back
+    the start of the next epoch, not a step (`FIT_RESTORES`); ftgui's resume does not take
+    them (Keras' BackupAndRestore does). Without metadata the step is unknown (0)."""
+    directory = Path(run_dir) / FIT_DIR
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in sorted(directory.iterdir()):
+        match = _FIT_FILE.match(path.name)
+        stat = _stat(path) if match else None
+        if stat is None:
+            continue
+        info = CheckpointInfo(step=0, prefix=path, valid=False, size=stat.st_size,
+                              time=stat.st_mtime, meta={"restores": FIT_RESTORES,
+                                                        "epoch": int(match.group(1)) - 1})
+        meta = path.with_name(f"epoch-{match.group(1)}.meta.json")
+        try:
+            info.meta.update(json.loads(meta.read_text()))
+        except FileNotFoundError:
+            info.reason = "no metadata: the save did not finish"
+        except (OSError, ValueError):
+            info.reason = "metadata file is unreadable"
+        if not info.reason:
+            info.step, info.time = int(info.meta.get("step", 0)), info.meta.get("time", info.time)
+            expected = info.meta.get("files", {}).get(path.name)
+            if expected != stat.st_size:
+                info.reason = f"{path.name} has {stat.st_size} bytes, expected {expected}"
+        info.valid = not info.reason
+        found.append(info)
+    return sorted(found, key=lambda info: (info.step, info.meta["epoch"]))
