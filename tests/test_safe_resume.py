@@ -215,7 +215,8 @@ def test_a_good_checkpoint_that_does_not_fit_the_model_is_never_marked_damaged(
     assert err.startswith("ftgui: run failed: exited with status 2 (bad configuration): "
                           "checkpoint checkpoints/ckpt-60 is intact but does not restore here (")
     seen = events.read_all(run_dir)
-    assert len(of_kind(seen, "process_started")) == 1  # refused: no restart on other checkpoints
+    # refused, not retried on older checkpoints: one attempt after the baseline's own
+    assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0, 1]
     assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
     assert _listing(run_dir, capsys) == before
 
