@@ -39,13 +39,15 @@ def test_a_path_with_glob_characters_is_reached_through_a_link_tensorflow_does_n
     assert path.name == "ckpt-30"
     assert (path.parent / "ckpt-30.index").read_bytes() == b"index"
     assert path.parent.resolve() == folder.resolve()
-    assert checkpoints.tf_path(folder / "ckpt-40") == path.parent / "ckpt-40"  # one link
+    # one link per run; the folders below it stay real and may come and go
+    scratch = checkpoints.tf_path(tmp_path / GLOBBY / "scratch" / "worker-1")
+    assert scratch == path.parent.parent / "scratch" / "worker-1"
     plain = tmp_path / "plain" / "ckpt-30"
     assert checkpoints.tf_path(plain) == plain
-    # a folder whose own name is a pattern, not made yet (CheckpointManager's directory)
-    odd = tmp_path / "run*?" / "checkpoints"
-    linked = checkpoints.tf_path(odd.parent)
-    assert not set(str(linked)) & set("*?[\\") and linked.resolve() == odd.parent.resolve()
+    # a run folder whose own name is a pattern, not made yet
+    odd = tmp_path / "run*?"
+    linked = checkpoints.tf_path(odd)
+    assert not set(str(linked)) & set("*?[\\") and linked.resolve() == odd.resolve()
 
 
 # ------------------------------------------------------------------ leftovers of saves
@@ -200,6 +202,30 @@ def test_kill_and_recovery_in_a_bracketed_path_match_an_uninterrupted_run(
     assert events.final_losses(seen) == baseline_losses  # steps 31-60 to the bit
     assert [c.step for c in checkpoints.list_checkpoints(run_dir) if c.valid] == [
         20, 30, 40, 50, 60]
+
+
+@pytest.mark.tf
+def test_a_multi_worker_run_in_a_bracketed_path_recovers_and_keeps_its_retention(
+    tmp_path, baseline_losses
+):
+    # The chief saves through CheckpointManager (whose retention globs), worker 1 into scratch.
+    run_dir = tmp_path / "runs" / GLOBBY
+    assert cli.main(["train", str(run_dir), "--strategy", "multi-worker", "--workers", "2",
+                     "--steps", "40", "--checkpoint-every", "10", "--keep", "2",
+                     "--kill-at-step", "25", "--auto-recover", "--restart-backoff", "0",
+                     "--quiet"]) == 0
+    seen = events.read_all(run_dir)
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, 20)
+    assert [e["error"].split(":")[0] for e in of_kind(seen, "training_error")] == [
+        "UnavailableError"]  # worker 1 losing its killed chief, nothing else
+    assert sorted(p.name for p in checkpoints.checkpoint_dir(run_dir).iterdir()) == [
+        "checkpoint", "ckpt-30.data-00000-of-00001", "ckpt-30.index", "ckpt-30.meta.json",
+        "ckpt-40.data-00000-of-00001", "ckpt-40.index", "ckpt-40.meta.json",
+    ]
+    final = events.final_losses(seen)
+    assert final == {step: baseline_losses[step] for step in range(1, 41)}
+    assert not (run_dir / "scratch").exists()
 
 
 @pytest.mark.tf

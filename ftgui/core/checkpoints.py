@@ -89,24 +89,25 @@ def mark_damaged(prefix: Path, reason: str) -> Path:
 
 
 def tf_path(path: str | os.PathLike) -> Path:
-    """`path` (absolute) as TensorFlow can take it: a path it will not read as a glob pattern.
+    """`path` (made absolute) as TensorFlow can take it: a path it does not read as a pattern.
 
     TensorFlow globs checkpoint paths (its checkpoint reader looks for `PREFIX.index` with
     `GetMatchingPaths`; CheckpointManager's retention and `checkpoint_exists` use
     `get_matching_files`), so a folder named `exp[lr=0.01]` makes every restore fail. Escaping is
-    no fix: the glob then matches, but the reader opens the escaped string as a file name. A path
-    holding any of `*?[\\` is therefore reached through a symlink to its folder, in a folder of
-    this user's under the system temp folder, named by a hash of the folder (the same link for
-    every process). Other paths come back unchanged. The parent folder is created if missing.
-    Raises OSError when no such link can be made.
+    no fix: the glob then matches, but the reader opens the escaped string as a file name. So a
+    path holding any of `*?[\\` is reached through a symlink to its deepest folder whose name
+    holds one (usually the run folder, created if missing), kept in this user's folder under
+    the system temp folder and named by a hash of that folder: one link per run, shared by its
+    processes, and the rest of the path (a `checkpoints` or `scratch` folder that may come and
+    go) stays real. Other paths come back unchanged. Raises OSError when no link can be made.
     """
     path = Path(path).absolute()
     if not _GLOB_CHARS & set(str(path)):
         return path
-    target, tail = (path, None) if _GLOB_CHARS & set(path.name) else (path.parent, path.name)
-    (target if tail is None else target.parent).mkdir(parents=True, exist_ok=True)
-    if tail is not None:
-        target.mkdir(exist_ok=True)
+    parts = path.parts
+    last = max(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    target, tail = Path(*parts[:last + 1]), parts[last + 1:]
+    target.mkdir(parents=True, exist_ok=True)
     links = Path(tempfile.gettempdir()) / f"ftgui-{os.getuid()}-paths"
     links.mkdir(mode=0o700, exist_ok=True)
     if links.stat().st_uid != os.getuid() or _GLOB_CHARS & set(str(links)):
@@ -117,7 +118,10 @@ def tf_path(path: str | os.PathLike) -> Path:
         fresh.unlink(missing_ok=True)
         os.symlink(target, fresh, target_is_directory=True)
         os.replace(fresh, link)  # atomic: a concurrent process sees the old link or this one
-    return link if tail is None else link / tail
+        for other in links.iterdir():  # links to run folders deleted since then
+            if other.is_symlink() and not other.exists():
+                other.unlink(missing_ok=True)
+    return link.joinpath(*tail)
 
 
 def remove_leftovers(run_dir: str | os.PathLike) -> list[str]:
