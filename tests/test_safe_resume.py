@@ -14,7 +14,7 @@ import pytest
 from conftest import BASELINE_FLAGS, fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoints, cluster, datasets, devices, events
+from ftgui.core import checkpoint_tools, checkpoints, cluster, datasets, devices, events
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 
@@ -200,6 +200,9 @@ def test_kill_and_recovery_in_a_bracketed_path_match_an_uninterrupted_run(
     assert of_kind(seen, "training_error") == []
     assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
     assert events.final_losses(seen) == baseline_losses  # steps 31-60 to the bit
+    [newest] = [c for c in checkpoints.list_checkpoints(run_dir) if c.step == 60]
+    inspected = checkpoint_tools.inspect(run_dir, 60, evaluate=True)  # a helper process
+    assert inspected["evaluation"]["val_loss"] == pytest.approx(newest.meta["val_loss"])
     assert [c.step for c in checkpoints.list_checkpoints(run_dir) if c.valid] == [
         20, 30, 40, 50, 60]
 
@@ -302,4 +305,5 @@ def test_a_fit_run_lists_its_epoch_files_and_writes_tensorboard_summaries(tmp_pa
     accumulator = EventAccumulator(str(run_dir / "tensorboard")).Reload()
     assert [s.step for s in accumulator.Scalars("loss")] == list(range(1, 45))
     assert [s.step for s in accumulator.Scalars("val_loss")] == [22, 44]
-    assert os.listdir(run_dir / "fit-checkpoints")  # the files themselves are still there
+    assert sorted(os.listdir(run_dir / "fit-metadata")) == [
+        "epoch-001.meta.json", "epoch-002.meta.json"]  # Keras' folder holds only its files

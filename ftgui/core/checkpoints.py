@@ -63,6 +63,7 @@ class CheckpointInfo:
 
 
 FIT_DIR = "fit-checkpoints"  # `--loop fit`: Keras ModelCheckpoint's weights, one per epoch
+FIT_META_DIR = "fit-metadata"  # their metadata: Keras owns the folder of the files
 FIT_RESTORES = "fit: restores the epoch start"
 _FIT_FILE = re.compile(r"^epoch-(\d+)\.weights\.h5$")
 
@@ -312,10 +313,12 @@ def keep_newest(directory: Path, keep: int, newest: int) -> list[CheckpointInfo]
 
 
 def write_fit_metadata(path: Path, **fields) -> Path:
-    """Record `fields` (step, loss, …) and the file's size next to a `--loop fit` epoch file
-    `RUN/fit-checkpoints/epoch-NNN.weights.h5` that Keras has finished writing."""
+    """Record `fields` (step, loss, …) and the file's size for a `--loop fit` epoch file
+    `RUN/fit-checkpoints/epoch-NNN.weights.h5` that Keras has finished writing, in
+    `RUN/fit-metadata/epoch-NNN.meta.json`. Returns the metadata path."""
     record = {**fields, "restores": FIT_RESTORES, "files": {path.name: path.stat().st_size}}
-    meta = path.with_name(path.name.removesuffix(".weights.h5") + ".meta.json")
+    meta = _fit_meta_path(path)
+    meta.parent.mkdir(exist_ok=True)
     tmp = meta.with_name(meta.name + ".tmp")
     tmp.write_text(json.dumps(record, indent=1))
     os.replace(tmp, meta)
@@ -324,7 +327,7 @@ def write_fit_metadata(path: Path, **fields) -> Path:
 
 def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
     """The epoch files of a `--loop fit` run (`RUN/fit-checkpoints/`), oldest first, each
-    valid when its metadata (`epoch-NNN.meta.json`) names its size. Restoring one gives back
+    valid when its metadata (see `write_fit_metadata`) names its size. Restoring one gives back
     the start of the next epoch, not a step (`FIT_RESTORES`); ftgui's resume does not take
     them (Keras' BackupAndRestore does). Without metadata the step is unknown (0)."""
     directory = Path(run_dir) / FIT_DIR
@@ -339,9 +342,8 @@ def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
         info = CheckpointInfo(step=0, prefix=path, valid=False, size=stat.st_size,
                               time=stat.st_mtime, meta={"restores": FIT_RESTORES,
                                                         "epoch": int(match.group(1)) - 1})
-        meta = path.with_name(f"epoch-{match.group(1)}.meta.json")
         try:
-            info.meta.update(json.loads(meta.read_text()))
+            info.meta.update(json.loads(_fit_meta_path(path).read_text()))
         except FileNotFoundError:
             info.reason = "no metadata: the save did not finish"
         except (OSError, ValueError):
@@ -354,3 +356,8 @@ def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
         info.valid = not info.reason
         found.append(info)
     return sorted(found, key=lambda info: (info.step, info.meta["epoch"]))
+
+
+def _fit_meta_path(path: Path) -> Path:
+    name = path.name.removesuffix(".weights.h5") + ".meta.json"
+    return path.parent.parent / FIT_META_DIR / name
