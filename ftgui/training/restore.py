@@ -34,12 +34,17 @@ def damage_of(prefix: Path) -> str:
     Compares the files with the sizes its metadata vouches for, then reads every tensor of it
     with TensorFlow's restore op, which checks each tensor's CRC32C checksum (a flipped byte
     gives DataLossError). Costs one read of the checkpoint; call it only after a failed
-    restore. An error of the path itself (an OSError making the glob-free path) is not damage
-    and is raised.
+    restore. An error of the machine (no permission, out of memory, …) is not damage (''); an
+    OSError making the glob-free path is raised.
     """
     problem = checkpoints.file_problem(prefix)
     if problem:
         return problem
+    try:  # TensorFlow's reader reports a permission problem as a bare OpError
+        for file in checkpoints.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
+            file.open("rb").close()
+    except OSError:
+        return ""
     path = str(checkpoints.tf_path(prefix))
     try:
         dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
@@ -47,9 +52,17 @@ def damage_of(prefix: Path) -> str:
         # (DataLossError), which the reader's get_tensor turns into a bare OpError.
         tf.raw_ops.RestoreV2(prefix=path, tensor_names=list(dtypes),
                              shape_and_slices=[""] * len(dtypes), dtypes=list(dtypes.values()))
+    except _NOT_THE_FILES:
+        return ""
     except (tf.errors.OpError, ValueError) as exc:
         return one_line(exc)
     return ""
+
+
+# Failures of the machine, not of the checkpoint's bytes: reading again later may succeed.
+_NOT_THE_FILES = (tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
+                  tf.errors.UnavailableError, tf.errors.CancelledError,
+                  tf.errors.DeadlineExceededError, tf.errors.AbortedError)
 
 
 def one_line(exc: BaseException) -> str:
