@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints
+from ftgui.core import checkpoints, devices
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.settings import SETTINGS
@@ -188,12 +188,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)
+    if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
+        devices.check_gpus(config.gpus)
     supervisor = Supervisor(run_dir)
     supervisor.poll()  # the run's history: known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
     previous_handlers = _stop_on_signals(supervisor)
     try:
         supervisor.start(config, resume=args.resume, from_step=args.from_step)
+        if supervisor.resume_line:
+            print(supervisor.resume_line, flush=True)
         while supervisor.live:
             for event in supervisor.poll():
                 progress.show(event)
@@ -244,12 +248,13 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         raise ConfigError(f"run_dir: {args.run_dir} is not a run (it has no config.toml, "
                           "events.jsonl or checkpoints folder)")
     rows = []
-    for info in checkpoints.list_checkpoints(args.run_dir):
+    found = checkpoints.list_checkpoints(args.run_dir)
+    for info in found + checkpoints.list_fit_checkpoints(args.run_dir):
         rows.append({
             "step": info.step, "loss": info.loss, "val_loss": info.meta.get("val_loss"),
             "val_accuracy": info.meta.get("val_accuracy"), "time": info.time,
             "size": info.size, "valid": info.valid, "reason": info.reason,
-            "path": info.relpath,
+            "path": info.relpath, **({"restores": info.restores} if info.restores else {}),
         })
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -258,6 +263,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'bytes':>10}  valid")
     for row in rows:
         mark = " (newest)" if newest and row["step"] == newest.step else ""
+        mark += f" ({row['restores']})" if "restores" in row else ""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
         print(f"{row['step']:>8} {_num(row['loss']):>10} {_num(row['val_loss']):>10} {when:>19} "
               f"{row['size']:>10}  {'yes' if row['valid'] else 'no: ' + row['reason']}{mark}")

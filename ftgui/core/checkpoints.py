@@ -9,15 +9,25 @@ when its metadata exists and every file it names is present with that size: a sa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 CHECKPOINT_DIR = "checkpoints"
 PREFIX = "ckpt"
 _FILE = re.compile(rf"^{PREFIX}-(\d+)\.(index|meta\.json|data-(\d+)-of-(\d+))$")
+# Leftovers of a save cut short: TensorFlow's temp folder of a sharded save, the temp file of
+# its atomic write of the `checkpoint` state file, and ftgui's own metadata temp file.
+_LEFTOVER = re.compile(
+    rf"^({PREFIX}-\d+_temp|checkpoint\.tmp[0-9a-f]*|{PREFIX}-\d+\.meta\.json\.tmp)$"
+)
+# TensorFlow reads a path as a glob pattern from the first of these (tsl file_system_helper).
+_GLOB_CHARS = frozenset("*?[\\")
 
 
 @dataclass
@@ -43,7 +53,19 @@ class CheckpointInfo:
     @property
     def relpath(self) -> str:
         """Path of the checkpoint prefix relative to the run directory (what events record)."""
-        return f"{CHECKPOINT_DIR}/{self.prefix.name}"
+        return f"{self.prefix.parent.name}/{self.prefix.name}"
+
+    @property
+    def restores(self) -> str:
+        """What restoring it gives back: '' for ftgui's own checkpoints (the exact step, the
+        optimizer and the data position), `FIT_RESTORES` for a `--loop fit` epoch file."""
+        return self.meta.get("restores", "")
+
+
+FIT_DIR = "fit-checkpoints"  # `--loop fit`: Keras ModelCheckpoint's weights, one per epoch
+FIT_META_DIR = "fit-metadata"  # their metadata: Keras owns the folder of the files
+FIT_RESTORES = "fit: restores the epoch start"
+_FIT_FILE = re.compile(r"^epoch-(\d+)\.weights\.h5$")
 
 
 def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
@@ -65,6 +87,65 @@ def mark_damaged(prefix: Path, reason: str) -> Path:
     path = damage_path(prefix)
     path.write_text(reason.strip().splitlines()[0][:500] if reason.strip() else "unreadable")
     return path
+
+
+def tf_path(path: str | os.PathLike) -> Path:
+    """`path` (made absolute) as TensorFlow can take it: a path it does not read as a pattern.
+
+    TensorFlow globs checkpoint paths (its checkpoint reader looks for `PREFIX.index` with
+    `GetMatchingPaths`; CheckpointManager's retention and `checkpoint_exists` use
+    `get_matching_files`), so a folder named `exp[lr=0.01]` makes every restore fail. Escaping is
+    no fix: the glob then matches, but the reader opens the escaped string as a file name. So a
+    path holding any of `*?[\\` is reached through a symlink to its deepest folder whose name
+    holds one (usually the run folder, created if missing), kept in this user's folder under
+    the system temp folder and named by a hash of that folder: one link per run, shared by its
+    processes, and the rest of the path (a `checkpoints` or `scratch` folder that may come and
+    go) stays real. Other paths come back unchanged. Raises OSError when no link can be made.
+    """
+    path = Path(path).absolute()
+    if not _GLOB_CHARS & set(str(path)):
+        return path
+    parts = path.parts
+    last = max(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    target, tail = Path(*parts[:last + 1]), parts[last + 1:]
+    target.mkdir(parents=True, exist_ok=True)
+    links = Path(tempfile.gettempdir()) / f"ftgui-{os.getuid()}-paths"
+    links.mkdir(mode=0o700, exist_ok=True)
+    if links.stat().st_uid != os.getuid() or _GLOB_CHARS & set(str(links)):
+        raise OSError(f"cannot make a glob-free path to {path}: {links} is unusable")
+    link = links / hashlib.sha256(os.fsencode(target)).hexdigest()[:20]
+    if not (link.is_symlink() and os.readlink(link) == str(target)):
+        fresh = link.with_name(f"{link.name}.{os.getpid()}")
+        fresh.unlink(missing_ok=True)
+        os.symlink(target, fresh, target_is_directory=True)
+        os.replace(fresh, link)  # atomic: a concurrent process sees the old link or this one
+        for other in links.iterdir():  # links to run folders deleted since then
+            if other.is_symlink() and not other.exists():
+                other.unlink(missing_ok=True)
+    return link.joinpath(*tail)
+
+
+def remove_leftovers(run_dir: str | os.PathLike) -> list[str]:
+    """Delete what saves cut short left in `RUN/checkpoints/`: `ckpt-N_temp` folders (a kill
+    during a save), `checkpoint.tmp…` files (a kill or a full disk while TensorFlow rewrote its
+    state file) and `ckpt-N.meta.json.tmp`. Never touches a checkpoint's own files.
+
+    Call only when no process is saving into the run (at the start of its chief). Returns the
+    names removed, sorted.
+    """
+    directory = checkpoint_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    removed = []
+    for path in directory.iterdir():
+        if not _LEFTOVER.match(path.name):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return sorted(removed)
 
 
 def tf_files(directory: Path, step: int) -> list[Path]:
@@ -122,6 +203,26 @@ def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
         info.reason = f"damaged: {damaged.read_text(errors='replace')}"
     info.valid = not info.reason
     return info
+
+
+def file_problem(prefix: Path) -> str:
+    """Why checkpoint `prefix`'s files disagree with its metadata (missing metadata, a missing
+    file, a file of another size), or '' when they agree. A damage marker is not counted: this
+    asks only what the files say."""
+    info = inspect(prefix)
+    if info.reason.startswith("damaged: "):
+        return ""
+    return info.reason
+
+
+def resume_point(run_dir: str | os.PathLike) -> tuple[CheckpointInfo | None, str]:
+    """The checkpoint a resume of `run_dir` continues from (the newest valid one, or None), and
+    the line to show the user when that is news: a resume without a valid checkpoint starts
+    from step 0 ('' when there is one: the `resumed` event tells that story)."""
+    newest = newest_valid(run_dir)
+    if newest is None:
+        return None, f"no valid checkpoint in {run_dir}; starting from step 0"
+    return newest, ""
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -209,3 +310,54 @@ def keep_newest(directory: Path, keep: int, newest: int) -> list[CheckpointInfo]
             meta_path(info.prefix).unlink(missing_ok=True)
             damage_path(info.prefix).unlink(missing_ok=True)
     return kept
+
+
+def write_fit_metadata(path: Path, **fields) -> Path:
+    """Record `fields` (step, loss, …) and the file's size for a `--loop fit` epoch file
+    `RUN/fit-checkpoints/epoch-NNN.weights.h5` that Keras has finished writing, in
+    `RUN/fit-metadata/epoch-NNN.meta.json`. Returns the metadata path."""
+    record = {**fields, "restores": FIT_RESTORES, "files": {path.name: path.stat().st_size}}
+    meta = _fit_meta_path(path)
+    meta.parent.mkdir(exist_ok=True)
+    tmp = meta.with_name(meta.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, meta)
+    return meta
+
+
+def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
+    """The epoch files of a `--loop fit` run (`RUN/fit-checkpoints/`), oldest first, each
+    valid when its metadata (see `write_fit_metadata`) names its size. Restoring one gives back
+    the start of the next epoch, not a step (`FIT_RESTORES`); ftgui's resume does not take
+    them (Keras' BackupAndRestore does). Without metadata the step is unknown (0)."""
+    directory = Path(run_dir) / FIT_DIR
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in sorted(directory.iterdir()):
+        match = _FIT_FILE.match(path.name)
+        stat = _stat(path) if match else None
+        if stat is None:
+            continue
+        info = CheckpointInfo(step=0, prefix=path, valid=False, size=stat.st_size,
+                              time=stat.st_mtime, meta={"restores": FIT_RESTORES,
+                                                        "epoch": int(match.group(1)) - 1})
+        try:
+            info.meta.update(json.loads(_fit_meta_path(path).read_text()))
+        except FileNotFoundError:
+            info.reason = "no metadata: the save did not finish"
+        except (OSError, ValueError):
+            info.reason = "metadata file is unreadable"
+        if not info.reason:
+            info.step, info.time = int(info.meta.get("step", 0)), info.meta.get("time", info.time)
+            expected = info.meta.get("files", {}).get(path.name)
+            if expected != stat.st_size:
+                info.reason = f"{path.name} has {stat.st_size} bytes, expected {expected}"
+        info.valid = not info.reason
+        found.append(info)
+    return sorted(found, key=lambda info: (info.step, info.meta["epoch"]))
+
+
+def _fit_meta_path(path: Path) -> Path:
+    name = path.name.removesuffix(".weights.h5") + ".meta.json"
+    return path.parent.parent / FIT_META_DIR / name

@@ -64,6 +64,29 @@ def free_port(host: str = "127.0.0.1") -> int:
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
 
 
+def check_ports(config: RunConfig) -> None:
+    """Raise `ConfigError` naming the address when a local address of `config.cluster` with a
+    port other than 0 is in use: TensorFlow would fail later with only "Could not start gRPC
+    server". Binds each port for a moment, on every interface as TensorFlow's server does, with
+    SO_REUSEADDR so that connections of an ended run (TIME_WAIT) do not count."""
+    if not config.cluster:
+        return
+    spec = parse_cluster(config.cluster)
+    for address in (a for addresses in spec.values() for a in addresses):
+        host, _, port = address.rpartition(":")
+        if not is_local(address) or port == "0":
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("", int(port)))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cluster: {address}: port {port} on {host} is in use ({exc.strerror}); "
+                    "pick a free port, or port 0 to let ftgui pick one"
+                ) from None
+
+
 def is_local(address: str) -> bool:
     """True when `host:port` is this machine (ftgui starts the task itself)."""
     return address.rpartition(":")[0] in LOCAL_HOSTS

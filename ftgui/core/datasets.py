@@ -50,9 +50,35 @@ def _check_npz(path: Path) -> int:
     if y.ndim != 1 or len(x) != len(y):
         raise ConfigError(f"dataset: {path}: y must be 1-D with one label per row of x "
                           f"(x has {len(x)} rows, y has shape {y.shape})")
-    if not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
-        raise ConfigError(f"dataset: {path}: y must hold integer class ids from 0 "
-                          f"(it holds {y.dtype})")
+    _check_labels(path, y)
     if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
         raise ConfigError(f"dataset: {path}: x must hold numbers (it holds {x.dtype})")
+    _check_finite(path, x)
     return len(x)
+
+
+def _check_labels(path: Path, y: np.ndarray) -> None:
+    """Raise ConfigError naming the first label that is no integer class id from 0."""
+    if np.issubdtype(y.dtype, np.integer):
+        wrong = np.flatnonzero(y < 0)
+    elif np.issubdtype(y.dtype, np.floating):
+        # 2.5 or NaN is named first; a whole 3.0 is still refused, by its type
+        fraction = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
+        wrong = fraction if len(fraction) else np.flatnonzero(y == y)[:1]
+    else:
+        wrong = np.arange(min(len(y), 1))
+    if len(wrong):
+        index = int(wrong[0])
+        raise ConfigError(f"dataset: {path}: y must hold integer class ids from 0; "
+                          f"y[{index}] is {y[index].item()!r} ({y.dtype})")
+
+
+def _check_finite(path: Path, x: np.ndarray) -> None:
+    """Raise ConfigError counting the rows of `x` that hold NaN or an infinity (a model fed
+    one learns NaN, and every checkpoint after it is useless)."""
+    if not np.issubdtype(x.dtype, np.inexact) or not len(x):
+        return
+    bad = np.flatnonzero(~np.isfinite(x.reshape(len(x), -1)).all(axis=1))
+    if len(bad):
+        raise ConfigError(f"dataset: {path}: x holds NaN or infinity in {len(bad)} of "
+                          f"{len(x)} rows (the first is row {int(bad[0])}); remove or fix them")

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from ftgui.core.config import ConfigError
+
 
 def list_devices(timeout: float = 120.0) -> list[dict]:
     """Physical devices as dicts with `name` and `device_type` (CPU, GPU, …).
@@ -26,3 +28,17 @@ def list_devices(timeout: float = 120.0) -> list[dict]:
 def gpu_count(devices: list[dict]) -> int:
     """Number of GPUs in a `list_devices()` result."""
     return sum(1 for d in devices if d["device_type"] == "GPU")
+
+
+def check_gpus(wanted: int, devices: list[dict] | None = None) -> None:
+    """Raise `ConfigError` naming `gpus` when this machine has fewer than `wanted` GPUs.
+
+    `devices`: a `list_devices()` result; listed now when None (a helper process, 3-6 s), so
+    call it before anything is written. Nothing is checked for `wanted` 0.
+    """
+    if wanted <= 0:
+        return
+    present = gpu_count(list_devices() if devices is None else devices)
+    if present < wanted:
+        raise ConfigError(f"gpus (--gpus): {wanted} asked for, this machine has {present} "
+                          "(see ftgui devices); give --gpus 0 to train on the CPU")

@@ -109,6 +109,7 @@ class Supervisor:
         self.processes: list[TrainingProcess] = []
         self.state = "idle"
         self.reason = ""
+        self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
         self.attempt = -1
         self.last_step = 0
         self.restarts = 0
@@ -173,6 +174,7 @@ class Supervisor:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
         config.validate()
         datasets.check(config)
+        cluster.check_ports(config)
         resume = resume or from_step is not None
         if not resume and self.has_history():
             raise StartError(
@@ -324,7 +326,8 @@ class Supervisor:
                 return checkpoints.find(self.run_dir, from_step)
             except LookupError as exc:
                 raise StartError(str(exc)) from None
-        return checkpoints.newest_valid(self.run_dir)
+        restore, self.resume_line = checkpoints.resume_point(self.run_dir)
+        return restore
 
     def _launch(self, restore, fork: bool) -> None:
         config = self.config

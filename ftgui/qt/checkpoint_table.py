@@ -41,7 +41,8 @@ class CheckpointModel(RowsModel):
 
     def refresh(self, run_dir: Path | None) -> None:
         """Re-read the checkpoint folder of `run_dir` (None: empty table)."""
-        rows = checkpoints.list_checkpoints(run_dir) if run_dir else []
+        rows = (checkpoints.list_checkpoints(run_dir) + checkpoints.list_fit_checkpoints(run_dir)
+                if run_dir else [])
         self.beginResetModel()
         self.rows = rows
         valid = [row.step for row in rows if row.valid]
@@ -56,7 +57,7 @@ class CheckpointModel(RowsModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(info, column)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return info.reason or f"{info.relpath} — restorable"
+            return info.reason or f"{info.relpath} — {info.restores or 'restorable'}"
         if role == Qt.ItemDataRole.ForegroundRole and not info.valid:
             return QBrush(QColor(theme.ERROR))
         if role == Qt.ItemDataRole.FontRole and info.step == self.newest_valid_step:

@@ -88,6 +88,7 @@ def train(run_dir: Path, config, args, events) -> int:
     from ftgui.training import data as datamod
     from ftgui.training.background_save import point_state_file, valid_up_to
     from ftgui.training.loop import Faults, TrainingLoop, TrainState
+    from ftgui.training.restore import restore
     from ftgui.training.strategies import configure_devices, make_strategy
 
     import_seconds = time.perf_counter() - _T0
@@ -118,14 +119,17 @@ def train(run_dir: Path, config, args, events) -> int:
     if args.restore:
         restore_started = time.perf_counter()
         try:
-            state.checkpoint.restore(str(run_dir / args.restore)).assert_existing_objects_matched()
+            restore(state.checkpoint, run_dir / args.restore)
         except (tf.errors.OpError, ValueError, AssertionError) as exc:
-            return _damaged(run_dir, args, events, exc)
+            return _restore_failed(run_dir, args, events, exc)
         if is_chief:
             events.emit("resumed", from_step=int(state.step.numpy()), checkpoint=args.restore,
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
     if is_chief:
+        removed = checkpoints.remove_leftovers(run_dir)  # no other process saves now
+        if removed:
+            print(f"removed leftovers of interrupted saves: {', '.join(removed)}", flush=True)
         directory = checkpoints.checkpoint_dir(run_dir)
         point_state_file(directory, valid_up_to(directory, int(state.step.numpy())))
     if config.loop == "fit":
@@ -163,16 +167,25 @@ def _devices_of(strategy) -> list[str]:
         return [tf.config.list_logical_devices()[0].name]
 
 
-def _damaged(run_dir: Path, args, events, exc: Exception) -> int:
-    """The checkpoint would not restore (same size, other bytes): mark it so the next attempt
-    takes the one before it, and say why."""
+def _restore_failed(run_dir: Path, args, events, exc: Exception) -> int:
+    """The checkpoint would not restore. Only when its own files explain it (see
+    `restore.damage_of`) is it marked damaged, so the next attempt takes the one before it;
+    otherwise (another model, other shapes, a path problem) it stays valid and this process
+    refuses, as for a bad configuration."""
     from ftgui.core import checkpoints, exitcodes
+    from ftgui.training.restore import damage_of, one_line
 
-    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
-    checkpoints.mark_damaged(run_dir / args.restore, reason)
+    reason = one_line(exc)
+    damage = damage_of(run_dir / args.restore)
+    if not damage:
+        error = f"checkpoint {args.restore} is intact but does not restore here ({reason})"
+        events.emit("training_error", role=args.role, index=args.index, error=error)
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return exitcodes.BAD_CONFIG
+    checkpoints.mark_damaged(run_dir / args.restore, damage)
     events.emit("training_error", role=args.role, index=args.index,
-                error=f"checkpoint {args.restore} is damaged and now marked invalid ({reason})")
-    print(f"error: cannot restore {args.restore}: {reason}", file=sys.stderr, flush=True)
+                error=f"checkpoint {args.restore} is damaged and now marked invalid ({damage})")
+    print(f"error: cannot restore {args.restore}: {damage}", file=sys.stderr, flush=True)
     return exitcodes.DAMAGED_CHECKPOINT
 
 

@@ -23,22 +23,27 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import exitcodes
+from ftgui.core import checkpoints, exitcodes
 from ftgui.training.data import Dataset, StepBatches
+from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 
 BACKUP_DIR = "fit-backup"
-CHECKPOINT_DIR = "fit-checkpoints"
+CHECKPOINT_DIR = checkpoints.FIT_DIR
 RESTORES = "the start of the epoch (Keras BackupAndRestore); the data position is not restored"
 
 
 class EventsCallback(keras.callbacks.Callback):
     """Writes ftgui's events from `model.fit`: step (the running mean loss), validation, resumed,
-    run_finished; fires the planned kill faults; stops after `steps` global steps."""
+    run_finished; the same values as TensorBoard scalars (`RUN/tensorboard/`); the metadata of
+    each epoch file, so that `ftgui checkpoints` and the window list it; fires the planned kill
+    faults; stops after `steps` global steps. Must come after ModelCheckpoint in the list."""
 
-    def __init__(self, events, steps: int, steps_per_epoch: int, faults):
+    def __init__(self, events, steps: int, steps_per_epoch: int, faults, run_dir: Path,
+                 strategy: str = ""):
         super().__init__()
         self.events, self.steps, self.steps_per_epoch = events, steps, steps_per_epoch
-        self.faults = faults
+        self.faults, self.run_dir, self.strategy = faults, run_dir, strategy
+        self.summaries = Summaries(run_dir / TENSORBOARD_DIR)
         self.epoch = 0
         self.started = False
         self.last_loss = math.nan
@@ -50,12 +55,14 @@ class EventsCallback(keras.callbacks.Callback):
             if epoch > 0:  # BackupAndRestore put the run back at the start of this epoch
                 self.events.emit("resumed", from_step=epoch * self.steps_per_epoch,
                                  checkpoint=BACKUP_DIR, restores=RESTORES)
+                self.summaries.restart_at(epoch * self.steps_per_epoch + 1)
 
     def on_train_batch_end(self, batch, logs=None):
         step = self.epoch * self.steps_per_epoch + batch + 1
         self.last_loss = float((logs or {}).get("loss", math.nan))
         self.events.emit("step", step=step, loss=self.last_loss, epoch=self.epoch,
                          running_mean=True)
+        self.summaries.scalar("loss", self.last_loss, step)
         target = self.faults.at(step, "kill")
         if target is not None:  # the supervisor passes only faults not fired yet
             self.events.emit("fault_injected", kind="kill", target=target, step=step,
@@ -66,10 +73,25 @@ class EventsCallback(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
+        step = min((epoch + 1) * self.steps_per_epoch, self.steps)
+        val_loss = float(logs.get("val_loss", math.nan))
+        val_accuracy = float(logs.get("val_accuracy", math.nan))
         if "val_loss" in logs:
-            step = min((epoch + 1) * self.steps_per_epoch, self.steps)
-            self.events.emit("validation", step=step, val_loss=float(logs["val_loss"]),
-                             val_accuracy=float(logs.get("val_accuracy", math.nan)))
+            self.events.emit("validation", step=step, val_loss=val_loss,
+                             val_accuracy=val_accuracy)
+            self.summaries.scalar("val_loss", val_loss, step)
+            self.summaries.scalar("val_accuracy", val_accuracy, step)
+        weights = self.run_dir / CHECKPOINT_DIR / f"epoch-{epoch + 1:03d}.weights.h5"
+        if weights.exists():  # ModelCheckpoint, earlier in the list, has just written it
+            checkpoints.write_fit_metadata(
+                weights, step=step, epoch=epoch, loss=self.last_loss, val_loss=val_loss,
+                val_accuracy=val_accuracy, time=time.time(), strategy=self.strategy,
+                steps_per_epoch=self.steps_per_epoch,
+            )
+        self.summaries.flush()
+
+    def on_train_end(self, logs=None):
+        self.summaries.close()
 
 
 def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
@@ -97,7 +119,7 @@ def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
             str(run_dir / CHECKPOINT_DIR / "epoch-{epoch:03d}.weights.h5"),
             save_weights_only=True,
         ),
-        EventsCallback(events, config.steps, steps_per_epoch, faults),
+        EventsCallback(events, config.steps, steps_per_epoch, faults, run_dir, config.strategy),
     ]
     started = time.perf_counter()
     print(f"model.fit: {epochs} epochs of {steps_per_epoch} steps; restores to {RESTORES}",

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except LookupError as exc:
         print(json.dumps({"error": str(exc)}))
         return 2
-    prefix = str(info.prefix)
+    prefix = str(checkpoints.tf_path(info.prefix))  # TensorFlow globs paths
     result = {"step": info.step, "path": info.relpath, "variables": variables(prefix)}
     if args.evaluate or args.export:
         model, dataset = restored_model(args.run_dir, prefix)

@@ -221,7 +221,7 @@ class TrainingLoop:
             self.writer = OneWriter()
         else:
             self.manager = tf.train.CheckpointManager(
-                state.checkpoint, directory=str(self.directory),
+                state.checkpoint, directory=str(checkpoints.tf_path(self.directory)),
                 max_to_keep=config.keep if is_chief else 1,
                 checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
             )
@@ -349,7 +349,7 @@ class TrainingLoop:
             why = "no valid checkpoint" if info is None else f"{MAX_ROLLBACKS} rollbacks"
             print(f"step {step}: non-finite loss and {why}; stopping", flush=True)
             return None
-        self.state.checkpoint.restore(str(info.prefix)).assert_existing_objects_matched()
+        self.state.checkpoint.restore(str(checkpoints.tf_path(info.prefix))).assert_existing_objects_matched()
         restored = int(self.state.step.numpy())
         self.summaries.restart_at(restored + 1)
         if self.is_chief:
