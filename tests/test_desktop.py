@@ -409,3 +409,9 @@ def test_a_trainer_that_does_not_stop_is_killed_when_the_wait_runs_out(
     assert runs.summarize(run_dir).status == "stopped"
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                    for pid in pids)
+
+
+def test_without_a_screen_the_quit_question_answers_kill_instead_of_blocking(make_window):
+    window = make_window()
+    # offscreen (tests, CI): a modal question would wait forever for a click
+    assert window.quit_guard.choose() == (KILL, False)

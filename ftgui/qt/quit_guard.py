@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QMainWindow, QMessageBox, QProgressDialog
 
 PREEMPT = "preempt"
@@ -93,7 +93,12 @@ class QuitGuard(QObject):
         self.forget_action.setVisible(False)
 
     def choose(self) -> tuple[str, bool]:
-        """Show the question; returns (PREEMPT, KILL or CANCEL, remember the answer?)."""
+        """Show the question; returns (PREEMPT, KILL or CANCEL, remember the answer?).
+
+        Without a screen (the offscreen platform: tests, CI, a headless session) nobody can
+        answer a modal question, so the answer is KILL, as closing did before it asked."""
+        if QGuiApplication.platformName() == "offscreen":
+            return KILL, False
         box = QMessageBox(QMessageBox.Icon.Question, "Stop training and quit?",
                           "Stop training and quit?", parent=self.window)
         box.setObjectName("quitQuestion")
