@@ -27,8 +27,8 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.events import EVENTS_FILE, is_int64, parse_line
 from ftgui.core.incidents import IncidentTracker
+from ftgui.core.run_lock import is_busy
 from ftgui.core.run_state import is_decisive, state_from_exit
-from ftgui.core.supervisor import Supervisor
 
 STEP_PREFIX = b'{"event":"step"'  # how EventWriter writes every step event (compact JSON)
 STATUSES = ("running", "finished", "preempted", "failed", "killed", "stopped", "interrupted",
@@ -233,7 +233,7 @@ def summarize(run_dir: str | os.PathLike) -> RunSummary:
 
 
 def _status(run_dir: Path, scan: _Scan) -> tuple[str, str]:
-    if Supervisor(run_dir).is_busy_elsewhere():
+    if is_busy(run_dir):
         return "running", "another process supervises it"
     if scan.last_attempt < 0:
         return "idle", "configured, never started"
