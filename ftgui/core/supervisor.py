@@ -3,6 +3,11 @@
 Qt-free; the GUI drives it from a timer and `ftgui train` from a loop, both by calling `poll()`.
 The run directory is the source of truth: the supervisor writes its own events (process starts and
 exits, injected faults, scheduled recoveries) next to the trainers' events in `RUN/events.jsonl`.
+
+Its parts live beside it: `run_lock` (one owner per run directory), `trainer_command` (the
+trainer's command lines), `training_process` (one process, started warm or cold), `standby` (the
+warm-standby pool), `fault_schedule` (planned faults), `restore_point` (which checkpoint a start
+restores; forks), `recovery` (what an exit means; restart backoff), `run_state` (exit -> state).
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, cluster, datasets, exitcodes, restore_point, training_process
+from ftgui.core import checkpoints, cluster, datasets, restore_point, training_process
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.events import EventReader, EventWriter
 from ftgui.core.fault_schedule import FaultSchedule
 from ftgui.core.processes import describe_exit, kill_tree, signal_tree
+from ftgui.core.recovery import RestartPolicy, exit_verdict
 from ftgui.core.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.run_state import is_decisive, state_from_exit
 from ftgui.core.standby import StandbyPool
@@ -56,10 +62,9 @@ class Supervisor:
         self.reason = ""
         self.attempt = -1
         self.last_step = 0
-        self.restarts = 0
+        self._recovery = RestartPolicy()
         self._reader = EventReader(self.run_dir)
         self._lock = RunLock(self.run_dir)
-        self._restart_due: float | None = None
         self._user_stop = ""  # 'kill' / 'preempt' / 'shutdown' while a user's stop is in flight
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
@@ -75,7 +80,16 @@ class Supervisor:
     @property
     def live(self) -> bool:
         """True while a process runs or an automatic restart is pending."""
-        return any(p.alive for p in self.processes) or self._restart_due is not None
+        return any(p.alive for p in self.processes) or self._recovery.due is not None
+
+    @property
+    def restarts(self) -> int:
+        """Automatic restarts since the run last trained (reset by a step after a restart)."""
+        return self._recovery.restarts
+
+    @restarts.setter
+    def restarts(self, value: int) -> None:
+        self._recovery.restarts = value
 
     @property
     def config(self) -> RunConfig | None:
@@ -180,7 +194,7 @@ class Supervisor:
 
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
-        self._restart_due = self._faults.timer_due = None
+        self._recovery.due = self._faults.timer_due = None
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
         self.dismiss_standbys()
@@ -197,8 +211,7 @@ class Supervisor:
         self._check_timer()
         self._check_watchdog()
         self._keep_standbys()
-        if self._restart_due is not None and time.time() >= self._restart_due:
-            self._restart_due = None
+        if self._recovery.take_due():
             try:
                 self._launch(restore_point.choose(self.run_dir, True, None), False)
             except (StartError, OSError) as exc:
@@ -349,7 +362,8 @@ class Supervisor:
         victims = [p for p in self.processes if p.alive and p.matches(target)]
         if not victims:
             return False
-        self._restart_due = None if kind == "preempt" else self._restart_due
+        if kind == "preempt":
+            self._recovery.due = None
         self._user_stop = kind
         self._emit("fault_injected", kind=kind, target=target,
                    step=self.last_step if step is None else step, source=source)
@@ -394,19 +408,10 @@ class Supervisor:
         proc.returncode = proc.popen.returncode
         self._drain()  # a trainer writes why it failed (`training_error`) before it exits
         fields = describe_exit(proc.returncode)
-        state, reason = state_from_exit(fields)
-        error = self._errors.get((self.attempt, proc.role, proc.index))
-        if state == "failed" and error:
-            reason = f"{reason}: {error}"
-        if self._stop_reason and state == "killed":
-            state, reason = "failed", self._stop_reason
-        cleanup = proc.ended_by_supervisor and self._settled
-        if self._user_stop == "shutdown" and state == "killed":
-            state, reason = "stopped", "stopped by ftgui (closed or interrupted)"
-        elif cleanup and state == "killed":
-            reason = "ended by ftgui: the rest of the cluster was over"
-        elif self._user_stop == "preempt" and fields.get("signal") == signal.SIGTERM:
-            state, reason = "preempted", "preempted before training began: nothing to save"
+        state, reason = exit_verdict(
+            fields, error=self._errors.get((self.attempt, proc.role, proc.index)),
+            stop_reason=self._stop_reason, user_stop=self._user_stop,
+            cleanup=proc.ended_by_supervisor and self._settled)
         crashed = state in ("killed", "failed")
         rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
                   and self.config.strategy == "parameter-server" and proc.role == "worker")
@@ -430,24 +435,11 @@ class Supervisor:
             # parameter-server cluster never end on their own.
             self._kill_all()
         self._set_state(state, reason)
-        if state in ("killed", "failed", "preempted") and self._should_recover(fields):
-            self._schedule_restart()
-
-    def _should_recover(self, exit_fields: dict) -> bool:
-        """A crash is worth a restart; a shutdown, a refused config or a diverged loss is not
-        (the restarted trainer would refuse the same config, or diverge at the same step)."""
-        futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE)
-        if self._user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
-            return False
-        config = self.config
-        return bool(config and config.auto_recover and self.restarts < config.max_restarts)
-
-    def _schedule_restart(self) -> None:
-        delay = self.config.restart_backoff * (2**self.restarts)
-        self.restarts += 1
-        self._restart_due = time.time() + delay
-        self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
-        self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
+        if state in ("killed", "failed", "preempted") and self._recovery.worth_it(
+                self.config, fields, self._user_stop):
+            delay = self._recovery.schedule(self.config)
+            self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
+            self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
 
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""
