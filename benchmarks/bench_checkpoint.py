@@ -156,11 +156,12 @@ def inprocess(reps: int) -> dict:
 def breakdown(work: Path, steps: int) -> list[str]:
     """ftgui's own trainer with timers around TrainingLoop.save and what it calls."""
     from ftgui.core import config as configmod
+    from ftgui.core.trainer_command import trainer_args
 
     run_dir = work / "timed"
     configmod.save(run_dir, configmod.RunConfig().replace(steps=steps,
                                                           checkpoint_every=REFERENCE_INTERVAL))
-    result = subprocess.run([PYTHON, str(HERE / "trainer_timed.py"), str(run_dir)],
+    result = subprocess.run([PYTHON, str(HERE / "trainer_timed.py"), *trainer_args(run_dir)],
                             capture_output=True, text=True, timeout=240)
     if "TIMINGS " not in result.stdout:
         return [f"timed trainer failed ({result.returncode}): {result.stderr[-400:]}"]

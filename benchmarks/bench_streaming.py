@@ -1,6 +1,7 @@
 """The GUI's event pipeline and loss plot: ingest rate, redraw time, opening a 1M-step run.
 
     python benchmarks/bench_streaming.py [--events 200000] [--reps 3] [--big 1000000]
+    python benchmarks/bench_streaming.py --open-only [--reps 3]   (part 3 only, repeated)
 
 In one process, offscreen (QT_QPA_PLATFORM=offscreen), the real ftgui classes:
 1. Ingest: N `step` events (the trainer's format) written to RUN/events.jsonl first; then timed:
@@ -18,7 +19,8 @@ In one process, offscreen (QT_QPA_PLATFORM=offscreen), the real ftgui classes:
    Supervisor.poll, or a bulk history reader where ftgui has one -, dispatch into the plot,
    first redraw) and further ticks until every event is in the plot, then a repaint; the time
    spent in each of those functions is shown. Target < 2 s. Diagnostic: the same with Python's
-   cyclic GC disabled.
+   cyclic GC disabled. With `--open-only`, only this part: `ftgui.core.runs.read_history` alone
+   and the whole open, each `--reps` times (median and spread), nothing else.
 """
 
 from __future__ import annotations
@@ -294,6 +296,38 @@ def open_big_run(app, run_dir: Path, gc_off: bool = False) -> dict:
             "rss_growth_mb": (rss - rss0) / 2**20}
 
 
+def open_only(app, work: Path, n: int, reps: int, table) -> None:
+    """Part 3 alone, repeated: read_history by itself, then the whole open (median, spread)."""
+    from ftgui.core import runs
+
+    big = work / "big"
+    size = write_step_events(big, n)
+    print(f"   big run: {n:,} step events, {size / 2**20:.0f} MB", flush=True)
+    reads, read_cpus, opens, open_cpus = [], [], [], []
+    for rep in range(reps):
+        gc.collect()
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        history = runs.read_history(big)
+        reads.append(time.perf_counter() - t0)
+        read_cpus.append(time.process_time() - cpu0)
+        assert len(history.steps) == n, len(history.steps)
+        del history
+        cpu0 = time.process_time()
+        r = open_big_run(app, big)
+        open_cpus.append(time.process_time() - cpu0)
+        opens.append(r["total"])
+        print(f"   rep {rep}: read_history {reads[-1]:.2f} s (CPU {read_cpus[-1]:.2f} s); open "
+              f"{r['total']:.2f} s (CPU {open_cpus[-1]:.2f} s; {r['points']:,} points; load "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
+    print(f"   read_history: median {median(reads):.2f} s ({spread(reads)}), CPU median "
+          f"{median(read_cpus):.2f} s ({spread(read_cpus)})")
+    print(f"   open: median {median(opens):.2f} s ({spread(opens)}), CPU median "
+          f"{median(open_cpus):.2f} s ({spread(open_cpus)})")
+    table.add(f"read_history, {n:,} steps", f"{median(reads):.2f} s")
+    table.add(f"open run of {n:,} steps", f"{median(opens):.2f} s", f"< {OPEN_TARGET_S:.0f} s",
+              median(opens) < OPEN_TARGET_S)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000)
@@ -302,6 +336,8 @@ def main() -> int:
     parser.add_argument("--redraw-reps", type=int, default=15)
     parser.add_argument("--no-gc-diagnostic", action="store_true",
                         help="skip opening the big run a second time with the GC disabled")
+    parser.add_argument("--open-only", action="store_true",
+                        help="only part 3 (read_history and the whole open), --reps times")
     args = parser.parse_args()
     header(f"streaming: ingest {args.events} events x{args.reps}, LossPlot redraw, open a "
            f"{args.big}-step run")
@@ -311,6 +347,14 @@ def main() -> int:
     counter = PaintCounter()  # before any curve exists, so every curve paint is counted
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-stream-"))
     table = Table("bench_streaming")
+    if args.open_only:
+        try:
+            open_only(app, work, args.big, args.reps, table)
+        finally:
+            counter.restore()
+            shutil.rmtree(work, ignore_errors=True)
+        table.print()
+        return 0
     try:
         # 1. ingest
         small = work / "small"

@@ -1,6 +1,6 @@
 """Run ftgui's training process with timers around some of its functions (no ftgui file changed).
 
-    python benchmarks/trainer_timed.py RUN [trainer args…]
+    python benchmarks/trainer_timed.py RUN [trainer args…]   (see trainer_command.trainer_args)
 
 RUN must already hold a config.toml (the benchmarks write one with ftgui.core.config.save).
 Each function in TIMED is wrapped, in this process only, by a timer; at exit one line

@@ -128,7 +128,7 @@ def written_kinds() -> set[str]:
     from pathlib import Path
 
     root = Path(events.__file__).resolve().parents[1]
-    pattern = re.compile(r"""\bemit\(\s*(?:[\w.]+,\s*)?["'](\w+)["']""")
+    pattern = re.compile(r"""\b_?emit\(\s*(?:[\w.]+,\s*)?["'](\w+)["']""")
     return {kind for path in root.rglob("*.py") for kind in pattern.findall(path.read_text())}
 
 

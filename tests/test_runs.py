@@ -275,8 +275,13 @@ def test_column_wise_floats_are_the_bits_json_reads(tmp_path):
     assert train.time.tolist() == [e["time"] for e in expected]
 
 
-@pytest.mark.parametrize("value", ["true", '"0.5"', "[1,2]", "NaN", "1x", " 2"])
-def test_a_step_value_that_is_no_json_number_falls_back_to_json(tmp_path, value):
+@pytest.mark.parametrize(("value", "loss"), [
+    ("true", None), ('"0.5"', None), ("[1,2]", None),  # no number: the line is skipped
+    ("1x", None),  # no JSON at all: skipped
+    ("NaN", math.nan),  # Python's JSON reads NaN (a hand-edited line): a gap, as live
+    (" 2", 2.0),  # a whole number after a space is a number
+])
+def test_a_step_value_that_is_no_json_number_falls_back_to_json(tmp_path, value, loss):
     run_dir = make_run(tmp_path, "odd-value")
     with EventWriter(run_dir, 0) as writer:
         for step in (1, 2):
@@ -287,11 +292,14 @@ def test_a_step_value_that_is_no_json_number_falls_back_to_json(tmp_path, value)
     assert train.step.tolist()[:2] == [1, 2]
     assert train.loss.tolist()[:2] == [0.5, 0.5]
     event = parse_line((run_dir / "events.jsonl").read_bytes().splitlines()[-1])
-    if event is None:  # what the JSON path refuses is skipped, not read as a number
+    if loss is None:  # what the JSON path refuses is skipped, not read as a number
+        assert event is None
         assert len(train) == 2
     else:
+        assert event is not None
         assert len(train) == 3
-        np.testing.assert_array_equal(train.loss[2], event["loss"])  # NaN equals NaN here
+        np.testing.assert_array_equal(train.loss[2], loss)  # NaN equals NaN here
+        np.testing.assert_array_equal(train.loss[2], event["loss"])
 
 
 ODD_STEP_LINES = [  # hand-edited step lines: each must be read as parse_line reads it, or skipped

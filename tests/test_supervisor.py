@@ -7,8 +7,10 @@ run the real trainer.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
 import sys
 import textwrap
 
@@ -16,8 +18,10 @@ import psutil
 import pytest
 from conftest import of_kind, poll_until, poll_until_done, processes_of
 
-from ftgui.core import checkpoints, events, exitcodes
+from ftgui.core import checkpoints, events, exitcodes, run_lock, trainer_command
+from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.fault_schedule import FaultSchedule
 from ftgui.core.supervisor import RunBusyError, StartError, Supervisor
 
 FAKE_TRAINER = textwrap.dedent(
@@ -184,6 +188,113 @@ def test_resume_from_a_step_without_a_checkpoint_is_refused(tmp_path, fake_pytho
     poll_until_done(supervisor)
     with pytest.raises(StartError, match="^no checkpoint of step 20; valid steps: none$"):
         supervisor.resume(from_step=20)
+
+
+# --------------------------------------------------------------- the run lock (no TF)
+
+HOLD_LOCK = textwrap.dedent(
+    """
+    import sys, time
+    from ftgui.core.run_lock import RunLock
+
+    RunLock(sys.argv[1]).acquire()
+    print("held", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_run_locked_by_another_process_is_refused_until_that_process_is_killed(tmp_path):
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run_dir)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        supervisor = Supervisor(run_dir)
+        assert supervisor.is_busy_elsewhere() is True
+        assert run_lock.is_busy(run_dir) is True
+        with pytest.raises(RunBusyError, match=f"^{run_dir} is in use by pid {holder.pid}; "):
+            supervisor.start(RunConfig())
+        assert supervisor.processes == [] and not (run_dir / "config.toml").exists()
+    finally:
+        holder.kill()  # SIGKILL: no chance to release anything
+        holder.wait()
+        holder.stdout.close()
+    assert supervisor.is_busy_elsewhere() is False  # the kernel freed the dead holder's lock
+    lock = run_lock.RunLock(run_dir)
+    lock.acquire()
+    assert (run_dir / ".lock").read_text() == str(os.getpid())
+    assert lock.is_busy_elsewhere() is False  # its own holder is not "elsewhere"
+    assert Supervisor(run_dir).is_busy_elsewhere() is True  # another holder in this process is
+    lock.release()
+    assert run_lock.is_busy(run_dir) is False
+
+
+def test_asking_whether_a_run_is_busy_creates_nothing(tmp_path):
+    assert run_lock.is_busy(tmp_path) is False
+    assert Supervisor(tmp_path).is_busy_elsewhere() is False
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------- command lines (no TF)
+
+
+def test_the_trainer_command_line_has_one_form():
+    args = trainer_command.trainer_args("/runs/a", "worker", 1, 2, "checkpoints/ckpt-30",
+                                        ["kill@40:worker:1", "nan@50:worker:1"])
+    assert args == ["/runs/a", "--role", "worker", "--index", "1", "--attempt", "2",
+                    "--restore", "checkpoints/ckpt-30",
+                    "--fault", "kill@40:worker:1", "--fault", "nan@50:worker:1"]
+    assert trainer_command.trainer_args("/runs/a") == [
+        "/runs/a", "--role", "chief", "--index", "0", "--attempt", "0"]
+    assert trainer_command.trainer_argv(["/runs/a"], "py") == ["py", "-m", "ftgui.training",
+                                                                "/runs/a"]
+    assert trainer_command.standby_argv("/runs/a", "py") == [
+        "py", "-m", "ftgui.training", "--standby", "/runs/a"]
+    tf_config = {"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}}
+    assert trainer_command.remote_command(["/runs/my run", "--role", "worker"], tf_config) == (
+        """TF_CONFIG='{"cluster":{"worker":["h:1"]},"task":{"type":"worker","index":0}}' """
+        """ftgui worker '/runs/my run' --role worker"""
+    )
+
+
+PARSE_TRAINER_ARGS = textwrap.dedent(
+    """
+    import json, sys
+    from ftgui.training.__main__ import parse_args, planned_faults  # argparse only, no TF
+
+    args = parse_args(json.loads(sys.argv[1]))
+    print(json.dumps([str(args.run_dir), args.role, args.index, args.attempt, args.restore,
+                      planned_faults(args)]))
+    """
+)
+
+
+def test_the_trainer_parses_the_command_line_the_supervisor_builds():
+    built = trainer_command.trainer_args("/runs/a", "worker", 1, 2, "checkpoints/ckpt-30",
+                                         ["kill@40:worker:1"])
+    # in a process of its own: importing the trainer's entry point installs its signal handlers
+    out = subprocess.run([sys.executable, "-c", PARSE_TRAINER_ARGS, json.dumps(built)],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == ["/runs/a", "worker", 1, 2, "checkpoints/ckpt-30",
+                               [["kill", 40, "worker:1"]]]
+
+
+def test_faults_go_on_the_command_line_of_a_process_that_counts_steps():
+    config = RunConfig(strategy="parameter-server", workers=2, ps=1, kill_at_step=5,
+                       fault_target="chief", hang_at_step=7)
+    chief, worker = Task("chief", 0, True), Task("worker", 1, False)
+    schedule = FaultSchedule()
+    assert schedule.args_for(config, chief, ["chief", "worker:0", "worker:1", "ps:0"]) == [
+        "kill@5:chief", "hang@7:chief"]
+    schedule.fired.add("kill@5:chief")  # fired in an earlier attempt: not again
+    assert schedule.args_for(config, chief, ["chief"]) == ["hang@7:chief"]
+    on_worker = config.replace(fault_target="worker:1")
+    assert schedule.args_for(on_worker, worker, ["chief", "worker:1"]) == []  # counts no steps
+    assert [f.key for f in schedule.armed] == ["kill@5:worker:1", "hang@7:worker:1"]
+    assert [f.key for f in schedule.due(6)] == ["kill@5:worker:1"]  # the chief reached step 6
+    assert [f.key for f in schedule.armed] == ["hang@7:worker:1"]
+    assert "kill@5:worker:1" in schedule.fired
 
 
 # --------------------------------------------------------------- the real trainer

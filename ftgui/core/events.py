@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ftgui.core import run_state
+from ftgui.core.tail import Tail
 
 EVENTS_FILE = "events.jsonl"
 
@@ -73,26 +74,20 @@ class EventReader:
 
     def __init__(self, run_dir: str | os.PathLike):
         self.path = Path(run_dir) / EVENTS_FILE
-        self._offset = 0
-        self._partial = b""
+        self._tail = Tail(self.path)
+
+    @property
+    def bytes_read(self) -> int:
+        """How far into the file reading has got (bytes), a held-back torn line included."""
+        return self._tail.bytes_read
 
     def seek(self, offset: int) -> None:
         """Go on reading from byte `offset` (the end of lines already read another way)."""
-        self._offset, self._partial = offset, b""
+        self._tail.seek(offset)
 
     def read_new(self, max_bytes: int = 64 * 1024 * 1024) -> list[dict]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                chunk = handle.read(max_bytes)
-        except FileNotFoundError:
-            return []
-        if not chunk:
-            return []
-        self._offset += len(chunk)
-        data = self._partial + chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
+        """The events completed since the last call, reading at most `max_bytes` more."""
+        lines = self._tail.read_lines(max_bytes)
         return [event for event in map(_parse, lines) if event is not None]
 
 
@@ -141,9 +136,9 @@ def read_all(run_dir: str | os.PathLike) -> list[dict]:
     reader = EventReader(run_dir)
     events: list[dict] = []
     while True:
-        offset = reader._offset
+        offset = reader.bytes_read
         events.extend(reader.read_new())
-        if reader._offset == offset:
+        if reader.bytes_read == offset:
             return events
 
 

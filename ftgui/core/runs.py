@@ -6,8 +6,10 @@ which make up nearly all of a long run's file: only the last one matters for a s
 are cached per file and extended from where the last read stopped, so refreshing a list of runs
 that are still being written reads only their new lines.
 
-`read_curves` is the other reader: every training and validation point of one run (for overlays and
-CSV export). It reads the step lines column-wise with numpy rather than one `json.loads` each.
+`read_history` (opening a run) and `read_curves` (overlays, CSV export) read every event of one
+run: each line parsed by orjson, the step events gathered into numpy columns (`Points`). A line
+orjson refuses, or a step event of another shape than the trainer writes, is read by
+`events.parse_line`, so what is skipped is exactly what every reader skips.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import math
 import os
 import time
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +30,8 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.events import EVENTS_FILE, is_int64, parse_line
 from ftgui.core.incidents import IncidentTracker
+from ftgui.core.run_lock import is_busy
 from ftgui.core.run_state import is_decisive, state_from_exit
-from ftgui.core.supervisor import Supervisor
 
 STEP_PREFIX = b'{"event":"step"'  # how EventWriter writes every step event (compact JSON)
 STATUSES = ("running", "finished", "preempted", "failed", "killed", "stopped", "interrupted",
@@ -100,21 +103,23 @@ class _Scan:
     resumed_from: int | None = None  # a `resumed` after the last step line moves the position
 
     def feed(self, data: bytes) -> None:
-        """Take in complete lines (`data` ends with a newline)."""
-        lines = _Lines(data)
-        step_lines = np.flatnonzero(lines.is_step)
-        last_step = int(step_lines[-1]) if len(step_lines) else -1
+        """Take in complete lines (`data` ends with a newline). Step lines as EventWriter
+        writes them (STEP_PREFIX) are not parsed, except the last one."""
+        lines = data.split(b"\n")[:-1]
+        last_step = next((number for number in range(len(lines) - 1, -1, -1)
+                          if lines[number].startswith(STEP_PREFIX)), -1)
         if last_step >= 0:
-            self.last_step_line = lines.text(last_step)
+            self.last_step_line = lines[last_step]
             self.resumed_from = None
             self.last_attempt = max(self.last_attempt, _event_of(self.last_step_line).get(
                 "attempt", 0))
-        if self.first_time is None and len(lines):
-            self.first_time = _event_of(lines.text(0)).get("time")
-        for line_number in np.flatnonzero(~lines.is_step).tolist():
-            event = _event_of(lines.text(line_number))
-            if event:
-                self._observe(event, after_last_step=line_number > last_step)
+        if self.first_time is None and lines:
+            self.first_time = _event_of(lines[0]).get("time")
+        for number, line in enumerate(lines):
+            if not line.startswith(STEP_PREFIX):
+                event = _event_of(line)
+                if event:
+                    self._observe(event, after_last_step=number > last_step)
 
     def _observe(self, event: dict, after_last_step: bool) -> None:
         kind = event["event"]
@@ -133,32 +138,6 @@ class _Scan:
         elif kind == "process_exited":
             if is_decisive(event):
                 self.decisive_exit = event
-
-
-class _Lines:
-    """The complete lines of a piece of `events.jsonl`, found with numpy: byte offsets `starts`
-    and `ends` (at the newline) per line, and `is_step` where a line starts with STEP_PREFIX."""
-
-    def __init__(self, data: bytes):
-        self.data = data
-        self.buffer = np.frombuffer(data, dtype=np.uint8)
-        self.ends = np.flatnonzero(self.buffer == ord("\n"))
-        self.starts = np.empty_like(self.ends)
-        self.starts[:1] = 0
-        self.starts[1:] = self.ends[:-1] + 1
-        is_step = self.ends - self.starts >= len(STEP_PREFIX)
-        candidates = self.starts[is_step]
-        matches = np.ones(len(candidates), dtype=bool)
-        for offset, byte in enumerate(STEP_PREFIX):  # compare the prefix column by column
-            matches &= self.buffer[candidates + offset] == byte
-        is_step[is_step] = matches
-        self.is_step = is_step
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def text(self, line: int) -> bytes:
-        return self.data[self.starts[line]:self.ends[line]]
 
 
 def _complete_chunks(handle, offset: int = 0):
@@ -233,7 +212,7 @@ def summarize(run_dir: str | os.PathLike) -> RunSummary:
 
 
 def _status(run_dir: Path, scan: _Scan) -> tuple[str, str]:
-    if Supervisor(run_dir).is_busy_elsewhere():
+    if is_busy(run_dir):
         return "running", "another process supervises it"
     if scan.last_attempt < 0:
         return "idle", "configured, never started"
@@ -333,38 +312,15 @@ def _nan_if_none(value) -> float:
 
 
 def read_curves(run_dir: str | os.PathLike) -> RunCurves:
-    """All `step` and `validation` points of `RUN/events.jsonl` (a torn last line is skipped).
-
-    Step lines as EventWriter writes them are read column-wise with numpy (a long run has
-    millions); any other line is parsed as JSON. Raises `FileNotFoundError` without events.
+    """All `step` and `validation` points of `RUN/events.jsonl` (a torn last line is skipped);
+    `origin` is the `time` of the file's first line. Raises `FileNotFoundError` without events.
     """
-    train_parts: list[Points] = []
-    odd_steps: list[tuple[int, dict]] = []
-    validations: list[tuple[int, dict]] = []
-    origin, first_line = None, 0
     with open(Path(run_dir) / EVENTS_FILE, "rb") as handle:
-        for data, _ in _complete_chunks(handle):
-            lines = _Lines(data)
-            if origin is None and len(lines):
-                origin = _event_of(lines.text(0)).get("time")
-            step_lines = np.flatnonzero(lines.is_step)
-            columns, parsed = _step_columns(lines, step_lines)
-            train_parts.append(Points(first_line + step_lines[parsed], *columns))
-            others = np.concatenate([step_lines[~parsed], np.flatnonzero(~lines.is_step)])
-            for line in others.tolist():
-                event = parse_line(lines.text(line)) or {}  # None: not a well-formed event
-                if event.get("event") == "step":
-                    odd_steps.append((first_line + line, event))
-                elif event.get("event") == "validation" and is_int64(event.get("step")):
-                    validations.append((first_line + line, event))
-            first_line += len(lines)
-    if odd_steps:
-        train_parts.append(Points.from_events(odd_steps, "loss"))
-    return RunCurves(train=Points.from_parts(train_parts),
-                     validation=Points.from_events(validations, "val_loss"), origin=origin)
-
-
-_STEP_FIELDS = (b'"time":', b'"attempt":', b'"step":', b'"loss":', b'"epoch":')
+        events = _read_events(handle)
+    validations = [(line, event) for line, event in events.others
+                   if event["event"] == "validation" and is_int64(event.get("step"))]
+    return RunCurves(train=events.steps, validation=Points.from_events(validations, "val_loss"),
+                     origin=events.first_time)
 
 
 @dataclass
@@ -379,143 +335,70 @@ class History:
 
 
 def read_history(run_dir: str | os.PathLike) -> History:
-    """Read `RUN/events.jsonl` the fast way: step lines column-wise with numpy, the rest as
-    JSON (a run of a million steps has a million step lines and a few hundred others).
-    A missing file gives an empty history."""
-    parts: list[Points] = []
-    others: list[tuple[int, dict]] = []
-    odd_steps: list[tuple[int, dict]] = []
-    first_line, end = 0, 0
+    """Every complete event of `RUN/events.jsonl` (a run of a million steps has a million step
+    lines and a few hundred others). A missing file gives an empty history."""
     try:
         handle = open(Path(run_dir) / EVENTS_FILE, "rb")
     except FileNotFoundError:
         return History(Points.from_parts([]), [], 0)
     with handle:
-        for data, offset in _complete_chunks(handle):
-            end = offset
-            lines = _Lines(data)
-            step_lines = np.flatnonzero(lines.is_step)
-            columns, parsed = _step_columns(lines, step_lines)
-            parts.append(Points(first_line + step_lines[parsed], *columns))
-            rest = np.concatenate([step_lines[~parsed], np.flatnonzero(~lines.is_step)])
-            for line in np.sort(rest).tolist():
-                event = parse_line(lines.text(line))
-                if event is None:
+        events = _read_events(handle)
+    return History(events.steps, events.others, events.end_offset)
+
+
+@dataclass
+class _Events:
+    steps: Points
+    others: list[tuple[int, dict]]  # (line number, event) of every well-formed non-step event
+    end_offset: int
+    first_time: float | None  # the `time` of the first line, whatever its kind
+
+
+_INT64 = range(-2**63, 2**63)
+
+
+def _read_events(handle) -> _Events:
+    """Read a whole events file from `handle`, as `read_history` describes.
+
+    The loop is the hot path of opening a long run: a step event in the trainer's shape
+    (int `attempt` and `step` in int64, float `time`, finite float or null `loss`) goes straight
+    into columns; anything else is decided by `events.parse_line`.
+    """
+    lines, attempts, steps = array("q"), array("q"), array("q")  # int64, no Python objects
+    times, losses = array("d"), array("d")
+    odd_steps: list[tuple[int, dict]] = []
+    others: list[tuple[int, dict]] = []
+    number, end, first_time = 0, 0, None
+    loads, decode_error, isfinite = orjson.loads, orjson.JSONDecodeError, math.isfinite
+    for data, offset in _complete_chunks(handle):
+        end = offset
+        chunk = data.split(b"\n")[:-1]
+        if number == 0 and chunk:
+            first_time = _event_of(chunk[0]).get("time")
+        for line in chunk:
+            try:
+                event = loads(line)
+            except decode_error:
+                event = None
+            if type(event) is dict and event.get("event") == "step":
+                step, attempt = event.get("step"), event.get("attempt")
+                time_, loss = event.get("time"), event.get("loss")
+                if (type(step) is int and type(attempt) is int and type(time_) is float
+                        and (loss is None or (type(loss) is float and isfinite(loss)))
+                        and step in _INT64 and attempt in _INT64):
+                    lines.append(number)
+                    attempts.append(attempt)
+                    steps.append(step)
+                    times.append(time_)
+                    losses.append(math.nan if loss is None else loss)
+                    number += 1
                     continue
-                target = odd_steps if event["event"] == "step" else others
-                target.append((first_line + line, event))
-            first_line += len(lines)
+            event = parse_line(line)
+            if event is not None:
+                (odd_steps if event["event"] == "step" else others).append((number, event))
+            number += 1
+    parts = [Points(*(np.frombuffer(column, dtype=np.int64) for column in (lines, attempts, steps)),
+                    *(np.frombuffer(column, dtype=np.float64) for column in (times, losses)))]
     if odd_steps:
         parts.append(Points.from_events(odd_steps, "loss"))
-    return History(Points.from_parts(parts), others, end)
-
-
-def _step_columns(lines: _Lines, step_lines: np.ndarray):
-    """Read step lines laid out exactly as the trainer writes them,
-    `{"event":"step","time":T,"attempt":A,"step":S,"loss":L,"epoch":E}`, column-wise.
-
-    Returns ((attempt, step, time, loss) arrays for those lines, and a mask over `step_lines`
-    of them); every other line (another layout, a value that is not a plain JSON number of its
-    kind, anything after the epoch) is left for the JSON parse, so the result is what
-    `events.parse_line` reads. Values are cut out between their key and the next `,` (`}`
-    after the epoch); the whole numbers are read from their digits, time and loss parsed as
-    one JSON array by orjson (a correctly rounded parse: the same bits as `float()`); a null
-    loss is NaN.
-    """
-    buffer, last_byte = lines.buffer, len(lines.buffer) - 1
-    parsed = np.ones(len(step_lines), dtype=bool)
-    delimiters = np.flatnonzero((buffer == ord(",")) | (buffer == ord("}")))
-    position = lines.starts[step_lines] + len(STEP_PREFIX)
-    ends = lines.ends[step_lines]
-    spans = []
-    for number, key in enumerate(_STEP_FIELDS):
-        parsed &= buffer[np.minimum(position, last_byte)] == ord(",")
-        for offset, byte in enumerate(key):
-            parsed &= buffer[np.minimum(position + 1 + offset, last_byte)] == byte
-        value_start = position + 1 + len(key)
-        found = np.searchsorted(delimiters, value_start)
-        value_end = delimiters[np.minimum(found, max(len(delimiters) - 1, 0))] if len(
-            delimiters) else value_start
-        parsed &= (found < len(delimiters)) & (value_start < value_end)
-        if number == len(_STEP_FIELDS) - 1:  # the epoch ends the line: `}` and nothing else
-            parsed &= (value_end == ends - 1) & (buffer[np.minimum(value_end, last_byte)]
-                                                 == ord("}"))
-        else:
-            parsed &= value_end < ends
-        spans.append((value_start, value_end))
-        position = value_end
-    (time_span, attempt_span, step_span, loss_span, epoch_span) = spans
-    attempt, attempt_ok = _whole_numbers(buffer, *attempt_span)
-    step, step_ok = _whole_numbers(buffer, *step_span)
-    _, epoch_ok = _whole_numbers(buffer, *epoch_span)
-    parsed &= attempt_ok & step_ok & epoch_ok
-    first = buffer[np.minimum(time_span[0], last_byte)]
-    parsed &= np.isin(first, _NUMBER_STARTS)
-    loss_start, loss_end = loss_span
-    null = _is_null(buffer, loss_start, loss_end)
-    parsed &= np.isin(buffer[np.minimum(loss_start, last_byte)], _NUMBER_STARTS) | null
-    count = int(parsed.sum())
-    if count == 0:
-        empty_int, empty_float = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        return (empty_int, empty_int, empty_float, empty_float), parsed
-    # time and loss of line 1, then of line 2, ... cut out into one JSON array for orjson
-    starts = np.stack([time_span[0][parsed], loss_start[parsed]], axis=1).ravel()
-    widths = np.stack([time_span[1][parsed], loss_end[parsed]], axis=1).ravel() - starts
-    cells = _cells(buffer, starts, widths)
-    null_rows = np.flatnonzero(null[parsed])
-    cells[null_rows * 2 + 1, :4] = np.frombuffer(b"0   ", dtype=np.uint8)  # NaN below
-    cells[-1, -1] = ord("]")  # instead of the last value's trailing comma
-    try:
-        values = np.array(orjson.loads(b"[" + cells.tobytes()), dtype=np.float64)
-    except (orjson.JSONDecodeError, TypeError, ValueError, OverflowError):
-        values = np.empty(0)
-    if len(values) != 2 * count:  # a value that is no number (`1x`): JSON reads every line
-        return _step_columns(lines, step_lines[:0])[0], np.zeros(len(step_lines), dtype=bool)
-    values = values.reshape(count, 2)
-    values[null_rows, 1] = math.nan
-    return (attempt[parsed], step[parsed], values[:, 0].copy(), values[:, 1].copy()), parsed
-
-
-_NUMBER_STARTS = np.frombuffer(b"-0123456789", dtype=np.uint8)
-_MAX_DIGITS = 18  # below 2**63: no overflow in int64
-
-
-def _is_null(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Where buffer[starts[i]:ends[i]] is exactly `null`."""
-    last = len(buffer) - 1
-    null = ends - starts == 4
-    for offset, byte in enumerate(b"null"):
-        null &= buffer[np.minimum(starts + offset, last)] == byte
-    return null
-
-
-def _cells(buffer: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
-    """buffer[starts[i]:starts[i] + widths[i]] as rows of one width, padded with spaces and
-    ended by a comma: shape (len(starts), max(widths) + 1), uint8."""
-    width = int(widths.max())
-    columns = np.arange(width)
-    cells = buffer[np.minimum(starts[:, None] + columns, len(buffer) - 1)]
-    cells[columns >= widths[:, None]] = ord(" ")
-    return np.concatenate([cells, np.full((len(cells), 1), ord(","), dtype=np.uint8)], axis=1)
-
-
-def _whole_numbers(buffer: np.ndarray, starts: np.ndarray,
-                   ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The whole numbers written in buffer[starts[i]:ends[i]], and where the text is one
-    (JSON's form: decimal digits, no leading zero, at most 18 of them); elsewhere the value is
-    meaningless and the mask False."""
-    lengths = np.clip(ends - starts, 1, _MAX_DIGITS)
-    ok = (ends - starts >= 1) & (ends - starts <= _MAX_DIGITS)
-    if not len(starts):
-        return np.empty(0, dtype=np.int64), ok
-    firsts = np.cumsum(lengths) - lengths
-    positions = np.arange(int(lengths.sum())) - np.repeat(firsts, lengths) + np.repeat(
-        starts, lengths
-    )
-    digits = buffer[np.minimum(positions, len(buffer) - 1)].astype(np.int64) - ord("0")
-    bad = (digits < 0) | (digits > 9)
-    ok &= np.add.reduceat(bad, firsts) == 0
-    ok &= (digits[firsts] != 0) | (lengths == 1)  # 007 is not JSON
-    digits[bad] = 0
-    powers = np.repeat(starts + lengths, lengths) - positions - 1
-    return np.add.reduceat(digits * (10 ** powers), firsts), ok
+    return _Events(Points.from_parts(parts), others, end, first_time)

@@ -3,92 +3,43 @@
 Qt-free; the GUI drives it from a timer and `ftgui train` from a loop, both by calling `poll()`.
 The run directory is the source of truth: the supervisor writes its own events (process starts and
 exits, injected faults, scheduled recoveries) next to the trainers' events in `RUN/events.jsonl`.
+
+Its parts live beside it: `run_lock` (one owner per run directory), `trainer_command` (the
+trainer's command lines), `training_process` (one process, started warm or cold), `standby` (the
+warm-standby pool), `fault_schedule` (planned faults), `restore_point` (which checkpoint a start
+restores; forks), `recovery` (what an exit means; restart backoff), `run_state` (exit -> state).
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ftgui.core import checkpoints, cluster, datasets, exitcodes, faults
+from ftgui.core import checkpoints, cluster, datasets, restore_point, training_process
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.events import EventReader, EventWriter
-from ftgui.core.processes import describe_exit, kill_tree, signal_tree, spawn
-from ftgui.core.run_state import is_decisive
-from ftgui.core.run_state import state_from_exit as _state_from_exit
+from ftgui.core.fault_schedule import FaultSchedule
+from ftgui.core.processes import describe_exit, kill_tree, signal_tree
+from ftgui.core.recovery import RestartPolicy, exit_verdict
+from ftgui.core.run_lock import RunBusyError, RunLock, busy_error
+from ftgui.core.run_state import is_decisive, state_from_exit
+from ftgui.core.standby import StandbyPool
+from ftgui.core.trainer_command import remote_command, trainer_args
+from ftgui.core.training_process import TrainingProcess
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
-LOCK_FILE = ".lock"
 LOG_DIR = "logs"
-HISTORY_DIR = "history"
-
-
-class RunBusyError(RuntimeError):
-    """Another live supervisor owns this run directory."""
 
 
 class StartError(RuntimeError):
     """A run cannot start (or resume) as asked; the message says why and what to do."""
-
-
-@dataclass
-class TrainingProcess:
-    """One training process of the current attempt (`restarts`: how often this task was
-    restarted on its own within the attempt, as parameter-server workers are)."""
-
-    task: Task
-    popen: subprocess.Popen
-    log_path: Path
-    started: float = field(default_factory=time.time)
-    returncode: int | None = None
-    last_step: int = 0
-    last_heartbeat: float = field(default_factory=time.time)
-    restarts: int = 0
-    ended_by_supervisor: bool = False  # killed to clean up (cluster broken, run over, shutdown)
-
-    @property
-    def role(self) -> str:
-        return self.task.role
-
-    @property
-    def index(self) -> int:
-        return self.task.index
-
-    @property
-    def is_chief(self) -> bool:
-        return self.task.is_chief
-
-    @property
-    def label(self) -> str:
-        return self.task.label
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    @property
-    def name(self) -> str:
-        return self.task.name
-
-    def matches(self, target: str) -> bool:
-        """True for `all`, for `chief` on the chief, and for its own `role:index`."""
-        return target in ("all", self.name) or (target == "chief" and self.is_chief)
-
-    @property
-    def alive(self) -> bool:
-        return self.returncode is None
 
 
 class Supervisor:
@@ -112,22 +63,17 @@ class Supervisor:
         self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
         self.attempt = -1
         self.last_step = 0
-        self.restarts = 0
+        self._recovery = RestartPolicy()
         self._reader = EventReader(self.run_dir)
-        self._lock_fd: int | None = None
-        self._restart_due: float | None = None
+        self._lock = RunLock(self.run_dir)
         self._user_stop = ""  # 'kill' / 'preempt' / 'shutdown' while a user's stop is in flight
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
-        self._scheduled_fired: set[str] = set()
-        self._armed: list[faults.Fault] = []  # faults the supervisor fires on the chief's step
+        self._faults = FaultSchedule()
         self._task_names: list[str] = []  # the processes of the current attempt
-        self._timer_due: float | None = None  # when `kill_after_seconds` fires
         self._progress_seen = False  # a step was seen in this attempt (arms the watchdog)
         self._stop_reason = ""  # why the supervisor itself ended the attempt (watchdog)
-        self.standbys: list[tuple[subprocess.Popen, Path]] = []  # warm, waiting for an order
-        self._standby_count = 0
-        self._ready_standbys: set[int] = set()  # pids that sent `standby_ready`
+        self._standby = StandbyPool(self.run_dir, self.run_dir / LOG_DIR, python)
         self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
 
@@ -135,7 +81,16 @@ class Supervisor:
     @property
     def live(self) -> bool:
         """True while a process runs or an automatic restart is pending."""
-        return any(p.alive for p in self.processes) or self._restart_due is not None
+        return any(p.alive for p in self.processes) or self._recovery.due is not None
+
+    @property
+    def restarts(self) -> int:
+        """Automatic restarts since the run last trained (reset by a step after a restart)."""
+        return self._recovery.restarts
+
+    @restarts.setter
+    def restarts(self, value: int) -> None:
+        self._recovery.restarts = value
 
     @property
     def config(self) -> RunConfig | None:
@@ -143,6 +98,15 @@ class Supervisor:
         if self._config is None and (self.run_dir / configmod.CONFIG_FILE).is_file():
             self._config = configmod.load(self.run_dir)
         return self._config
+
+    @property
+    def standbys(self) -> list[tuple[subprocess.Popen, Path]]:
+        """Warm standbys waiting for an order: (process, log path)."""
+        return self._standby.standbys
+
+    def is_busy_elsewhere(self) -> bool:
+        """True when another process (or another Supervisor) holds this run directory's lock."""
+        return self._lock.is_busy_elsewhere()
 
     def has_history(self) -> bool:
         """True when the directory already holds a run (events or checkpoints)."""
@@ -168,7 +132,7 @@ class Supervisor:
         if self.live:
             raise StartError(f"{self.run_dir} is already running; kill or preempt it first")
         if self.is_busy_elsewhere():  # before any other refusal: the run is someone else's
-            raise _busy_error(self.run_dir)
+            raise busy_error(self.run_dir)
         config = config or self.config
         if config is None:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
@@ -180,8 +144,11 @@ class Supervisor:
             raise StartError(
                 f"{self.run_dir} already holds a run; resume it (--resume) or pick a new directory"
             )
-        restore = self._choose_checkpoint(resume, from_step)
-        self._acquire_lock()
+        try:
+            restore, self.resume_line = restore_point.choose(self.run_dir, resume, from_step)
+        except LookupError as exc:
+            raise StartError(str(exc)) from None
+        self._lock.acquire()
         self._config = config
         configmod.save(self.run_dir, config)
         self.restarts = 0
@@ -205,11 +172,10 @@ class Supervisor:
     def checkpoint_now(self) -> bool:
         """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
         workers of a cluster learn it in the same step. False if no chief is alive."""
-        chief = next((p for p in self.processes if p.is_chief and p.alive), None)
+        chief = self._chief()
         if chief is None or not self._progress_seen:
             return False  # before its first step the trainer may not handle SIGUSR1 yet
-        with EventWriter(self.run_dir, self.attempt) as writer:
-            writer.emit("checkpoint_requested", step=self.last_step)
+        self._emit("checkpoint_requested", step=self.last_step)
         os.kill(chief.pid, signal.SIGUSR1)
         return True
 
@@ -225,18 +191,17 @@ class Supervisor:
             signal_tree(proc.pid, signal.SIGCONT)
             proc.last_heartbeat = time.time()
         if victims:
-            with EventWriter(self.run_dir, self.attempt) as writer:
-                writer.emit("thawed", target=target, step=self.last_step)
+            self._emit("thawed", target=target, step=self.last_step)
         return bool(victims)
 
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
-        self._restart_due = self._timer_due = None
+        self._recovery.due = self._faults.timer_due = None
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
         self.dismiss_standbys()
         self.poll()
-        self._release_lock()
+        self._lock.release()
 
     # ----------------------------------------------------------------- the watch loop
     def poll(self) -> list[dict]:
@@ -248,14 +213,13 @@ class Supervisor:
         self._check_timer()
         self._check_watchdog()
         self._keep_standbys()
-        if self._restart_due is not None and time.time() >= self._restart_due:
-            self._restart_due = None
+        if self._recovery.take_due():
             try:
-                self._launch(self._choose_checkpoint(True, None), False)
+                self._launch(restore_point.choose(self.run_dir, True, None)[0], False)
             except (StartError, OSError) as exc:
                 self._set_state("failed", f"automatic restart failed: {exc}")
-        if not self.live and self._lock_fd is not None:
-            self._release_lock()
+        if not self.live and self._lock.held:
+            self._lock.release()
         self._drain()
         if self.state == "running" and not self.processes and not self.is_busy_elsewhere():
             self._set_state("interrupted", "its supervisor ended without recording an exit")
@@ -270,7 +234,7 @@ class Supervisor:
         if len(history.steps):
             self.last_step = int(history.steps.step[-1])
             self.attempt = max(self.attempt, int(history.steps.attempt.max()))
-            if not self.processes and self._lock_fd is None and self.state == "idle":
+            if not self.processes and not self._lock.held and self.state == "idle":
                 self._set_state("running", "")
         self._reader.seek(history.end_offset)
 
@@ -295,50 +259,38 @@ class Supervisor:
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
             self._fire_armed(event["step"])
         elif kind == "standby_ready":
-            self._ready_standbys.add(event.get("pid"))
+            self._standby.mark_ready(event.get("pid"))
         elif kind == "heartbeat":
             for proc in self.processes:
                 if proc.alive and proc.name == f"{event.get('role')}:{event.get('index')}":
                     proc.last_step, proc.last_heartbeat = event.get("step", 0), time.time()
         elif kind == "resumed":
             self.last_step = event.get("from_step", 0)
-        elif kind == "fault_injected" and event.get("source") == "schedule":
-            self._scheduled_fired.add(f"{event.get('kind')}@{event.get('step')}:"
-                                      f"{event.get('target')}")
+        elif kind == "fault_injected":
+            self._faults.observe(event)
         elif kind == "training_error":
             key = (event.get("attempt", 0), event.get("role", "chief"), event.get("index", 0))
             self._errors[key] = event.get("error", "")
-        if self.processes or self._lock_fd is not None:
+        if self.processes or self._lock.held:
             return
         # Watching a run supervised elsewhere, or reopened: derive its state from history.
         if kind == "run_finished":
             self._set_state("finished", "reached the last step")
         elif kind == "process_exited" and is_decisive(event):
-            self._set_state(*_state_from_exit(event))
+            self._set_state(*state_from_exit(event))
         elif kind in ("process_started", "resumed", "step") and self.state not in ("running",):
             self._set_state("running", "")
 
-    def _choose_checkpoint(self, resume: bool, from_step: int | None):
-        if not resume:
-            return None
-        if from_step is not None:
-            try:
-                return checkpoints.find(self.run_dir, from_step)
-            except LookupError as exc:
-                raise StartError(str(exc)) from None
-        restore, self.resume_line = checkpoints.resume_point(self.run_dir)
-        return restore
-
-    def _launch(self, restore, fork: bool) -> None:
+    def _launch(self, restore, is_fork: bool) -> None:
         config = self.config
         self._drain()  # the attempt number and fired faults come from the whole history
         attempt = self.attempt + 1
-        if fork and restore is not None:
-            self._archive_newer(restore.step, attempt)
+        if is_fork and restore is not None:
+            restore_point.archive_newer(self.run_dir, restore.step, attempt)
         self.processes = []
         self._user_stop = ""
         self._settled = False
-        self._armed = []
+        self._faults.new_attempt()
         self._restore = restore
         self._progress_seen = False
         self._stop_reason = ""
@@ -353,35 +305,30 @@ class Supervisor:
                     self._spawn(task, writer)
                 else:
                     self._announce_remote(task, writer)
-        if config.kill_after_seconds and "timer" not in self._scheduled_fired:
-            self._timer_due = self._timer_due or time.time() + config.kill_after_seconds
+        self._faults.start_timer(config)
         self._set_state("running", "")
 
     def _spawn(self, task: Task, writer: EventWriter, restarts: int = 0) -> TrainingProcess:
-        config, attempt, restore = self.config, self.attempt, self._restore
-        argv = self._trainer_argv(config, task, attempt, restore)
+        args = self._trainer_args(task)
         suffix = f".restart-{restarts}" if restarts else ""
-        log_name = f"{task.role}-{task.index}.attempt-{attempt}{suffix}.log"
+        log_name = f"{task.role}-{task.index}.attempt-{self.attempt}{suffix}.log"
         log_path = self.run_dir / LOG_DIR / log_name
         env = cluster.tf_config_env(task)
-        if config.gpus == 0:
+        if self.config.gpus == 0:
             env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
-        popen, standby_log = self._activate_standby(argv, env)
-        if popen is not None:
-            log_path = standby_log
-        else:
-            try:
-                popen = spawn(argv, log_path, env)
-            except OSError as exc:
-                self._kill_all()
-                raise StartError(f"cannot start {task.name}: {exc}") from None
-        proc = TrainingProcess(task, popen, log_path, restarts=restarts)
+        try:
+            proc = training_process.start(task, args, env, log_path, self._standby,
+                                          self.python, restarts)
+        except OSError as exc:
+            self._kill_all()
+            raise StartError(f"cannot start {task.name}: {exc}") from None
         self.processes.append(proc)
+        restore = self._restore
         writer.emit(
-            "process_started", role=task.role, index=task.index, pid=popen.pid,
+            "process_started", role=task.role, index=task.index, pid=proc.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
             address=task.address, restore=restore.relpath if restore else None,
-            log=str(log_path.relative_to(self.run_dir)), standby=standby_log is not None,
+            log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
         )
         return proc
 
@@ -390,117 +337,51 @@ class Supervisor:
 
         That machine needs ftgui installed and this run directory at the same path (a shared
         file system): its events and the chief's checkpoints live there."""
-        argv = self._trainer_argv(self.config, task, self.attempt, self._restore)
-        tf_config = json.dumps(task.tf_config, separators=(",", ":"))
-        command = f"TF_CONFIG={shlex.quote(tf_config)} ftgui worker {shlex.join(argv[3:])}"
+        command = remote_command(self._trainer_args(task), task.tf_config)
         writer.emit("remote_task", role=task.role, index=task.index, address=task.address,
                     label=task.label, command=command)
         return command
-
-    def _activate_standby(self, argv: list[str], env: dict[str, str]):
-        """Hand `argv` to a waiting warm standby; (popen, its log) or (None, None)."""
-        order = (json.dumps({"argv": argv[3:], "env": env}) + "\n").encode()
-        # ready ones (TensorFlow imported) first; one still importing beats a cold start
-        self.standbys.sort(key=lambda item: item[0].pid not in self._ready_standbys)
-        while self.standbys:
-            popen, log_path = self.standbys.pop(0)
-            if popen.poll() is not None:
-                continue
-            try:
-                popen.stdin.write(order)
-                popen.stdin.close()
-            except OSError:  # it died in between: try the next one
-                kill_tree(popen.pid)
-                popen.wait()
-                continue
-            return popen, log_path
-        return None, None
 
     def _keep_standbys(self) -> None:
         """Keep one warm standby per task while the run lives (started only once the attempt
         trains, so that imports do not compete with its start)."""
         config = self.config
-        if not (config and config.warm_standby and self._progress_seen and not self._settled):
-            return
-        self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
-        if len(self.standbys) < len(self._task_names):
-            self._standby_count += 1
-            log_path = self.run_dir / LOG_DIR / f"standby-{self._standby_count}.log"
-            popen = spawn([self.python, "-m", "ftgui.training", "--standby", str(self.run_dir)],
-                          log_path, stdin_pipe=True)
-            self.standbys.append((popen, log_path))
+        if config and config.warm_standby and self._progress_seen and not self._settled:
+            self._standby.keep(len(self._task_names))
 
     def dismiss_standbys(self) -> None:
         """End every waiting standby (the run is over, or the supervisor is closing)."""
-        for popen, _ in self.standbys:
-            kill_tree(popen.pid)
-            try:
-                popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        self.standbys = []
+        self._standby.dismiss()
 
-    def _trainer_argv(self, config, task: Task, attempt: int, restore) -> list[str]:
-        argv = [
-            self.python, "-m", "ftgui.training", str(self.run_dir),
-            "--role", task.role, "--index", str(task.index), "--attempt", str(attempt),
-        ]
-        if restore is not None:
-            argv += ["--restore", restore.relpath]
-        runs_steps = config.strategy != "parameter-server" or task.role == "chief"
-        for fault in faults.plan(config, self._task_names):
-            hits = fault.target == task.name or (fault.target == "chief" and task.is_chief)
-            if not hits or fault.key in self._scheduled_fired:
-                continue
-            if runs_steps:  # the process fires it itself, at exactly that step
-                argv += ["--fault", fault.key]
-            elif fault.kind in ("kill", "hang", "preempt"):
-                # a parameter-server worker / ps knows no steps: fire it on the chief's step
-                self._armed.append(fault)
-        return argv
-
-    def _archive_newer(self, step: int, attempt: int) -> None:
-        """Move checkpoints newer than `step` to RUN/history/fork-<attempt>/ (a fork keeps them)."""
-        newer = [c for c in checkpoints.list_checkpoints(self.run_dir) if c.step > step]
-        if not newer:
-            return
-        dest = self.run_dir / HISTORY_DIR / f"fork-{attempt}" / checkpoints.CHECKPOINT_DIR
-        dest.mkdir(parents=True, exist_ok=True)
-        source = checkpoints.checkpoint_dir(self.run_dir)
-        moved = []
-        for info in newer:
-            for path in source.glob(f"{checkpoints.PREFIX}-{info.step}.*"):
-                shutil.move(str(path), dest / path.name)
-            moved.append(info.step)
-        with EventWriter(self.run_dir, attempt) as writer:
-            writer.emit("forked", from_step=step, archived_steps=moved,
-                        archive=str(dest.relative_to(self.run_dir)))
+    def _trainer_args(self, task: Task) -> list[str]:
+        """The trainer's arguments for `task` in this attempt, with the faults it fires."""
+        own = self._faults.args_for(self.config, task, self._task_names)
+        restore = self._restore.relpath if self._restore is not None else None
+        return trainer_args(self.run_dir, task.role, task.index, self.attempt, restore, own)
 
     def _inject(self, kind: str, target: str, sig: int, source: str = "user",
                 step: int | None = None) -> bool:
         victims = [p for p in self.processes if p.alive and p.matches(target)]
         if not victims:
             return False
-        self._restart_due = None if kind == "preempt" else self._restart_due
+        if kind == "preempt":
+            self._recovery.due = None
         self._user_stop = kind
-        with EventWriter(self.run_dir, self.attempt) as writer:
-            writer.emit("fault_injected", kind=kind, target=target,
-                        step=self.last_step if step is None else step, source=source)
+        self._emit("fault_injected", kind=kind, target=target,
+                   step=self.last_step if step is None else step, source=source)
         for proc in victims:
             signal_tree(proc.pid, sig)
         return True
 
     def _check_timer(self) -> None:
-        if self._timer_due is not None and time.time() >= self._timer_due:
-            self._timer_due = None
-            self._scheduled_fired.add("timer")
+        if self._faults.timer_fires():
             self._inject("kill", self.config.fault_target, signal.SIGKILL, source="timer")
 
     def _check_watchdog(self) -> None:
         """Kill and recover an attempt whose chief reported no step for `watchdog_seconds`
         (`STARTUP_GRACE_SECONDS` at least before its first step): a hang, not a crash."""
         limit = self.config.watchdog_seconds if self.config else 0
-        chief = next((p for p in self.processes if p.is_chief and p.alive), None)
+        chief = self._chief()
         if not limit or chief is None or self._settled:
             return
         if not self._progress_seen:
@@ -509,18 +390,14 @@ class Supervisor:
         if silent <= limit:
             return
         self._stop_reason = f"hang: no progress for {silent:.1f} s (watchdog {limit:g} s)"
-        with EventWriter(self.run_dir, self.attempt) as writer:
-            writer.emit("hang_detected", role=chief.role, index=chief.index,
-                        seconds=silent, last_step=chief.last_step)
+        self._emit("hang_detected", role=chief.role, index=chief.index,
+                   seconds=silent, last_step=chief.last_step)
         self._kill_all()
 
     def _fire_armed(self, step: int) -> None:
-        for fault in list(self._armed):
-            if step >= fault.step:
-                self._armed.remove(fault)
-                self._scheduled_fired.add(fault.key)
-                self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
-                             source="schedule", step=fault.step)
+        for fault in self._faults.due(step):
+            self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
+                         source="schedule", step=fault.step)
 
     def _on_exit(self, proc: TrainingProcess) -> None:
         """Record an exit and decide what it means for the attempt.
@@ -533,19 +410,10 @@ class Supervisor:
         proc.returncode = proc.popen.returncode
         self._drain()  # a trainer writes why it failed (`training_error`) before it exits
         fields = describe_exit(proc.returncode)
-        state, reason = _state_from_exit(fields)
-        error = self._errors.get((self.attempt, proc.role, proc.index))
-        if state == "failed" and error:
-            reason = f"{reason}: {error}"
-        if self._stop_reason and state == "killed":
-            state, reason = "failed", self._stop_reason
-        cleanup = proc.ended_by_supervisor and self._settled
-        if self._user_stop == "shutdown" and state == "killed":
-            state, reason = "stopped", "stopped by ftgui (closed or interrupted)"
-        elif cleanup and state == "killed":
-            reason = "ended by ftgui: the rest of the cluster was over"
-        elif self._user_stop == "preempt" and fields.get("signal") == signal.SIGTERM:
-            state, reason = "preempted", "preempted before training began: nothing to save"
+        state, reason = exit_verdict(
+            fields, error=self._errors.get((self.attempt, proc.role, proc.index)),
+            stop_reason=self._stop_reason, user_stop=self._user_stop,
+            cleanup=proc.ended_by_supervisor and self._settled)
         crashed = state in ("killed", "failed")
         rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
                   and self.config.strategy == "parameter-server" and proc.role == "worker")
@@ -560,7 +428,7 @@ class Supervisor:
             return
         self._settled = True
         if state == "finished":
-            self._timer_due = None
+            self._faults.timer_due = None
             self.dismiss_standbys()
         if not proc.is_chief:
             reason = f"{proc.label} {reason}"
@@ -570,25 +438,11 @@ class Supervisor:
             # parameter-server cluster never end on their own.
             self._kill_all()
         self._set_state(state, reason)
-        if state in ("killed", "failed", "preempted") and self._should_recover(fields):
-            self._schedule_restart()
-
-    def _should_recover(self, exit_fields: dict) -> bool:
-        """A crash is worth a restart; a shutdown, a refused config or a diverged loss is not
-        (the restarted trainer would refuse the same config, or diverge at the same step)."""
-        futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE)
-        if self._user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
-            return False
-        config = self.config
-        return bool(config and config.auto_recover and self.restarts < config.max_restarts)
-
-    def _schedule_restart(self) -> None:
-        delay = self.config.restart_backoff * (2**self.restarts)
-        self.restarts += 1
-        self._restart_due = time.time() + delay
-        with EventWriter(self.run_dir, self.attempt) as writer:
-            writer.emit("recovery_scheduled", delay=delay, restart=self.restarts)
-        self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
+        if state in ("killed", "failed", "preempted") and self._recovery.worth_it(
+                self.config, fields, self._user_stop):
+            delay = self._recovery.schedule(self.config)
+            self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
+            self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
 
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""
@@ -604,52 +458,17 @@ class Supervisor:
                 if other.alive:  # record its exit now, before a restart replaces the list
                     self._on_exit(other)
 
+    def _emit(self, event: str, /, **fields) -> None:
+        """Write one event of the supervisor's own, as attempt `self.attempt`."""
+        with EventWriter(self.run_dir, self.attempt) as writer:
+            writer.emit(event, **fields)
+
+    def _chief(self) -> TrainingProcess | None:
+        """The live chief of the attempt (None when it is not running here)."""
+        return next((p for p in self.processes if p.is_chief and p.alive), None)
+
     def _set_state(self, state: str, reason: str) -> None:
         self.state, self.reason = state, reason
-
-    def _acquire_lock(self) -> None:
-        if self._lock_fd is not None:
-            return
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise _busy_error(self.run_dir) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
-
-    def _release_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
-    def is_busy_elsewhere(self) -> bool:
-        """True when another process holds this run directory's lock."""
-        if self._lock_fd is not None or not (self.run_dir / LOCK_FILE).exists():
-            return False
-        fd = os.open(self.run_dir / LOCK_FILE, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return False
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-
-
-def _busy_error(run_dir: Path) -> RunBusyError:
-    """The error for a run directory locked by another supervisor (its pid is in the lock)."""
-    try:
-        owner = (run_dir / LOCK_FILE).read_text(errors="replace")[:32].strip()
-    except OSError:
-        owner = ""
-    return RunBusyError(
-        f"{run_dir} is in use by pid {owner or 'another process'}; open it to watch, or stop "
-        "that run"
-    )
 
 
 __all__ = [

@@ -1,0 +1,44 @@
+"""Which checkpoint a start restores, and a fork: resuming from an older checkpoint keeps the
+newer ones, moved to `RUN/history/`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ftgui.core import checkpoints
+from ftgui.core.events import EventWriter
+
+HISTORY_DIR = "history"
+
+
+def choose(run_dir: Path, resume: bool, from_step: int | None):
+    """(checkpoint to restore or None to start at step 0, a line for the user or ''): none for
+    a new run, exactly `from_step` when given, else the newest valid one; the line says when a
+    resume found no valid checkpoint (`checkpoints.resume_point`).
+    Raises `LookupError` (saying which steps exist) when `from_step` has no valid checkpoint."""
+    if not resume:
+        return None, ""
+    if from_step is not None:
+        return checkpoints.find(run_dir, from_step), ""
+    return checkpoints.resume_point(run_dir)
+
+
+def archive_newer(run_dir: Path, step: int, attempt: int) -> list[int]:
+    """Move the checkpoints newer than `step` to `RUN/history/fork-<attempt>/checkpoints/` and
+    write a `forked` event (attempt `attempt`). Returns the steps moved; nothing is deleted."""
+    newer = [c for c in checkpoints.list_checkpoints(run_dir) if c.step > step]
+    if not newer:
+        return []
+    dest = run_dir / HISTORY_DIR / f"fork-{attempt}" / checkpoints.CHECKPOINT_DIR
+    dest.mkdir(parents=True, exist_ok=True)
+    source = checkpoints.checkpoint_dir(run_dir)
+    moved = []
+    for info in newer:
+        for path in source.glob(f"{checkpoints.PREFIX}-{info.step}.*"):
+            shutil.move(str(path), dest / path.name)
+        moved.append(info.step)
+    with EventWriter(run_dir, attempt) as writer:
+        writer.emit("forked", from_step=step, archived_steps=moved,
+                    archive=str(dest.relative_to(run_dir)))
+    return moved

@@ -1,0 +1,77 @@
+"""One training process of a run's current attempt, and how it is started (warm or cold)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ftgui.core.cluster import Task
+from ftgui.core.processes import spawn
+from ftgui.core.standby import StandbyPool
+from ftgui.core.trainer_command import trainer_argv
+
+
+@dataclass
+class TrainingProcess:
+    """One training process of the current attempt (`restarts`: how often this task was
+    restarted on its own within the attempt, as parameter-server workers are; `standby`: it
+    was a warm standby handed its order)."""
+
+    task: Task
+    popen: subprocess.Popen
+    log_path: Path
+    started: float = field(default_factory=time.time)
+    returncode: int | None = None
+    last_step: int = 0
+    last_heartbeat: float = field(default_factory=time.time)
+    restarts: int = 0
+    ended_by_supervisor: bool = False  # killed to clean up (cluster broken, run over, shutdown)
+    standby: bool = False
+
+    @property
+    def role(self) -> str:
+        return self.task.role
+
+    @property
+    def index(self) -> int:
+        return self.task.index
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task.is_chief
+
+    @property
+    def label(self) -> str:
+        return self.task.label
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+    def matches(self, target: str) -> bool:
+        """True for `all`, for `chief` on the chief, and for its own `role:index`."""
+        return target in ("all", self.name) or (target == "chief" and self.is_chief)
+
+    @property
+    def alive(self) -> bool:
+        return self.returncode is None
+
+
+def start(task: Task, args: list[str], env: dict[str, str], log_path: Path,
+          standbys: StandbyPool, python: str = sys.executable,
+          restarts: int = 0) -> TrainingProcess:
+    """Start `task` with the trainer's `args` and extra `env`: hand them to a warm standby of
+    `standbys` (whose log it keeps), else start `python -m ftgui.training` logging to
+    `log_path`. Raises `OSError` if the program cannot be started."""
+    popen, standby_log = standbys.hand_order(args, env)
+    if popen is None:
+        popen = spawn(trainer_argv(args, python), log_path, env)
+    return TrainingProcess(task, popen, standby_log or log_path, restarts=restarts,
+                           standby=standby_log is not None)
