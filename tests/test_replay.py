@@ -135,6 +135,7 @@ def test_a_replay_is_read_only(window, tmp_path):
     assert not window.start_run() and not window.resume_run()
     assert "read-only" in window.statusBar().currentMessage()
     assert not window.controller.kill("chief")
+    assert window.controller.supervisor.poll() == []  # the events come from the clock only
     assert window.controller.supervisor.processes == []
     assert (run_dir / "events.jsonl").read_bytes() == before  # nothing written to the run
     window.open_run(run_dir)  # opening it again ends the replay

@@ -61,8 +61,9 @@ class ReplayClock:
 
     `poll()` → the events due since the last call (a list, possibly empty). The first call
     starts the clock. `done` once every event was handed out; `duration` is the wall seconds
-    the whole replay takes; `recorded_now()` the Unix time of the recording the replay stands
-    at (for rates). `now` is the wall clock (monotonic seconds), replaceable in tests.
+    the whole replay takes; `end_offset` the size of the events file read (`from_run`);
+    `recorded_now()` the Unix time of the recording the replay stands at (for rates). `now`
+    is the wall clock (monotonic seconds), replaceable in tests.
     Raises `ConfigError` for a bad `speed`.
     """
 
@@ -76,6 +77,7 @@ class ReplayClock:
         self._now = now
         self._started: float | None = None
         self.position = 0  # events handed out so far
+        self.end_offset = 0  # bytes of events.jsonl read (`from_run`): where live reading goes on
 
     @classmethod
     def from_run(cls, run_dir: str | os.PathLike, speed: float = 1.0,
@@ -83,11 +85,13 @@ class ReplayClock:
         """The clock for `RUN/events.jsonl`; raises `ConfigError` for a bad speed or a run
         without events (checked before anything is read)."""
         speed = check_speed(speed)
-        check_run(run_dir)
+        path = check_run(run_dir)
         events = eventsmod.read_all(run_dir)
         if not events:
             raise ConfigError(f"run_dir: {run_dir} holds no events to replay")
-        return cls(events, speed, **options)
+        clock = cls(events, speed, **options)
+        clock.end_offset = path.stat().st_size
+        return clock
 
     @property
     def done(self) -> bool:

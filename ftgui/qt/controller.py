@@ -109,6 +109,9 @@ class RunController(QObject):
             history = runs.read_history(run_dir)
             self.supervisor.load_history(history)
             changes = self.timeline.feed(history)  # a million steps open in about a second
+        else:  # the supervisor is never polled for a replay's events: it skips them all
+            self.supervisor.load_history(runs.History(runs.Points.from_parts([]), [],
+                                                      replay.end_offset))
         if self._plot is not None:
             self._plot.show_timeline(self.timeline)
         for note in changes.notes:
