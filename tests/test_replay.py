@@ -78,6 +78,16 @@ def test_a_speed_outside_0_to_1000_is_refused_in_one_line(speed):
     assert check_speed(1000) == 1000.0
 
 
+def test_the_history_is_replayed_as_the_events_of_the_file_in_their_order(tmp_path):
+    run_dir = crash_and_recovery(tmp_path / "run")
+    clock = ReplayClock.from_run(run_dir, speed=1000)
+    in_file = read_all(run_dir)
+    for event in in_file:
+        event.pop("epoch", None)  # the one step field the timeline does not read
+    assert clock.events[0:len(clock.events)] == in_file
+    assert clock.end_offset == (run_dir / "events.jsonl").stat().st_size
+
+
 def test_a_replay_fed_in_ticks_gives_the_figures_of_the_opened_run(tmp_path):
     run_dir = crash_and_recovery(tmp_path / "run")
     now = FakeClock()
