@@ -179,3 +179,34 @@ def test_ftgui_replay_refuses_a_bad_speed_and_a_missing_run_in_one_line(tmp_path
         "times faster)\n")
     assert cli.main(["replay", str(tmp_path / "nope")]) == 2
     assert capsys.readouterr().err == f"ftgui: run_dir: {tmp_path / 'nope'} is not a directory\n"
+
+
+# ------------------------------------------------------------------------------ a real run
+@pytest.mark.tf
+def test_a_real_crash_and_recovery_replays_as_it_opens_and_reports(tmp_path):
+    """A real trainer's events (validation, checkpoint stalls, exits as the supervisor writes
+    them): killed at step 25, recovered from checkpoint 20 automatically."""
+    from ftgui.core import report
+    from ftgui.core.run_figures import read_run
+
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--steps", "40", "--checkpoint-every", "10",
+                     "--kill-at-step", "25", "--auto-recover", "--restart-backoff", "0",
+                     "--quiet"]) == 0
+    now = FakeClock()
+    clock = ReplayClock.from_run(run_dir, speed=1000, now=now)
+    timeline = Timeline()
+    while not clock.done:
+        timeline.feed(clock.poll())
+        now.now += 0.033
+    assert figures(timeline) == figures(opened(run_dir))
+    assert [m.kind for m in timeline.markers] == ["crash", "resume"]
+    assert timeline.redone[0].start == 20 and timeline.totals().incidents == 1
+
+    saves = [e for e in read_all(run_dir) if e["event"] == "checkpoint_saved"]
+    _, run_figures = read_run(run_dir)
+    assert run_figures.checkpoints == len(saves) >= 4
+    assert run_figures.checkpoint_seconds == pytest.approx(sum(e["stall_seconds"]
+                                                               for e in saves))
+    text = report.build_report(run_dir)
+    assert text.count("<polyline") == 2 and f"{run_figures.checkpoint_seconds:.2f} s" in text
