@@ -216,6 +216,7 @@ class RunController(QObject):
         attempt = max(supervisor.attempt, timeline.attempt, 0)
         text = (f"{self._state_name()} · attempt {attempt} · "
                 f"step {timeline.last_step}{total} · {self.steps_per_second():.0f} steps/s")
-        if self._reason():
-            text += f" · {self._reason()}"
+        reason = self._reason()
+        if reason:
+            text += f" · {reason}"
         return text

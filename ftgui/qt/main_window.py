@@ -308,11 +308,12 @@ class MainWindow(QMainWindow):
 
         try:
             self.controller.open(Path(run_dir), replay=ReplayClock.from_run(run_dir, speed))
+            config = self.controller.supervisor.config
         except (ConfigError, RuntimeError, OSError) as exc:
             self._refuse(exc)
             return False
-        if self.controller.supervisor.config is not None:
-            self.panel.set_config(self.controller.supervisor.config)
+        if config is not None:
+            self.panel.set_config(config)
         self.panel.run_dir_edit.setText(str(Path(run_dir).absolute()))
         self.setWindowTitle(f"ftgui — {Path(run_dir).name} (replay)")
         self._on_state(*self.controller.state)
