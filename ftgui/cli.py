@@ -51,6 +51,22 @@ def build_parser() -> argparse.ArgumentParser:
     ckpts.add_argument("run_dir", type=Path)
     ckpts.add_argument("--json", action="store_true")
 
+    replay = sub.add_parser("replay", allow_abbrev=False,
+                            help="play a finished run's events into the window")
+    replay.add_argument("run_dir", type=Path)
+    replay.add_argument("--speed", type=float, default=1.0,
+                        help="times real time, 0 < X <= 1000 (default 1; idle gaps over 10 "
+                        "recorded seconds play as 10)")
+    replay.add_argument("--exit-when-done", action="store_true",
+                        help="close the window (exit status 0) when the last event has played")
+    replay.add_argument("--present", action="store_true", help="in the presentation view")
+
+    report = sub.add_parser("report", allow_abbrev=False,
+                            help="write a run's report as one self-contained HTML file")
+    report.add_argument("run_dir", type=Path)
+    report.add_argument("-o", "--output", type=Path,
+                        help="the HTML file (default: RUN-report.html beside the run folder)")
+
     worker = sub.add_parser(
         "worker", help="run one task of a cluster on this machine (the command ftgui prints)",
         description="Run one task of a run's cluster here. ftgui prints the exact command, "
@@ -139,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_devices(args)
         if args.command == "worker":
             return cmd_worker(args)
+        if args.command == "replay":
+            return cmd_replay(args)
+        if args.command == "report":
+            return cmd_report(args)
         from ftgui.qt.app import run_app
 
         return run_app(getattr(args, "run_dir", None))
@@ -226,6 +246,28 @@ def _stop_on_signals(supervisor) -> dict:
         sys.exit(130)
 
     return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Check the run and speed (one line each), then open the window and play the run."""
+    from ftgui.core.replay import check_run, check_speed
+
+    speed = check_speed(args.speed)
+    check_run(args.run_dir)
+    from ftgui.qt.replay_app import run_replay
+
+    return run_replay(args.run_dir, speed, exit_when_done=args.exit_when_done,
+                      present=args.present)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the run's HTML report (no Qt, no TensorFlow) and print where it went."""
+    from ftgui.core import report
+
+    output = args.output or report.default_path(args.run_dir)
+    path = report.write_report(args.run_dir, output)
+    print(f"wrote {path}")
+    return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

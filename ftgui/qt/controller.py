@@ -10,16 +10,26 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ftgui.core import runs
 from ftgui.core.logs import LogTail
+from ftgui.core.replay import ReplayClock
 from ftgui.core.supervisor import Supervisor
 from ftgui.core.timeline import Changes, Note, Timeline
 
 POLL_MS = 33
 _SETTLED_STATES = ("idle", "finished", "killed", "failed", "preempted", "stopped", "interrupted")
+
+
+class EventSource(Protocol):
+    """Where the controller's events come from: the run's `Supervisor` (live, and a run opened
+    from disk) or a `ReplayClock` (a finished run played back). `poll()` returns the new events
+    in file order."""
+
+    def poll(self) -> list[dict]: ...
 
 
 def log_line(note: Note) -> str:
@@ -49,6 +59,7 @@ class RunController(QObject):
     def __init__(self, plot=None, parent=None):
         super().__init__(parent)
         self.supervisor: Supervisor | None = None
+        self.replay: ReplayClock | None = None  # the source while a replay plays, else None
         self.timeline = Timeline()
         self._plot = None
         self.plot = plot
@@ -77,8 +88,14 @@ class RunController(QObject):
         return self._state
 
     # ------------------------------------------------------------ commands
-    def open(self, run_dir: Path) -> Supervisor:
-        """Show `run_dir` (existing or new); stops nothing that runs elsewhere."""
+    @property
+    def source(self) -> EventSource | None:
+        """Where `tick` takes the events from: the replay clock, else the supervisor."""
+        return self.replay or self.supervisor
+
+    def open(self, run_dir: Path, replay: ReplayClock | None = None) -> Supervisor:
+        """Show `run_dir` (existing or new); stops nothing that runs elsewhere. With `replay`,
+        the run's events come from that clock instead (read-only: nothing can be started)."""
         if self.supervisor is not None and self.supervisor.live:
             raise RuntimeError("a run is live; kill or preempt it before opening another")
         if self.supervisor is not None:
@@ -86,9 +103,15 @@ class RunController(QObject):
         self.supervisor = Supervisor(run_dir)
         self._tails.clear()
         self.timeline = Timeline()
-        history = runs.read_history(run_dir)
-        self.supervisor.load_history(history)
-        changes = self.timeline.feed(history)  # a million steps open in about a second
+        self.replay = replay
+        changes = Changes()
+        if replay is None:
+            history = runs.read_history(run_dir)
+            self.supervisor.load_history(history)
+            changes = self.timeline.feed(history)  # a million steps open in about a second
+        else:  # the supervisor is never polled for a replay's events: it skips them all
+            self.supervisor.load_history(runs.History(runs.Points.from_parts([]), [],
+                                                      replay.end_offset))
         if self._plot is not None:
             self._plot.show_timeline(self.timeline)
         for note in changes.notes:
@@ -102,6 +125,8 @@ class RunController(QObject):
 
     def start(self, config, resume: bool = False, from_step: int | None = None) -> None:
         """Start or resume the open run; raises the supervisor's errors unchanged."""
+        if self.replay is not None:
+            raise RuntimeError("a replay is read-only: open the run to resume it")
         self.supervisor.start(config, resume=resume, from_step=from_step)
         self.tick()
 
@@ -131,7 +156,7 @@ class RunController(QObject):
         supervisor = self.supervisor
         if supervisor is None:
             return
-        changes = self.timeline.feed(supervisor.poll())
+        changes = self.timeline.feed(self.source.poll())
         self._emit(changes)
         for proc in supervisor.processes:
             tail = self._tails.setdefault(proc.log_path, LogTail(proc.log_path))
@@ -140,7 +165,7 @@ class RunController(QObject):
                     self.logLine.emit(f"  {proc.role}:{proc.index} | {line}")
         if self._plot is not None:
             self._plot.redraw()
-        state = (self._state_name(), supervisor.reason)
+        state = (self._state_name(), self._reason())
         if state != self._state:
             self._state = state
             self.stateChanged.emit(*state)
@@ -163,6 +188,8 @@ class RunController(QObject):
 
     # ------------------------------------------------------------ derived state
     def _state_name(self) -> str:
+        if self.replay is not None:
+            return f"replay ×{self.replay.speed:g}"
         supervisor = self.supervisor
         if supervisor.state in _SETTLED_STATES and supervisor.is_busy_elsewhere():
             return "busy"
@@ -170,7 +197,17 @@ class RunController(QObject):
 
     def steps_per_second(self) -> float:
         """Steps per second over the last ~2 s of step events (0 when idle)."""
+        if self.replay is not None:  # in the recording's time
+            return self.timeline.steps_per_second(self.replay.recorded_now())
         return self.timeline.steps_per_second()
+
+    def _reason(self) -> str:
+        """The supervisor's reason; in a replay the replayed run's state, then "done"."""
+        if self.replay is None:
+            return self.supervisor.reason
+        timeline = self.timeline
+        text = timeline.state + (f": {timeline.reason}" if timeline.reason else "")
+        return text + (" (replay done)" if self.replay.done else "")
 
     def status_text(self) -> str:
         supervisor, timeline = self.supervisor, self.timeline
@@ -179,6 +216,7 @@ class RunController(QObject):
         attempt = max(supervisor.attempt, timeline.attempt, 0)
         text = (f"{self._state_name()} · attempt {attempt} · "
                 f"step {timeline.last_step}{total} · {self.steps_per_second():.0f} steps/s")
-        if supervisor.reason:
-            text += f" · {supervisor.reason}"
+        reason = self._reason()
+        if reason:
+            text += f" · {reason}"
         return text

@@ -301,6 +301,24 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"ftgui — {Path(run_dir).name}")
         self.controller.tick()
 
+    def replay_run(self, run_dir: Path, speed: float = 1.0) -> bool:
+        """Play a finished run's events into the window at `speed` (read-only); False with
+        the reason shown if refused."""
+        from ftgui.core.replay import ReplayClock
+
+        try:
+            self.controller.open(Path(run_dir), replay=ReplayClock.from_run(run_dir, speed))
+            config = self.controller.supervisor.config
+        except (ConfigError, RuntimeError, OSError) as exc:
+            self._refuse(exc)
+            return False
+        if config is not None:
+            self.panel.set_config(config)
+        self.panel.run_dir_edit.setText(str(Path(run_dir).absolute()))
+        self.setWindowTitle(f"ftgui — {Path(run_dir).name} (replay)")
+        self._on_state(*self.controller.state)
+        return True
+
     def inspect_checkpoint(self, step: int, export: Path | None = None) -> CheckpointJob:
         """Inspect (and evaluate, or export) checkpoint `step` in a helper process; the
         result opens in a dialog (or the status bar says where the model went)."""
@@ -390,6 +408,12 @@ class MainWindow(QMainWindow):
         self.panel.set_editable(not live and state != "busy")
         theme.set_state(self.state_label, state)  # its colour
         self.state_label.setText(state + (f" — {reason}" if reason else ""))
+        if self.controller.replay is not None:  # a replay is read-only
+            for button in (self.start_button, self.kill_button, self.preempt_button,
+                           self.resume_button, self.checkpoint_button):
+                button.setEnabled(False)
+            self.table.resume_enabled = False
+            self.panel.set_editable(False)
 
     # ------------------------------------------------------------ settings and closing
     def _restore_settings(self) -> None:

@@ -1,8 +1,9 @@
 """The Run menu's run-history entries and what they do: Runs… (the Runs dock: open a run, overlay
-other runs' loss curves on the plot), Clear overlays, Export curves as CSV… and Export plot as PNG….
+other runs' loss curves on the plot), Clear overlays, Compare (the comparison view), Replay…,
+Export curves as CSV…, Export plot as PNG… and Export report….
 
-`RunHistory` uses only the window's public side: `open_run(path)`, `run_dir()`, `plot`,
-`settings`, its dock area and its status bar.
+`RunHistory` uses only the window's public side: `open_run(path)`, `replay_run(path, speed)`,
+`run_dir()`, `plot`, `settings`, its dock area and its status bar.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMenu
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMenu
 
-from ftgui.core import export, runs
+from ftgui.core import export, report, runs
+from ftgui.core.config import ConfigError
+from ftgui.core.replay import MAX_SPEED
 from ftgui.core.runs import RunSummary
 from ftgui.qt.runs_dock import RunsDock
 
@@ -40,9 +43,11 @@ def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
 
 
 class RunHistory:
-    """The window's run-history features: the Runs dock (hidden until Run → Runs…) and the Run
-    menu entries `runsAction`, `clearOverlaysAction`, `exportCsvAction` and `exportPngAction`,
-    inserted into `menu` before the action `before`."""
+    """The window's run-history features: the Runs dock (hidden until Run → Runs…), the
+    comparison view (`compare_view`, created when first asked for) and the Run menu entries
+    `runsAction`, `clearOverlaysAction`, `compareAction`, `replayAction`, `exportCsvAction`,
+    `exportPngAction` and `exportReportAction`, inserted into `menu` before the action
+    `before`."""
 
     def __init__(self, window, menu: QMenu, before: QAction | None = None):
         self.window = window
@@ -52,6 +57,8 @@ class RunHistory:
         self.dock.openRequested.connect(self.open)
         self.dock.overlayRequested.connect(self.overlay)
         self.dock.clearOverlaysRequested.connect(self.clear_overlays)
+        self.dock.compareRequested.connect(self.compare)
+        self.compare_view = None
 
         self.runs_action = _action(window, "runsAction", "&Runs…", self.show_runs,
                                    QKeySequence("Ctrl+R"))
@@ -61,11 +68,17 @@ class RunHistory:
                                   self._ask_csv)
         self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
                                   self._ask_png)
+        self.compare_action = _action(window, "compareAction", "Co&mpare",
+                                      self._compare_selected)
+        self.replay_action = _action(window, "replayAction", "Re&play…", self._ask_replay)
+        self.report_action = _action(window, "exportReportAction", "Export &report…",
+                                     self._ask_report)
         menu.insertSeparator(before)
-        for action in (self.runs_action, self.clear_action):
+        for action in (self.runs_action, self.clear_action, self.compare_action,
+                       self.replay_action):
             menu.insertAction(before, action)
         menu.insertSeparator(before)
-        for action in (self.csv_action, self.png_action):
+        for action in (self.csv_action, self.png_action, self.report_action):
             menu.insertAction(before, action)
         menu.insertSeparator(before)
 
@@ -94,6 +107,45 @@ class RunHistory:
     def clear_overlays(self, *_checked) -> None:
         self.window.plot.clear_overlays()
 
+    # ------------------------------------------------------------ compare and replay
+    def compare(self, selected: list[RunSummary]):
+        """Show `selected` in the comparison view (created on first use); returns the view."""
+        from ftgui.qt.compare_view import CompareView  # pyqtgraph, when first asked for
+
+        if self.compare_view is None:
+            self.compare_view = CompareView(self.window)
+        problems = self.compare_view.show_runs(selected)
+        if problems:
+            self._say("; ".join(problems))
+        self.compare_view.show()
+        self.compare_view.raise_()
+        return self.compare_view
+
+    def _compare_selected(self) -> None:
+        selected = self.dock.selected_runs() if self.dock.isVisible() else []
+        if len(selected) >= 2:
+            self.compare(selected)
+            return
+        self.show_runs()
+        self._say("select two or more runs in the Runs dock, then press Compare")
+
+    def replay(self, run_dir: Path, speed: float) -> bool:
+        """Play `run_dir` into the window at `speed` (read-only); False if refused."""
+        ok = self.window.replay_run(run_dir, speed)
+        if ok:
+            self._say(f"replaying {run_dir.name} at ×{speed:g}; open it to stop the replay")
+        return ok
+
+    def _ask_replay(self) -> None:
+        start = self.window.run_dir() or runs.runs_root()
+        path = QFileDialog.getExistingDirectory(self.window, "Replay run", str(start))
+        if not path:
+            return
+        speed, ok = QInputDialog.getDouble(self.window, "Replay", "Speed (× real time):",
+                                           1.0, 0.01, MAX_SPEED, 2)
+        if ok:
+            self.replay(Path(path), speed)
+
     # ------------------------------------------------------------ export
     def export_csv(self, path: Path) -> bool:
         """Write the open run's curves to `path` (see `ftgui.core.export`); False if refused."""
@@ -114,6 +166,27 @@ class RunHistory:
         ok = self.window.plot.grab().save(str(path), "PNG")
         self._say(f"saved the plot to {path}" if ok else f"could not write {path}")
         return ok
+
+    def export_report(self, path: Path) -> bool:
+        """Write the open run's HTML report (`ftgui.core.report`) to `path`; False if
+        refused."""
+        run_dir = self.window.run_dir()
+        try:
+            if run_dir is None:
+                raise ConfigError("no run is open")
+            report.write_report(run_dir, path)
+        except (ConfigError, OSError) as exc:
+            self._say(f"no report written: {exc}")
+            return False
+        self._say(f"wrote the report to {path}")
+        return True
+
+    def _ask_report(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export report",
+                                              self._suggested("-report.html"),
+                                              "HTML (*.html)")
+        if path:
+            self.export_report(Path(path))
 
     def _say(self, message: str) -> None:
         self.window.statusBar().showMessage(message, MESSAGE_MS)

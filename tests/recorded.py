@@ -1,0 +1,60 @@
+"""Hand-written recordings of runs (no TensorFlow): config.toml and events.jsonl laid out as the
+supervisor and trainer write them, with exact times so that every figure is known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ftgui.core import config as configmod
+from ftgui.core.config import RunConfig
+from ftgui.core.events import EventWriter
+
+T0 = 1_700_000_000.0
+
+
+def crash_and_recovery(run_dir: Path, step_seconds: float = 0.1, kill_at: int = 12,
+                       every: int = 10, steps: int = 20, stall: float = 0.05) -> Path:
+    """A run killed after step `kill_at` and recovered automatically from checkpoint
+    `every`·k: one step per `step_seconds` from T0 + 1, a checkpoint every `every` steps
+    (each stalled training `stall` s, the save itself took 0.8 of that), the kill 0.05 s after
+    step `kill_at`, the exit 0.05 s later, the first new step 2 s after the exit."""
+    configmod.save(run_dir, RunConfig(steps=steps, checkpoint_every=every, auto_recover=True))
+    restored = kill_at - kill_at % every
+    with EventWriter(run_dir, 0) as writer:
+        writer.emit("run_started", time=T0, config={"strategy": "mirrored", "steps": steps})
+        writer.emit("process_started", time=T0 + 0.1, role="chief", index=0, pid=101)
+        writer.emit("training_started", time=T0 + 0.9, role="chief", index=0, start_step=0,
+                    strategy="mirrored", replicas=2)
+        now = _steps(writer, 1, kill_at, T0 + 1.0, step_seconds, every, stall)
+        writer.emit("fault_injected", time=now + 0.05, kind="kill", target="chief",
+                    step=kill_at - 1, source="user")
+        writer.emit("process_exited", time=now + 0.1, role="chief", index=0, pid=101,
+                    signal=9, signal_name="SIGKILL", decisive=True, chief=True)
+        writer.emit("recovery_scheduled", time=now + 0.11, delay=1.0, restart=1)
+    with EventWriter(run_dir, 1) as writer:
+        writer.emit("process_started", time=now + 1.2, role="chief", index=0, pid=102,
+                    restore=f"checkpoints/ckpt-{restored}")
+        writer.emit("training_started", time=now + 1.9, role="chief", index=0,
+                    start_step=restored, strategy="mirrored", replicas=2)
+        writer.emit("resumed", time=now + 1.95, from_step=restored,
+                    checkpoint=f"checkpoints/ckpt-{restored}")
+        end = _steps(writer, restored + 1, steps, now + 2.1, step_seconds, every, stall)
+        writer.emit("run_finished", time=end + 0.01, step=steps, loss=1.0 / steps)
+        writer.emit("process_exited", time=end + 0.02, role="chief", index=0, pid=102,
+                    exit_code=0, decisive=True, chief=True)
+    return run_dir
+
+
+def _steps(writer, first: int, last: int, start: float, step_seconds: float, every: int,
+           stall: float) -> float:
+    """Steps `first` … `last` (loss 1/step), one per `step_seconds` from `start`, with a
+    checkpoint after each multiple of `every`; returns the time of the last step."""
+    when = start
+    for step in range(first, last + 1):
+        when = start + (step - first) * step_seconds
+        writer.emit("step", time=when, step=step, loss=1.0 / step, epoch=0)
+        if step % every == 0:
+            writer.emit("checkpoint_saved", time=when + 0.01, step=step,
+                        path=f"checkpoints/ckpt-{step}", loss=1.0 / step, size=1000,
+                        save_seconds=0.8 * stall, stall_seconds=stall, requested=False)
+    return when
