@@ -17,14 +17,10 @@ from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.actions.faults import FaultHooks, Faults
 from ftgui.training.actions.rollback import MAX_ROLLBACKS, NanRollback, refusal
 from ftgui.training.actions.step_events import StepEvents
-from ftgui.training.loop import TrainingLoop, agreed_requests, chunk_end
+from ftgui.training.loop import TrainingLoop, agreed_requests, scheduled_chunk_end
 from ftgui.training.signals import Requests
 
 # ----------------------------------------------------------------- pure decisions
-
-
-def test_a_synchronous_chunk_is_one_step():
-    assert chunk_end(7, last_step=60, checkpoint_every=10, fault_steps=[8], chunked=False) == 8
 
 
 @pytest.mark.parametrize(("step", "fault_steps", "end"), [
@@ -35,8 +31,8 @@ def test_a_synchronous_chunk_is_one_step():
     (54, [], 55),
 ])
 def test_a_scheduled_chunk_ends_at_the_next_checkpoint_fault_or_the_end(step, fault_steps, end):
-    assert chunk_end(step, last_step=55, checkpoint_every=10, fault_steps=fault_steps,
-                     chunked=True) == end
+    assert scheduled_chunk_end(step, last_step=55, checkpoint_every=10,
+                               fault_steps=fault_steps) == end
 
 
 @pytest.mark.parametrize(("agreed", "local", "alone", "step", "expected"), [
@@ -254,3 +250,20 @@ def test_a_resumed_loop_starts_after_its_checkpoint(tmp_path):
         assert loop.run() == exitcodes.FINISHED
     assert model.ran == [10, 11, 12]
     assert [e["step"] for e in events.read_all(tmp_path)] == [10, 11, 12, 12]
+
+
+def test_a_scheduling_runner_gets_the_steps_up_to_the_next_checkpoint_or_fault_at_once(
+    tmp_path,
+):
+    model = FakeModel()
+    model.chunked = True
+    chunks = []
+    run = model.run
+    model.run = lambda batches, requests, poison: (chunks.append(
+        [step for [step] in batches]), run(batches, requests, poison))[1]
+    with events.EventWriter(tmp_path, attempt=0) as writer:
+        loop, saves = make_loop(tmp_path, writer, model, [("nan", 5, "chief")], last_step=8)
+        assert loop.run() == exitcodes.FINISHED
+    # after the rollback to 3 the chunk still ends at the planned fault (replayed clean)
+    assert chunks == [[1, 2, 3], [4, 5], [4, 5], [6], [7, 8]]
+    assert saves.seen == [("saved", 3), ("saved", 6), ("end", 8), ("close",)]

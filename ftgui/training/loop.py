@@ -14,19 +14,17 @@ import math
 import time
 
 from ftgui.core import exitcodes
-from ftgui.training.actions import Action, ChunkOutput, Exit, Rewind, StepOutput
+from ftgui.training.actions import Action, ChunkOutput, Exit, Rewind, StepOutput, overriding
 from ftgui.training.actions.faults import FaultHooks
 
 REPORT_EVERY = 50  # steps between two progress lines in the process log
 
 
-def chunk_end(step: int, last_step: int, checkpoint_every: int, fault_steps: list[int],
-              chunked: bool) -> int:
-    """The last global step of the chunk that follows `step`: `step + 1`, or for a chunked
-    runner the nearest of the run's `last_step`, the next multiple of `checkpoint_every` and
-    the planned `fault_steps` after `step`."""
-    if not chunked:
-        return step + 1
+def scheduled_chunk_end(step: int, last_step: int, checkpoint_every: int,
+                        fault_steps: list[int]) -> int:
+    """The last global step of the chunk a scheduling runner (parameter server) takes after
+    `step`: the nearest of the run's `last_step`, the next multiple of `checkpoint_every` and
+    the planned `fault_steps` after `step`. (Other runners take one step at a time.)"""
     return min([last_step, (step // checkpoint_every + 1) * checkpoint_every, *fault_steps])
 
 
@@ -61,6 +59,10 @@ class TrainingLoop:
         self.last_step, self.checkpoint_every = last_step, checkpoint_every
         self.start_step, self.faults, self.actions = start_step, faults, actions
         self.requests, self.may_stop_alone = requests, may_stop_alone
+        # Only the hooks an action overrides are called: the step path pays for no no-ops.
+        self._ran, self._after_step_hooks = overriding(actions, "ran"), overriding(actions,
+                                                                                  "__call__")
+        self._after_chunk_hooks = overriding(actions, "after_chunk")
 
     def run(self) -> int:
         """Train to the last step or to an exit; every action is closed however it ends."""
@@ -68,12 +70,12 @@ class TrainingLoop:
         try:
             code, last = self._train()
         finally:
-            for action in reversed(self.actions):
-                action.close()
+            for close in reversed(overriding(self.actions, "close")):
+                close()
         if code is not None:
             return code
-        for action in self.actions:
-            action.finished(last, time.perf_counter() - started)
+        for finished in overriding(self.actions, "finished"):
+            finished(last, time.perf_counter() - started)
         print(f"finished at step {last.step}, loss {last.loss:.6f}", flush=True)
         return exitcodes.FINISHED
 
@@ -82,15 +84,15 @@ class TrainingLoop:
         step, loss = self.start_step, math.nan
         last_report = (step, time.perf_counter())
         while step < self.last_step:
-            last = chunk_end(step, self.last_step, self.checkpoint_every,
-                             self.faults.faults.steps(after=step), self.runner.chunked)
+            last = step + 1 if not self.runner.chunked else scheduled_chunk_end(
+                step, self.last_step, self.checkpoint_every, self.faults.planned_after(step))
             steps = range(step + 1, last + 1)
             indices = [self.batches.indices(s) for s in steps]
             poison = self.faults.poison(steps)
             self.faults.arm_preemption(last)
             losses, agreed = self.runner.run(indices, self.requests.pending, poison)
-            for action in self.actions:
-                action.ran(steps)
+            for ran in self._ran:
+                ran(steps)
             answer = None
             for loss in losses:
                 step += 1
@@ -111,20 +113,20 @@ class TrainingLoop:
             answer = self._after_chunk(ChunkOutput(step, loss, stop, save))
             if answer is not None:
                 return answer.code, StepOutput(step, loss)
-        for action in self.actions:
-            action.end(StepOutput(step, loss))
+        for end in overriding(self.actions, "end"):
+            end(StepOutput(step, loss))
         return None, StepOutput(step, loss)
 
     def _after_step(self, output: StepOutput) -> Rewind | Exit | None:
-        for action in self.actions:
+        for action in self._after_step_hooks:
             answer = action(output)
             if answer is not None:
                 return answer
         return None
 
     def _after_chunk(self, output: ChunkOutput) -> Exit | None:
-        for action in self.actions:
-            answer = action.after_chunk(output)
+        for after_chunk in self._after_chunk_hooks:
+            answer = after_chunk(output)
             if answer is not None:
                 return answer
         return None

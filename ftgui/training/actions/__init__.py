@@ -22,19 +22,19 @@ tested without it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class StepOutput:
+class StepOutput(NamedTuple):
     """What one global step produced: its number (1-based) and its loss (the mean over the
-    global batch; NaN or inf when the numerics failed)."""
+    global batch; NaN or inf when the numerics failed). A tuple: made every step, it must
+    cost next to nothing."""
 
     step: int
     loss: float
 
 
-@dataclass(frozen=True)
-class ChunkOutput:
+class ChunkOutput(NamedTuple):
     """The last step of a chunk and its loss, and what every process agreed to do after it:
     `stop` (a preemption: save this step and exit) and `save` (a checkpoint was requested)."""
 
@@ -59,7 +59,8 @@ class Exit:
 
 
 class Action:
-    """Base of the actions: every hook does nothing unless overridden (see the package doc)."""
+    """Base of the actions: every hook does nothing unless overridden (see the package doc);
+    the loop calls only the hooks an action overrides."""
 
     def ran(self, steps: range) -> None:
         """The global steps `steps` ran; their outputs are about to be handed out."""
@@ -80,3 +81,9 @@ class Action:
 
     def finished(self, output: StepOutput, seconds: float) -> None:
         """The run reached its last step `output.step` after `seconds` of training."""
+
+
+def overriding(actions: list[Action], hook: str) -> list:
+    """The bound `hook` methods of those `actions` that override it, in list order."""
+    return [getattr(action, hook) for action in actions
+            if getattr(type(action), hook) is not getattr(Action, hook)]

@@ -62,12 +62,24 @@ class FaultHooks(Action):
         self.faults, self.events, self.requests = faults, events, requests
         self.wait_for_save, self.send_signal = wait_for_save, send_signal
         self._poisoned_steps: set[int] = set()
+        # Looked up every step: sets, so that a step without a fault costs a lookup.
+        self._steps = {kind: {step for planned_kind, step, _ in faults.planned
+                              if planned_kind == kind}
+                       for kind in ("nan", "preempt")}
+        self._signal_steps = {step for kind, step, _ in faults.planned
+                              if kind in dict(SIGNALS_AFTER_STEP)}
+
+    def planned_after(self, step: int) -> list[int]:
+        """The steps after global step `step` at which a fault is planned."""
+        return self.faults.steps(after=step)
 
     def poison(self, steps: range) -> list[bool]:
         """For each global step in `steps`: whether to poison its loss with NaN."""
         return [self._poisoned(step) for step in steps]
 
     def _poisoned(self, step: int) -> bool:
+        if step not in self._steps["nan"]:
+            return False
         target = self.faults.at(step, "nan")
         if target is None or step in self._poisoned_steps:
             return False
@@ -78,12 +90,14 @@ class FaultHooks(Action):
     def arm_preemption(self, last: int) -> None:
         """A preemption planned at step `last` (the end of the coming chunk) is requested
         before that step runs, so that every worker learns it in that step and saves it."""
-        target = self.faults.at(last, "preempt")
+        target = self.faults.at(last, "preempt") if last in self._steps["preempt"] else None
         if target is not None:
             self._injected("preempt", target, last)
             self.requests.stop = True
 
     def __call__(self, output: StepOutput) -> None:
+        if output.step not in self._signal_steps:
+            return None
         for kind, signum, target in self.faults.signals_after(output.step):
             self.wait_for_save()
             self._injected(kind, target, output.step)
