@@ -17,7 +17,7 @@
    `tf.train.Checkpoint.write`, and the validation forward pass ftgui runs after each save).
    Also `Checkpoint.write` traced once inside a `tf.function` (the cheaper save it suggests).
 3. ftgui's own trainer run by benchmarks/trainer_timed.py (timers wrapped around
-   `TrainingLoop.save` and what it calls; 300 steps, checkpoint every 10): median per call.
+   `CheckpointAction.save` and what it calls; 300 steps, checkpoint every 10): median per call.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def inprocess(reps: int) -> dict:
 
 # ----------------------------------------------------------------------------- breakdown part
 def breakdown(work: Path, steps: int) -> list[str]:
-    """ftgui's own trainer with timers around TrainingLoop.save and what it calls."""
+    """ftgui's own trainer with timers around CheckpointAction.save and what it calls."""
     from ftgui.core import config as configmod
     from ftgui.core.trainer_command import trainer_args
 
@@ -168,9 +168,9 @@ def breakdown(work: Path, steps: int) -> list[str]:
     data = json.loads(result.stdout.rsplit("TIMINGS ", 1)[1].splitlines()[0])
     timings = data["timings"]
     lines = []
-    order = ["TrainingLoop.save", "save/OneWriter.wait", "save/ShadowState.take",
+    order = ["CheckpointAction.save", "save/OneWriter.wait", "save/ShadowState.take",
              "save/train.CheckpointManager.save", "save/TrainState.evaluate",
-             "TrainingLoop._complete_save", "ShadowState.write", "ShadowState.evaluate",
+             "CheckpointAction._complete_save", "ShadowState.write", "ShadowState.evaluate",
              "list_checkpoints", "write_metadata", "tf_files",
              "TrainState.train_step", "EventWriter.emit", "StepBatches.indices"]
     for name in order + sorted(set(timings) - set(order)):
@@ -179,7 +179,7 @@ def breakdown(work: Path, steps: int) -> list[str]:
             continue
         per_save = ""
         if name.startswith("save/"):
-            saves = len(timings.get("TrainingLoop.save", [])) or 1
+            saves = len(timings.get("CheckpointAction.save", [])) or 1
             per_save = f"  {1000 * sum(values[1:]) / max(saves - 1, 1):6.2f} ms per save"
         lines.append(f"{name:42s} n={len(values):5d}  median {1000 * median(values):7.3f} ms  "
                      f"first {1000 * values[0]:7.2f} ms{per_save}")
@@ -275,7 +275,7 @@ def main() -> int:
                   f"{1000 * f['write']:.1f} ms, "
                   f"{'on a writer thread' if f['background'] else 'on the step path'}")
             if f["step_path"] is not None:
-                print(f"   time the step path spent in TrainingLoop.save (stall_seconds in "
+                print(f"   time the step path spent in CheckpointAction.save (stall_seconds in "
                       f"the events): {1000 * f['step_path']:.2f} ms")
 
         # 2. in-process CheckpointManager.save
@@ -301,7 +301,7 @@ def main() -> int:
         else:
             print(f"   in-process timing failed: {proc.stderr[-500:]}")
 
-        # 3. what ftgui's TrainingLoop.save spends, per call
+        # 3. what ftgui's CheckpointAction.save spends, per call
         breakdown_lines = []
         if not args.no_breakdown:
             print("\n   ftgui's trainer with timers (benchmarks/trainer_timed.py, 300 steps, "

@@ -104,7 +104,7 @@ def inprocess(blocks: int, steps: int) -> dict:
     from ftgui.core.config import RunConfig
     from ftgui.core.events import EventWriter
     from ftgui.training import data as datamod
-    from ftgui.training import loop as loopmod
+    from ftgui.training import step as stepmod
     from ftgui.training.strategies import configure_devices, make_strategy
 
     config = RunConfig()
@@ -113,7 +113,7 @@ def inprocess(blocks: int, steps: int) -> dict:
     tf.config.experimental.enable_op_determinism()
     dataset = datamod.load(config.dataset)
     strategy = make_strategy(config)
-    state = loopmod.TrainState(strategy, config, dataset)
+    state = stepmod.TrainState(strategy, config, dataset)
     model, optimizer, gbs = state.model, state.optimizer, config.global_batch_size
     per = gbs // strategy.num_replicas_in_sync
 
@@ -127,7 +127,7 @@ def inprocess(blocks: int, steps: int) -> dict:
         return lambda ctx: tf.constant(array[ctx.replica_id_in_sync_group * per:
                                              (ctx.replica_id_in_sync_group + 1) * per])
 
-    batches = loopmod.StepBatches(len(dataset.x_train), gbs, config.seed)
+    batches = datamod.StepBatches(len(dataset.x_train), gbs, config.seed)
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-inproc-"))
     writer = EventWriter(work, 0)
     try:

@@ -6,7 +6,7 @@ RUN must already hold a config.toml (the benchmarks write one with ftgui.core.co
 Each function in TIMED is wrapped, in this process only, by a timer; at exit one line
 `TIMINGS {json}` gives, per name, the list of call durations in seconds. Names that no longer
 exist in the code are reported under `missing` instead of failing. Calls made inside
-`TrainingLoop.save` are recorded under `save/<name>`, others under `<name>`.
+`CheckpointAction.save` are recorded under `save/<name>`, others under `<name>`.
 """
 
 from __future__ import annotations
@@ -20,25 +20,25 @@ import threading
 import time
 
 TIMED = [
-    ("ftgui.training.loop", "TrainingLoop.save"),
+    ("ftgui.training.actions.checkpoint", "CheckpointAction.save"),
     ("tensorflow", "train.CheckpointManager.save"),
-    ("ftgui.training.loop", "TrainState.evaluate"),
-    ("ftgui.training.loop", "TrainState.train_step"),
+    ("ftgui.training.step", "TrainState.evaluate"),
+    ("ftgui.training.step", "TrainState.train_step"),
     ("ftgui.core.checkpoints", "write_metadata"),
     ("ftgui.core.checkpoints", "list_checkpoints"),
     ("ftgui.core.checkpoints", "tf_files"),
-    ("ftgui.training.loop", "TrainingLoop._complete_save"),
+    ("ftgui.training.actions.checkpoint", "CheckpointAction._complete_save"),
     ("ftgui.training.background_save", "ShadowState.take"),
     ("ftgui.training.background_save", "ShadowState.write"),
     ("ftgui.training.background_save", "ShadowState.evaluate"),
-    ("ftgui.training.background_save", "OneWriter.wait"),
+    ("ftgui.training.checkpoint_writer", "OneWriter.wait"),
     ("ftgui.core.events", "EventWriter.emit"),
     ("ftgui.training.data", "StepBatches.indices"),
     ("ftgui.training.summaries", "Summaries.scalar"),
-    ("ftgui.training.loop", "SyncSteps.run"),
+    ("ftgui.training.step", "SyncSteps.run"),
     ("ftgui.training.loop", "TrainingLoop._after_step"),
-    ("ftgui.training.loop", "TrainingLoop._poisoned"),
-    ("ftgui.training.loop", "TrainingLoop._scheduled_faults"),
+    ("ftgui.training.actions.faults", "FaultHooks.poison"),
+    ("ftgui.training.actions.faults", "FaultHooks.__call__"),
 ]
 
 timings: dict[str, list[float]] = {}
@@ -52,7 +52,7 @@ def _wrap(owner, attr: str, name: str) -> None:
     @functools.wraps(original)
     def timed(*args, **kwargs):
         in_save = getattr(_local, "in_save", False)
-        is_save = name == "TrainingLoop.save"
+        is_save = name == "CheckpointAction.save"
         key = f"save/{name}" if in_save and not is_save else name
         _local.in_save = in_save or is_save
         started = time.perf_counter()

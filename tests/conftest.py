@@ -1,8 +1,10 @@
 """Shared fixtures for the Qt-free tests: one finished training run, and helpers that drive a
-supervisor the way `ftgui train` does (no Qt is imported here)."""
+supervisor the way `ftgui train` does (no Qt is imported here). In a `-m "not tf"` run, a test
+that imports TensorFlow fails (the quick suite must stay quick)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -13,6 +15,31 @@ from ftgui import cli
 from ftgui.core import checkpoints, events
 from ftgui.core import config as configmod
 from ftgui.core.config import RunConfig
+
+
+def _quick_suite(config: pytest.Config) -> bool:
+    """Whether this run is the display-free quick suite, `pytest -m "not tf"`."""
+    return " ".join(config.getoption("markexpr").split()) == "not tf"
+
+
+@pytest.fixture(autouse=True)
+def _no_tensorflow_in_the_quick_suite(request):
+    """Fail the test of a `-m "not tf"` run during which TensorFlow got imported."""
+    imported_before = "tensorflow" in sys.modules
+    yield
+    if _quick_suite(request.config) and not imported_before and "tensorflow" in sys.modules:
+        pytest.fail(f"{request.node.nodeid} imported tensorflow: mark it tf or import less",
+                    pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A `-m "not tf"` run that imported TensorFlow anywhere (also while collecting) fails."""
+    if _quick_suite(session.config) and "tensorflow" in sys.modules:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line('error: tensorflow was imported in a -m "not tf" run')
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 # The run most tests compare against: MirroredStrategy on 2 logical CPUs, digits, MLP, global
 # batch 64, seed 42, 60 steps with a checkpoint every 10 (the defaults keep the newest 5).

@@ -353,7 +353,7 @@ def test_tensorboard_shows_each_step_once_after_a_fork(tmp_path, baseline_run, b
 def test_a_failed_background_save_stops_training_at_the_next_step_and_names_the_checkpoint():
     import time
 
-    from ftgui.training.background_save import CheckpointWriteError, OneWriter, write_error
+    from ftgui.training.checkpoint_writer import CheckpointWriteError, OneWriter, write_error
 
     prefix = Path("/r/checkpoints/ckpt-200")
     tf_message = ("Graph execution error:\n\nDetected at node SaveV2 defined at ...\n"

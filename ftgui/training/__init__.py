@@ -1,1 +1,11 @@
-"""Training processes: the only package of ftgui that imports TensorFlow."""
+"""Training processes: the only package of ftgui that imports TensorFlow.
+
+Where things are (in the shape of TensorFlow's Orbit library): `__main__` starts one training
+process; `step` holds the model, optimizer and traced distributed step; `loop` runs the steps
+and turns what follows into an exit status (no TensorFlow); `actions/` are the small pieces run
+after steps (step events and heartbeats, TensorBoard, NaN rollback, checkpoints, scheduled
+faults); `assemble` puts them together. Beside them: `data`, `models`, `strategies`,
+`parameter_server`, `background_save` and `checkpoint_writer` (checkpoints off the step path),
+`summaries`, `signals`, `fit_loop` (Keras `model.fit`, for comparison), `devices`,
+`inspect_checkpoint`.
+"""

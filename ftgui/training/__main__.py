@@ -86,9 +86,10 @@ def train(run_dir: Path, config, args, events) -> int:
 
     from ftgui.core import checkpoints
     from ftgui.training import data as datamod
+    from ftgui.training.actions.faults import Faults
+    from ftgui.training.assemble import build_loop
     from ftgui.training.background_save import point_state_file, valid_up_to
-    from ftgui.training.loop import Faults, TrainingLoop, TrainState
-    from ftgui.training.restore import restore
+    from ftgui.training.step import TrainState
     from ftgui.training.strategies import configure_devices, make_strategy
 
     import_seconds = time.perf_counter() - _T0
@@ -119,11 +120,11 @@ def train(run_dir: Path, config, args, events) -> int:
     if args.restore:
         restore_started = time.perf_counter()
         try:
-            restore(state.checkpoint, run_dir / args.restore)
+            state.restore(run_dir / args.restore)
         except (tf.errors.OpError, ValueError, AssertionError) as exc:
             return _restore_failed(run_dir, args, events, exc)
         if is_chief:
-            events.emit("resumed", from_step=int(state.step.numpy()), checkpoint=args.restore,
+            events.emit("resumed", from_step=state.global_step, checkpoint=args.restore,
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
     if is_chief:
@@ -131,7 +132,7 @@ def train(run_dir: Path, config, args, events) -> int:
         if removed:
             print(f"removed leftovers of interrupted saves: {', '.join(removed)}", flush=True)
         directory = checkpoints.checkpoint_dir(run_dir)
-        point_state_file(directory, valid_up_to(directory, int(state.step.numpy())))
+        point_state_file(directory, valid_up_to(directory, state.global_step))
     if config.loop == "fit":
         from ftgui.training.fit_loop import run_fit
 
@@ -141,18 +142,17 @@ def train(run_dir: Path, config, args, events) -> int:
                     setup_seconds=time.perf_counter() - _T0)
         return run_fit(state, dataset, config, run_dir, events, Faults(planned_faults(args)))
     try:
-        loop = TrainingLoop(state, dataset, config, run_dir, events,
-                            Faults(planned_faults(args)), runner=runner,
-                            role=args.role, index=args.index, is_chief=is_chief)
+        loop = build_loop(state, dataset, config, run_dir, events, Faults(planned_faults(args)),
+                          runner=runner, role=args.role, index=args.index, is_chief=is_chief)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
-                start_step=int(state.step.numpy()), strategy=config.strategy,
+                start_step=state.global_step, strategy=config.strategy,
                 replicas=strategy.num_replicas_in_sync,
                 devices=_devices_of(strategy),
                 import_seconds=import_seconds, setup_seconds=time.perf_counter() - _T0)
     print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
-          f"starting after step {int(state.step.numpy())}", flush=True)
+          f"starting after step {state.global_step}", flush=True)
     return loop.run()
 
 
@@ -218,7 +218,13 @@ def standby(run_dir: Path) -> int:
     import tensorflow  # noqa: F401
 
     from ftgui.core.events import emit
-    from ftgui.training import data, loop, models, parameter_server, strategies  # noqa: F401
+    from ftgui.training import (  # noqa: F401
+        assemble,
+        data,
+        models,
+        parameter_server,
+        strategies,
+    )
 
     import_seconds = time.perf_counter() - _T0
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds)

@@ -15,11 +15,12 @@ flight; the next one waits for it.
 
 Used for strategies whose variables live in this process (default, one-device, mirrored). In a
 multi-worker or parameter-server cluster a save is collective and stays on the step path.
+The writer thread itself is `checkpoint_writer.OneWriter`; the checkpoint action
+(`actions/checkpoint.py`) puts the two together.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 from pathlib import Path
 
 import keras
@@ -27,20 +28,6 @@ import numpy as np
 import tensorflow as tf
 
 from ftgui.core import checkpoints
-
-
-class CheckpointWriteError(RuntimeError):
-    """A checkpoint could not be written; the message names it and the system's reason."""
-
-
-def write_error(prefix: Path, exc: Exception) -> CheckpointWriteError:
-    """A one-line error for a failed write of checkpoint `prefix`: TensorFlow's traced-write
-    errors start with "Graph execution error:" and give the reason (e.g. `…_temp; Operation
-    not permitted`) only in a later line, which is the one kept."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    reason = next((line for line in reversed(lines) if str(prefix.parent) in line),
-                  lines[-1] if lines else type(exc).__name__)
-    return CheckpointWriteError(f"checkpoint {prefix.name} was not written: {reason}")
 
 
 def loss_and_accuracy(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -114,40 +101,6 @@ class ShadowState:
         for 359 rows; traced was ~2 ms after ~0.12 s of tracing)."""
         logits = self.model(tf.constant(x), training=False)
         return loss_and_accuracy(np.asarray(logits), y)
-
-
-class OneWriter:
-    """Runs one job at a time on a worker thread (concurrent.futures, one worker).
-
-    `submit` first waits for the job in flight; `wait` blocks until it is done and re-raises
-    its exception in the caller's thread, so a failed save stops training instead of passing
-    unnoticed.
-    """
-
-    def __init__(self):
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
-        self._future: concurrent.futures.Future | None = None
-
-    def submit(self, job, *args) -> None:
-        self.wait()
-        self._future = self._pool.submit(job, *args)
-
-    def wait(self) -> None:
-        future, self._future = self._future, None
-        if future is not None:
-            future.result()
-
-    def check(self) -> None:
-        """Re-raise the exception of a job that has already failed; never blocks (call it
-        every step, so that a failed save stops training at once, not at the next save)."""
-        if self._future is not None and self._future.done():
-            self.wait()
-
-    def close(self) -> None:
-        try:
-            self.wait()
-        finally:
-            self._pool.shutdown(wait=False)
 
 
 def point_state_file(directory: Path, valid: list[checkpoints.CheckpointInfo]) -> None:

@@ -1,0 +1,193 @@
+"""Checkpoints of the training state: periodic, requested (SIGUSR1) and at a preemption
+(SIGTERM), numbered by global step, validated, with ftgui's metadata file.
+
+Only the chief writes into `RUN/checkpoints`; the other workers of a MultiWorkerMirroredStrategy
+cluster take part in the collective save into their own scratch folder and delete it. Outside a
+cluster the chief's checkpoints are written in the background (`background_save`): the step
+path only copies the variables, so `validation` and `checkpoint_saved` of step N can follow a
+few `step` events after N. Before a preemption exit, a rollback, a scheduled kill or hang and
+the end of the run, the save in flight is waited for (`wait`): the same fault schedule always
+recovers from the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import tensorflow as tf
+
+from ftgui.core import checkpoints, exitcodes
+from ftgui.core.config import RunConfig
+from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
+from ftgui.training.background_save import ShadowState, point_state_file
+from ftgui.training.checkpoint_writer import OneWriter, write_error
+from ftgui.training.data import Dataset
+
+
+def due(step: int, every: int, last_step: int) -> bool:
+    """Whether global step `step` gets a periodic checkpoint: every `every` steps and at the
+    run's `last_step`."""
+    return step % every == 0 or step == last_step
+
+
+class CheckpointAction(Action):
+    """Saves the `state` (a `step.TrainState`) of this process.
+
+    After a step: a periodic save when `due`. After a chunk: a preemption save of its last
+    step (then `Exit(PREEMPTED)`), else a requested save. Events written by the chief:
+    `validation` (step, val_loss, val_accuracy), `checkpoint_saved` (step, path, loss, size in
+    bytes, save_seconds, stall_seconds, requested, background) and `preempted` (step,
+    checkpoint). `summaries` receives val_loss and val_accuracy and is flushed after each save.
+    """
+
+    def __init__(self, state, data: Dataset, config: RunConfig, run_dir: Path, events,
+                 summaries, epoch_of: Callable[[int], int], is_chief: bool,
+                 role: str = "chief", index: int = 0):
+        self.state, self.data, self.config = state, data, config
+        self.events, self.summaries, self.epoch_of = events, summaries, epoch_of
+        self.is_chief = is_chief
+        self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
+                          else run_dir / "scratch" / f"{role}-{index}")
+        self.shadow, self.writer, self.manager = None, None, None
+        if is_chief and not state.saves_collectively:
+            self.shadow = ShadowState(state, config.model, data.input_shape, data.num_classes,
+                                      config.learning_rate)
+            self.writer = OneWriter()
+        else:
+            self.manager = tf.train.CheckpointManager(
+                state.checkpoint, directory=str(checkpoints.tf_path(self.directory)),
+                max_to_keep=config.keep if is_chief else 1,
+                checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
+            )
+        self.last_saved = -1
+        self._warmed = False
+
+    def ran(self, steps: range) -> None:
+        if self.writer is None:
+            return
+        self.writer.check()  # a failed background save stops training now
+        if not self._warmed:
+            # after the first step, never before it: a recovery waits for that step
+            self._warmed = True
+            self.writer.submit(self.shadow.warm_up)
+
+    def __call__(self, output: StepOutput) -> None:
+        if due(output.step, self.config.checkpoint_every, self.config.steps):
+            self.save(output.step, output.loss)
+        return None
+
+    def after_chunk(self, output: ChunkOutput) -> Exit | None:
+        if output.stop:
+            return self.preempt(output.step, output.loss)
+        if output.save:
+            self.save(output.step, output.loss, requested=True)
+        return None
+
+    def preempt(self, step: int, loss: float) -> Exit:
+        """Save global step `step`, wait until it is on disk, report it; `Exit(PREEMPTED)`."""
+        self.save(step, loss)
+        self.wait()
+        if self.is_chief:
+            self.events.emit("preempted", step=step,
+                             checkpoint=f"{checkpoints.CHECKPOINT_DIR}/ckpt-{step}")
+        print(f"preempted: saved step {step}, exiting", flush=True)
+        return Exit(exitcodes.PREEMPTED)
+
+    def end(self, output: StepOutput) -> None:
+        self.wait()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self._remove_scratch()
+
+    def save(self, step: int, loss: float, requested: bool = False) -> None:
+        """Checkpoint at `step` (numbered by step); on the chief also validate and write the
+        metadata file. Every worker of a cluster must call it at the same steps. Outside a
+        cluster it returns once the variables are copied; the files follow on the writer
+        thread (`wait` waits for them)."""
+        if step == self.last_saved:
+            return
+        self.last_saved = step
+        if not self.is_chief:
+            self.manager.save(checkpoint_number=step)
+            self._remove_scratch()
+            return
+        began = time.perf_counter()
+        fields = {"loss": loss, "time": time.time(), "epoch": self.epoch_of(step),
+                  "requested": requested}
+        if self.writer is None:
+            self._complete_save(step, fields, began)
+            return
+        self.writer.wait()  # at most one checkpoint in flight
+        self.shadow.take()
+        self.writer.submit(self._complete_save, step, fields, None,
+                           time.perf_counter() - began)
+
+    def wait(self) -> None:
+        """Block until the checkpoint in flight (if any) is written; re-raise its error."""
+        if self.writer is not None:
+            self.writer.wait()
+
+    def _complete_save(self, step: int, fields: dict, began: float | None,
+                       stall_seconds: float | None = None) -> None:
+        """Write checkpoint `step` (the shadow copy, or the real state through the manager),
+        validate it, write its metadata and report it. `began`: when the step path started
+        the save (it stalls until this returns), else `stall_seconds` is how long it did."""
+        prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
+        checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
+        checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
+        started = time.perf_counter()
+        if self.shadow is not None:
+            try:
+                self.shadow.write(prefix)
+            except (tf.errors.OpError, OSError) as exc:
+                raise write_error(prefix, exc) from exc
+        else:
+            before = set(self.manager.checkpoints)
+            self.manager.save(checkpoint_number=step)
+            dropped = before - set(self.manager.checkpoints)
+        save_seconds = time.perf_counter() - started
+        val_loss, val_accuracy = (self.shadow or self.state).evaluate(self.data.x_val,
+                                                                      self.data.y_val)
+        # The events go first: a kill right after the metadata (which makes the checkpoint
+        # valid) must not leave a valid checkpoint whose validation was never reported.
+        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
+        self.summaries.scalar("val_loss", val_loss, step)
+        self.summaries.scalar("val_accuracy", val_accuracy, step)
+        checkpoints.write_metadata(
+            prefix, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
+            time=fields["time"], epoch=fields["epoch"], strategy=self.config.strategy,
+            replicas=self.state.strategy.num_replicas_in_sync,
+            global_batch_size=self.config.global_batch_size,
+        )
+        size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
+        if began is not None:
+            stall_seconds = time.perf_counter() - began
+        self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
+                         loss=fields["loss"], size=size, save_seconds=save_seconds,
+                         stall_seconds=stall_seconds, requested=fields["requested"],
+                         background=self.shadow is not None)
+        if self.shadow is not None:
+            point_state_file(self.directory,
+                             checkpoints.keep_newest(self.directory, self.config.keep, step))
+        else:
+            self._drop_metadata(dropped)
+        self.summaries.flush()
+
+    def _remove_scratch(self) -> None:
+        if not self.is_chief:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            try:
+                self.directory.parent.rmdir()  # RUN/scratch, once no worker uses it
+            except OSError:
+                pass
+
+    def _drop_metadata(self, dropped: set[str]) -> None:
+        # CheckpointManager deletes old checkpoints beyond max_to_keep but not our metadata.
+        for prefix in map(Path, dropped):
+            if not checkpoints.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
+                checkpoints.meta_path(prefix).unlink(missing_ok=True)

@@ -1,0 +1,67 @@
+"""NaN rollback: a non-finite loss is never checkpointed; the process restores the newest valid
+checkpoint before it and trains on from there."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from ftgui.core import checkpoints, exitcodes
+from ftgui.training.actions import Action, Exit, Rewind, StepOutput
+
+MAX_ROLLBACKS = 3  # a loss that is non-finite again after this many rollbacks is not transient
+
+
+def refusal(found_checkpoint: bool, rollbacks: int, max_rollbacks: int = MAX_ROLLBACKS
+            ) -> str | None:
+    """Why the `rollbacks`-th rollback of this process (1 for the first) must not happen, as
+    the end of the sentence "non-finite loss and …"; None when it may."""
+    if not found_checkpoint:
+        return "no valid checkpoint"
+    if rollbacks > max_rollbacks:
+        return f"{max_rollbacks} rollbacks"
+    return None
+
+
+class NanRollback(Action):
+    """After a step with a non-finite loss: the chief writes `non_finite_loss` (step); every
+    process waits for the save in flight, restores the newest valid checkpoint of an earlier
+    step with `restore(prefix) -> step`, restarts the TensorBoard log after it and answers
+    `Rewind(step)` (the chief writes `rolled_back`: from_step, to_step, checkpoint). Without
+    such a checkpoint, or after `MAX_ROLLBACKS`, it answers `Exit(NON_FINITE)`.
+
+    The later actions (checkpoint, faults) do not see the poisoned step.
+    """
+
+    def __init__(self, run_dir: Path, events, summaries, restore: Callable[[Path], int],
+                 wait_for_save: Callable[[], None], is_chief: bool):
+        self.run_dir, self.events, self.summaries = run_dir, events, summaries
+        self.restore, self.wait_for_save, self.is_chief = restore, wait_for_save, is_chief
+        self.rollbacks = 0
+
+    def __call__(self, output: StepOutput) -> Rewind | Exit | None:
+        if math.isfinite(output.loss):
+            return None
+        if self.is_chief:
+            self.events.emit("non_finite_loss", step=output.step)
+        print(f"step {output.step}: loss is {output.loss}; not checkpointing this state",
+              flush=True)
+        return self.roll_back(output.step)
+
+    def roll_back(self, step: int) -> Rewind | Exit:
+        """Restore the newest valid checkpoint before global step `step` in this process."""
+        self.rollbacks += 1
+        self.wait_for_save()
+        info = checkpoints.newest_valid(self.run_dir, at_most=step - 1)
+        why = refusal(info is not None, self.rollbacks)
+        if why is not None:
+            print(f"step {step}: non-finite loss and {why}; stopping", flush=True)
+            return Exit(exitcodes.NON_FINITE)
+        restored = self.restore(info.prefix)
+        self.summaries.restart_at(restored + 1)
+        if self.is_chief:
+            self.events.emit("rolled_back", from_step=step, to_step=restored,
+                             checkpoint=info.relpath)
+        print(f"rolled back from step {step} to checkpoint {restored}", flush=True)
+        return Rewind(restored)

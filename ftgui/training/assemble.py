@@ -1,0 +1,54 @@
+"""Puts one training process together: the step runner, the actions in their order, the loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ftgui.core.config import RunConfig
+from ftgui.core.events import EventWriter
+from ftgui.training.actions.checkpoint import CheckpointAction
+from ftgui.training.actions.faults import FaultHooks, Faults
+from ftgui.training.actions.rollback import NanRollback
+from ftgui.training.actions.step_events import StepEvents
+from ftgui.training.actions.tensorboard import LossSummary
+from ftgui.training.data import Dataset, StepBatches
+from ftgui.training.loop import TrainingLoop
+from ftgui.training.signals import REQUESTS
+from ftgui.training.step import SyncSteps, TrainState
+from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
+
+
+def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
+               events: EventWriter, faults: Faults, runner=None, role: str = "chief",
+               index: int = 0, is_chief: bool = True) -> TrainingLoop:
+    """The loop that trains `state` from its global step to `config.steps` in this process.
+
+    Only the chief writes `step` events, checkpoints into `RUN/checkpoints`, validation and
+    TensorBoard summaries; another worker writes heartbeats and saves into its scratch folder.
+    `runner`: the step runner (default `SyncSteps`; `parameter_server.ScheduledSteps` for a
+    coordinator). Raises ValueError when the global batch is larger than the training split.
+
+    After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
+    NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, scheduled
+    kill or hang (after the checkpoint, so that the same schedule recovers the same way).
+    """
+    batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
+    start_step = state.global_step
+    summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
+    checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
+                                  batches.epoch_of, is_chief, role, index)
+    fault_hooks = FaultHooks(faults, events, REQUESTS, checkpoint.wait)
+    actions = [
+        StepEvents(events, batches.epoch_of, is_chief, role, index),
+        LossSummary(summaries, start_step),
+        NanRollback(run_dir, events, summaries, state.restore, checkpoint.wait, is_chief),
+        checkpoint,
+        fault_hooks,
+    ]
+    return TrainingLoop(
+        runner or SyncSteps(state, data), batches, config.steps, config.checkpoint_every,
+        start_step, fault_hooks, actions, REQUESTS,
+        # A multi-worker process must not stop on its own: the stop flag is all-reduced in
+        # the next step so that every worker saves the same step and exits together.
+        may_stop_alone=config.strategy != "multi-worker",
+    )

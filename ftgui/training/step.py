@@ -1,0 +1,163 @@
+"""The training step: model, optimizer and global step under one strategy, the traced replica
+step under `strategy.run`, and evaluation (the part Orbit calls the trainer).
+
+Shape of a step: the global batch (global_batch_size, ...) is split into `num_replicas` contiguous
+slices; each replica computes `tf.nn.compute_average_loss(per_example, global_batch_size)` and the
+losses are summed with `strategy.reduce(SUM)`, so the loss is the mean over the global batch for
+any replica count (the recipe of the tf.distribute custom-training-loop guide).
+
+Nothing here writes files or events: the loop (`loop.py`) runs the steps, and the actions
+(`actions/`) do everything that follows a step.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ftgui.core.config import RunConfig
+from ftgui.training.background_save import loss_and_accuracy
+from ftgui.training.data import Dataset
+from ftgui.training.restore import restore
+
+
+class TrainState:
+    """Model, optimizer and global step under one strategy, with the replica step function."""
+
+    def __init__(self, strategy: tf.distribute.Strategy, config: RunConfig, data: Dataset):
+        from ftgui.training import models
+
+        self.strategy = strategy
+        self.global_batch_size = config.global_batch_size
+        with strategy.scope():
+            self.model = models.build(config.model, data.input_shape, data.num_classes)
+            self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
+            # Built eagerly: Adam's slots created inside tf.function cannot be lifted under
+            # MirroredStrategy in TF 2.21 (DESIGN.md §4).
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self.checkpoint = tf.train.Checkpoint(
+            model=self.model, optimizer=self.optimizer, step=self.step
+        )
+        self._train_step = tf.function(self._distributed_step)
+        # A function of exactly (x, y): traced over the method itself, whose `scale=None`
+        # default is bound on every call, a step cost ~0.3 ms more (bench_training_overhead).
+        self._plain_step = tf.function(lambda x, y: self._distributed_plain_step(x, y))
+        self._poisoned_step = tf.function(
+            lambda x, y: self._distributed_plain_step(x, y, tf.constant(math.nan))
+        )
+        # Only a multi-worker cluster must agree on stop/save requests inside the step; one
+        # process reads its own flags (the extra reduce and fetch cost ~0.7 ms a step).
+        self.agrees_in_step = isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        )
+        # A cluster's variables are saved collectively (every worker, or through the ps):
+        # such a save stays on the step path, without a shadow copy.
+        self.saves_collectively = self.agrees_in_step or isinstance(
+            strategy, tf.distribute.experimental.ParameterServerStrategy
+        )
+        self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
+        self._evaluate = tf.function(self._eval_logits)
+
+    @property
+    def global_step(self) -> int:
+        """The number of global steps this state has taken (read from its variable)."""
+        return int(self.step.numpy())
+
+    def restore(self, prefix: Path) -> int:
+        """Load checkpoint `prefix` (e.g. RUN/checkpoints/ckpt-30) into this state; returns its
+        global step. Raises `tf.errors.OpError`, `ValueError` or `AssertionError` (from
+        `assert_existing_objects_matched`) when the files do not fit or cannot be read."""
+        restore(self.checkpoint, prefix)  # through a path TensorFlow does not glob
+        return self.global_step
+
+    def replica_step(self, x, y, scale=None):
+        """One replica's forward, backward and update on its slice; returns its share of the
+        global-batch mean loss (a scalar). `scale` multiplies the loss: 1.0 (exact, changes no
+        bit) or NaN for an injected numerics fault."""
+        with tf.GradientTape() as tape:
+            logits = self.model(x, training=True)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
+            if scale is not None:
+                loss = loss * scale
+        gradients = tape.gradient(loss, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables, strict=True))
+        return loss
+
+    def _replica_step_with_flag(self, x, y, stop, scale):
+        return self.replica_step(x, y, scale), stop
+
+    def _distributed_step(self, x, y, stop, scale):
+        loss, stop = self.strategy.run(self._replica_step_with_flag, args=(x, y, stop, scale))
+        self.step.assign_add(1)
+        total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        # Every worker learns that one of them was asked to stop (or to save), in the same step.
+        return total, self.strategy.reduce(tf.distribute.ReduceOp.SUM, stop, axis=None)
+
+    def _distributed_plain_step(self, x, y, scale=None):
+        args = (x, y) if scale is None else (x, y, scale)
+        loss = self.strategy.run(self.replica_step, args=args)
+        self.step.assign_add(1)
+        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+
+    def _eval_logits(self, x):
+        return self.model(x, training=False)
+
+    def train_step(self, x_global: np.ndarray, y_global: np.ndarray,
+                   requests: tuple[bool, bool] = (False, False),
+                   poison: bool = False) -> tuple[float, tuple[bool, bool]]:
+        """Run one global step on a global batch (`poison`: inject a NaN into its loss).
+
+        Returns (mean loss over the global batch, whether any replica of any worker passed
+        `stop=True`), so all workers of a cluster stop after the same step.
+        """
+        replicas = self.strategy.num_replicas_in_sync
+
+        def local(context, array):
+            per_replica = len(array) // replicas  # a contiguous slice: a view, no copy
+            first = context.replica_id_in_sync_group * per_replica
+            # tf.constant, not convert_to_tensor: ~0.06 ms less per call (bench_training_overhead)
+            return tf.constant(array[first:first + per_replica])
+
+        distribute = self.strategy.experimental_distribute_values_from_function
+        x = distribute(lambda ctx: local(ctx, x_global))
+        y = distribute(lambda ctx: local(ctx, y_global))
+        if not self.agrees_in_step:
+            step = self._poisoned_step if poison else self._plain_step
+            return float(step(x, y)), tuple(requests)
+        scale = self._scales[bool(poison)]
+        flag = distribute(lambda ctx: tf.constant([int(r) for r in requests], dtype=tf.int32))
+        loss, agreed = self._train_step(x, y, flag, scale)
+        stop_all, save_all = (bool(v) for v in agreed.numpy())
+        return float(loss), (stop_all, save_all)
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """Mean cross-entropy and accuracy (fraction) on (x, y)."""
+        return loss_and_accuracy(self._evaluate(tf.convert_to_tensor(x)).numpy(), y)
+
+
+class SyncSteps:
+    """Runs synchronous strategies one global step at a time (default, one-device, mirrored,
+    multi-worker)."""
+
+    chunked = False
+
+    def __init__(self, state: TrainState, data: Dataset):
+        self.state, self.data = state, data
+
+    def run(self, index_batches: list[np.ndarray], requests: tuple[bool, bool],
+            poison: list[bool]) -> tuple[list[float], tuple[bool, bool]]:
+        """Run the steps of `index_batches` (poisoning those flagged); returns their losses and
+        whether any process asked to (stop, save now)."""
+        losses, agreed = [], (False, False)
+        for indices, bad in zip(index_batches, poison, strict=True):
+            loss, agreed = self.state.train_step(
+                self.data.x_train[indices], self.data.y_train[indices], requests, bad
+            )
+            losses.append(loss)
+        return losses, agreed
