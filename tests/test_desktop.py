@@ -360,7 +360,7 @@ def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
     window.panel.set_config(RunConfig(steps=3000, checkpoint_every=1000))
     assert window.start_run()
     controller = window.controller
-    qtbot.waitUntil(lambda: controller._last_step >= 25, timeout=180_000)
+    qtbot.waitUntil(lambda: controller.timeline.last_step >= 25, timeout=180_000)
     monkeypatch.setattr(QuitGuard, "choose", lambda self: (PREEMPT, False))
 
     window.close()  # asks, preempts, waits for the trainer, then closes
@@ -395,7 +395,7 @@ def test_a_trainer_that_does_not_stop_is_killed_when_the_wait_runs_out(
     window.panel.set_config(RunConfig(steps=3000, checkpoint_every=1000))
     assert window.start_run()
     controller = window.controller
-    qtbot.waitUntil(lambda: controller._last_step >= 5, timeout=180_000)
+    qtbot.waitUntil(lambda: controller.timeline.last_step >= 5, timeout=180_000)
     pids = [p.pid for p in controller.supervisor.processes]
     assert controller.freeze("chief")  # a hung trainer: SIGTERM stays pending
     monkeypatch.setattr(quit_guard, "PREEMPT_TIMEOUT_S", 1.0)

@@ -220,8 +220,10 @@ def test_a_multi_worker_run_in_a_bracketed_path_recovers_and_keeps_its_retention
     seen = events.read_all(run_dir)
     [resumed] = of_kind(seen, "resumed")
     assert (resumed["attempt"], resumed["from_step"]) == (1, 20)
-    assert [e["error"].split(":")[0] for e in of_kind(seen, "training_error")] == [
-        "UnavailableError"]  # worker 1 losing its killed chief, nothing else
+    # worker 1 may report losing its killed chief before ftgui ends it; no other error (a
+    # path TensorFlow globbed would give NotFoundError)
+    assert {e["error"].split(":")[0] for e in of_kind(seen, "training_error")} <= {
+        "UnavailableError"}
     assert sorted(p.name for p in checkpoints.checkpoint_dir(run_dir).iterdir()) == [
         "checkpoint", "ckpt-30.data-00000-of-00001", "ckpt-30.index", "ckpt-30.meta.json",
         "ckpt-40.data-00000-of-00001", "ckpt-40.index", "ckpt-40.meta.json",
