@@ -283,6 +283,11 @@ def style(*widgets: QWidget) -> None:
 
 def set_state(widget: QWidget, state: str) -> None:
     """Set `widget`'s `state` property and restyle it (the stylesheet colours by state)."""
-    widget.setProperty("state", state)
+    set_property(widget, "state", state)
+
+
+def set_property(widget: QWidget, name: str, value) -> None:
+    """Set a property the stylesheet selects on (`state`, `presenting`) and restyle `widget`."""
+    widget.setProperty(name, value)
     widget.style().unpolish(widget)
     widget.style().polish(widget)
