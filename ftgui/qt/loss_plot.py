@@ -100,6 +100,7 @@ class LossPlot(pg.PlotWidget):
         if not on:
             self.getPlotItem().enableAutoRange(y=True)
         self.redraw()
+        self._focus_y()
 
     def _apply_look(self, *_scale) -> None:
         """Fonts, pens and sizes from the theme, at its scale and for the current view."""
@@ -111,6 +112,9 @@ class LossPlot(pg.PlotWidget):
             axis = item.getAxis(side)
             axis.setStyle(tickFont=tick_font, tickTextOffset=round(4 * theme.scale()))
             axis.setTickFont(tick_font)
+            axis.setTextPen(theme.TEXT)  # not pyqtgraph's light grey
+            axis.enableAutoSIPrefix(False)  # "loss (x0.001)" over 0–200 misleads a room
+            axis.setPen(theme.SECONDARY_TEXT)
             self._set_label(side, self._labels[side])
         legend_size = (f"{theme.presenting_px('legend')}px" if presenting
                        else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")

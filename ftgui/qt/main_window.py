@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
-PANEL_MIN_WIDTH = 300  # pixels at scale 1: the settings panel scrolls sideways below this
+PANEL_MIN_WIDTH = 260  # pixels at scale 1: the settings panel scrolls sideways below this
 
 
 class MainWindow(QMainWindow):
@@ -96,8 +96,9 @@ class MainWindow(QMainWindow):
         self.run_history = self.menus.run_history
         self.help_menu = self.menus.help
         self.presentation = Presentation(
-            [self.panel_scroll, self.bottom, self.plot_pane.tools, self.statusBar()],
-            [self.main_splitter, self.right_splitter], [self._present_look])
+            [self.left, self.bottom, self.plot_pane.tools, self.statusBar()],
+            [self.main_splitter, self.right_splitter, self.left, self.bottom],
+            [self._present_look])
         self._connect()
         self._restore_settings()
         self.controller.open(self.panel.run_dir())
@@ -205,21 +206,27 @@ class MainWindow(QMainWindow):
         self.panel_scroll.setWidget(self.panel)
         self.panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
+        # left: the settings over the event log (its lines are short sentences); right: the
+        # plot over the checkpoints and the processes / incidents, each wide enough at 1280 px
+        self.left = QSplitter(Qt.Orientation.Vertical)
+        self.left.setObjectName("leftSplitter")
+        self.left.addWidget(self.panel_scroll)
+        self.left.addWidget(_titled("Event log", self.log))
+        self.left.setSizes([430, 220])
         self.bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottom.setObjectName("bottomSplitter")
         self.bottom.addWidget(_titled("Checkpoints", self.table))
         self.bottom.addWidget(self._process_tabs())
-        self.bottom.addWidget(_titled("Event log", self.log))
-        self.bottom.setSizes([430, 400, 370])
+        self.bottom.setSizes([530, 450])
         self.right_splitter = QSplitter(Qt.Orientation.Vertical)
         self.right_splitter.addWidget(self.plot_pane)  # the plot under its view tools
         self.right_splitter.addWidget(self.bottom)
-        self.right_splitter.setSizes([440, 300])
+        self.right_splitter.setSizes([420, 260])
         self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.main_splitter.addWidget(self.panel_scroll)
+        self.main_splitter.addWidget(self.left)
         self.main_splitter.addWidget(self.right_splitter)
         self.main_splitter.setStretchFactor(1, 1)
-        self.main_splitter.setSizes([330, 1000])
+        self.main_splitter.setSizes([260, 1000])
 
         central = QWidget()
         layout = QVBoxLayout(central)

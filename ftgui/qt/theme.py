@@ -64,7 +64,7 @@ CURVE_COLOURS = {
     "earlier": "#9fb7cf",  # its earlier attempts
     "validation": "#ff7f0e",  # validation points (fill)
     "validation_edge": "#a04000",
-    "halo": "#b4b4b4",  # earlier attempts in the presentation view, wide under the newest
+    "halo": "#9cc3e4",  # earlier attempts in the presentation view, wide under the newest
 }
 # Overlaid runs: distinct from the open run's blue, the validation orange and the marker colours.
 OVERLAY_COLOURS = ("#9467bd", "#d4479b", "#2a9d8f", "#8c8c00", "#7f7f7f", "#17becf", "#5c3c92")
@@ -84,7 +84,7 @@ STORY_FILL = "#eef3f8"  # and its background
 # ------------------------------------------------------------------------------ sizes at scale 1
 PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1, "earlier": 1}  # pixels
 # the presentation view: a room reads the plot from metres away; curves thicker than 3 px
-PRESENTING_PEN_WIDTHS = {"curve": 3, "smoothed": 4, "marker": 3, "earlier": 9}
+PRESENTING_PEN_WIDTHS = {"curve": 3, "smoothed": 4, "marker": 3, "earlier": 8}
 STATE_LABEL_PX = 14  # the run state in the window's top bar, in pixels
 LEGEND_FONT_PT = 9.0  # the plot's legend
 VALIDATION_SYMBOL_PX = 7
