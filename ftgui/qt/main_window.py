@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QPlainTextEdit,
     QScrollArea,
     QSplitter,
@@ -30,13 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.core import checkpoint_tools
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.supervisor import RunBusyError, StartError
 from ftgui.qt import theme
 from ftgui.qt.app import app_icon
-from ftgui.qt.checkpoint_dialog import CheckpointDialog, CheckpointJob
+from ftgui.qt.checkpoint_commands import CheckpointCommands
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
@@ -50,6 +48,7 @@ from ftgui.qt.view_modes import Presentation, Zoom
 from ftgui.qt.window_menus import WindowMenus
 
 if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
+    from ftgui.qt.checkpoint_dialog import CheckpointJob
     from ftgui.qt.loss_plot import LossPlot
 
 LIVE_STATES = ("running", "recovering")
@@ -96,7 +95,8 @@ class MainWindow(QMainWindow):
         self.run_history = self.menus.run_history
         self.help_menu = self.menus.help
         self.presentation = Presentation(
-            [self.left, self.bottom, self.plot_pane.tools, self.statusBar()],
+            lambda: [self.left, self.bottom, self.plot_pane.tools, self.statusBar(),
+                     *self.findChildren(QDockWidget)],
             [self.main_splitter, self.right_splitter, self.left, self.bottom],
             [self._present_look])
         self._connect()
@@ -147,15 +147,7 @@ class MainWindow(QMainWindow):
         """Enter (`True`) or leave the presentation view: the loss plot and the story line fill
         the window at large sizes; panel, tables, log, plot tools and status bar are hidden.
         Leaving restores the layout as it was."""
-        docks = [dock for dock in self.findChildren(QDockWidget) if dock.isVisible()]
-        if on:
-            self._docks_hidden = docks
-            for dock in docks:
-                dock.hide()
-        changed = self.presentation.set_on(on)
-        if not on and changed:
-            for dock in getattr(self, "_docks_hidden", []):
-                dock.show()
+        self.presentation.set_on(on)
         self.menus.present_action.setChecked(self.presentation.on)
 
     def _present_look(self, on: bool) -> None:
@@ -259,9 +251,7 @@ class MainWindow(QMainWindow):
         self.resume_button.clicked.connect(lambda: self.resume_run())
         self.checkpoint_button.clicked.connect(self.controller.checkpoint_now)
         self.table.resumeRequested.connect(lambda step: self.resume_run(step))
-        self.table.inspectRequested.connect(self.inspect_checkpoint)
-        self.table.exportRequested.connect(self._export_checkpoint)
-        self.table.deleteRequested.connect(self._delete_checkpoint)
+        self.checkpoint_commands = CheckpointCommands(self)  # inspect, export, delete
         self.controller.stateChanged.connect(self._on_state)
         self.controller.logLine.connect(self._log_line)
         self.controller.checkpointsChanged.connect(
@@ -326,41 +316,7 @@ class MainWindow(QMainWindow):
     def inspect_checkpoint(self, step: int, export: Path | None = None) -> CheckpointJob:
         """Inspect (and evaluate, or export) checkpoint `step` in a helper process; the
         result opens in a dialog (or the status bar says where the model went)."""
-        job = CheckpointJob(self.controller.supervisor.run_dir, step, evaluate=export is None,
-                            export=export, parent=self)
-        job.failed.connect(lambda reason: self._refuse(RuntimeError(reason)))
-        if export is None:
-            job.done.connect(lambda result: CheckpointDialog(result, self).show())
-        else:
-            job.done.connect(lambda result: self.statusBar().showMessage(
-                f"checkpoint {step} exported to {result['exported']}", 10000))
-        self.statusBar().showMessage(f"reading checkpoint {step} in a helper process…", 10000)
-        job.start()
-        self._jobs = [j for j in getattr(self, "_jobs", []) if j.process.state()] + [job]
-        return job
-
-    def _export_checkpoint(self, step: int) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export model", str(Path.home() / f"ckpt-{step}.keras"), "Keras model (*.keras)"
-        )
-        if path:
-            self.inspect_checkpoint(step, export=Path(path))
-
-    def _delete_checkpoint(self, step: int) -> None:
-        answer = QMessageBox.question(
-            self, "Delete checkpoint",
-            f"Delete checkpoint {step} of {self.controller.supervisor.run_dir.name}? "
-            "Its files are removed from disk.",
-        )
-        if answer != QMessageBox.StandardButton.Yes:
-            return
-        try:
-            names = checkpoint_tools.delete(self.controller.supervisor.run_dir, step)
-        except (LookupError, OSError) as exc:
-            self._refuse(exc)
-            return
-        self.statusBar().showMessage(f"deleted {', '.join(names)}", 10000)
-        self.table.refresh(self.controller.supervisor.run_dir)
+        return self.checkpoint_commands.inspect(step, export)
 
     def _refuse(self, exc: Exception) -> None:
         self.panel.show_error(str(exc))

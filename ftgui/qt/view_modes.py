@@ -18,16 +18,18 @@ ZOOM_KEY = "view/zoom"
 class Presentation:
     """Switches a window between its normal layout and the presentation view.
 
-    `hidden` are the widgets the presentation view hides (the configuration panel, the tables
-    and the log, the plot's tools, the status bar, docks); `splitters` keep their sizes. Leaving
-    gives every one of them back the visibility and sizes it had when the view was entered.
+    `hidden()` gives the widgets the presentation view hides (the configuration panel, the
+    tables and the log, the plot's tools, the status bar, docks); `splitters` keep their sizes.
+    Leaving gives every one of them back the visibility and sizes it had when the view was
+    entered.
     `looks` are called with `on` after each switch (views that change their look).
     """
 
-    def __init__(self, hidden: list[QWidget], splitters: list[QSplitter],
+    def __init__(self, hidden: Callable[[], list[QWidget]], splitters: list[QSplitter],
                  looks: list[Callable[[bool], None]]):
         self.hidden, self.splitters, self.looks = hidden, splitters, looks
         self.on = False
+        self._hidden: list[QWidget] = []
         self._visible: list[bool] = []
         self._sizes: list[bytes] = []
 
@@ -37,12 +39,13 @@ class Presentation:
         if on == self.on:
             return False
         if on:
-            self._visible = [not widget.isHidden() for widget in self.hidden]
+            self._hidden = self.hidden()
+            self._visible = [not widget.isHidden() for widget in self._hidden]
             self._sizes = [splitter.saveState() for splitter in self.splitters]
-            for widget in self.hidden:
+            for widget in self._hidden:
                 widget.hide()
         else:
-            for widget, visible in zip(self.hidden, self._visible, strict=True):
+            for widget, visible in zip(self._hidden, self._visible, strict=True):
                 widget.setVisible(visible)
             for splitter, state in zip(self.splitters, self._sizes, strict=True):
                 splitter.restoreState(state)
