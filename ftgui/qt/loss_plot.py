@@ -24,7 +24,7 @@ from ftgui.core.series import GrowingSeries
 from ftgui.core.smoothing import MAX_WEIGHT
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
-from ftgui.qt.plot_focus import fit_y, layout_marker_labels
+from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
 from ftgui.qt.plot_trace import Trace
 
 # Colours, widths and font sizes come from the theme (ftgui.qt.theme), at its current scale.
@@ -74,6 +74,8 @@ class LossPlot(pg.PlotWidget):
         self.time_origin: float | None = None
         self.timeline: Timeline | None = None
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
+        self._span: tuple[float, float] | None = None  # the y range the view was fitted to
+        self._clip: tuple[float, float] | None = None  # y band the curves are drawn within
         self._dirty: set[Trace] = set()
         self._validation_dirty = False
         self._legend_dirty = False
@@ -100,7 +102,6 @@ class LossPlot(pg.PlotWidget):
         if not on:
             self.getPlotItem().enableAutoRange(y=True)
         self.redraw()
-        self._focus_y()
 
     def _apply_look(self, *_scale) -> None:
         """Fonts, pens and sizes from the theme, at its scale and for the current view."""
@@ -343,7 +344,8 @@ class LossPlot(pg.PlotWidget):
         """Show all data again and follow new data (undoes mouse zoom and pan); in the
         presentation view the y axis goes on following the interesting part."""
         self.getPlotItem().enableAutoRange(x=True, y=not self.presenting)
-        self._focus_y()
+        self._span = None  # fit the y axis again at the next redraw
+        self.redraw()
 
     # ------------------------------------------------------------ drawing
     def _all_traces(self) -> list[Trace]:
@@ -361,6 +363,7 @@ class LossPlot(pg.PlotWidget):
         number of curves and point sets updated."""
         if self.timeline is not None:
             self._take_timeline()
+        self._focus_y()
         updated = 0
         for trace in self._dirty:
             origin = trace.origin if trace.overlay else self.time_origin
@@ -372,6 +375,9 @@ class LossPlot(pg.PlotWidget):
                 known = np.isfinite(x)  # steps logged without a time are left out
                 x, y = x[known], y[known]
                 smoothed = None if smoothed is None else smoothed[known]
+            if self._clip is not None:  # short segments where the curve leaves the view
+                y = np.clip(y, *self._clip)
+                smoothed = None if smoothed is None else np.clip(smoothed, *self._clip)
             trace.raw.setData(x, y, connect="finite")
             if smoothed is not None:
                 trace.smooth.setData(x, smoothed, connect="finite")
@@ -393,17 +399,30 @@ class LossPlot(pg.PlotWidget):
         if self._legend_dirty:
             self._rebuild_legend()
         self._update_notice()
-        if self.presenting and updated:
-            self._focus_y()
         return updated
 
     def _focus_y(self) -> None:
         """In the presentation view on a linear axis: fit y to the interesting part (the steps
-        from the last redone range on, or the recent ones); x still shows the whole run."""
-        if self.presenting and not self.log_y:
-            redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
-            fit_y(self.getPlotItem(), [t.raw.getData() for t in self.traces.values()], redone)
+        from the last redone range on, or the recent ones); x still shows the whole run.
 
+        The curves are then drawn with y clipped to a band of the view's height beyond each
+        edge (`plot_focus.clip_band`): a thick pen costs per pixel of its segments, and the
+        steep early losses far above the view were most of a frame. Clipped that far out, no
+        visible pixel changes."""
+        focused = self.presenting and not self.log_y
+        span = None
+        if focused:
+            redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
+            curves = [(self._x(t.series, self.time_origin), t.series.y())
+                      for t in self.traces.values()]
+            span = focus_span([(x, y) for x, y in curves if x is not None], redone)
+        if span is not None and span != self._span:
+            self.getPlotItem().setYRange(*span, padding=0)
+        self._span = span
+        clip = clip_band(span, self._clip)
+        if clip != self._clip:
+            self._clip = clip
+            self._dirty.update(self._all_traces())
     def _update_notice(self) -> None:
         untimed = self.x_axis == "time" and any(
             trace.series.size and np.isnan(trace.series.t()[-1])

@@ -19,6 +19,7 @@ from PySide6.QtCore import QPointF
 RECENT_FRACTION = 0.5  # without a restart: fit the y axis to the newest half of the steps
 PAD_FRACTION = 0.12  # empty space above and below the fitted losses, of their span
 LEAD_FRACTION = 1.0  # show this much of a redone range's width before it too
+CLIP_MARGIN = 2.0  # curves are drawn clipped this many view heights beyond the view
 LABEL_MARGIN_PX, LABEL_GAP_PX = 6, 3  # above the top row of marker labels; between rows
 
 
@@ -68,18 +69,31 @@ def label_rows(extents: Sequence[tuple[float, float]], rows: int) -> list[int | 
     return placed
 
 
-def fit_y(plot_item, curves: Sequence[tuple[np.ndarray | None, np.ndarray | None]],
-          redone: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
-    """Set `plot_item`'s y range to the interesting part of `curves` (the drawn (x, y) of
-    each line of training, x ascending) given the `redone` ranges; returns the range set."""
-    drawn = [(x, y) for x, y in curves if x is not None and len(x)]
+def focus_span(curves: Sequence[tuple[np.ndarray, np.ndarray]],
+               redone: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """The y range (low, high) that shows the interesting part of `curves` ((x, y) of each
+    line of training, x ascending) given the `redone` ranges (`focus_start`, `focus_y`)."""
+    drawn = [(x, y) for x, y in curves if len(x)]
     if not drawn:
         return None
-    last = max(float(x[-1]) for x, _y in drawn)
-    span = focus_y(drawn, focus_start(redone, last))
-    if span is not None:
-        plot_item.setYRange(*span, padding=0)
-    return span
+    last = max(float(np.nanmax(x[-1:])) for x, _y in drawn)
+    return focus_y(drawn, focus_start(redone, last))
+
+
+def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
+              ) -> tuple[float, float] | None:
+    """The y band to clip drawn curves to for the view range `span`: `band` while it still
+    holds `span` with room to spare, else `CLIP_MARGIN` view heights beyond each edge (None
+    without a span: nothing clipped). Kept while it fits, so that new steps do not make every
+    curve be drawn again."""
+    if span is None:
+        return None
+    low, high = span
+    height = high - low
+    if band is not None and band[0] <= low - height and high + height <= band[1] and (
+            band[1] - band[0]) <= (2 * CLIP_MARGIN + 1) * height * 2:
+        return band
+    return low - CLIP_MARGIN * height, high + CLIP_MARGIN * height
 
 
 def layout_marker_labels(view_box, lines) -> None:

@@ -10,6 +10,12 @@ from ftgui.core.series import GrowingSeries
 from ftgui.core.smoothing import Ema
 from ftgui.qt import theme
 
+# Points drawn per pixel of x (pyqtgraph's autoDownsampleFactor; peak mode keeps each bin's min
+# and max). A thick pen costs about 8 µs per segment here, so the presentation view draws one
+# bin per 4 px: the envelope under a 3 px pen, a 20th of the segments
+# (benchmarks/bench_presentation.py).
+SAMPLES_PER_PIXEL = {False: 5.0, True: 0.25}
+
 
 class Trace:
     """One loss curve: its points, the raw curve item and the smoothed curve item over it."""
@@ -38,6 +44,10 @@ class Trace:
         Widths are the theme's at its scale, thicker when `presenting`; there an earlier line of
         training is wider than the newest and grey, a halo that shows around the resumed curve
         where the two coincide."""
+        for item in (self.raw, self.smooth):
+            if item.opts["autoDownsampleFactor"] != SAMPLES_PER_PIXEL[presenting]:
+                item.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL[presenting]
+                item.updateItems(styleUpdate=False)
         width = theme.pen_width("curve", presenting)
         colour = self.colour
         if presenting and self.earlier:

@@ -84,7 +84,7 @@ STORY_FILL = "#eef3f8"  # and its background
 # ------------------------------------------------------------------------------ sizes at scale 1
 PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1, "earlier": 1}  # pixels
 # the presentation view: a room reads the plot from metres away; curves thicker than 3 px
-PRESENTING_PEN_WIDTHS = {"curve": 3, "smoothed": 4, "marker": 3, "earlier": 8}
+PRESENTING_PEN_WIDTHS = {"curve": 3, "smoothed": 4, "marker": 3, "earlier": 6}
 STATE_LABEL_PX = 14  # the run state in the window's top bar, in pixels
 LEGEND_FONT_PT = 9.0  # the plot's legend
 VALIDATION_SYMBOL_PX = 7
