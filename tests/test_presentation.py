@@ -183,3 +183,19 @@ def test_present_flag_opens_the_presentation_view(monkeypatch, tmp_path):
     with pytest.raises(SystemExit) as refused:
         cli.main(["--present", "devices"])
     assert refused.value.code == 2
+
+
+def test_the_state_label_says_starting_until_a_step_of_the_new_attempt_arrives(window, tmp_path):
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=400))
+    with EventWriter(run_dir, 0) as w:
+        w.emit("process_started", time=T0, pid=10, restore=None, standby=False, **CHIEF)
+    window.open_run(run_dir)
+    window.controller.stateChanged.emit("running", "")  # as the supervisor says once started
+    assert window.state_label.text() == "starting — waiting for the first step"
+    assert window.story_banner.text() == "Starting → importing TensorFlow"
+    window.controller.timeline.feed([{"event": "step", "time": T0 + 9, "attempt": 0,
+                                      "step": 1, "loss": 2.0}])
+    window.controller.timelineChanged.emit(window.controller.timeline)
+    assert window.state_label.text() == "running"
+    assert window.story_banner.text() == "Training: step 1 of 400 · loss 2.0000"

@@ -58,7 +58,7 @@ def story(timeline: Timeline, total_steps: int | None = None) -> str:
     state = timeline.state
     if state == "finished":
         head = f"finished at step {timeline.last_step}"
-    elif not _stepping(timeline):
+    elif not has_stepped(timeline):
         head = _starting(timeline) if _started(timeline) else _idle(timeline)
     elif state in ENDED_STATES:
         head = f"{ENDED_STATES[state]} at step {timeline.last_step}"
@@ -69,7 +69,7 @@ def story(timeline: Timeline, total_steps: int | None = None) -> str:
     if incident is None:
         return _capital(head)
     return _capital(f"{head}{DOT}{_incident_done(timeline, incident)}"
-                    if state == "finished" or not _stepping(timeline)
+                    if state == "finished" or not has_stepped(timeline)
                     else _incident_done(timeline, incident))
 
 
@@ -121,8 +121,8 @@ def _incident_now(timeline: Timeline, incident: Incident) -> str:
 
 
 # ------------------------------------------------------------------------------ phases
-def _stepping(timeline: Timeline) -> bool:
-    """Whether a step of the newest attempt has arrived."""
+def has_stepped(timeline: Timeline) -> bool:
+    """Whether a step of the newest attempt has arrived (before it, the run is starting)."""
     return bool(timeline.segments) and timeline.segments[-1].attempt == timeline.attempt
 
 

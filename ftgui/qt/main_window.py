@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.log.setMaximumBlockCount(MAX_LOG_LINES)
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.controller = RunController(None, self)  # the plot comes after the first paint
+        self._state = ("idle", "")  # as last shown
         self.zoom = Zoom(self.settings)
         self.zoom.restore()
         self._build_layout()
@@ -259,7 +260,6 @@ class MainWindow(QMainWindow):
         )
         self.controller.statusChanged.connect(self.status_label.setText)
         self.controller.timelineChanged.connect(self._show_story)
-        self.controller.stateChanged.connect(lambda *_: self._show_story())
         self.controller.processesChanged.connect(self.processes.update_rows)
         self.processes.killRequested.connect(self.controller.kill)
         self.processes.preemptRequested.connect(self.controller.preempt)
@@ -355,8 +355,10 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------ state
     def _show_story(self, *_timeline) -> None:
+        """The story line and the state label, from the timeline and the last state shown."""
         config = self.controller.supervisor.config if self.controller.supervisor else None
-        self.top_bar.show_story(self.controller.timeline, config.steps if config else None)
+        self.top_bar.show_run(self.controller.timeline, *self._state,
+                              total_steps=config.steps if config else None)
 
     def _on_state(self, state: str, reason: str) -> None:
         supervisor = self.controller.supervisor
@@ -372,8 +374,8 @@ class MainWindow(QMainWindow):
         )
         self.table.resume_enabled = not live and state != "busy" and has_run
         self.panel.set_editable(not live and state != "busy")
-        theme.set_state(self.state_label, state)  # its colour
-        self.state_label.setText(state + (f" — {reason}" if reason else ""))
+        self._state = (state, reason)
+        self._show_story()
 
     # ------------------------------------------------------------ settings and closing
     def _restore_settings(self) -> None:

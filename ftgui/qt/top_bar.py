@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from ftgui.core.story import story
+from ftgui.core.story import has_stepped, story
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
 
@@ -60,11 +60,22 @@ class TopBar(QWidget):
         return (self.start_button, self.kill_button, self.preempt_button, self.resume_button,
                 self.checkpoint_button)
 
-    def show_story(self, timeline: Timeline, total_steps: int | None = None) -> None:
-        """Show the story of `timeline` (a run of `total_steps` steps, when known)."""
+    def show_run(self, timeline: Timeline, state: str, reason: str,
+                 total_steps: int | None = None) -> None:
+        """Show the story of `timeline` (a run of `total_steps` steps, when known) and the
+        run's `state` and `reason` — "running" only once a step of the current attempt is in;
+        until then "starting" (TensorFlow imports, the checkpoint is restored)."""
         text = story(timeline, total_steps)
         if text != self.story_banner.text():
             self.story_banner.setText(text)
+        if state == "running" and not has_stepped(timeline):
+            state, reason = "starting", "waiting for the first step"
+        colour = "recovering" if state == "starting" else state  # amber until a step
+        if colour != self.state_label.property("state"):
+            theme.set_state(self.state_label, colour)
+        text = state + (f" — {reason}" if reason else "")
+        if text != self.state_label.text():
+            self.state_label.setText(text)
 
     def set_presenting(self, on: bool) -> None:
         """The story line at the presentation view's size (`on`) or the normal one."""
