@@ -38,3 +38,5 @@ def test_labels_that_would_overlap_go_to_the_next_row_or_are_left_out():
     assert label_rows(extents, rows=3) == [0, 2, 0, 1]
     assert label_rows(extents, rows=2) == [0, None, 0, 1]
     assert label_rows([], rows=2) == []
+    # a legend over the right part of the top row: a label reaching past its edge goes lower
+    assert label_rows([(100, 200), (900, 1000)], rows=2, limits=[800]) == [0, 1]

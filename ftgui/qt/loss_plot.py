@@ -362,3 +362,4 @@ class LossPlot(PlotLook, pg.PlotWidget):
         for trace in self.overlays.values():
             self.legend.addItem(trace.shown, trace.name)
         self._legend_dirty = False
+        self._layout_labels()  # the legend may now cover other pixels

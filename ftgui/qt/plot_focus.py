@@ -48,24 +48,22 @@ def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
     return low - pad, high + pad
 
 
-def label_rows(extents: Sequence[tuple[float, float]], rows: int) -> list[int | None]:
+def label_rows(extents: Sequence[tuple[float, float]], rows: int,
+               limits: Sequence[float] = ()) -> list[int | None]:
     """A row (0 = top) for each label spanning pixels (left, right), in the given order, such
     that labels in one row never overlap: each takes the first row whose last label ends left
-    of it. A label that fits in none of the `rows` rows gets None (not shown)."""
-    ends: list[float] = []
+    of it and whose limit (`limits[row]`, the right edge a label may reach there, e.g. the
+    legend's left edge; none past the list) it stays within. A label that fits in none of the
+    `rows` rows gets None (not shown)."""
+    ends: list[float] = [-np.inf] * rows
     placed: list[int | None] = [None] * len(extents)
-    order = sorted(range(len(extents)), key=lambda k: extents[k][0])
-    for k in order:
+    for k in sorted(range(len(extents)), key=lambda k: extents[k][0]):
         left, right = extents[k]
-        for row, end in enumerate(ends):
-            if end < left:
-                ends[row] = right
-                placed[k] = row
+        for row in range(rows):
+            limit = limits[row] if row < len(limits) else np.inf
+            if ends[row] < left and right <= limit:
+                ends[row], placed[k] = right, row
                 break
-        else:
-            if len(ends) < rows:
-                ends.append(right)
-                placed[k] = len(ends) - 1
     return placed
 
 
@@ -96,12 +94,13 @@ def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
     return low - CLIP_MARGIN * height, high + CLIP_MARGIN * height
 
 
-def layout_marker_labels(view_box, lines) -> None:
+def layout_marker_labels(view_box, lines, legend=None) -> None:
     """Put the label of each shown marker line (`pg.InfiniteLine`, label anchored left or right
-    of its line) in the highest row where it overlaps no other (`label_rows`); a label with no
-    room left is hidden until there is."""
+    of its line) in the highest row where it overlaps no other and not the `legend` item
+    (`label_rows`); a label with no room left is hidden until there is."""
     shown = [line for line in lines if line.isVisible()]
-    height = view_box.sceneBoundingRect().height()
+    box = view_box.sceneBoundingRect()
+    height = box.height()
     if not shown or height <= 0:
         return
     row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_GAP_PX
@@ -112,7 +111,14 @@ def layout_marker_labels(view_box, lines) -> None:
         right_of_line = line.label.anchors[0][0] == 0
         extents.append((x, x + width) if right_of_line else (x - width, x))
     rows = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
-    for line, row in zip(shown, label_rows(extents, rows), strict=True):
+    limits = []
+    if legend is not None and legend.isVisible() and legend.items:
+        rect = legend.sceneBoundingRect()
+        for row in range(rows):
+            top = box.top() + LABEL_MARGIN_PX + row * row_px
+            covered = top < rect.bottom() and top + row_px > rect.top()
+            limits.append(rect.left() - LABEL_GAP_PX if covered else np.inf)
+    for line, row in zip(shown, label_rows(extents, rows, limits), strict=True):
         line.label.setVisible(row is not None)
         if row is not None:
             line.label.setPosition(1 - (LABEL_MARGIN_PX + (row + 0.5) * row_px) / height)

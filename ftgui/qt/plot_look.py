@@ -73,7 +73,7 @@ class PlotLook:
 
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),
-                             [line for _kind, _step, line in self.markers])
+                             [line for _kind, _step, line in self.markers], self.legend)
 
     def _focus_y(self) -> None:
         """In the presentation view on a linear axis: fit y to the interesting part (the steps
