@@ -35,9 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print `ftgui <version>` and exit")
     parser.add_argument("--verbose", action="store_true",
                         help="with --version: also Python, PySide6, Qt, pyqtgraph, TensorFlow")
+    parser.add_argument("--present", action="store_true",
+                        help="open the app in the presentation view (View → Presentation, F5)")
     sub = parser.add_subparsers(dest="command")
     opener = sub.add_parser("open", allow_abbrev=False, help="open the app on an existing run")
     opener.add_argument("run_dir", type=Path)
+    opener.add_argument("--present", action="store_true", default=argparse.SUPPRESS,
+                        help="in the presentation view (View → Presentation, F5)")
 
     train = sub.add_parser("train", allow_abbrev=False, help="run training headless until it ends")
     train.add_argument("run_dir", type=Path)
@@ -137,6 +141,9 @@ def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.present and args.command not in (None, "open"):
+        parser.error("--present goes with the app: `ftgui --present` or "
+                     "`ftgui open RUN --present`")
     if args.version or args.verbose:
         if not args.version or args.command:
             parser.error("--version and --verbose go alone: `ftgui --version [--verbose]`")
@@ -161,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_report(args)
         from ftgui.qt.app import run_app
 
-        return run_app(getattr(args, "run_dir", None))
+        return run_app(getattr(args, "run_dir", None), present=args.present)
     except BrokenPipeError:  # `ftgui checkpoints RUN | head`
         sys.stderr.close()
         return 0

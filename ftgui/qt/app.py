@@ -48,8 +48,9 @@ def missing_display(environ=None) -> str:
             "`ftgui train RUN` (see README).")
 
 
-def run_app(run_dir: Path | None = None) -> int:
-    """Open the window (on `run_dir` when given) and run the event loop; returns its exit code.
+def run_app(run_dir: Path | None = None, present: bool = False) -> int:
+    """Open the window (on `run_dir` when given; in the presentation view with `present`) and
+    run the event loop; returns its exit code.
 
     Ctrl+C in the terminal closes the window, which kills every training process; SIGTERM
     closes it after preempting the run (it saves its current step), without asking.
@@ -67,6 +68,8 @@ def run_app(run_dir: Path | None = None) -> int:
             print(f"ftgui: run_dir: {run_dir} is not a directory", file=sys.stderr)
             return 2
         window.open_run(Path(run_dir))
+    if present:
+        window.set_presenting(True)
     window.show()
     from ftgui.qt.quit_guard import KILL, PREEMPT
 

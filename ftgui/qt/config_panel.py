@@ -27,6 +27,9 @@ from ftgui.core.config import RunConfig
 from ftgui.core.runs import new_run_dir, runs_root  # moved to core; importable from here too
 from ftgui.core.settings import GROUPS, SETTINGS, Setting
 
+COMBO_MIN_CHARACTERS = 12  # a choice list is at least this wide; longer choices are elided
+FIELD_MIN_CHARACTERS = 9  # the narrowest a field gets
+
 
 class ConfigPanel(QWidget):
     """Edits a `RunConfig` and the run directory. `config()` returns what the fields say.
@@ -166,6 +169,9 @@ def _make_widget(setting: Setting) -> QWidget:
         widget = QCheckBox("on")
     elif kind == "combo":
         widget = QComboBox()
+        # a long choice ("custom loop (restores the exact …)") must not widen the panel
+        widget.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        widget.setMinimumContentsLength(COMBO_MIN_CHARACTERS)
         labels = setting.choice_labels or setting.choices
         for value, text in zip(setting.choices, labels, strict=True):
             widget.addItem(text, value)
@@ -180,6 +186,9 @@ def _make_widget(setting: Setting) -> QWidget:
         widget.setPlaceholderText(setting.placeholder)
     widget.setObjectName(setting.object_name)
     widget.setToolTip(setting.describe())
+    # may be narrower than its content (a spin box's hint fits its largest value) so that the
+    # panel fits its column at 1280 px
+    widget.setMinimumWidth(widget.fontMetrics().averageCharWidth() * FIELD_MIN_CHARACTERS)
     return widget
 
 

@@ -6,10 +6,18 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
+from ftgui.core.story import percent, seconds
 from ftgui.core.timeline import Timeline
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
+HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost")  # short
+TIPS = {"at step": "the last global step reached when the fault hit",
+        "detect": "seconds from the fault to the moment it was known",
+        "recovery": "seconds from detection to the first new step",
+        "steps lost": "steps computed a second time (fault step − checkpoint restored)",
+        "time lost": "seconds from the fault to the first new step, plus the time the redone "
+                     "steps had taken the first time"}
 
 
 def _seconds(value: float | None) -> str:
@@ -20,6 +28,16 @@ class IncidentModel(RowsModel):
     """One row per incident (`ftgui.core.incidents.Incident`) of a run's timeline."""
 
     columns = COLUMNS
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        """Short headers (so that every column fits at 1280×720), the full name as tooltip."""
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return HEADERS[section]
+            if role == Qt.ItemDataRole.ToolTipRole:
+                name = COLUMNS[section]
+                return f"{name}: {TIPS[name]}" if name in TIPS else name
+        return super().headerData(section, orientation, role)
 
     def set_incidents(self, incidents) -> None:
         self.beginResetModel()
@@ -77,6 +95,6 @@ class IncidentPanel(QWidget):
             return
         self.totals.setText(
             f"<b>{totals.incidents}</b> incident(s) · <b>{totals.steps_lost}</b> steps redone · "
-            f"<b>{totals.time_lost:.1f} s</b> lost of {totals.wall:.1f} s · "
-            f"goodput <b>{100 * totals.goodput:.1f}%</b>"
+            f"<b>{seconds(totals.time_lost)}</b> lost of {seconds(totals.wall)} · "
+            f"goodput <b>{percent(totals.goodput)}</b>"
         )

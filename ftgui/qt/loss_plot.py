@@ -19,110 +19,51 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
 
 from ftgui.core.series import GrowingSeries
-from ftgui.core.smoothing import MAX_WEIGHT, Ema
-from ftgui.core.timeline import MARKER_KINDS, Timeline
+from ftgui.core.smoothing import MAX_WEIGHT
+from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
+from ftgui.qt.plot_look import PlotLook
+from ftgui.qt.plot_trace import Trace
 
-# Colours and widths come from the theme (ftgui.qt.theme); MARKER_PENS gives each pen at the
-# theme's current scale.
+# Colours, widths and font sizes come from the theme (ftgui.qt.theme), at its current scale.
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
-VALIDATION_BRUSH = pg.mkBrush(theme.CURVE_COLOURS["validation"])
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
-RAW_ALPHA_WHEN_SMOOTHED = theme.RAW_ALPHA_WHEN_SMOOTHED
-SMOOTHED_WIDTH = theme.PEN_WIDTHS["smoothed"]
-# Markers that end a line of training carry their label higher than those that begin one.
+# Markers that begin a line of training put their label right of the line, the others left.
 BEGINNING_KINDS = {"resume", "fork", "worker_back", "setting_changed"}
-LABEL_POSITIONS = {"end": 0.72, "begin": 0.62}
-MARKER_PENS = theme.MarkerPens(**{kind: kind for kind in MARKER_KINDS})
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 
 
-class Trace:
-    """One loss curve: its points, the raw curve item and the smoothed curve item over it."""
-
-    def __init__(self, plot_item: pg.PlotItem, colour: str, z: float, name: str = "",
-                 origin: float | None = None, series: GrowingSeries | None = None):
-        self.series = series if series is not None else GrowingSeries()
-        self.drawn = -1  # points pushed to the screen (-1: never drawn)
-        self.colour = colour
-        self.name = name
-        self.origin = origin  # Unix time of the run's first event (wall-time x = t - origin)
-        self.raw = pg.PlotDataItem([], [], connect="finite")
-        self.smooth = pg.PlotDataItem([], [], connect="finite")
-        self.raw.setZValue(z)
-        self.smooth.setZValue(z + 0.5)
-        plot_item.addItem(self.raw)
-        plot_item.addItem(self.smooth)
-        self.overlay = False  # another run's curve (its own time origin), not the open run's
-        self._smoothed = np.empty(0, dtype=np.float64)
-        self._ema: Ema | None = None
-        self._ema_done = 0  # points already smoothed
-
-    def style(self, smoothing: float) -> None:
-        """Solid raw curve without smoothing; faint raw under a solid smoothed one with it."""
-        if smoothing > 0:
-            faint = QColor(self.colour)
-            faint.setAlpha(RAW_ALPHA_WHEN_SMOOTHED)
-            self.raw.setPen(pg.mkPen(faint, width=1))
-            self.smooth.setPen(pg.mkPen(self.colour, width=SMOOTHED_WIDTH))
-            self.smooth.setVisible(True)
-        else:
-            self.raw.setPen(pg.mkPen(self.colour, width=1))
-            self.smooth.setVisible(False)
-
-    @property
-    def shown(self) -> pg.PlotDataItem:
-        """The item a legend entry should sample: the solid one."""
-        return self.smooth if self.smooth.isVisible() else self.raw
-
-    def smoothed(self, weight: float) -> np.ndarray:
-        """The smoothed losses, extended by the points added since the last call."""
-        if self._ema is None or self._ema.weight != weight:
-            self._ema, done = Ema(weight), 0
-        else:
-            done = self._ema_done
-        size = self.series.size
-        if len(self._smoothed) < size:
-            self._smoothed = np.resize(self._smoothed, max(size, 2 * len(self._smoothed)))
-        self._smoothed[done:size] = self._ema.extend(self.series.y()[done:size])
-        self._ema_done = size
-        return self._smoothed[:size]
-
-    def remove(self, plot_item: pg.PlotItem) -> None:
-        plot_item.removeItem(self.raw)
-        plot_item.removeItem(self.smooth)
-
-
-class LossPlot(pg.PlotWidget):
+class LossPlot(PlotLook, pg.PlotWidget):
     """A run's `Timeline` drawn: training loss per global step (one curve per line of training),
     validation loss, vertical markers (crash, preemption, hang, NaN rollback, fork, resume,
     setting changed, worker lost / back) and shaded redone ranges; plus overlaid curves of other
-    runs (`add_overlay`), smoothing, log scale and x axis choice."""
+    runs (`add_overlay`), smoothing, log scale and x axis choice; the look of the normal or
+    the presentation view (`set_presenting`, from `PlotLook`)."""
 
     def __init__(self, parent=None):
         super().__init__(parent=parent, background="w")
         self.setObjectName("lossPlot")
         item = self.getPlotItem()
-        item.setLabel("bottom", X_AXES["step"])
-        item.setLabel("left", "loss")
+        self.presenting = False  # the presentation view's large fonts, thick lines, y focus
+        self._labels = {"bottom": X_AXES["step"], "left": "loss"}
         # No grid: pyqtgraph redraws it on every paint (~15 ms, more than the curves at 1M
         # points; benchmarks/bench_streaming.py). Right-click → Plot options turns it on.
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
-        self.legend = item.addLegend(offset=(-10, 10), labelTextColor="#222222",
-                                     labelTextSize="9pt")
-        self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
-        self.legend.setPen(pg.mkPen("#c8c8c8"))
+        self.legend = item.addLegend(offset=(-10, 10), labelTextColor=theme.LEGEND_TEXT,
+                                     labelTextSize=f"{theme.LEGEND_FONT_PT}pt")
+        self.legend.setBrush(pg.mkBrush(theme.rgba(theme.LEGEND_FILL)))
+        self.legend.setPen(pg.mkPen(theme.LEGEND_FRAME))
         self.traces: dict[int, Trace] = {}
         self.overlays: dict[str, Trace] = {}
         self.validation = GrowingSeries(64)
         self.validation_item = pg.PlotDataItem(
-            [], [], pen=None, symbol="o", symbolSize=7, symbolBrush=VALIDATION_BRUSH,
-            symbolPen=pg.mkPen("#a04000"),
+            [], [], pen=None, symbol="o", symbolSize=theme.VALIDATION_SYMBOL_PX,
+            symbolBrush=pg.mkBrush(theme.CURVE_COLOURS["validation"]),
+            symbolPen=pg.mkPen(theme.CURVE_COLOURS["validation_edge"]),
         )
         self.validation_item.setZValue(1000)
         item.addItem(self.validation_item)
@@ -134,13 +75,20 @@ class LossPlot(pg.PlotWidget):
         self.time_origin: float | None = None
         self.timeline: Timeline | None = None
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
+        self._span: tuple[float, float] | None = None  # the y range the view was fitted to
+        self._clip: tuple[float, float] | None = None  # y band the curves are drawn within
         self._dirty: set[Trace] = set()
         self._validation_dirty = False
         self._legend_dirty = False
-        self.notice = pg.TextItem("", color="#8a5a00", fill=pg.mkBrush(255, 255, 255, 220),
-                                  anchor=(0, 0))  # one line about what the view leaves out
-        self.notice.setParentItem(item.getViewBox())
+        self.notice = pg.TextItem("", color=theme.NOTICE, anchor=(0, 0),
+                                  fill=pg.mkBrush(theme.rgba(theme.NOTICE_FILL)))
+        self.notice.setParentItem(item.getViewBox())  # one line about what the view leaves out
         self.notice.setPos(6, 4)
+        view = item.getViewBox()
+        view.sigRangeChanged.connect(self._layout_labels)
+        view.sigResized.connect(self._layout_labels)
+        self._apply_look()
+        theme.follow_scale(self, self._apply_look)
 
     # ------------------------------------------------------------ compatibility views
     @property
@@ -225,28 +173,27 @@ class LossPlot(pg.PlotWidget):
 
     def add_marker(self, kind: str, step: float, label: str) -> pg.InfiniteLine:
         """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`."""
-        pen = MARKER_PENS[kind]
-        # Each incident's labels (an end, then its new beginning) sit a level lower than the
-        # last incident's, so the labels of nearby incidents stay apart.
-        begins = kind in BEGINNING_KINDS
-        ends = sum(1 for k, _, _ in self.markers if k not in BEGINNING_KINDS)
-        level = (ends if not begins else max(ends - 1, 0)) % 4
-        position = LABEL_POSITIONS["begin" if begins else "end"]
-        options = {"position": position - 0.16 * level, "color": pen.color(),
-                   "fill": (255, 255, 255, 200)}
+        pen = theme.marker_pen(kind, self.presenting)
+        # the label beside the line, on the side of the line of training it belongs to
+        anchor = (0, 0.5) if kind in BEGINNING_KINDS else (1, 0.5)
+        options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor],
+                   "fill": theme.rgba(theme.MARKER_LABEL_FILL)}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
         line.setVisible(self.x_axis == "step")
+        self._style_marker(kind, line)
         self.getPlotItem().addItem(line, ignoreBounds=True)
         self.markers.append((kind, float(step), line))
+        self._layout_labels()
         return line
 
     def shade_redone(self, from_step: float, to_step: float) -> pg.LinearRegionItem | None:
         """Shade the steps (from_step, to_step] that a restart has to compute again."""
         if to_step <= from_step:
             return None
+        shade = theme.REDONE_SHADE_PRESENTING if self.presenting else theme.REDONE_SHADE
         region = pg.LinearRegionItem(values=(from_step, to_step), movable=False,
-                                     brush=pg.mkBrush(214, 39, 40, 28), pen=pg.mkPen(None))
+                                     brush=pg.mkBrush(theme.rgba(shade)), pen=pg.mkPen(None))
         region.setToolTip(f"steps {from_step:.0f}–{to_step:.0f} redone after the restart")
         region.setVisible(self.x_axis == "step")
         self.getPlotItem().addItem(region, ignoreBounds=True)
@@ -255,10 +202,10 @@ class LossPlot(pg.PlotWidget):
 
     def _new_attempt(self, attempt: int, series: GrowingSeries | None = None) -> Trace:
         for earlier in self.traces.values():
-            earlier.colour = EARLIER_COLOUR
-            earlier.style(self.smoothing)
+            earlier.colour, earlier.earlier = EARLIER_COLOUR, True
+            earlier.style(self.smoothing, self.presenting)
         trace = Trace(self.getPlotItem(), CURRENT_COLOUR, z=attempt + 1, series=series)
-        trace.style(self.smoothing)
+        trace.style(self.smoothing, self.presenting)
         self.traces[attempt] = trace
         self._legend_dirty = True
         return trace
@@ -283,7 +230,7 @@ class LossPlot(pg.PlotWidget):
         trace.series.extend(np.asarray(steps, dtype=np.float64),
                             np.asarray(losses, dtype=np.float64),
                             None if times is None else np.asarray(times, dtype=np.float64))
-        trace.style(self.smoothing)
+        trace.style(self.smoothing, self.presenting)
         self.overlays[key] = trace
         self._dirty.add(trace)
         self._legend_dirty = True
@@ -306,7 +253,7 @@ class LossPlot(pg.PlotWidget):
             return
         was_on, self.smoothing = self.smoothing > 0, weight
         for trace in self._all_traces():
-            trace.style(weight)
+            trace.style(weight, self.presenting)
         self._dirty.update(self._all_traces())
         self._legend_dirty |= was_on != (weight > 0)
         self.redraw()
@@ -314,7 +261,7 @@ class LossPlot(pg.PlotWidget):
     def set_log_y(self, on: bool) -> None:
         self.log_y = bool(on)
         self.getPlotItem().setLogMode(y=self.log_y)
-        self.getPlotItem().setLabel("left", "loss (log scale)" if self.log_y else "loss")
+        self._set_label("left", "loss (log scale)" if self.log_y else "loss")
         self.reset_zoom()
 
     def set_x_axis(self, axis: str) -> None:
@@ -324,7 +271,7 @@ class LossPlot(pg.PlotWidget):
         if axis == self.x_axis:
             return
         self.x_axis = axis
-        self.getPlotItem().setLabel("bottom", X_AXES[axis])
+        self._set_label("bottom", X_AXES[axis])
         for item in [line for _, _, line in self.markers] + self.regions:
             item.setVisible(axis == "step")
         self._dirty.update(self._all_traces())
@@ -333,8 +280,11 @@ class LossPlot(pg.PlotWidget):
         self.reset_zoom()
 
     def reset_zoom(self) -> None:
-        """Show all data again and follow new data (undoes mouse zoom and pan)."""
-        self.getPlotItem().enableAutoRange(x=True, y=True)
+        """Show all data again and follow new data (undoes mouse zoom and pan); in the
+        presentation view the y axis goes on following the interesting part."""
+        self.getPlotItem().enableAutoRange(x=True, y=not self.presenting)
+        self._span = None  # fit the y axis again at the next redraw
+        self.redraw()
 
     # ------------------------------------------------------------ drawing
     def _all_traces(self) -> list[Trace]:
@@ -352,6 +302,7 @@ class LossPlot(pg.PlotWidget):
         number of curves and point sets updated."""
         if self.timeline is not None:
             self._take_timeline()
+        self._focus_y()
         updated = 0
         for trace in self._dirty:
             origin = trace.origin if trace.overlay else self.time_origin
@@ -363,6 +314,9 @@ class LossPlot(pg.PlotWidget):
                 known = np.isfinite(x)  # steps logged without a time are left out
                 x, y = x[known], y[known]
                 smoothed = None if smoothed is None else smoothed[known]
+            if self._clip is not None:  # short segments where the curve leaves the view
+                y = np.clip(y, *self._clip)
+                smoothed = None if smoothed is None else np.clip(smoothed, *self._clip)
             trace.raw.setData(x, y, connect="finite")
             if smoothed is not None:
                 trace.smooth.setData(x, smoothed, connect="finite")
@@ -408,3 +362,4 @@ class LossPlot(pg.PlotWidget):
         for trace in self.overlays.values():
             self.legend.addItem(trace.shown, trace.name)
         self._legend_dirty = False
+        self._layout_labels()  # the legend may now cover other pixels

@@ -1,5 +1,6 @@
 """The main window: configuration on the left, live loss plot in the middle, checkpoints and the
-event log below, Start / Kill / Preempt / Resume on top, state in the status bar.
+event log below, Start / Kill / Preempt / Resume and the story line on top (`top_bar`), state in
+the status bar; menus in `window_menus`, the presentation view and zoom in `view_modes`.
 
 The window is shown before the plot exists: importing pyqtgraph takes most of a second here, so
 the plot area shows a placeholder first and the `LossPlot` is created right after the window's
@@ -14,15 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence, QTextCursor
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
+    QDockWidget,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QPlainTextEdit,
-    QPushButton,
     QScrollArea,
     QSplitter,
     QTabWidget,
@@ -30,14 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.core import checkpoint_tools
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.supervisor import RunBusyError, StartError
 from ftgui.qt import theme
-from ftgui.qt.about import HelpMenu
 from ftgui.qt.app import app_icon
-from ftgui.qt.checkpoint_dialog import CheckpointDialog, CheckpointJob
+from ftgui.qt.checkpoint_commands import CheckpointCommands
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
@@ -45,14 +42,18 @@ from ftgui.qt.incident_table import IncidentPanel
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
 from ftgui.qt.quit_guard import QuitGuard
-from ftgui.qt.recent_runs import RecentRuns, RunDrop
-from ftgui.qt.run_history import RunHistory
+from ftgui.qt.recent_runs import RunDrop
+from ftgui.qt.top_bar import TopBar
+from ftgui.qt.view_modes import Presentation, Zoom
+from ftgui.qt.window_menus import WindowMenus
 
 if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
+    from ftgui.qt.checkpoint_dialog import CheckpointJob
     from ftgui.qt.loss_plot import LossPlot
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
+PANEL_MIN_WIDTH = 260  # pixels at scale 1: the settings panel scrolls sideways below this
 
 
 class MainWindow(QMainWindow):
@@ -84,10 +85,21 @@ class MainWindow(QMainWindow):
         self.log.setMaximumBlockCount(MAX_LOG_LINES)
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.controller = RunController(None, self)  # the plot comes after the first paint
+        self._state = ("idle", "")  # as last shown
+        self.zoom = Zoom(self.settings)
+        self.zoom.restore()
         self._build_layout()
         self._apply_theme()
-        theme.signals.scaleChanged.connect(self._apply_theme)
-        self._build_menu()
+        theme.follow_scale(self, self._apply_theme)
+        self.menus = WindowMenus(self)
+        self.recent_runs = self.menus.recent_runs
+        self.run_history = self.menus.run_history
+        self.help_menu = self.menus.help
+        self.presentation = Presentation(
+            lambda: [self.left, self.bottom, self.plot_pane.tools, self.statusBar(),
+                     *self.findChildren(QDockWidget)],
+            [self.main_splitter, self.right_splitter, self.left, self.bottom],
+            [self._present_look])
         self._connect()
         self._restore_settings()
         self.controller.open(self.panel.run_dir())
@@ -119,8 +131,42 @@ class MainWindow(QMainWindow):
         return None if supervisor is None else supervisor.run_dir
 
     def _apply_theme(self, *_scale) -> None:
-        """Colours and sizes of the window's own widgets, from the theme at its current scale."""
-        theme.style(self.kill_button, self.resume_button, self.state_label)
+        """Sizes of the window's own layout from the theme at its current scale (the top bar
+        and the plot follow the scale themselves): the panel's width, the window's minimum."""
+        factor = theme.scale()
+        self.panel_scroll.setMinimumWidth(round(PANEL_MIN_WIDTH * factor))
+        screen = self.screen().availableGeometry().width() if self.screen() else 10**5
+        self.setMinimumWidth(min(round(theme.MIN_WINDOW_WIDTH * factor), screen))
+
+    # ------------------------------------------------------------ View: presentation and zoom
+    @property
+    def presenting(self) -> bool:
+        """Whether the presentation view is on."""
+        return self.presentation.on
+
+    def set_presenting(self, on: bool) -> None:
+        """Enter (`True`) or leave the presentation view: the loss plot and the story line fill
+        the window at large sizes; panel, tables, log, plot tools and status bar are hidden.
+        Leaving restores the layout as it was."""
+        self.presentation.set_on(on)
+        self.menus.present_action.setChecked(self.presentation.on)
+
+    def _present_look(self, on: bool) -> None:
+        self.top_bar.set_presenting(on)
+        if self._plot is not None:
+            self._plot.set_presenting(on)
+
+    def zoom_in(self) -> float:
+        """Every font and line one step larger (View → Zoom in); returns the new scale."""
+        return self.zoom.zoom_in()
+
+    def zoom_out(self) -> float:
+        """Every font and line one step smaller (View → Zoom out); returns the new scale."""
+        return self.zoom.zoom_out()
+
+    def zoom_reset(self) -> float:
+        """Fonts and lines at their designed size (View → Reset zoom); returns 1.0."""
+        return self.zoom.reset()
 
     def _create_plot(self) -> LossPlot:
         """Import pyqtgraph, create the LossPlot in place of the placeholder and let it draw the
@@ -130,6 +176,7 @@ class MainWindow(QMainWindow):
         from ftgui.qt.loss_plot import LossPlot  # pyqtgraph: the slow import, deferred to here
 
         plot = LossPlot()
+        plot.set_presenting(self.presentation.on)
         self._plot = plot
         self.plot_pane.set_plot(plot)  # takes the view tools' smoothing, scale and x axis
         self.controller.plot = plot  # shows it the whole timeline so far
@@ -139,48 +186,45 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------ layout
     def _build_layout(self) -> None:
-        self.start_button = _button("startButton", "Start", "Start a new run in the run directory")
-        self.kill_button = _button("killButton", "Kill", "Crash the chief: SIGKILL its processes")
-        self.preempt_button = _button("preemptButton", "Preempt",
-                                      "SIGTERM: save at the current step, then stop")
-        self.resume_button = _button("resumeButton", "Resume",
-                                     "Restart from the newest valid checkpoint")
-        self.checkpoint_button = _button("checkpointNowButton", "Checkpoint now",
-                                         "Save a checkpoint after the current step (SIGUSR1)")
-        self.state_label = QLabel("idle")
-        self.state_label.setObjectName("stateLabel")
-        bar = QHBoxLayout()
-        for button in (self.start_button, self.kill_button, self.preempt_button,
-                       self.resume_button, self.checkpoint_button):
-            bar.addWidget(button)
-        bar.addSpacing(12)
-        bar.addWidget(self.state_label, 1)
+        self.top_bar = TopBar()
+        bar = self.top_bar
+        self.start_button, self.kill_button = bar.start_button, bar.kill_button
+        self.preempt_button, self.resume_button = bar.preempt_button, bar.resume_button
+        self.checkpoint_button, self.state_label = bar.checkpoint_button, bar.state_label
+        self.story_banner = bar.story_banner
 
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(self.panel)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(self.panel.minimumSizeHint().width() + 24)
+        self.panel_scroll = QScrollArea()
+        self.panel_scroll.setObjectName("configScroll")
+        self.panel_scroll.setWidgetResizable(True)
+        self.panel_scroll.setWidget(self.panel)
+        self.panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(_titled("Checkpoints", self.table))
-        bottom.addWidget(self._process_tabs())
-        bottom.addWidget(_titled("Event log", self.log))
-        bottom.setSizes([430, 330, 440])
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.plot_pane)  # the plot under its view tools
-        right.addWidget(bottom)
-        right.setSizes([480, 260])
-        main = QSplitter(Qt.Orientation.Horizontal)
-        main.addWidget(scroll)
-        main.addWidget(right)
-        main.setStretchFactor(1, 1)
-        main.setSizes([340, 1000])
+        # left: the settings over the event log (its lines are short sentences); right: the
+        # plot over the checkpoints and the processes / incidents, each wide enough at 1280 px
+        self.left = QSplitter(Qt.Orientation.Vertical)
+        self.left.setObjectName("leftSplitter")
+        self.left.addWidget(self.panel_scroll)
+        self.left.addWidget(_titled("Event log", self.log))
+        self.left.setSizes([430, 220])
+        self.bottom = QSplitter(Qt.Orientation.Horizontal)
+        self.bottom.setObjectName("bottomSplitter")
+        self.bottom.addWidget(_titled("Checkpoints", self.table))
+        self.bottom.addWidget(self._process_tabs())
+        self.bottom.setSizes([530, 450])
+        self.right_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.right_splitter.addWidget(self.plot_pane)  # the plot under its view tools
+        self.right_splitter.addWidget(self.bottom)
+        self.right_splitter.setSizes([420, 260])
+        self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.main_splitter.addWidget(self.left)
+        self.main_splitter.addWidget(self.right_splitter)
+        self.main_splitter.setStretchFactor(1, 1)
+        self.main_splitter.setSizes([260, 1000])
 
         central = QWidget()
         layout = QVBoxLayout(central)
-        layout.addLayout(bar)
-        layout.addWidget(main, 1)
+        layout.addWidget(bar)
+        layout.addWidget(self.main_splitter, 1)
         self.setCentralWidget(central)
         self.status_label = QLabel("")
         self.status_label.setObjectName("statusLabel")
@@ -201,37 +245,6 @@ class MainWindow(QMainWindow):
         tabs = self.findChild(QTabWidget, "processTabs")
         tabs.setTabText(1, f"Incidents ({count})" if count else "Incidents")
 
-    def _build_menu(self) -> None:
-        menu = self.menuBar().addMenu("&Run")
-        open_action = QAction("&Open run…", self)
-        open_action.setShortcut(QKeySequence.StandardKey.Open)
-        open_action.triggered.connect(self._choose_run)
-        new_action = QAction("&New run", self)
-        new_action.setShortcut(QKeySequence.StandardKey.New)
-        new_action.triggered.connect(self._new_run)
-        quit_action = QAction("&Quit", self)
-        quit_action.setObjectName("quitAction")
-        quit_action.setShortcut(QKeySequence("Ctrl+Q"))  # Cmd+Q on macOS; Windows has none
-        quit_action.triggered.connect(self.close)
-        self.recent_runs = RecentRuns(self.settings, self)
-        self.recent_runs.openRequested.connect(self.open_run)
-        menu.addAction(open_action)
-        menu.addMenu(self.recent_runs.menu)
-        for action in (new_action, self.quit_guard.forget_action, quit_action):
-            menu.addAction(action)
-        # Runs… (the Runs dock), Clear overlays, Export curves as CSV…, Export plot as PNG…
-        self.run_history = RunHistory(self, menu, before=quit_action)
-        faults = self.menuBar().addMenu("&Faults")
-        for text, slot in (
-            ("Kill all processes (SIGKILL)", lambda: self.controller.kill("all")),
-            ("Freeze the chief (SIGSTOP: a hang)", lambda: self.controller.freeze("chief")),
-            ("Thaw the chief (SIGCONT)", lambda: self.controller.thaw("chief")),
-        ):
-            action = QAction(text, self)
-            action.triggered.connect(slot)
-            faults.addAction(action)
-        self.help_menu = HelpMenu(self)  # Open documentation, About ftgui
-
     def _connect(self) -> None:
         self.start_button.clicked.connect(self.start_run)
         self.kill_button.clicked.connect(lambda: self.controller.kill("chief"))
@@ -239,15 +252,14 @@ class MainWindow(QMainWindow):
         self.resume_button.clicked.connect(lambda: self.resume_run())
         self.checkpoint_button.clicked.connect(self.controller.checkpoint_now)
         self.table.resumeRequested.connect(lambda step: self.resume_run(step))
-        self.table.inspectRequested.connect(self.inspect_checkpoint)
-        self.table.exportRequested.connect(self._export_checkpoint)
-        self.table.deleteRequested.connect(self._delete_checkpoint)
+        self.checkpoint_commands = CheckpointCommands(self)  # inspect, export, delete
         self.controller.stateChanged.connect(self._on_state)
         self.controller.logLine.connect(self._log_line)
         self.controller.checkpointsChanged.connect(
             lambda: self.table.refresh(self.controller.supervisor.run_dir)
         )
         self.controller.statusChanged.connect(self.status_label.setText)
+        self.controller.timelineChanged.connect(self._show_story)
         self.controller.processesChanged.connect(self.processes.update_rows)
         self.processes.killRequested.connect(self.controller.kill)
         self.processes.preemptRequested.connect(self.controller.preempt)
@@ -322,41 +334,7 @@ class MainWindow(QMainWindow):
     def inspect_checkpoint(self, step: int, export: Path | None = None) -> CheckpointJob:
         """Inspect (and evaluate, or export) checkpoint `step` in a helper process; the
         result opens in a dialog (or the status bar says where the model went)."""
-        job = CheckpointJob(self.controller.supervisor.run_dir, step, evaluate=export is None,
-                            export=export, parent=self)
-        job.failed.connect(lambda reason: self._refuse(RuntimeError(reason)))
-        if export is None:
-            job.done.connect(lambda result: CheckpointDialog(result, self).show())
-        else:
-            job.done.connect(lambda result: self.statusBar().showMessage(
-                f"checkpoint {step} exported to {result['exported']}", 10000))
-        self.statusBar().showMessage(f"reading checkpoint {step} in a helper process…", 10000)
-        job.start()
-        self._jobs = [j for j in getattr(self, "_jobs", []) if j.process.state()] + [job]
-        return job
-
-    def _export_checkpoint(self, step: int) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export model", str(Path.home() / f"ckpt-{step}.keras"), "Keras model (*.keras)"
-        )
-        if path:
-            self.inspect_checkpoint(step, export=Path(path))
-
-    def _delete_checkpoint(self, step: int) -> None:
-        answer = QMessageBox.question(
-            self, "Delete checkpoint",
-            f"Delete checkpoint {step} of {self.controller.supervisor.run_dir.name}? "
-            "Its files are removed from disk.",
-        )
-        if answer != QMessageBox.StandardButton.Yes:
-            return
-        try:
-            names = checkpoint_tools.delete(self.controller.supervisor.run_dir, step)
-        except (LookupError, OSError) as exc:
-            self._refuse(exc)
-            return
-        self.statusBar().showMessage(f"deleted {', '.join(names)}", 10000)
-        self.table.refresh(self.controller.supervisor.run_dir)
+        return self.checkpoint_commands.inspect(step, export)
 
     def _refuse(self, exc: Exception) -> None:
         self.panel.show_error(str(exc))
@@ -367,12 +345,14 @@ class MainWindow(QMainWindow):
         self.recent_runs.remember(self.panel.run_dir())
         self.settings.setValue("last_config", json.dumps(config.to_dict()))
 
-    def _choose_run(self) -> None:
+    def choose_run(self) -> None:
+        """Run → Open run…: ask for a run directory and open it."""
         path = QFileDialog.getExistingDirectory(self, "Open run", str(self.panel.run_dir().parent))
         if path:
             self.open_run(Path(path))
 
-    def _new_run(self) -> None:
+    def new_run(self) -> None:
+        """Run → New run: a fresh run directory in the panel (refused while a run is live)."""
         if self.controller.supervisor and self.controller.supervisor.live:
             self._refuse(RuntimeError("a run is live; kill or preempt it first"))
             return
@@ -392,6 +372,12 @@ class MainWindow(QMainWindow):
             self.controller.open(run_dir)
 
     # ------------------------------------------------------------ state
+    def _show_story(self, *_timeline) -> None:
+        """The story line and the state label, from the timeline and the last state shown."""
+        config = self.controller.supervisor.config if self.controller.supervisor else None
+        self.top_bar.show_run(self.controller.timeline, *self._state,
+                              total_steps=config.steps if config else None)
+
     def _on_state(self, state: str, reason: str) -> None:
         supervisor = self.controller.supervisor
         live = state in LIVE_STATES
@@ -406,8 +392,8 @@ class MainWindow(QMainWindow):
         )
         self.table.resume_enabled = not live and state != "busy" and has_run
         self.panel.set_editable(not live and state != "busy")
-        theme.set_state(self.state_label, state)  # its colour
-        self.state_label.setText(state + (f" — {reason}" if reason else ""))
+        self._state = (state, reason)
+        self._show_story()
         if self.controller.replay is not None:  # a replay is read-only
             for button in (self.start_button, self.kill_button, self.preempt_button,
                            self.resume_button, self.checkpoint_button):
@@ -434,14 +420,6 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.controller.shutdown()
         super().closeEvent(event)
-
-
-def _button(name: str, text: str, tip: str) -> QPushButton:
-    button = QPushButton(text)
-    button.setObjectName(name)
-    button.setToolTip(tip)
-    button.setMinimumWidth(90)
-    return button
 
 
 def _titled(title: str, widget: QWidget) -> QWidget:

@@ -61,4 +61,6 @@ def set_up_table(view: QTableView, name: str, model, multi: bool = False,
     theme.follow_scale(view, fit_rows)
     header = view.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setStretchLastSection(True)
+    # the last column takes the room left (Qt's stretched last section keeps at least 100 px,
+    # which makes a table that fits scroll sideways at 1280 px)
+    header.setSectionResizeMode(model.columnCount() - 1, QHeaderView.ResizeMode.Stretch)

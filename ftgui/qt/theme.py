@@ -64,18 +64,35 @@ CURVE_COLOURS = {
     "earlier": "#9fb7cf",  # its earlier attempts
     "validation": "#ff7f0e",  # validation points (fill)
     "validation_edge": "#a04000",
+    "halo": "#9cc3e4",  # earlier attempts in the presentation view, wide under the newest
 }
 # Overlaid runs: distinct from the open run's blue, the validation orange and the marker colours.
 OVERLAY_COLOURS = ("#9467bd", "#d4479b", "#2a9d8f", "#8c8c00", "#7f7f7f", "#17becf", "#5c3c92")
 RAW_ALPHA_WHEN_SMOOTHED = 70  # 0–255: the raw curve under its smoothed one
 
 NOTICE = "#8a5a00"  # a line on the plot about what the view leaves out
+NOTICE_FILL = (255, 255, 255, 220)  # RGBA behind that line
 LEGEND_FRAME = "#c8c8c8"
+LEGEND_FILL = (255, 255, 255, 220)  # RGBA
+LEGEND_TEXT = TEXT
+MARKER_LABEL_FILL = (255, 255, 255, 200)  # RGBA behind a marker's label
 REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again
+REDONE_SHADE_PRESENTING = (214, 39, 40, 45)  # stronger on a projector
+STORY_COLOUR = "#1b2a3a"  # the story line's text
+STORY_FILL = "#eef3f8"  # and its background
 
 # ------------------------------------------------------------------------------ sizes at scale 1
-PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1}  # pixels
+PEN_WIDTHS = {"curve": 1, "smoothed": 2, "marker": 1, "earlier": 1}  # pixels
+# the presentation view: a room reads the plot from metres away; curves thicker than 3 px
+PRESENTING_PEN_WIDTHS = {"curve": 3, "smoothed": 4, "marker": 3, "earlier": 6}
 STATE_LABEL_PX = 14  # the run state in the window's top bar, in pixels
+LEGEND_FONT_PT = 9.0  # the plot's legend
+VALIDATION_SYMBOL_PX = 7
+STORY_PX = 15  # the story line in the normal view
+# pixel sizes in the presentation view (at scale 1): ticks and banner legible from the back
+PRESENTING_PX = {"tick": 22, "axis_label": 24, "marker_label": 22, "legend": 20, "story": 32,
+                 "validation_symbol": 12}
+MIN_WINDOW_WIDTH = 960  # pixels at scale 1: the window never gets narrower
 FALLBACK_FONT_PT = 9.0  # the base font size when no application exists yet to ask
 MIN_SCALE, MAX_SCALE = 0.5, 4.0
 
@@ -168,9 +185,34 @@ def follow_scale(owner: QObject, update: Callable[[float], None]) -> None:
 
 
 # ------------------------------------------------------------------------------ pens
-def pen_width(kind: str) -> float:
-    """The width in pixels of a `kind` line (a key of `PEN_WIDTHS`) at the current scale."""
-    return PEN_WIDTHS[kind] * _scale
+def pen_width(kind: str, presenting: bool = False) -> float:
+    """The width in pixels of a `kind` line (a key of `PEN_WIDTHS`) at the current scale, in
+    the normal view or (`presenting`) the presentation view."""
+    return (PRESENTING_PEN_WIDTHS if presenting else PEN_WIDTHS)[kind] * _scale
+
+
+def presenting_px(kind: str) -> int:
+    """A pixel size of the presentation view (a key of `PRESENTING_PX`) at the current scale."""
+    return round(PRESENTING_PX[kind] * _scale)
+
+
+def font_px(pixels: int, bold: bool = False) -> QFont:
+    """The application font at `pixels` pixels (already scaled by the caller)."""
+    result = font()
+    result.setPixelSize(max(int(pixels), 1))
+    result.setBold(bold)
+    return result
+
+
+def tick_font(presenting: bool = False) -> QFont:
+    """The font of a plot's axis ticks: the UI font at the current scale, or the presentation
+    view's `PRESENTING_PX["tick"]`."""
+    return font_px(presenting_px("tick")) if presenting else font()
+
+
+def rgba(values: tuple[int, int, int, int]) -> QColor:
+    """A QColor from an (r, g, b, a) tuple of the theme."""
+    return QColor(*values)
 
 
 def state_colour(state: str) -> str:
@@ -178,12 +220,12 @@ def state_colour(state: str) -> str:
     return STATE_COLOURS.get(state, DEFAULT_STATE_COLOUR)
 
 
-def marker_pen(kind: str) -> QPen:
+def marker_pen(kind: str, presenting: bool = False) -> QPen:
     """The cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled: dashed, or
-    dotted for `DOTTED_MARKERS`."""
+    dotted for `DOTTED_MARKERS`; thicker in the presentation view."""
     pen = QPen(QColor(MARKER_COLOURS[kind]))
     pen.setCosmetic(True)
-    pen.setWidthF(pen_width("marker"))
+    pen.setWidthF(pen_width("marker", presenting))
     dotted = kind in DOTTED_MARKERS
     pen.setStyle(Qt.PenStyle.DotLine if dotted else Qt.PenStyle.DashLine)
     return pen
@@ -223,6 +265,10 @@ def stylesheet() -> str:
         f"QPushButton#killButton:enabled {{ color: {ERROR}; font-weight: bold; }}",
         f"QPushButton#resumeButton:enabled {{ color: {SUCCESS}; font-weight: bold; }}",
         f"QLabel#runsInfoLabel {{ color: {SECONDARY_TEXT}; }}",
+        f"QLabel#storyBanner {{ font-size: {round(STORY_PX * _scale)}px; font-weight: bold; "
+        f"color: {STORY_COLOUR}; background: {STORY_FILL}; padding: 3px 8px; }}",
+        f'QLabel#storyBanner[presenting="true"] {{ font-size: {presenting_px("story")}px; '
+        f"padding: 6px 12px; }}",
     ]
     return "\n".join(rules)
 
@@ -237,6 +283,11 @@ def style(*widgets: QWidget) -> None:
 
 def set_state(widget: QWidget, state: str) -> None:
     """Set `widget`'s `state` property and restyle it (the stylesheet colours by state)."""
-    widget.setProperty("state", state)
+    set_property(widget, "state", state)
+
+
+def set_property(widget: QWidget, name: str, value) -> None:
+    """Set a property the stylesheet selects on (`state`, `presenting`) and restyle `widget`."""
+    widget.setProperty(name, value)
     widget.style().unpolish(widget)
     widget.style().polish(widget)

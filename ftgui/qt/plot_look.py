@@ -1,0 +1,99 @@
+"""The look of the loss plot (a mixin of `LossPlot`): fonts, pens and sizes from the theme at
+its scale, in the normal view or the presentation view, where the y axis also follows the
+interesting part of the run and marker labels are laid out apart (`ftgui.qt.plot_focus`)."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+from ftgui.qt import theme
+from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
+
+
+class PlotLook:
+    """`set_presenting(on)` and what it changes; mixed into `LossPlot`, whose attributes
+    (`presenting`, `legend`, `traces`, `markers`, `regions`, `_span`, `_clip`, …) it uses."""
+
+    def set_presenting(self, on: bool) -> None:
+        """The presentation view's look (`True`): tick and axis fonts, curves, markers and the
+        legend at the theme's presentation sizes, the y axis fitted to the interesting part
+        (`ftgui.qt.plot_focus`); `False` gives back the normal look and y auto-range."""
+        on = bool(on)
+        if on == self.presenting:
+            return
+        self.presenting = on
+        self._apply_look()
+        if not on:
+            self.getPlotItem().enableAutoRange(y=True)
+        self.redraw()
+
+    def _apply_look(self, *_scale) -> None:
+        """Fonts, pens and sizes from the theme, at its scale and for the current view."""
+        item, presenting = self.getPlotItem(), self.presenting
+        if item is None:
+            return  # closed
+        tick_font = theme.tick_font(presenting)
+        for side in ("left", "bottom"):
+            axis = item.getAxis(side)
+            axis.setStyle(tickFont=tick_font, tickTextOffset=round(4 * theme.scale()))
+            axis.setTickFont(tick_font)
+            axis.setTextPen(theme.TEXT)  # not pyqtgraph's light grey
+            axis.enableAutoSIPrefix(False)  # "loss (x0.001)" over 0–200 misleads a room
+            axis.setPen(theme.SECONDARY_TEXT)
+            self._set_label(side, self._labels[side])
+        legend_size = (f"{theme.presenting_px('legend')}px" if presenting
+                       else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")
+        self.legend.opts["labelTextSize"] = legend_size
+        symbol = theme.presenting_px("validation_symbol") if presenting else round(
+            theme.VALIDATION_SYMBOL_PX * theme.scale())
+        self.validation_item.setSymbolSize(symbol)
+        for trace in self._all_traces():
+            trace.style(self.smoothing, presenting)
+        for kind, _step, line in self.markers:
+            self._style_marker(kind, line)
+        shade = theme.REDONE_SHADE_PRESENTING if presenting else theme.REDONE_SHADE
+        for region in self.regions:
+            region.setBrush(pg.mkBrush(theme.rgba(shade)))
+        self._legend_dirty = True
+        if self.traces or self.overlays or self.validation.size:
+            self._rebuild_legend()
+        self._layout_labels()
+
+    def _set_label(self, side: str, text: str) -> None:
+        self._labels[side] = text
+        size = (f"{theme.presenting_px('axis_label')}px" if self.presenting
+                else f"{theme.font_pt():.1f}pt")
+        self.getPlotItem().setLabel(side, text, **{"font-size": size})
+
+    def _style_marker(self, kind: str, line: pg.InfiniteLine) -> None:
+        line.setPen(theme.marker_pen(kind, self.presenting))
+        size = theme.presenting_px("marker_label") if self.presenting else round(
+            theme.font_pt() * 4 / 3)
+        line.label.setFont(theme.font_px(size, bold=self.presenting))
+
+    def _layout_labels(self, *_args) -> None:
+        layout_marker_labels(self.getPlotItem().getViewBox(),
+                             [line for _kind, _step, line in self.markers], self.legend)
+
+    def _focus_y(self) -> None:
+        """In the presentation view on a linear axis: fit y to the interesting part (the steps
+        from the last redone range on, or the recent ones); x still shows the whole run.
+
+        The curves are then drawn with y clipped to a band of the view's height beyond each
+        edge (`plot_focus.clip_band`): a thick pen costs per pixel of its segments, and the
+        steep early losses far above the view were most of a frame. Clipped that far out, no
+        visible pixel changes."""
+        focused = self.presenting and not self.log_y
+        span = None
+        if focused:
+            redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
+            curves = [(self._x(t.series, self.time_origin), t.series.y())
+                      for t in self.traces.values()]
+            span = focus_span([(x, y) for x, y in curves if x is not None], redone)
+        if span is not None and span != self._span:
+            self.getPlotItem().setYRange(*span, padding=0)
+        self._span = span
+        clip = clip_band(span, self._clip)
+        if clip != self._clip:
+            self._clip = clip
+            self._dirty.update(self._all_traces())

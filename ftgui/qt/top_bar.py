@@ -1,0 +1,94 @@
+"""The window's top: Start / Kill / Preempt / Resume / Checkpoint now, the run's state, and the
+story line under them (`storyBanner`: the state and the last incident in one sentence)."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+
+from ftgui.core.story import has_stepped, story
+from ftgui.core.timeline import Timeline
+from ftgui.qt import theme
+
+BUTTON_MIN_WIDTH = 90  # pixels at scale 1
+
+
+class TopBar(QWidget):
+    """The run buttons (`startButton`, `killButton`, `preemptButton`, `resumeButton`,
+    `checkpointNowButton`), the state label (`stateLabel`) and the story line (`storyBanner`).
+
+    `show_story(timeline, total_steps)` renders `ftgui.core.story.story`; `set_presenting(on)`
+    makes the story line large (the presentation view) and hides the buttons' row when asked."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("topBar")
+        self.start_button = _button("startButton", "Start", "Start a new run in the run directory")
+        self.kill_button = _button("killButton", "Kill", "Crash the chief: SIGKILL its processes")
+        self.preempt_button = _button("preemptButton", "Preempt",
+                                      "SIGTERM: save at the current step, then stop")
+        self.resume_button = _button("resumeButton", "Resume",
+                                     "Restart from the newest valid checkpoint")
+        self.checkpoint_button = _button("checkpointNowButton", "Checkpoint now",
+                                         "Save a checkpoint after the current step (SIGUSR1)")
+        self.state_label = QLabel("idle")
+        self.state_label.setObjectName("stateLabel")
+        self.story_banner = QLabel(story(Timeline()))
+        self.story_banner.setObjectName("storyBanner")
+        self.story_banner.setWordWrap(True)
+        self.story_banner.setToolTip("The run's state and its last incident: the figures are "
+                                     "the Incidents tab's")
+        self.story_banner.setSizePolicy(QSizePolicy.Policy.Ignored,
+                                        QSizePolicy.Policy.Preferred)  # wraps, never widens
+        self.story_banner.setProperty("presenting", False)
+
+        self.buttons_row = QWidget()
+        row = QHBoxLayout(self.buttons_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        for button in self.buttons():
+            row.addWidget(button)
+        row.addSpacing(12)
+        row.addWidget(self.state_label, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.buttons_row)
+        layout.addWidget(self.story_banner)
+        self._restyle()
+        theme.follow_scale(self, self._restyle)
+
+    def buttons(self) -> tuple[QPushButton, ...]:
+        return (self.start_button, self.kill_button, self.preempt_button, self.resume_button,
+                self.checkpoint_button)
+
+    def show_run(self, timeline: Timeline, state: str, reason: str,
+                 total_steps: int | None = None) -> None:
+        """Show the story of `timeline` (a run of `total_steps` steps, when known) and the
+        run's `state` and `reason` — "running" only once a step of the current attempt is in;
+        until then "starting" (TensorFlow imports, the checkpoint is restored)."""
+        text = story(timeline, total_steps)
+        if text != self.story_banner.text():
+            self.story_banner.setText(text)
+        if state == "running" and not has_stepped(timeline):
+            state, reason = "starting", "waiting for the first step"
+        colour = "recovering" if state == "starting" else state  # amber until a step
+        if colour != self.state_label.property("state"):
+            theme.set_state(self.state_label, colour)
+        text = state + (f" — {reason}" if reason else "")
+        if text != self.state_label.text():
+            self.state_label.setText(text)
+
+    def set_presenting(self, on: bool) -> None:
+        """The story line at the presentation view's size (`on`) or the normal one."""
+        theme.set_property(self.story_banner, "presenting", bool(on))
+
+    def _restyle(self, *_scale) -> None:
+        theme.style(self.kill_button, self.resume_button, self.state_label, self.story_banner)
+        for button in self.buttons():
+            button.setMinimumWidth(round(BUTTON_MIN_WIDTH * theme.scale()))
+
+
+def _button(name: str, text: str, tip: str) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName(name)
+    button.setToolTip(tip)
+    return button
