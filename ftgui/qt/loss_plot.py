@@ -25,6 +25,7 @@ from ftgui.core.series import GrowingSeries
 from ftgui.core.smoothing import MAX_WEIGHT, Ema
 from ftgui.core.timeline import MARKER_KINDS, Timeline
 from ftgui.qt import theme
+from ftgui.qt.branches import BranchLayer
 
 # Colours and widths come from the theme (ftgui.qt.theme); MARKER_PENS gives each pen at the
 # theme's current scale.
@@ -141,6 +142,7 @@ class LossPlot(pg.PlotWidget):
                                   anchor=(0, 0))  # one line about what the view leaves out
         self.notice.setParentItem(item.getViewBox())
         self.notice.setPos(6, 4)
+        self.branches = BranchLayer(self)  # forks: abandoned parts dashed, branch colours
 
     # ------------------------------------------------------------ compatibility views
     @property
@@ -168,6 +170,7 @@ class LossPlot(pg.PlotWidget):
         self.validation_item.setData([], [])
         self.time_origin = None
         self.timeline = None
+        self.branches.clear()
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._legend_dirty = True
 
@@ -192,7 +195,8 @@ class LossPlot(pg.PlotWidget):
             self.add_marker(marker.kind, marker.step, marker.label)
         self._drawn_markers = len(timeline.markers)
         for redone in timeline.redone[self._drawn_redone:]:
-            self.shade_redone(redone.start, redone.end)
+            if redone.cause != "fork":  # a fork's branch is drawn dashed instead (branches.py)
+                self.shade_redone(redone.start, redone.end)
         self._drawn_redone = len(timeline.redone)
         if timeline.validation.size != self._drawn_validation:
             self._legend_dirty |= self._drawn_validation == 0
@@ -384,6 +388,7 @@ class LossPlot(pg.PlotWidget):
         if self._legend_dirty:
             self._rebuild_legend()
         self._update_notice()
+        self.branches.redraw()
         return updated
 
     def _update_notice(self) -> None:
