@@ -53,3 +53,31 @@ def test_a_fork_is_drawn_as_a_branch(qtbot):
     plot.redraw()
     assert old.smooth.opts["pen"].style() == Qt.PenStyle.DashLine
     assert np.array_equal(plot.traces[0].series.x()[-1:], [100.0])
+
+
+def test_a_fork_s_archived_checkpoints_stay_listed_greyed_under_the_fork(qtbot, tmp_path):
+    from conftest import fake_checkpoint
+
+    from ftgui.qt import theme
+    from ftgui.qt.checkpoint_table import CheckpointTable
+
+    run_dir = tmp_path / "run"
+    for step in (10, 20, 30, 40, 50, 60, 70):
+        fake_checkpoint(run_dir, step)
+    for step in (60, 80, 100):  # what the fork of attempt 1 (from step 50) moved aside
+        fake_checkpoint(run_dir / "history" / "fork-1", step)
+    table = CheckpointTable()
+    qtbot.addWidget(table)
+    table.refresh(run_dir)
+    model = table.model_
+    steps = [model.data(model.index(row, 0)) for row in range(model.rowCount())]
+    assert steps == ["10", "20", "30", "40", "50", "↳ 60 (fork 1)", "↳ 80 (fork 1)",
+                     "↳ 100 (fork 1)", "60", "★ 70"]
+    grey = model.data(model.index(6, 2), Qt.ItemDataRole.ForegroundRole)
+    assert grey.color().name() == theme.MUTED
+    assert model.data(model.index(6, 0), Qt.ItemDataRole.ToolTipRole).endswith(
+        "history/fork-1/checkpoints/ckpt-80")
+    table.selectRow(6)
+    assert table.selected_step() is None  # shown, never restored from here
+    table.selectRow(9)
+    assert table.selected_step() == 70

@@ -209,3 +209,22 @@ def keep_newest(directory: Path, keep: int, newest: int) -> list[CheckpointInfo]
             meta_path(info.prefix).unlink(missing_ok=True)
             damage_path(info.prefix).unlink(missing_ok=True)
     return kept
+
+
+# ------------------------------------------------------------------------------ fork archives
+ARCHIVE_DIR = "history"  # RUN/history/fork-N/checkpoints/: what the fork of attempt N moved
+_FORK_FOLDER = re.compile(r"^fork-(\d+)$")
+
+
+def list_archived(run_dir: str | os.PathLike) -> list[tuple[int, CheckpointInfo]]:
+    """The checkpoints forks moved aside, as (attempt of the fork N, checkpoint) pairs, by N then
+    step: those of `RUN/history/fork-N/checkpoints/` (validated like `list_checkpoints`)."""
+    root = Path(run_dir) / ARCHIVE_DIR
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in root.iterdir():
+        match = _FORK_FOLDER.match(folder.name)
+        if match and folder.is_dir():
+            found += [(int(match.group(1)), info) for info in list_checkpoints(folder)]
+    return sorted(found, key=lambda pair: (pair[0], pair[1].step))
