@@ -39,6 +39,7 @@ from ftgui.qt.about import HelpMenu
 from ftgui.qt.app import app_icon
 from ftgui.qt.checkpoint_dialog import CheckpointDialog, CheckpointJob
 from ftgui.qt.checkpoint_table import CheckpointTable
+from ftgui.qt.commands import Commands
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
 from ftgui.qt.incident_table import IncidentPanel
@@ -208,7 +209,7 @@ class MainWindow(QMainWindow):
         open_action.triggered.connect(self._choose_run)
         new_action = QAction("&New run", self)
         new_action.setShortcut(QKeySequence.StandardKey.New)
-        new_action.triggered.connect(self._new_run)
+        new_action.triggered.connect(self.new_run)
         quit_action = QAction("&Quit", self)
         quit_action.setObjectName("quitAction")
         quit_action.setShortcut(QKeySequence("Ctrl+Q"))  # Cmd+Q on macOS; Windows has none
@@ -222,14 +223,8 @@ class MainWindow(QMainWindow):
         # Runs… (the Runs dock), Clear overlays, Export curves as CSV…, Export plot as PNG…
         self.run_history = RunHistory(self, menu, before=quit_action)
         faults = self.menuBar().addMenu("&Faults")
-        for text, slot in (
-            ("Kill all processes (SIGKILL)", lambda: self.controller.kill("all")),
-            ("Freeze the chief (SIGSTOP: a hang)", lambda: self.controller.freeze("chief")),
-            ("Thaw the chief (SIGCONT)", lambda: self.controller.thaw("chief")),
-        ):
-            action = QAction(text, self)
-            action.triggered.connect(slot)
-            faults.addAction(action)
+        # Start … Checkpoint now, the Faults items, Reset to defaults, Show TensorFlow output
+        self.commands = Commands(self, menu, faults)
         self.help_menu = HelpMenu(self)  # Open documentation, About ftgui
 
     def _connect(self) -> None:
@@ -354,14 +349,16 @@ class MainWindow(QMainWindow):
         if path:
             self.open_run(Path(path))
 
-    def _new_run(self) -> None:
+    def new_run(self) -> bool:
+        """Show a fresh run directory, ready to Start (refused while a run is live)."""
         if self.controller.supervisor and self.controller.supervisor.live:
             self._refuse(RuntimeError("a run is live; kill or preempt it first"))
-            return
+            return False
         from ftgui.qt.config_panel import new_run_dir
 
         self.panel.run_dir_edit.setText(str(new_run_dir()))
         self._run_dir_edited()
+        return True
 
     def _run_dir_edited(self) -> None:
         run_dir = self.panel.run_dir()

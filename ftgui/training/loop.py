@@ -331,6 +331,10 @@ class TrainingLoop:
         return step, now
 
     def _poisoned(self, step: int) -> bool:
+        if self.requests.take_nan():  # "Inject NaN now" (SIGUSR2 from the window)
+            self.events.emit("fault_injected", kind="nan", target="chief", step=step,
+                             source="user")
+            return True
         target = self.faults.at(step, "nan")
         if target is None or step in self._poisoned_steps:
             return False
