@@ -321,3 +321,52 @@ def test_inject_nan_now_rolls_the_running_chief_back(qtbot, window, tmp_path):
     assert incident.step == nan_step and restored % 10 == 0 and 0 < nan_step - restored <= 10
     assert controller.supervisor.state == "running"  # the process rolled back on its own
     window.kill_button.click()
+
+
+# ------------------------------------------------------------------------------ export
+def test_the_plot_exports_as_a_slide_png_and_as_svg(qtbot, tmp_path):
+    import xml.etree.ElementTree as ElementTree
+
+    from PySide6.QtGui import QImage
+
+    from ftgui.qt.loss_plot import LossPlot
+    from ftgui.qt.plot_export import ImageSize, export_png, export_svg
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(800, 300)
+    plot.show_timeline(fork_timeline())
+    plot.redraw()
+    on_screen = plot.getPlotItem().geometry()
+    assert export_png(plot, tmp_path / "slide.png", ImageSize(1920, 1080, 192))
+    image = QImage(str(tmp_path / "slide.png"))
+    assert (image.width(), image.height()) == (1920, 1080)
+    assert round(image.dotsPerMeterX() * 0.0254) == 192
+    assert export_png(plot, tmp_path / "small.png", ImageSize(1280, 720, 96))
+    assert QImage(str(tmp_path / "small.png")).size().toTuple() == (1280, 720)
+    # the window's plot is as it was: same geometry, its legend over the data again
+    assert plot.getPlotItem().geometry() == on_screen and plot.legend.isVisible()
+
+    assert export_svg(plot, tmp_path / "plot.svg")
+    root = ElementTree.parse(tmp_path / "plot.svg").getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    paths = [e for e in root.iter() if e.tag.endswith("}path") or e.tag.endswith("}polyline")]
+    # the loss curve: a path of at least its 100 + 70 points (one command per point)
+    longest = max(len((e.get("d") or e.get("points") or "").split()) for e in paths)
+    assert longest >= 100
+    texts = "".join(e.text or "" for e in root.iter() if e.tag.endswith("}text"))
+    assert "abandoned branch" in texts and "global step" in texts
+
+
+def test_the_run_menu_exports_png_at_a_size_and_svg(window, tmp_path, finished_run):
+    from PySide6.QtGui import QImage
+
+    from ftgui.qt.plot_export import ImageSize
+
+    window.open_run(finished_run)
+    assert window.findChild(QAction, "exportSvgAction") is not None
+    assert window.run_history.export_png(tmp_path / "a.png", ImageSize(1600, 900, 144))
+    assert QImage(str(tmp_path / "a.png")).size().toTuple() == (1600, 900)
+    assert "(1600 × 900 px, 144 dpi)" in window.statusBar().currentMessage()
+    assert window.run_history.export_svg(tmp_path / "a.svg")
+    assert (tmp_path / "a.svg").read_text().lstrip().startswith("<?xml")

@@ -1,5 +1,6 @@
 """The Run menu's run-history entries and what they do: Runs… (the Runs dock: open a run, overlay
-other runs' loss curves on the plot), Clear overlays, Export curves as CSV… and Export plot as PNG….
+other runs' loss curves on the plot), Clear overlays, Export curves as CSV…, Export plot as PNG… (a
+chosen size and DPI) and Export plot as SVG… (`ftgui.qt.plot_export`).
 
 `RunHistory` uses only the window's public side: `open_run(path)`, `run_dir()`, `plot`,
 `settings`, its dock area and its status bar.
@@ -41,7 +42,8 @@ def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
 
 class RunHistory:
     """The window's run-history features: the Runs dock (hidden until Run → Runs…) and the Run
-    menu entries `runsAction`, `clearOverlaysAction`, `exportCsvAction` and `exportPngAction`,
+    menu entries `runsAction`, `clearOverlaysAction`, `exportCsvAction`, `exportPngAction` and
+    `exportSvgAction`,
     inserted into `menu` before the action `before`."""
 
     def __init__(self, window, menu: QMenu, before: QAction | None = None):
@@ -61,11 +63,14 @@ class RunHistory:
                                   self._ask_csv)
         self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
                                   self._ask_png)
+        self.svg_action = _action(window, "exportSvgAction", "Export plot as S&VG…",
+                                  self._ask_svg)
+        self._png_size = None  # the last PNG size chosen, offered again
         menu.insertSeparator(before)
         for action in (self.runs_action, self.clear_action):
             menu.insertAction(before, action)
         menu.insertSeparator(before)
-        for action in (self.csv_action, self.png_action):
+        for action in (self.csv_action, self.png_action, self.svg_action):
             menu.insertAction(before, action)
         menu.insertSeparator(before)
 
@@ -109,9 +114,23 @@ class RunHistory:
         self._say(f"wrote {rows} points to {path}")
         return True
 
-    def export_png(self, path: Path) -> bool:
-        """Save the plot as it is on screen (overlays, smoothing, zoom) to `path`."""
-        ok = self.window.plot.grab().save(str(path), "PNG")
+    def export_png(self, path: Path, size=None) -> bool:
+        """Save the plot as shown (overlays, smoothing, zoom) to `path`: a PNG of `size` (a
+        `plot_export.ImageSize`, pixels and DPI; default 1920 × 1080 at 192 dpi), legend beside
+        the data."""
+        from ftgui.qt import plot_export  # pyqtgraph: imported with the plot, not at start
+
+        size = size or plot_export.ImageSize()
+        ok = plot_export.export_png(self.window.plot, path, size)
+        self._say(f"saved the plot to {path} ({size.width} × {size.height} px, {size.dpi} dpi)"
+                  if ok else f"could not write {path}")
+        return ok
+
+    def export_svg(self, path: Path) -> bool:
+        """Save the plot as shown to `path` as SVG, legend beside the data."""
+        from ftgui.qt import plot_export
+
+        ok = plot_export.export_svg(self.window.plot, path)
         self._say(f"saved the plot to {path}" if ok else f"could not write {path}")
         return ok
 
@@ -133,8 +152,20 @@ class RunHistory:
     def _ask_png(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as PNG",
                                               self._suggested("-loss.png"), "PNG image (*.png)")
+        if not path:
+            return
+        from ftgui.qt.plot_export import ExportSizeDialog, ImageSize
+
+        dialog = ExportSizeDialog(self.window, self._png_size or ImageSize())
+        if dialog.exec() == ExportSizeDialog.DialogCode.Accepted:
+            self._png_size = dialog.size_chosen()
+            self.export_png(Path(path), self._png_size)
+
+    def _ask_svg(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as SVG",
+                                              self._suggested("-loss.svg"), "SVG image (*.svg)")
         if path:
-            self.export_png(Path(path))
+            self.export_svg(Path(path))
 
 
 def _action(parent, name: str, text: str, slot, shortcut: QKeySequence | None = None) -> QAction:
