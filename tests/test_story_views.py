@@ -370,3 +370,28 @@ def test_the_run_menu_exports_png_at_a_size_and_svg(window, tmp_path, finished_r
     assert "(1600 × 900 px, 144 dpi)" in window.statusBar().currentMessage()
     assert window.run_history.export_svg(tmp_path / "a.svg")
     assert (tmp_path / "a.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_an_incident_ended_by_a_fork_reads_as_unrecovered_not_pending(qtbot):
+    from ftgui.qt.incident_table import COLUMNS, IncidentPanel
+
+    timeline = Timeline()
+    timeline.feed([
+        *({"event": "step", "attempt": 0, "step": s, "loss": 1.0, "time": float(s)}
+          for s in range(1, 31)),
+        {"event": "fault_injected", "attempt": 0, "time": 30.5, "kind": "kill",
+         "target": "chief", "step": 30, "source": "user"},
+        {"event": "process_exited", "attempt": 0, "time": 31.0, "role": "chief", "index": 0,
+         "chief": True, "signal": 9, "decisive": True},
+        {"event": "forked", "attempt": 1, "time": 40.0, "from_step": 10,
+         "archived_steps": [20, 30]},
+        {"event": "resumed", "attempt": 1, "time": 41.0, "from_step": 10},
+    ])
+    panel = IncidentPanel()
+    qtbot.addWidget(panel)
+    panel.show_timeline(timeline)
+    model = panel.model_
+    row = {column: model.data(model.index(0, i)) for i, column in enumerate(COLUMNS)}
+    assert (row["fault"], row["at step"], row["recovery"], row["steps lost"],
+            row["time lost"]) == ("kill (user)", "30", "none (fork)", "—", "—")
+    assert "<b>0</b> steps redone" in panel.totals.text()
