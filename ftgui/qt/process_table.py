@@ -1,8 +1,8 @@
 """The process table: every training process of the run with its state, and a Kill per row.
 
-Killing one process needs no right-click: the last column is a Kill button per live process
-(click it), and Delete kills the selected one. The right-click menu also offers Preempt, Freeze
-and Thaw — Freeze only for a running process, Thaw only for a frozen one."""
+Killing one process needs no right-click: the column after its name is a Kill button per live
+process (click it), and Delete kills the selected one. The right-click menu also offers Preempt,
+Freeze and Thaw — Freeze only for a running process, Thaw only for a frozen one."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from PySide6.QtWidgets import QMenu, QTableView
 from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
 
-COLUMNS = ("process", "pid", "state", "last step", "heartbeat", "restarts", "kill")
+# The Kill cell sits next to the name, where a narrow table still shows it.
+COLUMNS = ("process", "kill", "pid", "state", "last step", "heartbeat", "restarts")
 KILL_TEXT = "✕ Kill"
 
 
