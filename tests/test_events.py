@@ -135,7 +135,8 @@ def written_kinds() -> set[str]:
 def test_every_event_type_the_code_writes_is_in_the_vocabulary():
     kinds = written_kinds()
     assert {"step", "process_exited", "fault_injected", "standby_ready"} <= kinds  # found
-    assert kinds == {kind.value for kind in events.EventKind}
+    # setting_changed: read and shown already; written once a resume may change a setting
+    assert kinds | {"setting_changed"} == {kind.value for kind in events.EventKind}
 
 
 def test_notable_kinds_get_a_line_and_the_stream_does_not():
@@ -153,6 +154,9 @@ def test_each_event_reads_as_one_sentence():
     assert describe({"event": "checkpoint_saved", "step": 25, "size": 61_074,
                      "requested": True}) == "checkpoint 25 saved (61 kB) on request"
     assert describe({"event": "resumed", "from_step": 500}) == "resumed from checkpoint 500"
+    assert describe({"event": "setting_changed", "setting": "learning_rate", "old": 0.01,
+                     "new": 0.001, "step": 500}) == (
+        "learning rate changed from 0.01 to 0.001 at step 500")
     lost = {"event": "process_exited", "role": "worker", "index": 1, "chief": False,
             "signal": 9, "decisive": False, "last_step": 340}
     assert describe(lost, step=352) == "worker 1 lost (killed) at step 352"

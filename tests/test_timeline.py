@@ -161,8 +161,10 @@ def test_the_story_costs_what_its_incidents_say(story):
     assert [(i.kind, i.source, i.step, i.resumed_step, i.steps_lost)
             for i in timeline.incidents] == [
         ("nan", "schedule", 25, 20, 5), ("kill", "user", 45, 40, 5),
-        ("preempt", "user", 70, 70, 0), ("kill", "user", 95, 80, 15),
+        ("preempt", "user", 70, 70, 0), ("kill", "user", 95, None, None),
     ]
+    # the last kill was followed by a fork, not a recovery: it ends there, charged nothing
+    assert [i.ended_by for i in timeline.incidents] == ["", "", "", "fork"]
     nan, kill = timeline.incidents[:2]
     # fault, step 25 (gap), non_finite_loss: 1.0 s to detect; rollback, first new step: 1.0 s
     assert (nan.detect_seconds, nan.recovery_seconds) == (1.0, 1.0)
@@ -172,7 +174,9 @@ def test_the_story_costs_what_its_incidents_say(story):
     assert (kill.detect_seconds, kill.recovery_seconds, kill.redo_seconds) == (0.5, 2.5, 3.5)
     assert kill.time_lost == 0.5 + 2.5 + 3.5
     totals = timeline.totals()
-    assert (totals.incidents, totals.steps_lost) == (4, 25)
+    assert (totals.incidents, totals.steps_lost) == (4, 10)
+    assert [i.time_lost for i in timeline.incidents] == [6.0, 6.5, 5.0, None]
+    assert totals.time_lost == 6.0 + 6.5 + 5.0
 
 
 def test_the_kill_step_is_the_step_the_process_reached(story):
@@ -294,3 +298,67 @@ def test_feed_says_what_changed_and_counts_versions():
     assert second.markers and second.checkpoints and not second.steps
     assert [note.text for note in second.notes] == ["chief killed at step 3"]
     assert not timeline.feed([]) and timeline.version == 2
+
+
+# ------------------------------------------------------------------------------ forks
+def test_a_fork_is_a_branch_not_an_incident():
+    archived = [60, 70, 80, 90, 100]
+    timeline = feed(
+        *steps(1, 100),
+        {"event": "run_finished", "step": 100, "loss": 1.0, "time": 100.5},
+        exit_event(exit_code=0, decisive=True, time=101.0),
+        {"event": "forked", "attempt": 1, "from_step": 50, "archived_steps": archived,
+         "archive": "history/fork-1/checkpoints", "time": 200.0},
+        {"event": "resumed", "attempt": 1, "from_step": 50, "time": 201.0},
+        *steps(51, 120, attempt=1, t=151.0),
+    )
+    assert timeline.incidents == []
+    totals = timeline.totals()
+    assert (totals.incidents, totals.steps_lost, totals.time_lost, totals.goodput) == (
+        0, 0, 0.0, 1.0)
+    first, branch = timeline.segments
+    assert (first.branch, first.abandoned_after) == (0, 50)  # steps 51-100: the old branch
+    assert (branch.branch, branch.abandoned_after) == (1, None)
+    assert [(f.step, f.attempt, f.branch, f.archived_steps, f.archive)
+            for f in timeline.forks] == [(50, 1, 1, (60, 70, 80, 90, 100),
+                                          "history/fork-1/checkpoints")]
+    assert [(m.kind, m.step, m.label) for m in timeline.markers] == [("fork", 50, "fork ← 50")]
+
+
+def test_a_fork_after_a_kill_leaves_the_run_s_losses_as_they_were(story):
+    every = events.read_all(story)
+    fork_at = next(i for i, e in enumerate(every) if e["event"] == "forked")
+    before, after = Timeline(), reopened(story)
+    before.feed(every[:fork_at])
+    assert (after.totals().steps_lost, after.totals().time_lost) == (
+        before.totals().steps_lost, before.totals().time_lost) == (10, 17.5)
+    # the kill before the fork is counted, unrecovered, and charged nothing
+    assert (after.incidents[-1].kind, after.incidents[-1].ended_by) == ("kill", "fork")
+    # the branch left at step 80: the attempt killed at 95 (steps 71-95) is flagged
+    assert [(s.attempt, s.branch, s.abandoned_after) for s in after.segments] == [
+        (0, 0, None), (0, 0, None), (1, 0, None), (2, 0, 80), (3, 1, None)]
+
+
+def test_a_second_fork_from_further_back_widens_the_abandoned_part():
+    timeline = feed(
+        *steps(1, 40),
+        {"event": "forked", "attempt": 1, "from_step": 30, "archived_steps": [40]},
+        {"event": "resumed", "attempt": 1, "from_step": 30},
+        *steps(31, 45, attempt=1),
+        {"event": "forked", "attempt": 2, "from_step": 20, "archived_steps": [30, 40]},
+        {"event": "resumed", "attempt": 2, "from_step": 20},
+        *steps(21, 25, attempt=2),
+    )
+    assert [(s.branch, s.abandoned_after) for s in timeline.segments] == [
+        (0, 20), (1, 20), (2, None)]
+    assert timeline.incidents == [] and timeline.branch == 2
+
+
+def test_a_setting_changed_event_is_a_marker_and_a_sentence():
+    timeline = feed(*steps(1, 10), {"event": "setting_changed", "setting": "learning_rate",
+                                    "old": 0.01, "new": 0.001, "step": 10})
+    assert [(m.kind, m.step, m.label) for m in timeline.markers] == [
+        ("setting_changed", 10, "learning rate 0.01 → 0.001")]
+    assert [n.text for n in timeline.notes] == [
+        "learning rate changed from 0.01 to 0.001 at step 10"]
+    assert timeline.incidents == []

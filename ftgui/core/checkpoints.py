@@ -361,3 +361,22 @@ def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
 def _fit_meta_path(path: Path) -> Path:
     name = path.name.removesuffix(".weights.h5") + ".meta.json"
     return path.parent.parent / FIT_META_DIR / name
+
+
+# ------------------------------------------------------------------------------ fork archives
+ARCHIVE_DIR = "history"  # RUN/history/fork-N/checkpoints/: what the fork of attempt N moved
+_FORK_FOLDER = re.compile(r"^fork-(\d+)$")
+
+
+def list_archived(run_dir: str | os.PathLike) -> list[tuple[int, CheckpointInfo]]:
+    """The checkpoints forks moved aside, as (attempt of the fork N, checkpoint) pairs, by N then
+    step: those of `RUN/history/fork-N/checkpoints/` (validated like `list_checkpoints`)."""
+    root = Path(run_dir) / ARCHIVE_DIR
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in root.iterdir():
+        match = _FORK_FOLDER.match(folder.name)
+        if match and folder.is_dir():
+            found += [(int(match.group(1)), info) for info in list_checkpoints(folder)]
+    return sorted(found, key=lambda pair: (pair[0], pair[1].step))

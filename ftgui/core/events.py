@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ftgui.core import run_state
+from ftgui.core.settings import SETTINGS
 from ftgui.core.tail import Tail
 
 EVENTS_FILE = "events.jsonl"
@@ -184,6 +185,7 @@ class EventKind(str, enum.Enum):
     PROCESS_EXITED = "process_exited"  # supervisor: role, index, exit_code or signal, decisive
     RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
     FORKED = "forked"  # supervisor: from_step, archived_steps, archive
+    SETTING_CHANGED = "setting_changed"  # setting (its name), old, new, step (from which)
     RUN_FINISHED = "run_finished"  # chief: step, loss
 
     @property
@@ -230,6 +232,23 @@ def describe(event: dict, step: int | None = None, settled: bool = False) -> str
 
 def _short(value) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def short_value(value) -> str:
+    """A setting's value in a few characters: floats to 4 significant digits."""
+    return _short(value)
+
+
+def setting_label(name: str) -> str:
+    """A setting as the panel names it, in lower case ("learning rate"); unknown: `name`."""
+    setting = SETTINGS.get(name)
+    return setting.label.lower() if setting is not None else name
+
+
+def _setting_changed(event, step):
+    at = event.get("step", step)
+    return (f"{setting_label(event.get('setting', '?'))} changed from "
+            f"{_short(event.get('old'))} to {_short(event.get('new'))} at step {at}")
 
 
 def _number(value, digits: int = 4) -> str:
@@ -328,6 +347,7 @@ _DESCRIBERS = {
     f"{_number(e.get('delay'), 2)} s",
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
+    "setting_changed": _setting_changed,
     "run_finished": lambda e, s: f"run finished at step {e.get('step')}, final loss "
     f"{_number(e.get('loss'))}",
 }

@@ -7,7 +7,10 @@ An incident starts at a `fault_injected` event, or at an unplanned abnormal exit
 - steps lost: global steps computed again (step reached at the fault − step resumed from);
 - time lost: wall seconds from the fault to the first new step, plus the time the lost steps
   had taken the first time.
-Over the run, goodput = (wall time − time lost) / wall time. Events are fed in file order
+Over the run, goodput = (wall time − time lost) / wall time. A fork (the user resumes from an
+older checkpoint, `forked`) is a branch, not a recovery: it opens no incident and lowers no
+goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the steps
+the user chose to abandon are charged to nobody. Events are fed in file order
 (`observe`, or `observe_steps` for a block of step events), so a live run and a reopened one give
 the same numbers. `ftgui.core.timeline.Timeline` feeds one tracker; the run list feeds another
 with the non-step events only (to count incidents).
@@ -37,6 +40,7 @@ class Incident:
     resumed_step: int | None = None
     recovered: float | None = None  # time of the first new step
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
+    ended_by: str = ""  # "fork": the user branched from an older checkpoint instead
 
     @property
     def detect_seconds(self) -> float | None:
@@ -88,6 +92,7 @@ class IncidentTracker:
         self._line = _StepTimes()  # step -> time, in the current line of training
         self._last_step = 0
         self._open: Incident | None = None
+        self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
 
     def observe(self, event: dict) -> bool:
         """Take one event; True when an incident was opened or changed."""
@@ -202,8 +207,22 @@ class IncidentTracker:
     def _on_rolled_back(self, event, when):
         return self._resume(event.get("to_step", 0), when)
 
+    def _on_forked(self, event, when):
+        """A branch from an older checkpoint: the open incident ends unrecovered."""
+        self._fork_attempt = event.get("attempt", 0)
+        incident, self._open = self._open, None
+        if incident is None:
+            return False
+        incident.ended_by = "fork"
+        return True
+
     def _on_resumed(self, event, when):
-        return self._resume(event.get("from_step", 0), when)
+        step = event.get("from_step", 0)
+        if event.get("attempt", 0) == self._fork_attempt:  # a new branch: nothing to recover
+            self._line.keep_up_to(step)
+            self._last_step = step
+            return False
+        return self._resume(step, when)
 
     def _resume(self, step: int, when: float) -> bool:
         incident = self._open

@@ -13,6 +13,9 @@ What it holds:
 - `validation`: validation loss per step;
 - `markers`: where a line of training ended or began (`MARKER_KINDS`), with a short label;
 - `redone`: step ranges computed a second time after a restart, rollback or fork;
+- `forks`: each branch from an older checkpoint (`Fork`); a fork is no incident: the segments'
+  steps after the fork step are flagged `abandoned_after` (kept, drawn dashed), the new line of
+  training is `branch` + 1, and the checkpoints the fork archived are named;
 - `incidents` and `totals()`: what each fault cost (`ftgui.core.incidents` holds those rules);
 - `notes`: one sentence per notable event (`ftgui.core.events.describe`), for logs;
 - `state`, `reason`, `attempt`, `last_step`, `steps_per_second()`;
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ftgui.core import exitcodes, run_state
-from ftgui.core.events import describe, is_notable, who
+from ftgui.core.events import describe, is_notable, setting_label, short_value, who
 from ftgui.core.incidents import Incident, IncidentTracker, Totals
 from ftgui.core.series import GrowingSeries
 
@@ -46,11 +49,27 @@ _CHECKPOINT_KINDS = {"checkpoint_saved", "forked", "process_exited", "resumed"}
 
 @dataclass
 class Segment:
-    """One line of training: `index` in `Timeline.segments`, the `attempt` that logged it."""
+    """One line of training: `index` in `Timeline.segments`, the `attempt` that logged it,
+    the `branch` it belongs to (0, then +1 per fork) and `abandoned_after`: the global step
+    after which its points belong to a branch a fork left (None: none of them)."""
 
     index: int
     attempt: int
     series: GrowingSeries = field(default_factory=GrowingSeries)
+    branch: int = 0
+    abandoned_after: int | None = None
+
+
+@dataclass(frozen=True)
+class Fork:
+    """A branch from the checkpoint of global `step`, begun by `attempt` (the new `branch`);
+    the newer checkpoints `archived_steps` were moved to `archive` (relative to the run)."""
+
+    step: int
+    attempt: int
+    branch: int
+    archived_steps: tuple[int, ...]
+    archive: str
 
 
 @dataclass(frozen=True)
@@ -95,11 +114,13 @@ class Changes:
     incidents: bool = False
     checkpoints: bool = False
     state: bool = False
+    forks: bool = False
     notes: list[Note] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.steps or self.validation or self.markers or self.redone
-                    or self.incidents or self.checkpoints or self.state or self.notes)
+                    or self.incidents or self.checkpoints or self.state or self.forks
+                    or self.notes)
 
 
 @dataclass
@@ -164,6 +185,8 @@ class Timeline:
         self.validation = GrowingSeries(64)
         self.markers: list[Marker] = []
         self.redone: list[RedoneRange] = []
+        self.forks: list[Fork] = []
+        self.branch = 0  # the branch new steps belong to
         self.notes: list[Note] = []
         self.state, self.reason = "idle", ""
         self.attempt = -1  # the newest attempt seen (-1: none yet)
@@ -240,7 +263,7 @@ class Timeline:
 
     def _segment_for(self, attempt: int) -> Segment:
         if self._split or not self.segments or self.segments[-1].attempt != attempt:
-            self.segments.append(Segment(len(self.segments), attempt))
+            self.segments.append(Segment(len(self.segments), attempt, branch=self.branch))
             self._split = False
         return self.segments[-1]
 
@@ -280,7 +303,23 @@ class Timeline:
         self._set_state("finished", "reached the last step", changes)
 
     def _on_forked(self, event: dict, changes: Changes) -> None:
-        self._forked.add(event.get("attempt", 0))
+        """A branch from an older checkpoint: flag what lies beyond it, start a new branch."""
+        attempt, step = event.get("attempt", 0), int(event.get("from_step", 0))
+        self._forked.add(attempt)
+        for segment in self.segments:
+            if segment.series.size and segment.series.x()[-1] > step and (
+                segment.abandoned_after is None or segment.abandoned_after > step
+            ):
+                segment.abandoned_after = step
+        self.branch += 1
+        archived = tuple(int(s) for s in event.get("archived_steps") or ())
+        self.forks.append(Fork(step, attempt, self.branch, archived, event.get("archive", "")))
+        changes.forks = True
+
+    def _on_setting_changed(self, event: dict, changes: Changes) -> None:
+        name = setting_label(event.get("setting", "?"))
+        label = f"{name} {short_value(event.get('old'))} → {short_value(event.get('new'))}"
+        self._mark("setting_changed", event.get("step", self.last_step), label, event, changes)
 
     def _on_hang_detected(self, event: dict, changes: Changes) -> None:
         self._hung.add(event.get("attempt", 0))

@@ -4,10 +4,17 @@ Every ~33 ms the controller asks the supervisor for the run's new events and fee
 run's `Timeline` (`ftgui.core.timeline`), the one model every view renders; it then emits what
 changed, follows the processes' output files, and lets the plot redraw once. Views never
 interpret events and never talk to processes themselves.
+
+The event log gets the timeline's sentences. The processes' raw output (TensorFlow, gRPC,
+tracebacks; always kept in `RUN/logs/`) reaches it only with `show_tf_output` on; without it, a
+process that ended with an error it could not record as an event still gets one sentence: the
+last line of its traceback.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Protocol
@@ -15,7 +22,8 @@ from typing import Protocol
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ftgui.core import runs
-from ftgui.core.logs import LogTail
+from ftgui.core.events import who
+from ftgui.core.process_output import OutputFollower
 from ftgui.core.replay import ReplayClock
 from ftgui.core.supervisor import Supervisor
 from ftgui.core.timeline import Changes, Note, Timeline
@@ -63,7 +71,8 @@ class RunController(QObject):
         self.timeline = Timeline()
         self._plot = None
         self.plot = plot
-        self._tails: dict[Path, LogTail] = {}
+        self._tails: dict[Path, OutputFollower] = {}
+        self.show_tf_output = False  # the processes' raw output in the event log
         self._state = ("", "")
         self._processes_shown = 0.0
         self.timer = QTimer(self)
@@ -139,6 +148,20 @@ class RunController(QObject):
     def checkpoint_now(self) -> bool:
         return bool(self.supervisor) and self.supervisor.checkpoint_now()
 
+    def inject_nan_now(self) -> bool:
+        """Poison the loss of the chief's next step (SIGUSR2; custom loop only): the trainer
+        writes the `fault_injected` event and rolls back. False when no chief trains yet (before
+        its first step the signal could arrive before its handler) or with the fit loop."""
+        supervisor = self.supervisor
+        if supervisor is None or supervisor.config is None or supervisor.config.loop != "custom":
+            return False
+        chief = next((p for p in supervisor.processes if p.is_chief and p.alive), None)
+        trains = any(s.attempt == supervisor.attempt for s in self.timeline.segments[-1:])
+        if chief is None or not trains:
+            return False
+        os.kill(chief.pid, signal.SIGUSR2)
+        return True
+
     def freeze(self, target: str = "chief") -> bool:
         return bool(self.supervisor) and self.supervisor.freeze(target)
 
@@ -159,10 +182,7 @@ class RunController(QObject):
         changes = self.timeline.feed(self.source.poll())
         self._emit(changes)
         for proc in supervisor.processes:
-            tail = self._tails.setdefault(proc.log_path, LogTail(proc.log_path))
-            for line in tail.read_lines():
-                if line.strip():
-                    self.logLine.emit(f"  {proc.role}:{proc.index} | {line}")
+            self._follow_output(proc)
         if self._plot is not None:
             self._plot.redraw()
         state = (self._state_name(), self._reason())
@@ -174,6 +194,24 @@ class RunController(QObject):
         if now - self._processes_shown > 0.25 or changes.checkpoints:
             self._processes_shown = now
             self.processesChanged.emit(list(supervisor.processes))
+
+    def _follow_output(self, proc) -> None:
+        """Pass on `proc`'s new output lines (with `show_tf_output`), and once, the error that
+        ended it when no `training_error` event said it already."""
+        follower = self._tails.get(proc.log_path)
+        if follower is None:
+            follower = self._tails[proc.log_path] = OutputFollower(proc.log_path)
+        for line in follower.read_lines():
+            if self.show_tf_output:
+                self.logLine.emit(f"  {proc.role}:{proc.index} | {line}")
+        failed = proc.returncode is not None and proc.returncode > 0
+        if not failed or proc.ended_by_supervisor or follower.error is None or follower.reported:
+            return
+        follower.reported = True
+        name = who({"role": proc.role, "index": proc.index})
+        if not any(note.kind == "training_error" and note.text.startswith(f"{name} error:")
+                   and note.attempt == self.supervisor.attempt for note in self.timeline.notes):
+            self.logLine.emit(f"{time.strftime('%H:%M:%S')} {name} failed: {follower.error}")
 
     def _emit(self, changes: Changes) -> None:
         """The signals for what one feed of the timeline changed."""

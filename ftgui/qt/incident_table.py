@@ -63,10 +63,14 @@ class IncidentModel(RowsModel):
         if column == "detect":
             return _seconds(incident.detect_seconds)
         if column == "recovery":
+            if incident.ended_by:  # the user forked instead: never recovered, charged nothing
+                return f"none ({incident.ended_by})"
             return _seconds(incident.recovery_seconds)
         if column == "steps lost":
+            if incident.ended_by:
+                return "—"
             return "…" if incident.steps_lost is None else str(incident.steps_lost)
-        return _seconds(incident.time_lost)
+        return "—" if incident.ended_by else _seconds(incident.time_lost)
 
 
 class IncidentPanel(QWidget):

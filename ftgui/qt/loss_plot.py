@@ -24,6 +24,7 @@ from ftgui.core.series import GrowingSeries
 from ftgui.core.smoothing import MAX_WEIGHT
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
+from ftgui.qt.branches import BranchLayer
 from ftgui.qt.plot_look import PlotLook
 from ftgui.qt.plot_trace import Trace
 
@@ -89,6 +90,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         view.sigResized.connect(self._layout_labels)
         self._apply_look()
         theme.follow_scale(self, self._apply_look)
+        self.branches = BranchLayer(self)  # forks: abandoned parts dashed, branch colours
 
     # ------------------------------------------------------------ compatibility views
     @property
@@ -116,6 +118,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.validation_item.setData([], [])
         self.time_origin = None
         self.timeline = None
+        self.branches.clear()
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._legend_dirty = True
 
@@ -140,7 +143,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
             self.add_marker(marker.kind, marker.step, marker.label)
         self._drawn_markers = len(timeline.markers)
         for redone in timeline.redone[self._drawn_redone:]:
-            self.shade_redone(redone.start, redone.end)
+            if redone.cause != "fork":  # a fork's branch is drawn dashed instead (branches.py)
+                self.shade_redone(redone.start, redone.end)
         self._drawn_redone = len(timeline.redone)
         if timeline.validation.size != self._drawn_validation:
             self._legend_dirty |= self._drawn_validation == 0
@@ -338,6 +342,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         if self._legend_dirty:
             self._rebuild_legend()
         self._update_notice()
+        self.branches.redraw()
         return updated
 
     def _update_notice(self) -> None:

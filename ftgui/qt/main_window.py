@@ -95,6 +95,7 @@ class MainWindow(QMainWindow):
         self.recent_runs = self.menus.recent_runs
         self.run_history = self.menus.run_history
         self.help_menu = self.menus.help
+        self.commands = self.menus.commands
         self.presentation = Presentation(
             lambda: [self.left, self.bottom, self.plot_pane.tools, self.statusBar(),
                      *self.findChildren(QDockWidget)],
@@ -351,15 +352,16 @@ class MainWindow(QMainWindow):
         if path:
             self.open_run(Path(path))
 
-    def new_run(self) -> None:
-        """Run → New run: a fresh run directory in the panel (refused while a run is live)."""
+    def new_run(self) -> bool:
+        """Show a fresh run directory, ready to Start (refused while a run is live)."""
         if self.controller.supervisor and self.controller.supervisor.live:
             self._refuse(RuntimeError("a run is live; kill or preempt it first"))
-            return
+            return False
         from ftgui.qt.config_panel import new_run_dir
 
         self.panel.run_dir_edit.setText(str(new_run_dir()))
         self._run_dir_edited()
+        return True
 
     def _run_dir_edited(self) -> None:
         run_dir = self.panel.run_dir()

@@ -1,4 +1,8 @@
-"""The process table: every training process of the run with its state, and a Kill per row."""
+"""The process table: every training process of the run with its state, and a Kill per row.
+
+Killing one process needs no right-click: the column after its name is a Kill button per live
+process (click it), and Delete kills the selected one. The right-click menu also offers Preempt,
+Freeze and Thaw — Freeze only for a running process, Thaw only for a frozen one."""
 
 from __future__ import annotations
 
@@ -6,13 +10,15 @@ import time
 
 import psutil
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor
+from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence
 from PySide6.QtWidgets import QMenu, QTableView
 
 from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
 
-COLUMNS = ("process", "pid", "state", "last step", "heartbeat", "restarts")
+# The Kill cell sits next to the name, where a narrow table still shows it.
+COLUMNS = ("process", "kill", "pid", "state", "last step", "heartbeat", "restarts")
+KILL_TEXT = "✕ Kill"
 
 
 def process_rows(processes, now: float | None = None) -> list[dict]:
@@ -74,6 +80,8 @@ class ProcessModel(RowsModel):
             return None
         row = self.rows[index.row()]
         column = COLUMNS[index.column()]
+        if column == "kill":
+            return self._kill_cell(row, role)
         if role == Qt.ItemDataRole.DisplayRole:
             if column == "process":
                 return row["label"]
@@ -85,9 +93,29 @@ class ProcessModel(RowsModel):
             return QBrush(QColor(theme.ERROR if "killed" in row["state"] else theme.MUTED))
         return None
 
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if COLUMNS[section] == "kill" and orientation == Qt.Orientation.Horizontal:
+            return "" if role == Qt.ItemDataRole.DisplayRole else None
+        return super().headerData(section, orientation, role)
+
+    def _kill_cell(self, row: dict, role):
+        """The Kill button of a live process: red text, a tooltip naming the signal."""
+        if not row["alive"]:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return KILL_TEXT
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"Kill {row['label']} now (SIGKILL); Delete does it for the selected row"
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return QBrush(QColor(theme.ERROR))
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(Qt.AlignmentFlag.AlignCenter)
+        return None
+
 
 class ProcessTable(QTableView):
-    """Shows `process_rows`; a right click offers Kill and Preempt for that one process."""
+    """Shows `process_rows`. Kill a process by its row's Kill cell or Delete; a right click
+    offers Kill, Preempt, Freeze and Thaw for that one process."""
 
     killRequested = Signal(str)
     preemptRequested = Signal(str)
@@ -100,6 +128,25 @@ class ProcessTable(QTableView):
         set_up_table(self, "processTable", self.model_)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
+        self.clicked.connect(self._clicked)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if event.matches(QKeySequence.StandardKey.Delete) and self.kill_selected():
+            return
+        super().keyPressEvent(event)
+
+    def kill_selected(self) -> bool:
+        """Kill the selected process if it is alive (what Delete does); False otherwise."""
+        rows = self.selectionModel().selectedRows()
+        if not rows or not self.model_.rows[rows[0].row()]["alive"]:
+            return False
+        self.killRequested.emit(self.model_.rows[rows[0].row()]["name"])
+        return True
+
+    def _clicked(self, index) -> None:
+        row = self.model_.rows[index.row()]
+        if COLUMNS[index.column()] == "kill" and row["alive"]:
+            self.killRequested.emit(row["name"])
 
     def update_rows(self, processes) -> None:
         self.model_.set_rows(process_rows(processes))
@@ -112,14 +159,22 @@ class ProcessTable(QTableView):
         index = self.indexAt(position)
         if not index.isValid():
             return
-        row = self.model_.rows[index.row()]
+        menu = self.row_menu(index.row())
+        menu.exec(self.viewport().mapToGlobal(position))
+
+    def row_menu(self, number: int) -> QMenu:
+        """The right-click menu of row `number`: Kill, Preempt, Freeze, Thaw that process."""
+        row = self.model_.rows[number]
         menu = QMenu(self)
-        for text, signal in (("Kill (SIGKILL)", self.killRequested),
-                             ("Preempt (SIGTERM)", self.preemptRequested),
-                             ("Freeze (SIGSTOP)", self.freezeRequested),
-                             ("Thaw (SIGCONT)", self.thawRequested)):
+        frozen = row["state"] == "frozen"
+        for text, signal, enabled in (
+            ("Kill (SIGKILL)", self.killRequested, row["alive"]),
+            ("Preempt (SIGTERM)", self.preemptRequested, row["alive"] and not frozen),
+            ("Freeze (SIGSTOP)", self.freezeRequested, row["alive"] and not frozen),
+            ("Thaw (SIGCONT)", self.thawRequested, frozen),
+        ):
             action = QAction(f"{text} {row['label']}", menu)
-            action.setEnabled(row["alive"])
+            action.setEnabled(enabled)
             action.triggered.connect(lambda _=False, s=signal, n=row["name"]: s.emit(n))
             menu.addAction(action)
-        menu.exec(self.viewport().mapToGlobal(position))
+        return menu

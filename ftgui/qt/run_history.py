@@ -1,6 +1,7 @@
 """The Run menu's run-history entries and what they do: Runs… (the Runs dock: open a run, overlay
 other runs' loss curves on the plot), Clear overlays, Compare (the comparison view), Replay…,
-Export curves as CSV…, Export plot as PNG… and Export report….
+Export curves as CSV…, Export plot as PNG… (a chosen size and DPI), Export plot as SVG…
+(`ftgui.qt.plot_export`) and Export report….
 
 `RunHistory` uses only the window's public side: `open_run(path)`, `replay_run(path, speed)`,
 `run_dir()`, `plot`, `settings`, its dock area and its status bar.
@@ -46,8 +47,8 @@ class RunHistory:
     """The window's run-history features: the Runs dock (hidden until Run → Runs…), the
     comparison view (`compare_view`, created when first asked for) and the Run menu entries
     `runsAction`, `clearOverlaysAction`, `compareAction`, `replayAction`, `exportCsvAction`,
-    `exportPngAction` and `exportReportAction`, inserted into `menu` before the action
-    `before`."""
+    `exportPngAction`, `exportSvgAction` and `exportReportAction`, inserted into `menu` before
+    the action `before`."""
 
     def __init__(self, window, menu: QMenu, before: QAction | None = None):
         self.window = window
@@ -73,12 +74,16 @@ class RunHistory:
         self.replay_action = _action(window, "replayAction", "Re&play…", self._ask_replay)
         self.report_action = _action(window, "exportReportAction", "Export &report…",
                                      self._ask_report)
+        self.svg_action = _action(window, "exportSvgAction", "Export plot as S&VG…",
+                                  self._ask_svg)
+        self._png_size = None  # the last PNG size chosen, offered again
         menu.insertSeparator(before)
         for action in (self.runs_action, self.clear_action, self.compare_action,
                        self.replay_action):
             menu.insertAction(before, action)
         menu.insertSeparator(before)
-        for action in (self.csv_action, self.png_action, self.report_action):
+        for action in (self.csv_action, self.png_action, self.svg_action,
+                       self.report_action):
             menu.insertAction(before, action)
         menu.insertSeparator(before)
 
@@ -161,9 +166,23 @@ class RunHistory:
         self._say(f"wrote {rows} points to {path}")
         return True
 
-    def export_png(self, path: Path) -> bool:
-        """Save the plot as it is on screen (overlays, smoothing, zoom) to `path`."""
-        ok = self.window.plot.grab().save(str(path), "PNG")
+    def export_png(self, path: Path, size=None) -> bool:
+        """Save the plot as shown (overlays, smoothing, zoom) to `path`: a PNG of `size` (a
+        `plot_export.ImageSize`, pixels and DPI; default 1920 × 1080 at 192 dpi), legend beside
+        the data."""
+        from ftgui.qt import plot_export  # pyqtgraph: imported with the plot, not at start
+
+        size = size or plot_export.ImageSize()
+        ok = plot_export.export_png(self.window.plot, path, size)
+        self._say(f"saved the plot to {path} ({size.width} × {size.height} px, {size.dpi} dpi)"
+                  if ok else f"could not write {path}")
+        return ok
+
+    def export_svg(self, path: Path) -> bool:
+        """Save the plot as shown to `path` as SVG, legend beside the data."""
+        from ftgui.qt import plot_export
+
+        ok = plot_export.export_svg(self.window.plot, path)
         self._say(f"saved the plot to {path}" if ok else f"could not write {path}")
         return ok
 
@@ -206,8 +225,20 @@ class RunHistory:
     def _ask_png(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as PNG",
                                               self._suggested("-loss.png"), "PNG image (*.png)")
+        if not path:
+            return
+        from ftgui.qt.plot_export import ExportSizeDialog, ImageSize
+
+        dialog = ExportSizeDialog(self.window, self._png_size or ImageSize())
+        if dialog.exec() == ExportSizeDialog.DialogCode.Accepted:
+            self._png_size = dialog.size_chosen()
+            self.export_png(Path(path), self._png_size)
+
+    def _ask_svg(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export plot as SVG",
+                                              self._suggested("-loss.svg"), "SVG image (*.svg)")
         if path:
-            self.export_png(Path(path))
+            self.export_svg(Path(path))
 
 
 def _action(parent, name: str, text: str, slot, shortcut: QKeySequence | None = None) -> QAction:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6.QtGui import QAction, QKeySequence
 
 from ftgui.qt.about import HelpMenu
+from ftgui.qt.commands import Commands
 from ftgui.qt.recent_runs import RecentRuns
 from ftgui.qt.run_history import RunHistory
 
@@ -19,7 +20,8 @@ class WindowMenus:
     """The menu bar of `window` (a `MainWindow`). Attributes: the menus `run_menu`, `view_menu`,
     `faults_menu`; the actions `open_action`, `new_action`, `quit_action`, `present_action`,
     `zoom_in_action`, `zoom_out_action`, `zoom_reset_action`, `faults_actions`; and the
-    helpers `recent_runs`, `run_history`, `help` (also on the window under those names)."""
+    helpers `recent_runs`, `run_history`, `commands`, `help` (also on the window under those
+    names)."""
 
     def __init__(self, window):
         bar = window.menuBar()
@@ -63,17 +65,10 @@ class WindowMenus:
 
         self.faults_menu = bar.addMenu("&Faults")
         self.faults_menu.setObjectName("faultsMenu")
-        controller = window.controller
-        self.faults_actions = []
-        for name, text, slot in (
-            ("killAllAction", "Kill all processes (SIGKILL)", lambda: controller.kill("all")),
-            ("freezeChiefAction", "Freeze the chief (SIGSTOP: a hang)",
-             lambda: controller.freeze("chief")),
-            ("thawChiefAction", "Thaw the chief (SIGCONT)", lambda: controller.thaw("chief")),
-        ):
-            action = _action(window, name, text, slot)
-            self.faults_menu.addAction(action)
-            self.faults_actions.append(action)
+        # Start … Checkpoint now, Reset to defaults, Show TensorFlow output (Run menu); Kill,
+        # Preempt, Kill all, Freeze, Thaw, Inject NaN now (Faults menu): with their shortcuts
+        self.commands = Commands(window, self.run_menu, self.faults_menu)
+        self.faults_actions = self.faults_menu.actions()
         self.help = HelpMenu(window)  # Open documentation, About ftgui
         self.help_menu = self.help.menu
 

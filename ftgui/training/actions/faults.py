@@ -78,6 +78,10 @@ class FaultHooks(Action):
         return [self._poisoned(step) for step in steps]
 
     def _poisoned(self, step: int) -> bool:
+        if self.requests.take_nan():  # "Inject NaN now" (SIGUSR2 from the window)
+            self.events.emit("fault_injected", kind="nan", target="chief", step=step,
+                             source="user")
+            return True
         if step not in self._steps["nan"]:
             return False
         target = self.faults.at(step, "nan")
