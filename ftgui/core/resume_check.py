@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ftgui.core.checkpoints import CheckpointInfo
-from ftgui.core.settings import APPLIES, BUILTIN_DATASETS, REFUSED, SETTINGS, ConfigError
+from ftgui.core.settings import APPLIES, BUILTIN_DATASETS, FREE, REFUSED, SETTINGS, ConfigError
 
 COMPARED = tuple(name for name, s in SETTINGS.items() if s.on_resume in (APPLIES, REFUSED))
 
@@ -180,3 +180,31 @@ def rebuilt_config(run_dir: str | os.PathLike, meta: dict | None) -> dict:
         return {}
     recorded = {name: meta[name] for name in COMPARED if meta and name in meta}
     return {**first, **recorded}
+
+
+_WHAT_HAPPENS = {
+    APPLIES: "takes effect from the resume step; recorded as a `setting_changed` event",
+    REFUSED: "refused in one line naming the checkpoint's value and the requested one; "
+             "nothing on disk changes",
+    FREE: "may change on any resume (run control)",
+}
+_NOTES = {
+    "strategy": "a checkpoint restores under any strategy, at the same data position",
+    "replicas": "the global batch is split anew; the loss does not depend on the count",
+    "dataset": "compared by content fingerprint: the same data under another path is fine",
+    "global_batch_size": "the data position continues by the examples already seen: the "
+                         "same epoch and permutation",
+    "learning_rate": "Adam's restored rate is replaced by the new one",
+}
+
+
+def readme_table() -> str:
+    """The README's table "Changing settings on resume", one row per setting of the schema
+    (a test keeps the README equal to it)."""
+    rows = ["| setting | flag | on resume | what happens |", "|---|---|---|---|"]
+    for name, setting in SETTINGS.items():
+        what = _WHAT_HAPPENS[setting.on_resume]
+        note = _NOTES.get(name)
+        rows.append(f"| `{name}` | `{setting.flag}` | {setting.on_resume} | "
+                    f"{what}{'; ' + note if note else ''} |")
+    return "\n".join(rows)
