@@ -20,10 +20,13 @@ from ftgui.core import checkpoints, events, resume_check
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.settings import SETTINGS
+from ftgui.training import data
 from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DIGITS_TRAIN = 1437  # training split of the built-in digits
+DIGITS_INFO = {"x_shape": [1797, 8, 8], "y_shape": [1797], "num_classes": 10,
+               "fingerprint": "b637863f70f86e919b5f9f28613a5e7f"}
 
 
 def _listing(run_dir, capsys) -> list[dict]:
@@ -197,6 +200,14 @@ def test_an_old_checkpoint_gets_the_position_of_its_own_batch_size():
     assert position_of_checkpoint(new, 70, DIGITS_TRAIN, 64) == DataPosition(70, 3, 96, 4800)
 
 
+def test_the_training_data_carries_what_a_checkpoint_records_of_it():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    assert DIGITS_INFO["fingerprint"] == resume_check.fingerprint(digits.images, digits.target)
+    assert data.load("digits").info == DIGITS_INFO
+
+
 # ------------------------------------------------------------------ case 5: empty config.toml
 def test_an_empty_config_toml_is_rebuilt_from_the_runs_record(tmp_path, capsys):
     run_dir = _recorded_run(tmp_path / "run", learning_rate=0.005)
@@ -283,6 +294,12 @@ def test_a_smaller_batch_on_resume_continues_the_epoch_and_resumes_exactly(
     meta = checkpoints.newest_valid(run_dir).meta
     assert (meta["step"], meta["global_batch_size"], meta["data_position"]) == (
         80, 32, {"epoch": 3, "offset": 8 * 32, "examples_seen": 60 * 64 + 20 * 32})
+    assert {k: meta[k] for k in ("model", "variables", "dataset", "dataset_info", "strategy",
+                                 "replicas", "learning_rate", "seed", "loop")} == {
+        "model": "mlp", "variables": {"dense/kernel": [64, 64], "dense/bias": [64],
+                                      "dense_1/kernel": [64, 10], "dense_1/bias": [10]},
+        "dataset": "digits", "dataset_info": DIGITS_INFO, "strategy": "mirrored",
+        "replicas": 2, "learning_rate": 0.01, "seed": 42, "loop": "custom"}
     first_time = events.final_losses(seen)
     assert cli.main(["train", str(run_dir), "--resume", "--from-step", "70", "--quiet"]) == 0
     again = events.final_losses(events.read_all(run_dir))
