@@ -201,6 +201,27 @@ def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
         )
 
 
+def _resume_base(run_dir: Path, from_step: int | None) -> dict:
+    """The raw settings a resume starts from: `RUN/config.toml`, or, when that file is empty,
+    the run's own record (`resume_check.rebuilt_config`), said in one line. Raises ConfigError
+    when it is empty and the run has no record: defaults are never taken silently."""
+    from ftgui.core import resume_check
+
+    values = configmod.load_values(run_dir)
+    if values:
+        return values
+    path = run_dir / configmod.CONFIG_FILE
+    restore = checkpoints.newest_valid(run_dir, at_most=from_step)
+    rebuilt = resume_check.rebuilt_config(run_dir, restore.meta if restore else None)
+    if not rebuilt:
+        raise ConfigError(f"run_dir: {path} is empty and the run has no record of its settings "
+                          "(no run_started event); write its settings there to resume")
+    source = "the run_started event" + (f" and checkpoint {restore.prefix.name}"
+                                        if restore else "")
+    print(f"{path} is empty; settings rebuilt from the run's own record ({source})", flush=True)
+    return rebuilt
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ftgui.console import Progress
     from ftgui.core.supervisor import Supervisor
@@ -211,7 +232,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError("from_step: --from-step needs --resume")
     if args.resume and not existing:
         raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
-    base = configmod.load_values(run_dir) if existing and args.resume else RunConfig()
+    base = _resume_base(run_dir, args.from_step) if args.resume else RunConfig()
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)

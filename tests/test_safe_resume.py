@@ -241,12 +241,32 @@ def test_a_good_checkpoint_that_does_not_fit_the_model_is_never_marked_damaged(
     shutil.copytree(baseline_run, run_dir)
     before = _listing(run_dir, capsys)
     assert cli.main(["train", str(run_dir), "--resume", "--model", "cnn", "--steps", "80",
+                     "--auto-recover", "--restart-backoff", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    # refused before TensorFlow starts, from what the checkpoint recorded (resume_check)
+    assert err == ("ftgui: model: checkpoint ckpt-60 was saved by model mlp; this run asks "
+                   "for cnn (resume with model mlp, or start a new run)\n")
+    seen = events.read_all(run_dir)
+    # refused, not retried on older checkpoints: no attempt after the baseline's own
+    assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0]
+    assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
+    assert _listing(run_dir, capsys) == before
+    # A checkpoint that records nothing to compare (an older ftgui, no run_started): the
+    # trainer finds it intact, refuses, and marks nothing.
+    prefix = checkpoints.checkpoint_dir(run_dir) / "ckpt-60"
+    meta = json.loads(checkpoints.meta_path(prefix).read_text())
+    checkpoints.write_metadata(prefix, loss=meta["loss"], val_loss=meta["val_loss"],
+                               time=meta["time"], strategy=meta["strategy"])
+    lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "events.jsonl").write_text("".join(
+        line for line in lines if '"run_started"' not in line))
+    before = _listing(run_dir, capsys)
+    assert cli.main(["train", str(run_dir), "--resume", "--model", "cnn", "--steps", "80",
                      "--auto-recover", "--restart-backoff", "0", "--quiet"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("ftgui: run failed: exited with status 2 (bad configuration): "
                           "checkpoint checkpoints/ckpt-60 is intact but does not restore here (")
     seen = events.read_all(run_dir)
-    # refused, not retried on older checkpoints: one attempt after the baseline's own
     assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0, 1]
     assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
     assert _listing(run_dir, capsys) == before

@@ -2,7 +2,8 @@
 
 A TensorFlow checkpoint of global step N is `ckpt-N.index` plus `ckpt-N.data-0000K-of-0000M`
 shards. After TensorFlow has finished writing them, the trainer writes `ckpt-N.meta.json` with
-the step, losses, time, strategy and the size in bytes of every file. A checkpoint is valid only
+the step, losses, time, the size in bytes of every file, and what the run was made with (model,
+dataset, settings, data position: see `ftgui.core.resume_check`). A checkpoint is valid only
 when its metadata exists and every file it names is present with that size: a save cut short by
 `kill -9` (leftover `ckpt-N_temp` folder, missing shard, truncated file) is never offered.
 """

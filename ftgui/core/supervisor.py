@@ -19,7 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, cluster, datasets, restore_point, training_process
+from ftgui.core import (
+    checkpoints,
+    cluster,
+    datasets,
+    restore_point,
+    resume_check,
+    training_process,
+)
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
@@ -126,7 +133,8 @@ class Supervisor:
         `resume=False` starts a new run and refuses a directory that already has one.
         `resume=True` restores the newest valid checkpoint (or starts at step 0 when there is
         none); `from_step=S` restores exactly step S and first moves newer checkpoints to
-        `RUN/history/` (a fork: nothing is deleted).
+        `RUN/history/` (a fork: nothing is deleted). A setting the restored checkpoint was
+        saved with and that may not change (`ftgui.core.resume_check`) is refused.
         Raises `ConfigError`, `RunBusyError` or `StartError` before any process starts.
         """
         if self.live:
@@ -148,6 +156,7 @@ class Supervisor:
             restore, self.resume_line = restore_point.choose(self.run_dir, resume, from_step)
         except LookupError as exc:
             raise StartError(str(exc)) from None
+        resume_check.check(self.run_dir, config, restore)  # refused settings: ConfigError
         self._lock.acquire()
         self._config = config
         configmod.save(self.run_dir, config)

@@ -123,10 +123,14 @@ def train(run_dir: Path, config, args, events) -> int:
             state.restore(run_dir / args.restore)
         except (tf.errors.OpError, ValueError, AssertionError) as exc:
             return _restore_failed(run_dir, args, events, exc)
+        start = _data_position(run_dir, args.restore, state.global_step, dataset, config)
         if is_chief:
             events.emit("resumed", from_step=state.global_step, checkpoint=args.restore,
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
+            _record_changes(run_dir, args.restore, config, events)
+    else:
+        start = None
     if is_chief:
         removed = checkpoints.remove_leftovers(run_dir)  # no other process saves now
         if removed:
@@ -143,7 +147,8 @@ def train(run_dir: Path, config, args, events) -> int:
         return run_fit(state, dataset, config, run_dir, events, Faults(planned_faults(args)))
     try:
         loop = build_loop(state, dataset, config, run_dir, events, Faults(planned_faults(args)),
-                          runner=runner, role=args.role, index=args.index, is_chief=is_chief)
+                          runner=runner, role=args.role, index=args.index, is_chief=is_chief,
+                          start=start)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
@@ -154,6 +159,28 @@ def train(run_dir: Path, config, args, events) -> int:
     print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
           f"starting after step {state.global_step}", flush=True)
     return loop.run()
+
+
+def _data_position(run_dir: Path, restore: str, step: int, dataset, config):
+    """The data position recorded with the restored checkpoint (see `data.DataPosition`)."""
+    from ftgui.core import checkpoints
+    from ftgui.training.data import position_of_checkpoint
+
+    meta = checkpoints.inspect(run_dir / restore).meta
+    return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
+
+
+def _record_changes(run_dir: Path, restore: str, config, events) -> None:
+    """A `setting_changed` event (setting, old, new, step) for each setting that applies from
+    the resume step with another value than the restored checkpoint's (learning rate, global
+    batch size; `ftgui.core.resume_check`)."""
+    from ftgui.core import checkpoints, resume_check
+
+    info = checkpoints.inspect(run_dir / restore)
+    for change in resume_check.changes(run_dir, config, info):
+        events.emit("setting_changed", **change.fields())
+        print(f"{change.setting} changed from {change.old} to {change.new} after step "
+              f"{change.step}", flush=True)
 
 
 def _devices_of(strategy) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ftgui.core import checkpoints
 from ftgui.core.config import RunConfig
 from ftgui.core.events import EventWriter
 from ftgui.training.actions.checkpoint import CheckpointAction
@@ -11,7 +12,7 @@ from ftgui.training.actions.faults import FaultHooks, Faults
 from ftgui.training.actions.rollback import NanRollback
 from ftgui.training.actions.step_events import StepEvents
 from ftgui.training.actions.tensorboard import LossSummary
-from ftgui.training.data import Dataset, StepBatches
+from ftgui.training.data import DataPosition, Dataset, StepBatches, position_of_checkpoint
 from ftgui.training.loop import TrainingLoop
 from ftgui.training.signals import REQUESTS
 from ftgui.training.step import SyncSteps, TrainState
@@ -20,28 +21,39 @@ from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 
 def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
                events: EventWriter, faults: Faults, runner=None, role: str = "chief",
-               index: int = 0, is_chief: bool = True) -> TrainingLoop:
+               index: int = 0, is_chief: bool = True,
+               start: DataPosition | None = None) -> TrainingLoop:
     """The loop that trains `state` from its global step to `config.steps` in this process.
 
     Only the chief writes `step` events, checkpoints into `RUN/checkpoints`, validation and
     TensorBoard summaries; another worker writes heartbeats and saves into its scratch folder.
     `runner`: the step runner (default `SyncSteps`; `parameter_server.ScheduledSteps` for a
-    coordinator). Raises ValueError when the global batch is larger than the training split.
+    coordinator). `start`: the data position at the restored step (default: step 0's). Raises
+    ValueError when the global batch is larger than the training split.
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
     NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, scheduled
     kill or hang (after the checkpoint, so that the same schedule recovers the same way).
     """
-    batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
+    batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed, start)
     start_step = state.global_step
     summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
     checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
-                                  batches.epoch_of, is_chief, role, index)
+                                  batches.epoch_of, is_chief, role, index, batches)
+
+    def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
+        step = state.restore(prefix)
+        meta = checkpoints.inspect(prefix).meta
+        batches.resume_at(position_of_checkpoint(meta, step, len(data.x_train),
+                                                 config.global_batch_size))
+        return step
+
     fault_hooks = FaultHooks(faults, events, REQUESTS, checkpoint.wait)
     actions = [
         StepEvents(events, batches.epoch_of, is_chief, role, index),
         LossSummary(summaries, start_step),
-        NanRollback(run_dir, events, summaries, state.restore, checkpoint.wait, is_chief),
+        NanRollback(run_dir, events, summaries, restore_with_data_position, checkpoint.wait,
+                    is_chief),
         checkpoint,
         fault_hooks,
     ]

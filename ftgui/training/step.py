@@ -33,6 +33,7 @@ class TrainState:
 
         self.strategy = strategy
         self.global_batch_size = config.global_batch_size
+        self.learning_rate = config.learning_rate
         with strategy.scope():
             self.model = models.build(config.model, data.input_shape, data.num_classes)
             self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
@@ -70,9 +71,12 @@ class TrainState:
 
     def restore(self, prefix: Path) -> int:
         """Load checkpoint `prefix` (e.g. RUN/checkpoints/ckpt-30) into this state; returns its
-        global step. Raises `tf.errors.OpError`, `ValueError` or `AssertionError` (from
+        global step. The run's learning rate applies from there on: the checkpoint's (Adam
+        saves its rate as a variable) would otherwise win over a rate changed on resume.
+        Raises `tf.errors.OpError`, `ValueError` or `AssertionError` (from
         `assert_existing_objects_matched`) when the files do not fit or cannot be read."""
         restore(self.checkpoint, prefix)  # through a path TensorFlow does not glob
+        self.optimizer.learning_rate = self.learning_rate  # assigns Adam's variable
         return self.global_step
 
     def replica_step(self, x, y, scale=None):

@@ -24,7 +24,32 @@ from ftgui.core.config import RunConfig
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState, point_state_file
 from ftgui.training.checkpoint_writer import OneWriter, write_error
-from ftgui.training.data import Dataset
+from ftgui.training.data import DataPosition, Dataset, StepBatches
+
+
+def run_record(config: RunConfig, state, data: Dataset, position: DataPosition,
+               variables: dict | None = None) -> dict:
+    """What a checkpoint records about the run that saved it (its metadata fields besides
+    losses, time and files), for the resume check (`ftgui.core.resume_check`): the model and
+    its variables (name -> shape list), the dataset (source, `dataset_info`: x/y shapes,
+    classes, fingerprint), the strategy and replicas in sync, the global batch size, learning
+    rate, seed and loop, and the data position after the step (`data_position`: epoch, offset,
+    examples_seen). `variables`: the shapes when already known (they never change).
+    """
+    if variables is None:
+        variables = variable_shapes(state.model)
+    return {
+        "model": config.model, "variables": variables,
+        "dataset": config.dataset, "dataset_info": dict(data.info),
+        "strategy": config.strategy, "replicas": state.strategy.num_replicas_in_sync,
+        "global_batch_size": config.global_batch_size, "learning_rate": config.learning_rate,
+        "seed": config.seed, "loop": config.loop, "data_position": position.to_dict(),
+    }
+
+
+def variable_shapes(model) -> dict[str, list[int]]:
+    """Every variable of a Keras model: its path (name) -> shape as a list."""
+    return {getattr(v, "path", v.name): [int(d) for d in v.shape] for v in model.variables}
 
 
 def due(step: int, every: int, last_step: int) -> bool:
@@ -45,8 +70,12 @@ class CheckpointAction(Action):
 
     def __init__(self, state, data: Dataset, config: RunConfig, run_dir: Path, events,
                  summaries, epoch_of: Callable[[int], int], is_chief: bool,
-                 role: str = "chief", index: int = 0):
+                 role: str = "chief", index: int = 0, batches: StepBatches | None = None):
         self.state, self.data, self.config = state, data, config
+        # the data position a checkpoint records; without `batches`, one batch size from step 0
+        self.batches = batches or StepBatches(len(data.x_train), config.global_batch_size,
+                                              config.seed)
+        self.variables = variable_shapes(state.model) if is_chief else {}
         self.events, self.summaries, self.epoch_of = events, summaries, epoch_of
         self.is_chief = is_chief
         self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
@@ -118,7 +147,7 @@ class CheckpointAction(Action):
             return
         began = time.perf_counter()
         fields = {"loss": loss, "time": time.time(), "epoch": self.epoch_of(step),
-                  "requested": requested}
+                  "requested": requested, "position": self.batches.position_after(step)}
         if self.writer is None:
             self._complete_save(step, fields, began)
             return
@@ -160,9 +189,8 @@ class CheckpointAction(Action):
         self.summaries.scalar("val_accuracy", val_accuracy, step)
         checkpoints.write_metadata(
             prefix, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
-            time=fields["time"], epoch=fields["epoch"], strategy=self.config.strategy,
-            replicas=self.state.strategy.num_replicas_in_sync,
-            global_batch_size=self.config.global_batch_size,
+            time=fields["time"], epoch=fields["epoch"],
+            **run_record(self.config, self.state, self.data, fields["position"], self.variables),
         )
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         if began is not None:
