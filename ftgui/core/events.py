@@ -170,7 +170,6 @@ class EventKind(str, enum.Enum):
     STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
     TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
     RESUMED = "resumed"  # chief: from_step, checkpoint (restored)
-    SETTING_CHANGED = "setting_changed"  # chief on resume: setting, old, new, step
     STEP = "step"  # chief: step, loss, epoch
     HEARTBEAT = "heartbeat"  # a worker without step events: role, index, step
     VALIDATION = "validation"  # chief: step, val_loss, val_accuracy
