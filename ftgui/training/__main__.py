@@ -27,6 +27,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--attempt", type=int, default=0)
     parser.add_argument("--restore", help="checkpoint prefix in RUN, e.g. checkpoints/ckpt-30")
+    parser.add_argument("--restore-snapshot", action="store_true",
+                        help="restore the run's newest in-memory snapshot (else --restore)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND@STEP:TARGET",
                         help="a planned fault for this process (kill, preempt, nan, hang)")
     parser.add_argument("--kill-at-step", type=int, default=0, help="same as --fault kill@K")
@@ -117,7 +119,9 @@ def train(run_dir: Path, config, args, events) -> int:
     # A cluster strategy's coordination service installs its own SIGTERM notifier, which
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
-    if args.restore:
+    memory = _restore_memory(state, dataset, config, run_dir, args, events) \
+        if args.restore_snapshot and is_chief and not state.saves_collectively else None
+    if args.restore and memory is None:
         restore_started = time.perf_counter()
         try:
             state.restore(run_dir / args.restore)
@@ -126,7 +130,7 @@ def train(run_dir: Path, config, args, events) -> int:
         if is_chief:
             events.emit("resumed", from_step=state.global_step, checkpoint=args.restore,
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
-                        restore_seconds=time.perf_counter() - restore_started)
+                        restore_seconds=time.perf_counter() - restore_started, source="disk")
     if is_chief:
         removed = checkpoints.remove_leftovers(run_dir)  # no other process saves now
         if removed:
@@ -154,6 +158,30 @@ def train(run_dir: Path, config, args, events) -> int:
     print(f"{config.strategy} with {strategy.num_replicas_in_sync} replica(s); "
           f"starting after step {state.global_step}", flush=True)
     return loop.run()
+
+
+def _restore_memory(state, dataset, config, run_dir: Path, args, events) -> str | None:
+    """Restore the newest consistent in-memory snapshot, persist it as a checkpoint and say so
+    (`resumed` with `source: memory`); its checkpoint path, or None when there is no usable
+    snapshot (the line why is printed; `--restore` is taken instead)."""
+    from ftgui.training.actions.snapshot import persist, restore_snapshot
+    from ftgui.training.data import StepBatches
+
+    began = time.perf_counter()
+    try:
+        step, loss = restore_snapshot(state, run_dir)
+    except LookupError as exc:
+        print(f"in-memory snapshot not restored ({exc}); restoring from disk", flush=True)
+        return None
+    restore_seconds = time.perf_counter() - began
+    epoch = StepBatches(len(dataset.x_train), config.global_batch_size, config.seed).epoch_of
+    path = persist(state, dataset, config, run_dir, events, loss, epoch(step))
+    events.emit("resumed", from_step=step, checkpoint=path, source="memory",
+                optimizer_iterations=int(state.optimizer.iterations.numpy()),
+                restore_seconds=restore_seconds,
+                persist_seconds=time.perf_counter() - began - restore_seconds)
+    print(f"restored step {step} from memory; saved as {path}", flush=True)
+    return path
 
 
 def _devices_of(strategy) -> list[str]:
