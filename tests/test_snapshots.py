@@ -222,3 +222,27 @@ def test_kills_at_random_moments_always_resume_exactly(tmp_path, uninterrupted):
         assert resumed["from_step"] >= killed_at - 1  # at most one step redone
     losses = events.final_losses(seen)
     assert [losses[s] for s in range(1, 401)] == [uninterrupted[s] for s in range(1, 401)]
+
+
+def test_the_incident_and_the_story_say_the_state_came_from_memory():
+    from ftgui.core.incidents import from_events
+    from ftgui.core.story import story
+    from ftgui.core.timeline import Timeline
+
+    run = [
+        {"event": "run_started", "time": 0.0, "attempt": 0},
+        *({"event": "step", "time": s / 100, "attempt": 0, "step": s, "loss": 1.0}
+          for s in range(1, 251)),
+        {"event": "fault_injected", "time": 2.6, "attempt": 0, "kind": "kill",
+         "target": "chief", "step": 250, "source": "schedule"},
+        {"event": "process_exited", "time": 2.7, "attempt": 0, "role": "chief", "index": 0,
+         "signal": 9, "decisive": True},
+        {"event": "resumed", "time": 4.0, "attempt": 1, "from_step": 250,
+         "checkpoint": "checkpoints/ckpt-250", "source": "memory"},
+        {"event": "step", "time": 4.1, "attempt": 1, "step": 251, "loss": 1.0},
+    ]
+    [incident] = from_events(run).incidents
+    assert (incident.restore_source, incident.steps_lost) == ("memory", 0)
+    timeline = Timeline()
+    timeline.feed(run)
+    assert "restored step 250 from memory" in story(timeline)

@@ -37,6 +37,7 @@ class Incident:
     resumed_step: int | None = None
     recovered: float | None = None  # time of the first new step
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
+    restore_source: str = ""  # what the resume restored: memory (snapshot) or disk
 
     @property
     def detect_seconds(self) -> float | None:
@@ -203,6 +204,8 @@ class IncidentTracker:
         return self._resume(event.get("to_step", 0), when)
 
     def _on_resumed(self, event, when):
+        if self._open is not None:
+            self._open.restore_source = event.get("source", "disk")
         return self._resume(event.get("from_step", 0), when)
 
     def _resume(self, step: int, when: float) -> bool:
