@@ -99,11 +99,15 @@ class SnapshotFile:
     @classmethod
     def create(cls, path: Path, layout: int, capacity: int) -> SnapshotFile:
         """A new, empty file at `path` (replacing any) mapped for writing: both slots empty.
-        Raises OSError when shared memory is short."""
+        Raises OSError when shared memory is short (its pages are reserved here)."""
         size = _slot_offset(SLOTS, capacity)
         tmp = path.with_name(path.name + ".tmp")
         with tmp.open("w+b") as file:
-            file.truncate(size)
+            try:  # reserve the pages now: a full tmpfs then fails here, not with SIGBUS later
+                os.posix_fallocate(file.fileno(), 0, size)
+            except OSError:
+                tmp.unlink(missing_ok=True)
+                raise
             data = mmap.mmap(file.fileno(), size)
         FILE_HEADER.pack_into(data, 0, MAGIC, layout, capacity)
         for slot in range(SLOTS):

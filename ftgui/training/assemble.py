@@ -63,4 +63,8 @@ def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process:
         return []
     from ftgui.training.actions.snapshot import SnapshotAction
 
-    return [SnapshotAction(state, run_dir, config.snapshot_every)]
+    try:
+        return [SnapshotAction(state, run_dir, config.snapshot_every)]
+    except OSError as exc:  # e.g. a small /dev/shm: train on, with the disk checkpoints only
+        print(f"in-memory snapshots are off: {exc}", flush=True)
+        return []
