@@ -154,6 +154,7 @@ def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = Fal
             "import": trained.get("import_seconds"), "setup": trained.get("setup_seconds"),
             "restore": resumed.get("restore_seconds"), "first_step": step["step"],
             "from_step": resumed.get("from_step"), "source": resumed.get("source", "disk"),
+            "persist": resumed.get("persist_seconds"),
             "redone": fault["step"] - resumed.get("from_step", 0)}
 
 
@@ -240,7 +241,9 @@ def main() -> int:
     def show(rep, name, r):
         extra = ""
         if name in ("ftgui", "ftgui-memory"):
-            extra = (f"  ({r['source']}: {r['redone']} steps redone; from process_exited "
+            persist = f", persisted as a checkpoint in {r['persist']:.2f} s" if r["persist"] \
+                else ""
+            extra = (f"  ({r['source']}: {r['redone']} steps redone{persist}; from process_exited "
                      f"{r['from_exit']:.2f} s; exit seen "
                      f"{r['detected']:.2f}, new process {r['restart_spawn']:.2f}, "
                      f"training_started {r['training_started']:.2f}, resumed "

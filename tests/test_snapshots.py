@@ -202,12 +202,13 @@ def _payload_start(index: int, capacity: int) -> int:
 @pytest.mark.tf
 def test_kills_at_random_moments_always_resume_exactly(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
+    # A warm standby keeps the restarts short (no TensorFlow import on the critical path).
     config = RunConfig(steps=400, checkpoint_every=100, snapshot_every=1, auto_recover=True,
-                       restart_backoff=0, max_restarts=10)
+                       restart_backoff=0, max_restarts=10, warm_standby=True)
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
     rng = random.Random(250)
-    for attempt in range(3):
+    for attempt in range(4):
         poll_until(supervisor, lambda ev, a=attempt: of_kind(ev, "step", attempt=a))
         time.sleep(rng.uniform(0.0, 0.6))
         if not supervisor.kill("chief"):
