@@ -17,6 +17,7 @@ checkpoints.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -129,9 +130,11 @@ def restore_snapshot(state, run_dir: Path) -> tuple[int, float]:
     state_bytes = StateBytes(state)
     if snapshot.layout != state_bytes.checksum or slot.length != state_bytes.nbytes:
         raise LookupError("the snapshot holds another model or optimizer")
-    state_bytes.load(snapshot.payload(slot))
-    if state.global_step != slot.step:
-        raise LookupError(f"snapshot slot says step {slot.step}, its state {state.global_step}")
+    payload = snapshot.payload(slot)
+    held = int.from_bytes(payload[-8:], sys.byteorder, signed=True)  # the global step, last
+    if held != slot.step:
+        raise LookupError(f"snapshot slot says step {slot.step}, its state {held}")
+    state_bytes.load(payload)
     return slot.step, slot.loss
 
 
