@@ -208,7 +208,7 @@ def test_kills_at_random_moments_always_resume_exactly(tmp_path, uninterrupted):
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
     rng = random.Random(250)
-    for attempt in range(4):
+    for attempt in range(3):
         poll_until(supervisor, lambda ev, a=attempt: of_kind(ev, "step", attempt=a))
         time.sleep(rng.uniform(0.0, 0.6))
         if not supervisor.kill("chief"):
