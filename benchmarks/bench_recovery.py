@@ -8,10 +8,13 @@ resume is from step 30):
   bare      benchmarks/bare_loop.py kills itself after step 35 (prints `killed 35 TIME` first);
             this script restarts it at once with --restore, like a shell `until … ; do :; done`.
             Recovery = time of the first `step` line of the restarted process - kill time.
-  ftgui     `ftgui train RUN --steps 60 --kill-at-step 35 --auto-recover --restart-backoff 0`.
+  ftgui     `ftgui train RUN --steps 60 --kill-at-step 35 --auto-recover --restart-backoff 0`
+            (`--snapshot-every 0`: restored from disk, step 30).
             Recovery = first `step` event of attempt 1 - `fault_injected` (kill) event time;
             also from the `process_exited` event. Phases from the events: detection, restart,
             TensorFlow import and set-up (`training_started`), restore (`resumed`), first step.
+  ftgui-memory  the same with `--snapshot-every 1`: restored from the in-memory snapshot of
+            step 35 (then persisted as a checkpoint); steps redone are reported per variant.
   bare-standby  (prototype, not ftgui) bare_loop.py --standby started before the kill:
             TensorFlow imported and the model built, waiting; told "go" right after the kill.
   ftgui-standby  only when this ftgui has a `warm_standby` setting: a run with
@@ -113,11 +116,21 @@ def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool) -> d
         shutil.rmtree(ckpt, ignore_errors=True)
 
 
-def run_ftgui(work: Path, steps: int, kill_at: int, tag: str) -> dict:
+def snapshot_flags(memory: bool) -> list[str]:
+    """`--snapshot-every 1` for the memory variant; off for the others (when ftgui has it)."""
+    from ftgui.core.config import RunConfig
+
+    if "snapshot_every" not in getattr(RunConfig, "__dataclass_fields__", {}):
+        return []
+    return ["--snapshot-every", "1" if memory else "0"]
+
+
+def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = False) -> dict:
     run_dir = work / tag
     figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", "10",
                                     "--kill-at-step", str(kill_at), "--auto-recover",
-                                    "--restart-backoff", "0"], work / f"{tag}.out")
+                                    "--restart-backoff", "0", *snapshot_flags(memory)],
+                          work / f"{tag}.out")
     events = figures.pop("events")
 
     def first(event_type, attempt, **match):
@@ -140,7 +153,9 @@ def run_ftgui(work: Path, steps: int, kill_at: int, tag: str) -> dict:
             "training_started": trained["time"] - t0, "resumed": resumed["time"] - t0,
             "import": trained.get("import_seconds"), "setup": trained.get("setup_seconds"),
             "restore": resumed.get("restore_seconds"), "first_step": step["step"],
-            "from_step": resumed.get("from_step")}
+            "from_step": resumed.get("from_step"), "source": resumed.get("source", "disk"),
+            "persist": resumed.get("persist_seconds"),
+            "redone": fault["step"] - resumed.get("from_step", 0)}
 
 
 def ftgui_has_standby() -> bool:
@@ -210,23 +225,26 @@ def main() -> int:
     else:
         print("   warm standby does not exist in ftgui yet: ftgui restarts a fresh process "
               "(import TensorFlow, build, restore)")
-    variants = ["bare", "ftgui"]
+    variants = ["bare", "ftgui"] + (["ftgui-memory"] if snapshot_flags(True) else [])
     if not args.no_standby:
         variants += ["bare-standby"] + (["ftgui-standby"] if has_standby else [])
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-recovery-"))
 
     def run(name, rep):
         tag = f"{name}-{rep}"
-        if name == "ftgui":
-            return run_ftgui(work, args.steps, args.kill_at, tag)
+        if name in ("ftgui", "ftgui-memory"):
+            return run_ftgui(work, args.steps, args.kill_at, tag, name == "ftgui-memory")
         if name == "ftgui-standby":
             return run_ftgui_standby(work, args.kill_at, tag)
         return run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby")
 
     def show(rep, name, r):
         extra = ""
-        if name == "ftgui":
-            extra = (f"  (from process_exited {r['from_exit']:.2f} s; exit seen "
+        if name in ("ftgui", "ftgui-memory"):
+            persist = f", persisted as a checkpoint in {r['persist']:.2f} s" if r["persist"] \
+                else ""
+            extra = (f"  ({r['source']}: {r['redone']} steps redone{persist}; from process_exited "
+                     f"{r['from_exit']:.2f} s; exit seen "
                      f"{r['detected']:.2f}, new process {r['restart_spawn']:.2f}, "
                      f"training_started {r['training_started']:.2f}, resumed "
                      f"{r['resumed']:.2f} s; import {r['import']:.2f} s)")
@@ -260,6 +278,10 @@ def main() -> int:
               + f"; in the new process: import {median([r['import'] for r in f]):.2f} s, "
               f"set-up {median([r['setup'] for r in f]):.2f} s, restore "
               f"{median([r['restore'] for r in f]):.3f} s")
+    for name in ("ftgui", "ftgui-memory"):
+        if results.get(name):
+            print(f"   {name}: restored from {results[name][0]['source']}, steps redone "
+                  f"median {median([r['redone'] for r in results[name]]):.0f}")
     ratio = med["ftgui"] / med["bare"]
     print(f"\n   ratio ftgui / bare restart = {ratio:.2f}")
     if "bare-standby" in med:
@@ -278,6 +300,13 @@ def main() -> int:
         table.add("ftgui, process_exited -> step",
                   f"{median([r['from_exit'] for r in results['ftgui']]):.2f} s")
     table.add("ratio ftgui / bare", f"{ratio:.2f}")
+    if results.get("ftgui-memory"):
+        memory = results["ftgui-memory"]
+        table.add("ftgui from memory, kill -> step", f"{med['ftgui-memory']:.2f} s")
+        table.add("steps redone: disk / memory",
+                  f"{median([r['redone'] for r in results['ftgui']]):.0f} / "
+                  f"{median([r['redone'] for r in memory]):.0f}", "memory ≤ 1",
+                  median([r["redone"] for r in memory]) <= 1)
     if "bare-standby" in med:
         table.add("bare standby prototype, kill -> step", f"{med['bare-standby']:.2f} s")
     if "ftgui-standby" in med:

@@ -41,6 +41,7 @@ class Incident:
     recovered: float | None = None  # time of the first new step
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
     ended_by: str = ""  # "fork": the user branched from an older checkpoint instead
+    restore_source: str = ""  # what the resume restored: memory (snapshot) or disk
 
     @property
     def detect_seconds(self) -> float | None:
@@ -222,6 +223,8 @@ class IncidentTracker:
             self._line.keep_up_to(step)
             self._last_step = step
             return False
+        if self._open is not None:
+            self._open.restore_source = event.get("source", "disk")
         return self._resume(step, when)
 
     def _resume(self, step: int, when: float) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ftgui.core import checkpoints
+from ftgui.core import checkpoints, snapshots
 from ftgui.core.events import EventWriter
 
 HISTORY_DIR = "history"
@@ -22,6 +22,21 @@ def choose(run_dir: Path, resume: bool, from_step: int | None):
     if from_step is not None:
         return checkpoints.find(run_dir, from_step), ""
     return checkpoints.resume_point(run_dir)
+
+
+def memory_point(run_dir: Path, checkpoint, fresh: bool) -> snapshots.Slot | None:
+    """The in-memory snapshot a start restores instead of `checkpoint` (a `CheckpointInfo` or
+    None): the newest consistent one, when it is newer than `checkpoint`; else None.
+
+    `fresh`: the start is a new run or a fork, another line of training than the one the
+    snapshot file holds; the file is deleted and None returned."""
+    if fresh:
+        snapshots.discard(run_dir)
+        return None
+    slot = snapshots.newest(run_dir)
+    if slot is None or (checkpoint is not None and slot.step <= checkpoint.step):
+        return None
+    return slot
 
 
 def archive_newer(run_dir: Path, step: int, attempt: int) -> list[int]:

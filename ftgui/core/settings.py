@@ -267,6 +267,13 @@ class Settings:
         "lost one, so that recovery skips the import (costs one more process and its memory)",
         flag="--warm-standby", label="Warm standby", group="recovery",
         object_name="warmStandbyCheck", on_resume=FREE)
+    snapshot_every: int = setting(
+        10, help="Copy the whole training state into shared memory every this many steps, so "
+        "that recovery from a process crash redoes at most that many steps (0: off; a lost "
+        "machine still needs the disk checkpoints)",
+        flag="--snapshot-every", label="Snapshot every", group="recovery",
+        object_name="snapshotEverySpin", on_resume=FREE, unit="steps", low=0, high=MAX_STEPS,
+        off="off", strategies=("default", "one-device", "mirrored"))
     kill_at_step: int = _fault_step("kill", "Kill", "Crash (SIGKILL) the fault target right "
                                     "after this step")
     preempt_at_step: int = _fault_step("preempt", "Preempt", "Preempt (SIGTERM: save, then "

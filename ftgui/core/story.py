@@ -83,6 +83,8 @@ def _fault(incident: Incident) -> str:
 
 def _restored(incident: Incident) -> str:
     verb = "rolled back to" if incident.kind == "nan" else "restored"
+    if incident.restore_source == "memory":
+        return f"{verb} step {incident.resumed_step} from memory"
     return f"{verb} checkpoint {incident.resumed_step}"
 
 

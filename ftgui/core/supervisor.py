@@ -83,6 +83,7 @@ class Supervisor:
         self._standby = StandbyPool(self.run_dir, self.run_dir / LOG_DIR, python)
         self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
+        self._memory = None  # the in-memory snapshot the current attempt restores (or None)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -301,6 +302,7 @@ class Supervisor:
         self._settled = False
         self._faults.new_attempt()
         self._restore = restore
+        self._memory = restore_point.memory_point(self.run_dir, restore, attempt == 0 or is_fork)
         self._progress_seen = False
         self._stop_reason = ""
         self.attempt = attempt
@@ -366,7 +368,8 @@ class Supervisor:
         """The trainer's arguments for `task` in this attempt, with the faults it fires."""
         own = self._faults.args_for(self.config, task, self._task_names)
         restore = self._restore.relpath if self._restore is not None else None
-        return trainer_args(self.run_dir, task.role, task.index, self.attempt, restore, own)
+        return trainer_args(self.run_dir, task.role, task.index, self.attempt, restore, own,
+                            restore_snapshot=self._memory is not None and task.is_chief)
 
     def _inject(self, kind: str, target: str, sig: int, source: str = "user",
                 step: int | None = None) -> bool:

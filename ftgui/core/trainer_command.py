@@ -1,6 +1,7 @@
 """The command lines of a training process, built in this one place.
 
     python -m ftgui.training RUN --role ROLE --index I --attempt N [--restore PREFIX]
+                             [--restore-snapshot]
                              [--fault KIND@STEP:TARGET ...]
     python -m ftgui.training --standby RUN
     TF_CONFIG='{…}' ftgui worker RUN --role ROLE …      (a task on another machine)
@@ -27,16 +28,21 @@ def trainer_args(
     attempt: int = 0,
     restore: str | None = None,
     faults: Iterable[str] = (),
+    restore_snapshot: bool = False,
 ) -> list[str]:
     """The trainer's arguments: what follows `python -m ftgui.training`.
 
     `attempt`: 0 for the first launch, +1 per restart; `restore`: a checkpoint prefix relative
     to RUN (`checkpoints/ckpt-30`), or None to start at step 0; `faults`: planned faults the
-    process fires itself at their step, as `KIND@STEP:TARGET` (`kill@40:chief`).
+    process fires itself at their step, as `KIND@STEP:TARGET` (`kill@40:chief`);
+    `restore_snapshot`: restore the run's newest in-memory snapshot instead (`--restore` stays
+    the fallback when it turns out unusable).
     """
     args = [str(run_dir), "--role", role, "--index", str(index), "--attempt", str(attempt)]
     if restore is not None:
         args += ["--restore", restore]
+    if restore_snapshot:
+        args.append("--restore-snapshot")
     for fault in faults:
         args += ["--fault", fault]
     return args

@@ -27,6 +27,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--attempt", type=int, default=0)
     parser.add_argument("--restore", help="checkpoint prefix in RUN, e.g. checkpoints/ckpt-30")
+    parser.add_argument("--restore-snapshot", action="store_true",
+                        help="restore the run's newest in-memory snapshot (else --restore)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND@STEP:TARGET",
                         help="a planned fault for this process (kill, preempt, nan, hang)")
     parser.add_argument("--kill-at-step", type=int, default=0, help="same as --fault kill@K")
@@ -117,7 +119,9 @@ def train(run_dir: Path, config, args, events) -> int:
     # A cluster strategy's coordination service installs its own SIGTERM notifier, which
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
-    if args.restore:
+    memory = _restore_memory(state, dataset, config, run_dir, args, events) \
+        if args.restore_snapshot and is_chief and not state.saves_collectively else None
+    if args.restore and memory is None:
         restore_started = time.perf_counter()
         try:
             state.restore(run_dir / args.restore)
@@ -127,8 +131,10 @@ def train(run_dir: Path, config, args, events) -> int:
         if is_chief:
             events.emit("resumed", from_step=state.global_step, checkpoint=args.restore,
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
-                        restore_seconds=time.perf_counter() - restore_started)
+                        restore_seconds=time.perf_counter() - restore_started, source="disk")
             _record_changes(run_dir, args.restore, config, events)
+    elif memory is not None:  # its checkpoint was just written with its data position
+        start = _data_position(run_dir, memory, state.global_step, dataset, config)
     else:
         start = None
     if is_chief:
@@ -181,6 +187,43 @@ def _record_changes(run_dir: Path, restore: str, config, events) -> None:
         events.emit("setting_changed", **change.fields())
         print(f"{change.setting} changed from {change.old} to {change.new} after step "
               f"{change.step}", flush=True)
+
+
+def _restore_memory(state, dataset, config, run_dir: Path, args, events) -> str | None:
+    """Restore the newest consistent in-memory snapshot, persist it as a checkpoint and say so
+    (`resumed` with `source: memory`); its checkpoint path, or None when there is no usable
+    snapshot (the line why is printed; `--restore` is taken instead)."""
+    from ftgui.training.actions.snapshot import persist, restore_snapshot
+
+    began = time.perf_counter()
+    try:
+        step, loss = restore_snapshot(state, run_dir)
+    except LookupError as exc:
+        print(f"in-memory snapshot not restored ({exc}); restoring from disk", flush=True)
+        return None
+    restore_seconds = time.perf_counter() - began
+    position = _memory_position(run_dir, step, dataset, config)
+    path = persist(state, dataset, config, run_dir, events, loss, position.epoch, position)
+    events.emit("resumed", from_step=step, checkpoint=path, source="memory",
+                optimizer_iterations=int(state.optimizer.iterations.numpy()),
+                restore_seconds=restore_seconds,
+                persist_seconds=time.perf_counter() - began - restore_seconds)
+    print(f"restored step {step} from memory; saved as {path}", flush=True)
+    return path
+
+
+def _memory_position(run_dir: Path, step: int, dataset, config):
+    """The data position after snapshot step `step`: that of the newest valid checkpoint before
+    it, advanced at the run's global batch size (the attempt that took the snapshot trained
+    with this config.toml's batch size from that checkpoint on)."""
+    from ftgui.core import checkpoints
+    from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
+
+    n_train, batch = len(dataset.x_train), config.global_batch_size
+    info = checkpoints.newest_valid(run_dir, at_most=step - 1)
+    base = (position_of_checkpoint(info.meta, info.step, n_train, batch) if info
+            else DataPosition())
+    return StepBatches(n_train, batch, config.seed, start=base).position_after(step)
 
 
 def _devices_of(strategy) -> list[str]:

@@ -32,8 +32,9 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     ValueError when the global batch is larger than the training split.
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
-    NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, scheduled
-    kill or hang (after the checkpoint, so that the same schedule recovers the same way).
+    NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, in-memory
+    snapshot, scheduled kill or hang (after the checkpoint and the snapshot, so that the same
+    schedule recovers the same way).
     """
     batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed, start)
     start_step = state.global_step
@@ -55,6 +56,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         NanRollback(run_dir, events, summaries, restore_with_data_position, checkpoint.wait,
                     is_chief),
         checkpoint,
+        *_snapshots(state, config, run_dir, is_chief and runner is None),
         fault_hooks,
     ]
     return TrainingLoop(
@@ -64,3 +66,17 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         # the next step so that every worker saves the same step and exits together.
         may_stop_alone=config.strategy != "multi-worker",
     )
+
+
+def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process: bool) -> list:
+    """The in-memory snapshot action when `snapshot_every` asks for one and the state lives in
+    this one process (not a cluster's collective state)."""
+    if not config.snapshot_every or not one_process or state.saves_collectively:
+        return []
+    from ftgui.training.actions.snapshot import SnapshotAction
+
+    try:
+        return [SnapshotAction(state, run_dir, config.snapshot_every)]
+    except OSError as exc:  # e.g. a small /dev/shm: train on, with the disk checkpoints only
+        print(f"in-memory snapshots are off: {exc}", flush=True)
+        return []

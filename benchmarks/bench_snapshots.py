@@ -1,0 +1,113 @@
+"""Training throughput with in-memory snapshots at several intervals against none.
+
+    python benchmarks/bench_snapshots.py [--rounds 7] [--block 300] [--every 1,2,5,10]
+
+One process (TensorFlow imported here: this measures the step path, not a process): ftgui's
+TrainState (MirroredStrategy over 2 logical CPUs, digits, MLP, global batch 64, the defaults)
+runs blocks of `--block` global steps on the real step-indexed batches; after each step ftgui's
+`SnapshotAction` is called as the loop calls it, with `snapshot_every` = 0 (off) or each of
+`--every`. Blocks are interleaved (ABAB…, the order rotated each round) and each round gives
+the ratio of a variant's steps/s to the "off" block of the same round; the median over rounds is
+reported, with the step path's time per snapshot (`SnapshotAction.write_seconds / taken`).
+`--clock cpu` (default) counts this process' CPU seconds (all its threads), which other
+programs on a shared machine disturb far less than wall time; `--clock wall` is steps/s.
+The target: ≥ 0.97 × off at the default `snapshot_every`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from _common import Table, header, median, rotate, spread  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--block", type=int, default=300)
+    parser.add_argument("--every", default="1,2,5,10")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="cpu: this process' CPU seconds (steadier on a shared machine)")
+    args = parser.parse_args()
+    intervals = [int(x) for x in args.every.split(",")]
+
+    import tensorflow as tf
+
+    from ftgui.core import snapshots
+    from ftgui.core.config import RunConfig
+    from ftgui.core.settings import SETTINGS
+    from ftgui.training import data as datamod
+    from ftgui.training.actions import StepOutput
+    from ftgui.training.actions.snapshot import SnapshotAction
+    from ftgui.training.step import TrainState
+    from ftgui.training.strategies import configure_devices, make_strategy
+
+    default = SETTINGS["snapshot_every"].default
+    header(f"snapshots: steps/s with snapshot_every in {intervals} against off, "
+           f"{args.rounds} interleaved rounds of {args.block} steps (default {default})")
+    config = RunConfig()
+    configure_devices(config)
+    tf.keras.utils.set_random_seed(config.seed)
+    tf.config.experimental.enable_op_determinism()
+    dataset = datamod.load(config.dataset)
+    state = TrainState(make_strategy(config), config, dataset)
+    batches = datamod.StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
+    run_dir = Path(tempfile.mkdtemp(prefix="ftgui-bench-snapshots-"))
+    actions = {every: SnapshotAction(state, run_dir / str(every), every) for every in intervals}
+    print(f"   state: {actions[intervals[0]].state_bytes.nbytes} bytes; "
+          f"snapshot files in {snapshots.snapshot_dir()}")
+
+    def block(every: int) -> float:
+        action = actions.get(every)
+        start = state.global_step
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        began = clock()
+        for step in range(start + 1, start + args.block + 1):
+            rows = batches.indices(step)
+            loss, _ = state.train_step(dataset.x_train[rows], dataset.y_train[rows])
+            if action is not None:
+                action(StepOutput(step, loss))
+        return args.block / (clock() - began)
+
+    block(0)  # trace the step
+    for action in actions.values():
+        action.take(state.global_step, 0.0)  # trace the copy
+        action.write_seconds, action.taken = 0.0, 0
+    variants = [0, *intervals]
+    ratios: dict[int, list[float]] = {every: [] for every in intervals}
+    try:
+        for rnd in range(args.rounds):
+            rates = {every: block(every) for every in rotate(variants, rnd)}
+            line = ", ".join(f"every {e}: {rates[e] / rates[0]:.3f}" for e in intervals)
+            print(f"   round {rnd}: off {rates[0]:.0f} steps per {args.clock} second; ratio {line}",
+                  flush=True)
+            for every in intervals:
+                ratios[every].append(rates[every] / rates[0])
+    finally:
+        for every, action in actions.items():
+            action.close()
+            snapshots.discard(run_dir / str(every))
+    print()
+    table = Table("bench_snapshots")
+    for every in intervals:
+        action = actions[every]
+        per = action.write_seconds / max(action.taken, 1) * 1e3
+        ratio = median(ratios[every])
+        print(f"   every {every:3d}: median ratio {ratio:.3f} ({spread(ratios[every])}); "
+              f"{per:.3f} ms per snapshot on the step path")
+        target = "≥ 0.97" if every == default else ""
+        table.add(f"throughput, snapshot every {every} / off", f"{ratio:.3f}", target,
+                  ratio >= 0.97 if every == default else None)
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""In-memory snapshots of a run's training state: the file format shared by the trainer (which
+writes them) and the supervisor (which reads their headers to choose a restore point).
+
+A snapshot file lives in shared memory (`/dev/shm`, else the temporary folder), named after the
+run directory, so it outlives a killed trainer but not the machine. It holds two buffers (slots);
+the trainer writes them in turn, so a kill in the middle of a copy leaves the other slot whole.
+
+    file header  FILE_HEADER: magic, layout checksum (the variables' names, shapes and dtypes),
+                 capacity of one slot's payload (bytes)
+    slot 0, 1    SLOT_HEADER: step, payload length (bytes), loss, checksum — then the payload
+
+Writing a slot: its step is set to -1 (invalid), the payload is copied, then step, length and
+loss are written, and the checksum (CRC-32 of the payload and those three fields) LAST. A slot
+is consistent when its step is ≥ 0 and its checksum matches; a torn slot never is (short of a
+CRC-32 collision, 2^-32). This module needs no TensorFlow: the payload is opaque bytes here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+MAGIC = b"FTGSNAP1"
+FILE_HEADER = struct.Struct("<8sIxxxxQ")  # magic, layout crc32, slot capacity (bytes)
+SLOT_HEADER = struct.Struct("<qqdI4x")  # step, length (bytes), loss, crc32 (written last)
+_CHECKSUM_OFFSET = 24  # of the crc32 inside SLOT_HEADER
+SLOTS = 2
+
+
+def snapshot_dir() -> Path:
+    """Where snapshot files live: `/dev/shm` (memory) when present, else the temporary folder."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+def snapshot_path(run_dir: str | os.PathLike) -> Path:
+    """The snapshot file of the run in `run_dir` (one per absolute run directory path)."""
+    key = hashlib.sha1(str(Path(run_dir).absolute()).encode()).hexdigest()[:16]
+    return snapshot_dir() / f"ftgui-{key}.snapshot"
+
+
+def layout_checksum(layout: list[tuple[str, tuple[int, ...], str]]) -> int:
+    """CRC-32 of the variables' (name, shape, dtype) in order: a snapshot restores only into
+    state with the same layout."""
+    return zlib.crc32(repr([(n, tuple(s), str(d)) for n, s, d in layout]).encode())
+
+
+def _slot_offset(slot: int, capacity: int) -> int:
+    return FILE_HEADER.size + slot * (SLOT_HEADER.size + capacity)
+
+
+def _checksum(step: int, length: int, loss: float, payload) -> int:
+    fields = SLOT_HEADER.pack(step, length, loss, 0)[:_CHECKSUM_OFFSET]
+    return zlib.crc32(payload, zlib.crc32(fields))
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One buffer of a snapshot file: `step` (global step, -1 when being written or empty),
+    payload `length` (bytes), the `loss` of that step, and `reason` ('' when consistent)."""
+
+    index: int
+    step: int
+    length: int
+    loss: float
+    reason: str
+
+    @property
+    def consistent(self) -> bool:
+        return not self.reason
+
+
+class SnapshotFile:
+    """A snapshot file opened for reading (`open`) or created for writing (`create`)."""
+
+    def __init__(self, path: Path, data, layout: int, capacity: int):
+        self.path, self._data, self.layout, self.capacity = path, data, layout, capacity
+
+    @classmethod
+    def open(cls, path: Path) -> SnapshotFile | None:
+        """The file at `path` read into memory, or None when absent or not a snapshot file."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if len(data) < FILE_HEADER.size:
+            return None
+        magic, layout, capacity = FILE_HEADER.unpack_from(data)
+        if magic != MAGIC or len(data) < _slot_offset(SLOTS, capacity):
+            return None
+        return cls(path, memoryview(data), layout, capacity)
+
+    @classmethod
+    def create(cls, path: Path, layout: int, capacity: int) -> SnapshotFile:
+        """A new, empty file at `path` (replacing any) mapped for writing: both slots empty.
+        Raises OSError when shared memory is short (its pages are reserved here)."""
+        size = _slot_offset(SLOTS, capacity)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w+b") as file:
+            try:  # reserve the pages now: a full tmpfs then fails here, not with SIGBUS later
+                os.posix_fallocate(file.fileno(), 0, size)
+            except OSError:
+                tmp.unlink(missing_ok=True)
+                raise
+            data = mmap.mmap(file.fileno(), size)
+        FILE_HEADER.pack_into(data, 0, MAGIC, layout, capacity)
+        for slot in range(SLOTS):
+            SLOT_HEADER.pack_into(data, _slot_offset(slot, capacity), -1, 0, 0.0, 0)
+        os.replace(tmp, path)  # a reader sees the old file or a whole empty one
+        return cls(path, data, layout, capacity)
+
+    def slot(self, index: int) -> Slot:
+        """The header of slot `index` (0 or 1), its checksum verified against its payload."""
+        offset = _slot_offset(index, self.capacity)
+        step, length, loss, crc = SLOT_HEADER.unpack_from(self._data, offset)
+        if step < 0:
+            return Slot(index, step, length, loss, "empty or being written")
+        if not 0 <= length <= self.capacity:
+            return Slot(index, step, length, loss, f"length {length} out of range")
+        start = offset + SLOT_HEADER.size
+        if _checksum(step, length, loss, self._data[start:start + length]) != crc:
+            return Slot(index, step, length, loss, "checksum mismatch (torn write)")
+        return Slot(index, step, length, loss, "")
+
+    def newest(self) -> Slot | None:
+        """The consistent slot with the highest step, or None."""
+        good = [s for s in map(self.slot, range(SLOTS)) if s.consistent]
+        return max(good, key=lambda s: s.step, default=None)
+
+    def payload(self, slot: Slot) -> memoryview:
+        """The payload bytes of `slot` (a view into the file's memory)."""
+        start = _slot_offset(slot.index, self.capacity) + SLOT_HEADER.size
+        return self._data[start:start + slot.length]
+
+    def write(self, index: int, step: int, loss: float, payload) -> None:
+        """Write `payload` (a bytes-like of at most `capacity` bytes) as global step `step` with
+        its `loss` into slot `index`: invalidate, copy, header, checksum last."""
+        offset = _slot_offset(index, self.capacity)
+        length = len(payload)
+        struct.pack_into("<q", self._data, offset, -1)
+        start = offset + SLOT_HEADER.size
+        self._data[start:start + length] = payload
+        crc = _checksum(step, length, loss, payload)
+        SLOT_HEADER.pack_into(self._data, offset, step, length, loss, 0)
+        struct.pack_into("<I", self._data, offset + _CHECKSUM_OFFSET, crc)
+
+    def corrupt(self, index: int) -> None:
+        """Flip one payload byte of slot `index` (for tests and demos of a torn snapshot)."""
+        start = _slot_offset(index, self.capacity) + SLOT_HEADER.size
+        self._data[start] ^= 0xFF
+
+    def close(self) -> None:
+        """Unmap a file created for writing (the file itself stays)."""
+        if isinstance(self._data, mmap.mmap):
+            self._data.close()
+
+
+def newest(run_dir: str | os.PathLike) -> Slot | None:
+    """The newest consistent snapshot slot of the run in `run_dir`, or None when it has none."""
+    snapshot = SnapshotFile.open(snapshot_path(run_dir))
+    return snapshot.newest() if snapshot is not None else None
+
+
+def discard(run_dir: str | os.PathLike) -> bool:
+    """Delete the run's snapshot file (a new run or a fork must not restore another line of
+    training). Returns whether there was one."""
+    try:
+        snapshot_path(run_dir).unlink()
+    except FileNotFoundError:
+        return False
+    return True
