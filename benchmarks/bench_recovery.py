@@ -19,6 +19,9 @@ resume is from step 30):
             ftgui.core.supervisor.Supervisor (what `ftgui train` does), killed with
             Supervisor.kill("chief") once its standby has sent `standby_ready` and step 35 is
             past; recovery = first `step` event of attempt 1 - `fault_injected` event time.
+            The standby is fully warm (strategy, model, optimizer built, step run once): its
+            resident memory (RSS, psutil) at the kill is the price of keeping it.
+            Target: ftgui-standby <= 0.1 x ftgui (the plain restart), aim <= 0.5 s.
 When ftgui has no warm standby the script says so.
 """
 
@@ -160,6 +163,7 @@ def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) 
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
     ready = killed = False
+    rss = None
     last_step, deadline = 0, time.time() + timeout
     try:
         while time.time() < deadline:
@@ -172,6 +176,7 @@ def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) 
                 elif kind == "step" and killed:
                     deadline = 0  # the first resumed step: done
             if ready and not killed and last_step >= kill_at:
+                rss = standby_rss(supervisor)
                 killed = supervisor.kill("chief")
             time.sleep(0.02)
     finally:
@@ -181,6 +186,7 @@ def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) 
     if not killed:
         raise RuntimeError(f"no kill: standby ready {ready}, last step {last_step}")
     fault = next(e for e in events if e["event"] == "fault_injected" and e.get("attempt") == 0)
+    ready_event = next(e for e in events if e["event"] == "standby_ready")
     started = next(e for e in events if e["event"] == "process_started" and e["attempt"] == 1)
     trained = next(e for e in events if e["event"] == "training_started" and e["attempt"] == 1)
     resumed = next(e for e in events if e["event"] == "resumed" and e["attempt"] == 1)
@@ -190,7 +196,37 @@ def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) 
             "used_standby": bool(started.get("standby")),
             "training_started": trained["time"] - t0, "resumed": resumed["time"] - t0,
             "killed_after_step": fault.get("step"), "first_step": step["step"],
-            "from_step": resumed.get("from_step"), "setup": trained.get("setup_seconds")}
+            "from_step": resumed.get("from_step"), "setup": trained.get("setup_seconds"),
+            "prepared": ready_event.get("prepared"), "rss": rss}
+
+
+def standby_rss(supervisor) -> float:
+    """Resident memory of the supervisor's waiting standbys, in MB (psutil)."""
+    import psutil
+
+    total = 0
+    for popen, _ in supervisor.standbys:
+        try:
+            total += psutil.Process(popen.pid).memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 1e6
+
+
+def warm_vs_plain(results: dict, med: dict) -> None:
+    """Print the fully warm standby against ftgui's plain restart, measured in this one run."""
+    warm = results["ftgui-standby"]
+    ratio = med["ftgui-standby"] / med["ftgui"]
+    print(f"   warm standby vs plain restart: {med['ftgui-standby']:.2f} s vs "
+          f"{med['ftgui']:.2f} s, ratio {ratio:.3f} (target <= 0.1: "
+          f"{'met' if ratio <= 0.1 else 'NOT met'}; aim <= 0.5 s: "
+          f"{'met' if med['ftgui-standby'] <= 0.5 else 'NOT met'})")
+    print("   warm standby phases (median s after the kill): new process "
+          f"{median([r['restart_spawn'] for r in warm]):.3f}, resumed "
+          f"{median([r['resumed'] for r in warm]):.3f}, training_started "
+          f"{median([r['training_started'] for r in warm]):.3f}, first step "
+          f"{med['ftgui-standby']:.3f}; prepared: {all(r['prepared'] for r in warm)}; "
+          f"cost: one more process per task, RSS {median([r['rss'] for r in warm]):.0f} MB")
 
 
 def main() -> int:
@@ -232,7 +268,8 @@ def main() -> int:
                      f"{r['resumed']:.2f} s; import {r['import']:.2f} s)")
         elif name == "ftgui-standby":
             extra = (f"  (killed after step {r['killed_after_step']}, resumed from "
-                     f"{r['from_step']}; standby used: {r['used_standby']}; "
+                     f"{r['from_step']}; standby used: {r['used_standby']}, prepared: "
+                     f"{r['prepared']}, its RSS {r['rss']:.0f} MB; "
                      f"training_started {r['training_started']:.2f}, resumed "
                      f"{r['resumed']:.2f} s)")
         elif name == "bare-standby" and r.get("import") is not None:
@@ -267,6 +304,7 @@ def main() -> int:
               f"{med['bare-standby'] / med['bare']:.2f}")
     if "ftgui-standby" in med:
         print(f"   ratio ftgui-standby / bare restart = {med['ftgui-standby'] / med['bare']:.2f}")
+        warm_vs_plain(results, med)
     elif not has_standby:
         print("   warm standby: not implemented in ftgui; every ftgui recovery pays a fresh "
               "process (TensorFlow import + set-up + first-step trace)")
@@ -283,6 +321,10 @@ def main() -> int:
     if "ftgui-standby" in med:
         table.add("ftgui warm standby, kill -> step", f"{med['ftgui-standby']:.2f} s")
         table.add("ratio ftgui-standby / bare", f"{med['ftgui-standby'] / med['bare']:.2f}")
+        table.add("ratio ftgui-standby / ftgui restart (target <= 0.1)",
+                  f"{med['ftgui-standby'] / med['ftgui']:.2f}")
+        table.add("warm standby memory (RSS, one process)",
+                  f"{median([r['rss'] for r in results['ftgui-standby']]):.0f} MB")
     elif not has_standby:
         table.add("ftgui warm standby", "does not exist yet")
     table.print()

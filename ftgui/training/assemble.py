@@ -45,6 +45,11 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         checkpoint,
         fault_hooks,
     ]
+    if config.strategy == "multi-worker":  # a survivor saves the last completed step
+        from ftgui.training.actions.just_in_time import JustInTime
+
+        actions.insert(3, JustInTime(state, data, config, run_dir, events, batches.epoch_of,
+                                     is_chief, role, index))
     return TrainingLoop(
         runner or SyncSteps(state, data), batches, config.steps, config.checkpoint_every,
         start_step, fault_hooks, actions, REQUESTS,
