@@ -122,8 +122,10 @@ def train(run_dir: Path, config, args, events) -> int:
     if config.strategy == "parameter-server" and args.role in ("worker", "ps"):
         return serve(events, args, import_seconds)
     is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)
+    shadow = None
     if _WARM is not None and _WARM.config == config.to_dict():
         dataset, strategy, state, runner = _WARM.built  # a warm standby built them already
+        shadow = _WARM.shadow
     else:
         try:
             dataset, strategy, state, runner = build(config)
@@ -159,7 +161,8 @@ def train(run_dir: Path, config, args, events) -> int:
         return run_fit(state, dataset, config, run_dir, events, Faults(planned_faults(args)))
     try:
         loop = build_loop(state, dataset, config, run_dir, events, Faults(planned_faults(args)),
-                          runner=runner, role=args.role, index=args.index, is_chief=is_chief)
+                          runner=runner, role=args.role, index=args.index, is_chief=is_chief,
+                          shadow=shadow)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
@@ -292,6 +295,7 @@ def _config_dict(configmod, run_dir: Path) -> dict | None:
 def _prepare(run_dir: Path):
     """Build and warm this run's state if its strategy allows (`warm_standby.Prepared`), else
     None (a cluster strategy, or a configuration that does not load: the order decides)."""
+    from ftgui.core import checkpoints
     from ftgui.core import config as configmod
     from ftgui.training import warm_standby
 
@@ -302,11 +306,14 @@ def _prepare(run_dir: Path):
         if not warm_standby.can_prepare(config):
             return None
         built = build(config)
-        warm_standby.run_one_step_and_undo(built[2], built[0], config)
+        newest = checkpoints.newest_valid(run_dir)
+        warm_standby.run_one_step_and_undo(built[2], built[0], config,
+                                           newest.prefix if newest else None)
     except (OSError, ValueError) as exc:
         print(f"standby: not prepared ({exc})", flush=True)
         return None
-    return warm_standby.Prepared(config.to_dict(), built, time.perf_counter() - started)
+    shadow = warm_standby.shadow_for(built[2], built[0], config)
+    return warm_standby.Prepared(config.to_dict(), built, shadow, time.perf_counter() - started)
 
 
 def exit_now(code: int) -> None:

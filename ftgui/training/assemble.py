@@ -20,13 +20,14 @@ from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 
 def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
                events: EventWriter, faults: Faults, runner=None, role: str = "chief",
-               index: int = 0, is_chief: bool = True) -> TrainingLoop:
+               index: int = 0, is_chief: bool = True, shadow=None) -> TrainingLoop:
     """The loop that trains `state` from its global step to `config.steps` in this process.
 
     Only the chief writes `step` events, checkpoints into `RUN/checkpoints`, validation and
     TensorBoard summaries; another worker writes heartbeats and saves into its scratch folder.
     `runner`: the step runner (default `SyncSteps`; `parameter_server.ScheduledSteps` for a
-    coordinator). Raises ValueError when the global batch is larger than the training split.
+    coordinator); `shadow`: the checkpoint's shadow copy if a warm standby built it. Raises
+    ValueError when the global batch is larger than the training split.
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
     NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, scheduled
@@ -36,7 +37,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     start_step = state.global_step
     summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
     checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
-                                  batches.epoch_of, is_chief, role, index)
+                                  batches.epoch_of, is_chief, role, index, shadow)
     fault_hooks = FaultHooks(faults, events, REQUESTS, checkpoint.wait)
     actions = [
         StepEvents(events, batches.epoch_of, is_chief, role, index),

@@ -45,7 +45,7 @@ class CheckpointAction(Action):
 
     def __init__(self, state, data: Dataset, config: RunConfig, run_dir: Path, events,
                  summaries, epoch_of: Callable[[int], int], is_chief: bool,
-                 role: str = "chief", index: int = 0):
+                 role: str = "chief", index: int = 0, shadow: ShadowState | None = None):
         self.state, self.data, self.config = state, data, config
         self.events, self.summaries, self.epoch_of = events, summaries, epoch_of
         self.is_chief = is_chief
@@ -53,8 +53,9 @@ class CheckpointAction(Action):
                           else run_dir / "scratch" / f"{role}-{index}")
         self.shadow, self.writer, self.manager = None, None, None
         if is_chief and not state.saves_collectively:
-            self.shadow = ShadowState(state, config.model, data.input_shape, data.num_classes,
-                                      config.learning_rate)
+            # `shadow`: one a warm standby built (and traced) before its order
+            self.shadow = shadow or ShadowState(state, config.model, data.input_shape,
+                                                data.num_classes, config.learning_rate)
             self.writer = OneWriter()
         else:
             self.manager = tf.train.CheckpointManager(
