@@ -123,7 +123,7 @@ def train(run_dir: Path, config, args, events) -> int:
         return serve(events, args, import_seconds)
     is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)
     shadow = None
-    if _WARM is not None and _WARM.config == config.to_dict():
+    if _WARM is not None and not _WARM.failed and _WARM.config == config.to_dict():
         dataset, strategy, state, runner = _WARM.built  # a warm standby built them already
         shadow = _WARM.shadow
     else:
@@ -268,7 +268,8 @@ def standby(run_dir: Path) -> int:
     import_seconds = time.perf_counter() - _T0
     _WARM = _prepare(run_dir)
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
-         prepared=_WARM is not None, prepare_seconds=_WARM.seconds if _WARM else None)
+         prepared=bool(_WARM and not _WARM.failed),
+         prepare_seconds=_WARM.seconds if _WARM else None)
     print(f"standby: ready after {import_seconds:.2f} s of imports"
           + (f" and {_WARM.seconds:.2f} s building and tracing" if _WARM else ""), flush=True)
     line = sys.stdin.readline()
@@ -276,9 +277,11 @@ def standby(run_dir: Path) -> int:
         return 0
     order = json.loads(line)
     os.environ.update(order.get("env", {}))
-    if _WARM is not None and _config_dict(configmod, run_dir) != _WARM.config:
-        print("standby: the run's configuration changed since it was built: starting cold",
-              flush=True)
+    if _WARM is not None and (_WARM.failed
+                              or _config_dict(configmod, run_dir) != _WARM.config):
+        print("standby: " + ("its preparation failed" if _WARM.failed else
+                             "the run's configuration changed since it was built")
+              + ": starting cold", flush=True)
         os.execv(sys.executable, [sys.executable, "-m", "ftgui.training", *order["argv"]])
     _T0 = time.perf_counter()  # nothing of the import is on this attempt's critical path
     print(f"standby: activated as {' '.join(order['argv'][1:])}", flush=True)
@@ -294,7 +297,9 @@ def _config_dict(configmod, run_dir: Path) -> dict | None:
 
 def _prepare(run_dir: Path):
     """Build and warm this run's state if its strategy allows (`warm_standby.Prepared`), else
-    None (a cluster strategy, or a configuration that does not load: the order decides)."""
+    None (a cluster strategy, or a configuration that does not load: the order decides). A
+    build that fails leaves TensorFlow half set up: the `Prepared` then says why (`failed`)
+    and the order is run by a cold trainer."""
     from ftgui.core import checkpoints
     from ftgui.core import config as configmod
     from ftgui.training import warm_standby
@@ -303,16 +308,21 @@ def _prepare(run_dir: Path):
     try:
         config = configmod.load(run_dir)
         config.validate()
-        if not warm_standby.can_prepare(config):
-            return None
+    except (OSError, ValueError) as exc:
+        print(f"standby: not prepared ({exc})", flush=True)
+        return None
+    if not warm_standby.can_prepare(config):
+        return None
+    try:
         built = build(config)
         newest = checkpoints.newest_valid(run_dir)
         warm_standby.run_one_step_and_undo(built[2], built[0], config,
                                            newest.prefix if newest else None)
-    except (OSError, ValueError) as exc:
-        print(f"standby: not prepared ({exc})", flush=True)
-        return None
-    shadow = warm_standby.shadow_for(built[2], built[0], config)
+        shadow = warm_standby.shadow_for(built[2], built[0], config)
+    except Exception as exc:  # noqa: BLE001 (the order will say it, from a cold start)
+        print(f"standby: preparing failed ({type(exc).__name__}: {exc})", flush=True)
+        return warm_standby.Prepared(config.to_dict(), (), None,
+                                     time.perf_counter() - started, failed=str(exc))
     return warm_standby.Prepared(config.to_dict(), built, shadow, time.perf_counter() - started)
 
 

@@ -21,12 +21,14 @@ PREPARED_STRATEGIES = ("default", "one-device", "mirrored")
 class Prepared:
     """What a standby built for `config` (a `RunConfig.to_dict()`): (dataset, strategy,
     state, runner) as `__main__.build` returns them, the checkpoint action's `shadow` copy
-    (`background_save.ShadowState`, traced), and `seconds` it took."""
+    (`background_save.ShadowState`, traced), and `seconds` it took; `failed`: why building
+    failed ('' when it did not; then the order is run by a cold trainer)."""
 
     config: dict
     built: tuple
     shadow: object
     seconds: float
+    failed: str = ""
 
 
 def can_prepare(config: RunConfig) -> bool:
