@@ -23,6 +23,13 @@ resume is from step 30):
             resident memory (RSS, psutil) at the kill is the price of keeping it.
             Target: ftgui-standby <= 0.1 x ftgui (the plain restart), aim <= 0.5 s.
 When ftgui has no warm standby the script says so.
+
+    python benchmarks/bench_recovery.py --just-in-time [--reps 1]
+
+measures instead a 2-worker MultiWorkerMirroredStrategy run (`ftgui train`, checkpoint every 10,
+worker 1 killed after step 35, automatic recovery, restart backoff 0): where it resumed from
+(`resumed.source`: just_in_time or disk), steps redone (kill step - resumed step) and kill ->
+first resumed step (a multi-worker restart is cold: its standby could not be built in advance).
 """
 
 from __future__ import annotations
@@ -229,15 +236,67 @@ def warm_vs_plain(results: dict, med: dict) -> None:
           f"cost: one more process per task, RSS {median([r['rss'] for r in warm]):.0f} MB")
 
 
+def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str) -> dict:
+    """One multi-worker run whose worker 1 is killed after `kill_at`; figures of its recovery."""
+    run_dir = work / tag
+    figures = ftgui_train(run_dir, ["--strategy", "multi-worker", "--workers", "2", "--steps",
+                                    str(steps), "--checkpoint-every", "10", "--kill-at-step",
+                                    str(kill_at), "--fault-target", "worker:1",
+                                    "--auto-recover", "--restart-backoff", "0"],
+                          work / f"{tag}.out", timeout=600)
+    events = figures.pop("events")
+    fault = next(e for e in events if e["event"] == "fault_injected")
+    resumed = next(e for e in events if e["event"] == "resumed")
+    step = next(e for e in events if e["event"] == "step" and e["attempt"] == 1)
+    saved = next((e for e in events if e["event"] == "checkpoint_saved"
+                  and e.get("just_in_time")), {})
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return {"source": resumed.get("source"), "from_step": resumed["from_step"],
+            "redone": fault["step"] - resumed["from_step"],
+            "recovery": step["time"] - fault["time"],
+            "jit_save": saved.get("save_seconds"), "live_differs": saved.get("live_differs")}
+
+
+def measure_just_in_time(reps: int, steps: int, kill_at: int) -> int:
+    header(f"just-in-time recovery: multi-worker x2, worker 1 killed after step {kill_at}, "
+           f"checkpoint every 10, {reps} run(s)")
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-jit-"))
+    results = []
+    try:
+        for rep in range(reps):
+            r = run_just_in_time(work, steps, kill_at, f"jit-{rep}")
+            results.append(r)
+            print(f"   rep {rep}: resumed from step {r['from_step']} ({r['source']}), "
+                  f"{r['redone']} step(s) redone, kill -> first resumed step "
+                  f"{r['recovery']:.2f} s; the survivor's save took {r['jit_save']:.2f} s, "
+                  f"the failed step had changed {r['live_differs']} live variable(s)",
+                  flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    table = Table("bench_recovery --just-in-time")
+    redone = max(r["redone"] for r in results)
+    table.add("steps redone after a lost worker (periodic: up to 9)", f"{redone}", "<= 1",
+              redone <= 1)
+    table.add("recovery source", ", ".join(sorted({str(r["source"]) for r in results})))
+    table.add("kill -> first resumed step (cold restart of both workers)",
+              f"{median([r['recovery'] for r in results]):.2f} s")
+    table.print()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--kill-at", type=int, default=35)
     parser.add_argument("--no-standby", action="store_true")
+    parser.add_argument("--just-in-time", action="store_true",
+                        help="measure a multi-worker just-in-time recovery instead")
     parser.add_argument("--budget", type=float, default=265,
                         help="start no new repetition after this many seconds (default 265)")
     args = parser.parse_args()
+    if args.just_in_time:
+        return measure_just_in_time(args.reps, args.steps, args.kill_at)
     header(f"recovery: kill after step {args.kill_at} to the first resumed step, "
            f"{args.reps} interleaved repetitions")
     has_standby = ftgui_has_standby()
