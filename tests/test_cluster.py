@@ -88,7 +88,7 @@ def test_two_workers_give_the_losses_of_two_mirrored_replicas(multi_worker_run, 
 
 
 @pytest.mark.tf
-def test_worker_killed_at_35_recovers_from_30_to_the_same_final_loss(
+def test_worker_killed_at_35_recovers_from_35_just_in_time_to_the_same_final_loss(
     tmp_path, multi_worker_run
 ):
     run_dir = tmp_path / "run"
@@ -106,7 +106,9 @@ def test_worker_killed_at_35_recovers_from_30_to_the_same_final_loss(
     assert (chief_exit["role"], chief_exit["index"]) == ("worker", 0)
     assert chief_exit["time"] - fault["time"] < 30  # the survivor is not waited on forever
     [resumed] = of_kind(seen, "resumed")
-    assert (resumed["attempt"], resumed["from_step"]) == (1, 30)
+    # the survivor saved the last completed step just in time (before: from 30); 34 if its
+    # own step 35 was cut short (at most one step redone)
+    assert resumed["attempt"] == 1 and resumed["from_step"] in (34, 35)
 
     never_killed = events.final_losses(events.read_all(multi_worker_run))
     recovered = events.final_losses(seen)

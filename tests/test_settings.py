@@ -113,7 +113,8 @@ def test_the_panel_shows_and_returns_every_setting(qtbot, tmp_path):
 
     panel = ConfigPanel()
     qtbot.addWidget(panel)
-    assert panel.config() == RunConfig()
+    # the window's defaults are the CLI's, with a warm standby (one more process per task)
+    assert panel.config() == RunConfig(warm_standby=True)
     for config in every_setting_changed(tmp_path):
         panel.set_config(config)
         assert panel.config() == config

@@ -175,6 +175,8 @@ class EventKind(str, enum.Enum):
     VALIDATION = "validation"  # chief: step, val_loss, val_accuracy
     CHECKPOINT_SAVED = "checkpoint_saved"  # chief: step, path, size (bytes), requested
     CHECKPOINT_REQUESTED = "checkpoint_requested"  # supervisor: step
+    JUST_IN_TIME_SAVED = "just_in_time_saved"  # a worker: step, path (scratch), live_differs
+    JUST_IN_TIME_SKIPPED = "just_in_time_skipped"  # a worker: step, reason
     FAULT_INJECTED = "fault_injected"  # kind, target, step, source (user, schedule, timer)
     PREEMPTED = "preempted"  # chief: step, checkpoint (saved on SIGTERM)
     NON_FINITE_LOSS = "non_finite_loss"  # chief: step
@@ -287,7 +289,8 @@ def _training_started(event, step):
 
 
 def _checkpoint_saved(event, step):
-    text = f"checkpoint {event.get('step')} saved{_size(event.get('size'))}"
+    late = " just in time" if event.get("just_in_time") else ""
+    text = f"checkpoint {event.get('step')} saved{late}{_size(event.get('size'))}"
     return text + (" on request" if event.get("requested") else "")
 
 
@@ -331,6 +334,10 @@ _DESCRIBERS = {
     "validation": lambda e, s: f"validation at step {e.get('step')}: loss "
     f"{_number(e.get('val_loss'))}",
     "checkpoint_saved": _checkpoint_saved,
+    "just_in_time_saved": lambda e, s: f"{who(e)} saved step {e.get('step')} just in time "
+    f"({e.get('error')})",
+    "just_in_time_skipped": lambda e, s: f"{who(e)}: no just-in-time checkpoint, "
+    f"{e.get('reason')}",
     "checkpoint_requested": lambda e, s: "checkpoint requested after step "
     f"{max(e.get('step') or 0, s or 0)}",
     "fault_injected": _fault_injected,

@@ -43,6 +43,9 @@ from ftgui.core.training_process import TrainingProcess
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
 LOG_DIR = "logs"
+# A multi-worker survivor's step fails ~0.1 s after a peer's loss and its just-in-time
+# checkpoint takes ~0.2 s more: it gets this long to save and exit before the cluster is ended.
+JUST_IN_TIME_GRACE_SECONDS = 3.0
 
 
 class StartError(RuntimeError):
@@ -448,13 +451,38 @@ class Supervisor:
             # One lost process breaks a multi-worker TensorFlow cluster: the others fail within
             # seconds and TensorFlow needs every process restarted; and the servers of a
             # parameter-server cluster never end on their own.
+            if crashed and not proc.ended_by_supervisor:
+                self._await_just_in_time()
             self._kill_all()
+            self._promote_just_in_time()
         self._set_state(state, reason)
         if state in ("killed", "failed", "preempted") and self._recovery.worth_it(
                 self.config, fields, self._user_stop):
             delay = self._recovery.schedule(self.config)
             self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
             self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
+
+    def _await_just_in_time(self) -> None:
+        """In a multi-worker cluster that lost a process, let the survivors save the last
+        completed step (`actions/just_in_time.py`) and exit on their own, for at most
+        `JUST_IN_TIME_GRACE_SECONDS` in all."""
+        if self.config.strategy != "multi-worker":
+            return
+        deadline = time.monotonic() + JUST_IN_TIME_GRACE_SECONDS
+        for other in self.processes:
+            if other.alive:
+                try:
+                    other.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    return
+
+    def _promote_just_in_time(self) -> None:
+        """Move a worker's just-in-time checkpoint into `RUN/checkpoints` once its attempt has
+        ended (`checkpoints.promote_just_in_time`) and report it as saved."""
+        for info, source in checkpoints.promote_just_in_time(self.run_dir):
+            self._emit("checkpoint_saved", step=info.step, path=info.relpath,
+                       loss=info.meta.get("loss"), size=info.size, just_in_time=True,
+                       promoted_from=source, saved_by=info.meta.get("saved_by"))
 
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""

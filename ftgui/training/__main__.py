@@ -83,39 +83,56 @@ def refuse(events, args, exc: Exception) -> int:
     return exitcodes.BAD_CONFIG
 
 
+def build(config):
+    """What a cold start builds before training, in its order: logical devices, seeds and op
+    determinism, the dataset, the strategy and the `TrainState` (plus the parameter-server
+    runner). Returns (dataset, strategy, state, runner or None); raises `ValueError` for
+    devices or data that are not there."""
+    import tensorflow as tf
+
+    from ftgui.training import data as datamod
+    from ftgui.training.step import TrainState
+    from ftgui.training.strategies import configure_devices, make_strategy
+
+    configure_devices(config)
+    tf.keras.utils.set_random_seed(config.seed)
+    tf.config.experimental.enable_op_determinism()
+    dataset = datamod.load(config.dataset)
+    runner = None
+    if config.strategy == "parameter-server":
+        from ftgui.training import parameter_server
+
+        strategy, coordinator = parameter_server.make_strategy()
+        state = TrainState(strategy, config, dataset)
+        runner = parameter_server.ScheduledSteps(state, coordinator, dataset.x_train,
+                                                 dataset.y_train)
+    else:
+        strategy = make_strategy(config)
+        state = TrainState(strategy, config, dataset)
+    return dataset, strategy, state, runner
+
+
 def train(run_dir: Path, config, args, events) -> int:
     import tensorflow as tf  # the only package of ftgui that imports TensorFlow
 
     from ftgui.core import checkpoints
-    from ftgui.training import data as datamod
     from ftgui.training.actions.faults import Faults
     from ftgui.training.assemble import build_loop
     from ftgui.training.background_save import point_state_file, valid_up_to
-    from ftgui.training.step import TrainState
-    from ftgui.training.strategies import configure_devices, make_strategy
 
     import_seconds = time.perf_counter() - _T0
     if config.strategy == "parameter-server" and args.role in ("worker", "ps"):
         return serve(events, args, import_seconds)
-    configure_devices(config)
-    tf.keras.utils.set_random_seed(config.seed)
-    tf.config.experimental.enable_op_determinism()
     is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)
-    try:
-        dataset = datamod.load(config.dataset)
-        runner = None
-        if config.strategy == "parameter-server":
-            from ftgui.training import parameter_server
-
-            strategy, coordinator = parameter_server.make_strategy()
-            state = TrainState(strategy, config, dataset)
-            runner = parameter_server.ScheduledSteps(state, coordinator, dataset.x_train,
-                                                     dataset.y_train)
-        else:
-            strategy = make_strategy(config)
-            state = TrainState(strategy, config, dataset)
-    except ValueError as exc:
-        return refuse(events, args, exc)
+    shadow = None
+    if _WARM is not None and not _WARM.failed and _WARM.config == config.to_dict():
+        dataset, strategy, state, runner = _WARM.built  # a warm standby built them already
+        shadow = _WARM.shadow
+    else:
+        try:
+            dataset, strategy, state, runner = build(config)
+        except ValueError as exc:
+            return refuse(events, args, exc)
     # A cluster strategy's coordination service installs its own SIGTERM notifier, which
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
@@ -130,8 +147,9 @@ def train(run_dir: Path, config, args, events) -> int:
         start = _data_position(run_dir, args.restore, state.global_step, dataset, config)
         if is_chief:
             events.emit("resumed", from_step=state.global_step, checkpoint=args.restore,
+                        source=restore_source(run_dir / args.restore),
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
-                        restore_seconds=time.perf_counter() - restore_started, source="disk")
+                        restore_seconds=time.perf_counter() - restore_started)
             _record_changes(run_dir, args.restore, config, events)
     elif memory is not None:  # its checkpoint was just written with its data position
         start = _data_position(run_dir, memory, state.global_step, dataset, config)
@@ -154,7 +172,7 @@ def train(run_dir: Path, config, args, events) -> int:
     try:
         loop = build_loop(state, dataset, config, run_dir, events, Faults(planned_faults(args)),
                           runner=runner, role=args.role, index=args.index, is_chief=is_chief,
-                          start=start)
+                          start=start, shadow=shadow)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),
@@ -270,23 +288,37 @@ def serve(events, args, import_seconds: float) -> int:
     return 0
 
 
+def restore_source(prefix: Path) -> str:
+    """Where a restored state came from, for the `resumed` event's `source`: `just_in_time`
+    (a checkpoint a surviving worker wrote at a peer's failure) or `disk` (a periodic,
+    requested or preemption checkpoint)."""
+    from ftgui.core import checkpoints
+
+    return "just_in_time" if checkpoints.inspect(prefix).meta.get("just_in_time") else "disk"
+
+
+_WARM = None  # a fully warm standby's `warm_standby.Prepared`, used by `train` if it fits
+
+
 def standby(run_dir: Path) -> int:
-    """A warm standby of the run in `run_dir`: import TensorFlow and the trainer now, say so
-    with a `standby_ready` event, then wait for one order.
+    """A warm standby of the run in `run_dir`: import TensorFlow and the trainer now; for a
+    one-process strategy also build the state and run its step once (`warm_standby`); say so
+    with a `standby_ready` event (`prepared`, `import_seconds`, `prepare_seconds`), then wait
+    for one order.
 
     The order is one JSON line on stdin, `{"argv": [...], "env": {...}}`: the arguments of
-    `main` and the environment (TF_CONFIG, …) of the process it replaces. Importing costs
-    3–6 s here; a standby that is told to go skips it and reaches its first resumed step in
-    about 1 s. EOF without an order
-    (the supervisor dismissed it or died) ends it quietly. TensorFlow's runtime is not started
-    before the order, so logical devices and collectives can still be configured.
+    `main` and the environment (TF_CONFIG, …) of the process it replaces. A prepared standby
+    only restores and trains; one whose run's configuration changed since it was built
+    replaces itself (same pid) by a cold trainer — correctness first. EOF without an order
+    (the supervisor dismissed it or died) ends it quietly.
     """
-    global _T0
+    global _T0, _WARM
     import json
 
     import keras  # noqa: F401 (imported for its cost)
     import tensorflow  # noqa: F401
 
+    from ftgui.core import config as configmod
     from ftgui.core.events import emit
     from ftgui.training import (  # noqa: F401
         assemble,
@@ -294,19 +326,73 @@ def standby(run_dir: Path) -> int:
         models,
         parameter_server,
         strategies,
+        warm_standby,
     )
 
+    try:  # what `Summaries` imports when the loop is built (~0.1 s)
+        from tensorboard.summary.writer import event_file_writer  # noqa: F401
+    except ImportError:
+        pass
+
     import_seconds = time.perf_counter() - _T0
-    emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds)
-    print(f"standby: ready after {import_seconds:.2f} s of imports", flush=True)
+    _WARM = _prepare(run_dir)
+    emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
+         prepared=bool(_WARM and not _WARM.failed),
+         prepare_seconds=_WARM.seconds if _WARM else None)
+    print(f"standby: ready after {import_seconds:.2f} s of imports"
+          + (f" and {_WARM.seconds:.2f} s building and tracing" if _WARM else ""), flush=True)
     line = sys.stdin.readline()
     if not line.strip():
         return 0
     order = json.loads(line)
     os.environ.update(order.get("env", {}))
+    if _WARM is not None and (_WARM.failed
+                              or _config_dict(configmod, run_dir) != _WARM.config):
+        print("standby: " + ("its preparation failed" if _WARM.failed else
+                             "the run's configuration changed since it was built")
+              + ": starting cold", flush=True)
+        os.execv(sys.executable, [sys.executable, "-m", "ftgui.training", *order["argv"]])
     _T0 = time.perf_counter()  # nothing of the import is on this attempt's critical path
     print(f"standby: activated as {' '.join(order['argv'][1:])}", flush=True)
     return main(order["argv"])
+
+
+def _config_dict(configmod, run_dir: Path) -> dict | None:
+    try:
+        return configmod.load(run_dir).to_dict()
+    except (OSError, ValueError):
+        return None  # `main` refuses it with its one-line reason
+
+
+def _prepare(run_dir: Path):
+    """Build and warm this run's state if its strategy allows (`warm_standby.Prepared`), else
+    None (a cluster strategy, or a configuration that does not load: the order decides). A
+    build that fails leaves TensorFlow half set up: the `Prepared` then says why (`failed`)
+    and the order is run by a cold trainer."""
+    from ftgui.core import checkpoints
+    from ftgui.core import config as configmod
+    from ftgui.training import warm_standby
+
+    started = time.perf_counter()
+    try:
+        config = configmod.load(run_dir)
+        config.validate()
+    except (OSError, ValueError) as exc:
+        print(f"standby: not prepared ({exc})", flush=True)
+        return None
+    if not warm_standby.can_prepare(config):
+        return None
+    try:
+        built = build(config)
+        newest = checkpoints.newest_valid(run_dir)
+        warm_standby.run_one_step_and_undo(built[2], built[0], config,
+                                           newest.prefix if newest else None)
+        shadow = warm_standby.shadow_for(built[2], built[0], config)
+    except Exception as exc:  # noqa: BLE001 (the order will say it, from a cold start)
+        print(f"standby: preparing failed ({type(exc).__name__}: {exc})", flush=True)
+        return warm_standby.Prepared(config.to_dict(), (), None,
+                                     time.perf_counter() - started, failed=str(exc))
+    return warm_standby.Prepared(config.to_dict(), built, shadow, time.perf_counter() - started)
 
 
 def exit_now(code: int) -> None:
@@ -317,7 +403,21 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
-if __name__ == "__main__":
+def _run_entry() -> int:
     if sys.argv[1:2] == ["--standby"]:
-        exit_now(standby(Path(sys.argv[2]).absolute()))
-    exit_now(main())
+        return standby(Path(sys.argv[2]).absolute())
+    return main()
+
+
+if __name__ == "__main__":
+    try:
+        status = _run_entry()
+    except Exception:  # noqa: BLE001 (reported as `training_error` already)
+        # The traceback goes to the log, then the process leaves at once: a multi-worker
+        # survivor's teardown took seconds, during which the supervisor waits for it
+        # (its just-in-time checkpoint is already on disk).
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    exit_now(status)

@@ -22,13 +22,14 @@ from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
                events: EventWriter, faults: Faults, runner=None, role: str = "chief",
                index: int = 0, is_chief: bool = True,
-               start: DataPosition | None = None) -> TrainingLoop:
+               start: DataPosition | None = None, shadow=None) -> TrainingLoop:
     """The loop that trains `state` from its global step to `config.steps` in this process.
 
     Only the chief writes `step` events, checkpoints into `RUN/checkpoints`, validation and
     TensorBoard summaries; another worker writes heartbeats and saves into its scratch folder.
     `runner`: the step runner (default `SyncSteps`; `parameter_server.ScheduledSteps` for a
-    coordinator). `start`: the data position at the restored step (default: step 0's). Raises
+    coordinator). `start`: the data position at the restored step (default: step 0's);
+    `shadow`: the checkpoint's shadow copy if a warm standby built it. Raises
     ValueError when the global batch is larger than the training split.
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
@@ -40,7 +41,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     start_step = state.global_step
     summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
     checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
-                                  batches.epoch_of, is_chief, role, index, batches)
+                                  batches.epoch_of, is_chief, role, index, batches, shadow)
 
     def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
         step = state.restore(prefix)
@@ -59,6 +60,11 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         *_snapshots(state, config, run_dir, is_chief and runner is None),
         fault_hooks,
     ]
+    if config.strategy == "multi-worker":  # a survivor saves the last completed step
+        from ftgui.training.actions.just_in_time import JustInTime
+
+        actions.insert(3, JustInTime(state, data, config, run_dir, events, batches.epoch_of,
+                                     is_chief, role, index, batches.position_after))
     return TrainingLoop(
         runner or SyncSteps(state, data), batches, config.steps, config.checkpoint_every,
         start_step, fault_hooks, actions, REQUESTS,

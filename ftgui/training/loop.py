@@ -63,6 +63,10 @@ class TrainingLoop:
         self._ran, self._after_step_hooks = overriding(actions, "ran"), overriding(actions,
                                                                                   "__call__")
         self._after_chunk_hooks = overriding(actions, "after_chunk")
+        # `step_failed(step, error)`: the chunk after global step `step` raised `error`
+        # (e.g. a multi-worker peer was lost: `actions/just_in_time.py`).
+        self._failed_hooks = [action.step_failed for action in actions
+                              if hasattr(action, "step_failed")]
 
     def run(self) -> int:
         """Train to the last step or to an exit; every action is closed however it ends."""
@@ -90,7 +94,11 @@ class TrainingLoop:
             indices = [self.batches.indices(s) for s in steps]
             poison = self.faults.poison(steps)
             self.faults.arm_preemption(last)
-            losses, agreed = self.runner.run(indices, self.requests.pending, poison)
+            try:
+                losses, agreed = self.runner.run(indices, self.requests.pending, poison)
+            except Exception as error:
+                self._step_failed(step, error)
+                raise
             for ran in self._ran:
                 ran(steps)
             answer = None
@@ -116,6 +124,16 @@ class TrainingLoop:
         for end in overriding(self.actions, "end"):
             end(StepOutput(step, loss))
         return None, StepOutput(step, loss)
+
+    def _step_failed(self, step: int, error: Exception) -> None:
+        """Tell the actions that the chunk after `step` failed; a hook's own failure is
+        printed, never raised: `error` is what ends training."""
+        for failed in self._failed_hooks:
+            try:
+                failed(step, error)
+            except Exception as hook_error:  # noqa: BLE001 (the step's error must propagate)
+                print(f"after the failure of the step after {step}: "
+                      f"{type(hook_error).__name__}: {hook_error}", flush=True)
 
     def _after_step(self, output: StepOutput) -> Rewind | Exit | None:
         for action in self._after_step_hooks:

@@ -70,7 +70,8 @@ class CheckpointAction(Action):
 
     def __init__(self, state, data: Dataset, config: RunConfig, run_dir: Path, events,
                  summaries, epoch_of: Callable[[int], int], is_chief: bool,
-                 role: str = "chief", index: int = 0, batches: StepBatches | None = None):
+                 role: str = "chief", index: int = 0, batches: StepBatches | None = None,
+                 shadow: ShadowState | None = None):
         self.state, self.data, self.config = state, data, config
         # the data position a checkpoint records; without `batches`, one batch size from step 0
         self.batches = batches or StepBatches(len(data.x_train), config.global_batch_size,
@@ -82,8 +83,9 @@ class CheckpointAction(Action):
                           else run_dir / "scratch" / f"{role}-{index}")
         self.shadow, self.writer, self.manager = None, None, None
         if is_chief and not state.saves_collectively:
-            self.shadow = ShadowState(state, config.model, data.input_shape, data.num_classes,
-                                      config.learning_rate)
+            # `shadow`: one a warm standby built (and traced) before its order
+            self.shadow = shadow or ShadowState(state, config.model, data.input_shape,
+                                                data.num_classes, config.learning_rate)
             self.writer = OneWriter()
         else:
             self.manager = tf.train.CheckpointManager(
