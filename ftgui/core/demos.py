@@ -321,9 +321,10 @@ def _check_runs(demo: Demo) -> None:
                 configmod.from_dict({**base, f"{fault.kind}_at_step": fault.step,
                                      "fault_target": fault.target}).validate()
             except ConfigError as exc:
-                field_name = str(exc).split(":", 1)[0]
-                part = {"fault_target": "target", f"{fault.kind}_at_step": "step"}.get(
-                    field_name, "kind")
+                field_name, _, why = str(exc).partition(":")
+                part = "target" if field_name == "fault_target" else (
+                    "step" if field_name.endswith("_at_step") and "whole number" in why
+                    else "kind")  # e.g. the fit loop takes kill faults only
                 raise DemoError(f"{where}.{part}: {exc}") from None
             targets.setdefault(fault.target, where)
             if len(targets) > 1:
