@@ -317,6 +317,37 @@ def test_the_demo_panel_stays_in_the_presentation_view(window):
     assert window.demos.panel.text.font().pixelSize() == 15
 
 
+def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
+    fired = []
+    monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    menu = window.demos
+    menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    menu.session.next_run()
+    menu.session.feed(crash_events()[:4])
+    menu._show()
+    assert not menu.fire_action.isEnabled() and menu.panel.prompt.isHidden()
+    menu.session.feed(crash_events()[4:5])  # the third checkpoint: the waiting stage
+    menu._show()
+    assert menu.panel.stage_label.text() == "stage 3 of 6"
+    assert menu.panel.prompt.text() == "Press K when ready: kill the chief."
+    assert menu.fire_action.isEnabled()
+    menu.fire_action.trigger()
+    assert fired == ["chief"]
+    assert menu.panel.prompt.isHidden() and not menu.fire_action.isEnabled()
+    menu.next_action.trigger()  # Page Down
+    assert menu.panel.stage_label.text() == "stage 4 of 6"
+    menu.previous_action.trigger()  # Page Up
+    assert menu.panel.stage_label.text() == "stage 3 of 6"
+
+
+def test_the_last_stage_shows_at_the_end_even_if_the_presenter_never_pressed_k():
+    machine = StageMachine(builtin("crash-and-recover").stages)
+    machine.begin_run(1)
+    machine.feed(crash_events()[:5])
+    assert machine.current == 2
+    assert machine.finish() and machine.current == 5
+
+
 # ------------------------------------------------------------------ real runs (TensorFlow)
 @pytest.mark.tf
 def test_crash_and_recover_runs_to_its_end_in_the_window(window, qtbot, tmp_path):

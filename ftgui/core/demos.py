@@ -401,8 +401,15 @@ class StageMachine:
         return changed
 
     def finish(self) -> bool:
-        """The whole demo ended; returns whether the stage shown changed."""
-        return self._count(0, "end")
+        """The whole demo ended; returns whether the stage shown changed. A last stage
+        `after = "end"` is shown even when stages before it never came (a presenter who
+        never pressed K)."""
+        changed = self._count(0, "end")
+        last = len(self.stages) - 1
+        if self.stages and self.stages[last].after == "end" and self.reached < last:
+            self.reached = self.current = last
+            changed = True
+        return changed
 
     def _count(self, run: int, trigger: str) -> bool:
         self.counts[(run, trigger)] = self.counts.get((run, trigger), 0) + 1
