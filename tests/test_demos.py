@@ -17,7 +17,8 @@ import pytest
 from conftest import of_kind
 
 from ftgui.core import demo_results, demos, events
-from ftgui.core.demos import DemoError, DemoSession, StageMachine
+from ftgui.core.demo_session import DemoSession, StageMachine
+from ftgui.core.demos import DemoError
 
 KEYS = ["bad-numerics", "chaos", "checkpoint-interval", "crash-and-recover",
         "custom-loop-vs-fit", "preemption", "worker-loss"]

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ftgui.core import checkpoints, events, exitcodes
-from ftgui.core.demos import Demo, DemoSession
+from ftgui.core.demo_session import DemoSession
+from ftgui.core.demos import Demo
 from ftgui.core.run_figures import read_run
 from ftgui.core.run_state import is_decisive
 

@@ -13,7 +13,8 @@ from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 
 from ftgui.core import demo_results, demos, runs
 from ftgui.core.config import ConfigError
-from ftgui.core.demos import Demo, DemoSession
+from ftgui.core.demo_session import DemoSession
+from ftgui.core.demos import Demo
 from ftgui.core.run_notes import RunNotes
 from ftgui.core.run_notes import save as save_notes
 from ftgui.qt.demo_panel import DemoPanel, make_dock
