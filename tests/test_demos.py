@@ -11,10 +11,16 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import of_kind
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 from ftgui.core import demo_results, demos, events
 from ftgui.core.demo_session import DemoSession, StageMachine
@@ -339,6 +345,86 @@ def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
     assert menu.panel.stage_label.text() == "stage 4 of 6"
     menu.previous_action.trigger()  # Page Up
     assert menu.panel.stage_label.text() == "stage 3 of 6"
+
+
+STAND_IN = """
+import sys, time
+from ftgui.core.events import EventWriter
+events = EventWriter(sys.argv[3], 0)
+events.emit("training_started", role="chief", index=0, start_step=0, strategy="mirrored")
+for step in range(1, 31):
+    events.emit("step", step=step, loss=1.0 / step)
+    if step % 10 == 0:
+        events.emit("checkpoint_saved", step=step, path=f"checkpoints/ckpt-{step}")
+    time.sleep(0.01)
+events.emit("run_finished", step=30, loss=1.0 / 30)
+"""
+
+TWO_RUNS = """
+title = "Two runs"
+claims = ["fewer_steps_redone_first"]
+[settings]
+steps = 30
+[[runs]]
+name = "first"
+settings = { checkpoint_every = 10 }
+claims = ["finished"]
+[[runs]]
+name = "second"
+settings = { checkpoint_every = 15 }
+claims = ["finished"]
+[[stages]]
+after = "checkpoint"
+text = "Run one saved."
+[[stages]]
+after = "run end"
+run = 2
+text = "Run two is done."
+[[stages]]
+after = "end"
+text = "Both are done."
+"""
+
+
+def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
+        window, qtbot, tmp_path, monkeypatch):
+    """A stand-in trainer (no TensorFlow) behind the window's supervisor: the demo's two runs
+    start one after the other in their own folders, the panel follows them, the comparison
+    opens at the end, and the settings panel shows what it showed before."""
+    import functools
+
+    from ftgui.core.supervisor import Supervisor
+    from ftgui.qt import controller
+
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    launcher = tmp_path / "stand-in-python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setattr(controller, "Supervisor",
+                        functools.partial(Supervisor, python=str(launcher)))
+    window.panel.set_config(window.panel.config().replace(steps=777, learning_rate=0.002))
+    before, run_dir_text = window.panel.config(), window.panel.run_dir_edit.text()
+    window.demos.runs_root = tmp_path / "runs"
+    demo = demos.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
+    assert window.demos.start(demo, presenter=False)
+    session = window.demos.session
+    assert window.panel.config().steps == 30  # the demo's settings, shown while it runs
+    qtbot.waitUntil(lambda: session.ended, timeout=60_000)
+
+    assert [d.name.rsplit("-", 1)[-1] for d in session.run_dirs] == ["first", "second"]
+    assert all((d / events.EVENTS_FILE).is_file() for d in session.run_dirs)
+    assert window.demos.panel.stage_label.text() == "stage 3 of 3"
+    assert window.demos.panel.text.text() == "Both are done."
+    result = window.demos.panel.result.text().splitlines()
+    assert result[:2] == ["✓ finished (first): finished at step 30",
+                          "✓ finished (second): finished at step 30"]
+    assert result[2].startswith("✗ fewer steps redone first (first, second): 0 vs 0 steps")
+    assert window.run_history.compare_view.isVisible()
+    assert window.panel.config() == before  # nothing of the demo leaks into the next run
+    assert window.panel.run_dir_edit.text() == run_dir_text
+    assert window.settings.value("last_config") is None  # nor into the next launch
+    assert not window.demos.stop_action.isEnabled()
 
 
 def test_the_last_stage_shows_at_the_end_even_if_the_presenter_never_pressed_k():
