@@ -112,9 +112,12 @@ def restarted_from_checkpoint(seen, run_dir):
 
 def absorbed_worker_loss(seen, run_dir):
     """A worker was lost while the run went on: no attempt after the first."""
-    lost = [e for e in _of(seen, "process_exited")
-            if e.get("role") == "worker" and e.get("signal") and not is_decisive(e)
-            and not e.get("shutdown")]
+    lost = []
+    for e in _of(seen, "process_exited"):
+        if is_decisive(e):
+            break  # the exits after the outcome are the clean-up of the cluster
+        if e.get("role") == "worker" and e.get("signal") and not e.get("shutdown"):
+            lost.append(e)
     attempts = {e.get("attempt", 0) for e in seen}
     ok = bool(lost) and attempts == {0}
     return ok, f"{len(lost)} worker(s) lost, {len(attempts)} attempt(s)"
