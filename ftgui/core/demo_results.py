@@ -118,7 +118,7 @@ def absorbed_worker_loss(seen, run_dir):
             break  # the exits after the outcome are the clean-up of the cluster
         if e.get("role") == "worker" and e.get("signal") and not e.get("shutdown"):
             lost.append(e)
-    attempts = {e.get("attempt", 0) for e in seen}
+    attempts = {e.get("attempt", 0) for e in seen} - {-1}  # -1: a warm standby's events
     ok = bool(lost) and attempts == {0}
     return ok, f"{len(lost)} worker(s) lost, {len(attempts)} attempt(s)"
 
