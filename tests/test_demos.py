@@ -149,8 +149,9 @@ def test_a_presenter_adds_demos_in_the_user_config_folder(tmp_path, monkeypatch)
 
 
 # ------------------------------------------------------------------ the stage machine
-def crash_events(attempt_steps=(1, 2), kill_step=2) -> list[dict]:
-    """A hand-written run: steps, three checkpoints, a kill, a restart and the end."""
+def crash_events() -> list[dict]:
+    """A hand-written run: a step, three checkpoints, a kill, a restart, its first step and
+    the end."""
     return [
         {"event": "run_started", "attempt": 0},
         {"event": "step", "attempt": 0, "step": 1, "loss": 2.0},
@@ -161,6 +162,7 @@ def crash_events(attempt_steps=(1, 2), kill_step=2) -> list[dict]:
         {"event": "process_exited", "attempt": 0, "role": "worker", "index": 1, "signal": 9,
          "decisive": False},  # the clean-up of the rest of a cluster counts for nothing
         {"event": "resumed", "attempt": 1, "from_step": 300},
+        {"event": "step", "attempt": 1, "step": 301, "loss": 0.5},
         {"event": "run_finished", "attempt": 1, "step": 400},
     ]
 
@@ -179,7 +181,8 @@ def test_the_stage_machine_follows_a_run_and_the_presenters_keys():
     assert machine.previous() and machine.current == 1  # Page Up
     assert machine.feed(stream[6:8]) and machine.current == 3  # the kill
     assert machine.next() and machine.current == 4  # Page Down, ahead of the events
-    assert not machine.feed(stream[8:9]) and machine.reached == 4  # the resume it showed
+    assert not machine.feed(stream[8:9]) and machine.reached == 3  # restored: no new step yet
+    assert not machine.feed(stream[9:10]) and machine.reached == 4  # the new line it showed
     assert not machine.next() or machine.current == 5
     machine.current = 4
     assert machine.finish() and machine.current == 5 and machine.reached == 5

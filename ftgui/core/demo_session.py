@@ -51,11 +51,12 @@ class StageMachine:
         self.current = -1
         self.run = 0  # the run events are fed for (1-based; 0 before the first)
         self._settled: set[int] = set()
-        self._stepped = False
+        self._stepped = False  # a step of this run came
+        self._restored = False  # a resume or rollback came, and no step since
 
     def begin_run(self, run: int) -> bool:
         """Run `run` (1-based) starts; returns whether the stage shown changed."""
-        self.run, self._settled, self._stepped = run, set(), False
+        self.run, self._settled, self._stepped, self._restored = run, set(), False, False
         return self._count(run, "start")
 
     def feed(self, events: list[dict]) -> bool:
@@ -63,9 +64,13 @@ class StageMachine:
         changed = False
         for event in events:
             found = triggers_of(event, self._settled)
-            if event.get("event") == "step" and not self._stepped:
-                self._stepped = True
-                found.append("first step")
+            if event.get("event") == "step":
+                if not self._stepped:
+                    found.append("first step")
+                if self._restored:
+                    found.append("first new step")
+                self._stepped, self._restored = True, False
+            self._restored |= "resume" in found or "rollback" in found
             for trigger in found:
                 changed |= self._count(self.run, trigger)
         return changed

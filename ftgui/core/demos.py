@@ -47,8 +47,9 @@ else:  # pragma: no cover
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "resources" / "demos"
 # What a stage waits for: an event of a run ("checkpoint": a checkpoint_saved), the run's start,
 # or the end of the whole demo.
+# "first new step": the first step after a resume or a rollback (the new line of training).
 TRIGGERS = ("start", "first step", "checkpoint", "fault", "kill", "preemption", "hang",
-            "resume", "rollback", "worker lost", "run end", "end")
+            "resume", "rollback", "first new step", "worker lost", "run end", "end")
 RUN_CLAIMS = ("finished", "resumes_from_checkpoint", "redone_steps_identical",
               "no_step_lost_on_preemption", "rolled_back_in_process", "restarted_from_checkpoint",
               "absorbed_worker_loss", "resumes_at_epoch_start")

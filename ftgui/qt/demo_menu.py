@@ -149,6 +149,8 @@ class DemoMenu(QObject):
         self.session = DemoSession(demo, self.runs_root, presenter)
         self.panel.show_result("")
         self.dock.show()
+        self.window.resizeDocks([self.dock], [max(self.window.width() * 3 // 10, 300)],
+                                Qt.Orientation.Horizontal)  # the plot keeps most of the width
         self.dock.raise_()
         self.timer.start()
         return self._start_next_run()
