@@ -38,6 +38,7 @@ from ftgui.qt.checkpoint_commands import CheckpointCommands
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel
 from ftgui.qt.controller import RunController
+from ftgui.qt.demo_menu import DemoMenu
 from ftgui.qt.incident_table import IncidentPanel
 from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
@@ -98,10 +99,12 @@ class MainWindow(QMainWindow):
         self.commands = self.menus.commands
         self.presentation = Presentation(
             lambda: [self.left, self.bottom, self.plot_pane.tools, self.statusBar(),
-                     *self.findChildren(QDockWidget)],
+                     *(dock for dock in self.findChildren(QDockWidget)
+                       if dock.objectName() != "demoDock")],  # a guided demo's text stays
             [self.main_splitter, self.right_splitter, self.left, self.bottom],
             [self._present_look])
         self._connect()
+        self.demos = DemoMenu(self)  # the Demo menu and the guided demo's panel (a dock)
         self._restore_settings()
         self.controller.open(self.panel.run_dir())
         self._on_state(*self.controller.state)

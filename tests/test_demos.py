@@ -1,0 +1,509 @@
+"""Guided demos: the demo files parse and validate, a bad file is refused in one line while the
+others stay listed, the stage machine follows a run's events and the presenter's keys, and the
+demos run to the end their text claims (crash and recover in the window; preemption headless).
+The other demos' full runs are timed by `benchmarks/run_demos.py`."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import of_kind
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from ftgui.core import demo_results, demos, events
+from ftgui.core.demo_session import DemoSession, StageMachine
+from ftgui.core.demos import DemoError
+
+KEYS = ["bad-numerics", "chaos", "checkpoint-interval", "crash-and-recover",
+        "custom-loop-vs-fit", "preemption", "worker-loss"]
+
+GOOD = """
+title = "Mine"
+[settings]
+steps = 300
+checkpoint_every = 50
+auto_recover = true
+[[faults]]
+kind = "kill"
+step = 120
+wait = true
+[[stages]]
+after = "start"
+text = "It starts."
+[[stages]]
+after = "checkpoint"
+wait = true
+text = "Press K."
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def builtin(key: str) -> demos.Demo:
+    return demos.load(demos.BUILTIN_DIR / f"{key}.toml")
+
+
+# ------------------------------------------------------------------ files
+def test_the_seven_demos_of_the_menu_parse_and_validate():
+    found, refused = demos.discover([demos.BUILTIN_DIR])
+    assert refused == []
+    assert sorted(d.key for d in found) == KEYS
+    assert [d.order for d in found] == [1, 2, 3, 4, 5, 6, 7]  # the menu's order
+    for demo in found:
+        for run in range(1, len(demo.runs) + 1):
+            demo.config(run).validate()
+            demo.config(run, presenter=True).validate()
+        for stage in demo.stages:
+            sentences = stage.text.count(". ") + 1
+            assert 1 <= sentences <= 4, (demo.key, stage.text)
+    assert [len(d.runs) for d in found] == [1, 1, 2, 2, 1, 2, 2]
+
+
+def test_each_demo_sets_what_its_text_is_about():
+    crash = builtin("crash-and-recover").config(1)
+    assert (crash.kill_at_step, crash.auto_recover) == (650, True)
+    assert builtin("preemption").config(1).preempt_at_step == 730
+    interval = builtin("checkpoint-interval")
+    assert [interval.config(r).checkpoint_every for r in (1, 2)] == [10, 100]
+    assert [interval.config(r).kill_at_step for r in (1, 2)] == [395, 395]
+    workers = builtin("worker-loss")
+    assert [(workers.config(r).strategy, workers.config(r).fault_target) for r in (1, 2)] == [
+        ("multi-worker", "worker:1"), ("parameter-server", "worker:1")]
+    assert builtin("bad-numerics").config(1).nan_at_step == 420
+    assert [builtin("custom-loop-vs-fit").config(r).loop for r in (1, 2)] == ["custom", "fit"]
+    chaos = builtin("chaos")
+    assert [chaos.config(r).chaos_faults for r in (1, 2)] == [0, 5]
+    assert chaos.claims == ("same_final_loss",)
+
+
+def test_a_presenter_fault_leaves_the_schedule_when_the_presenter_fires_it():
+    demo = builtin("crash-and-recover")
+    assert demo.config(1, presenter=False).kill_at_step == 650
+    assert demo.config(1, presenter=True).kill_at_step == 0  # waits for K
+
+
+@pytest.mark.parametrize("body, line", [
+    (GOOD.replace("steps = 300", "stepz = 300"),
+     "bad.toml: settings.stepz: unknown setting"),
+    (GOOD.replace("steps = 300", 'steps = "many"'),
+     "bad.toml: settings.steps: 'many' is not a whole number"),
+    (GOOD.replace("steps = 300", "steps = 300\nkill_at_step = 5"),
+     "bad.toml: settings.kill_at_step: schedule faults in [[faults]]"),
+    (GOOD.replace('kind = "kill"', 'kind = "kill"\ntarget = "worker:1"'),
+     "bad.toml: faults[0].target: fault_target: 'worker:1' does not exist; strategy mirrored "
+     "has only chief"),
+    (GOOD.replace('kind = "kill"', 'kind = "nan"'),
+     "bad.toml: faults[0].wait: a nan fault fires on its schedule only"),
+    (GOOD.replace("auto_recover = true", 'auto_recover = true\nloop = "fit"')
+     .replace('kind = "kill"\nstep = 120\nwait = true', 'kind = "preempt"\nstep = 120')
+     .replace("wait = true\ntext", "text"),
+     "bad.toml: faults[0].kind: preempt_at_step: the fit loop takes kill faults only"),
+    (GOOD.replace("step = 120", "step = 900"),
+     "bad.toml: faults[0].step: kill_at_step: 900 is not a whole number from 0 to 300"),
+    (GOOD.replace('after = "checkpoint"', 'after = "lunch"'),
+     "bad.toml: stages[1].after: 'lunch' is not one of start, first step"),
+    (GOOD.replace("wait = true\ntext", "text"),
+     "bad.toml: faults[0].wait: no stage of run 1 has wait = true"),
+    (GOOD.replace('title = "Mine"', 'title = "Mine"\ncolour = "red"'),
+     "bad.toml: colour: unknown field"),
+    (GOOD + "[[[", "bad.toml: not valid TOML"),
+])
+def test_a_bad_demo_file_is_refused_in_one_line_and_the_others_stay_listed(tmp_path, body,
+                                                                           line):
+    write(tmp_path, "bad.toml", body)
+    write(tmp_path, "good.toml", GOOD)
+    found, refused = demos.discover([tmp_path])
+    assert [d.key for d in found] == ["good"]
+    [message] = refused
+    assert message.startswith(line), message
+    assert "\n" not in message
+    with pytest.raises(DemoError, match="^bad.toml: "):
+        demos.load(tmp_path / "bad.toml")
+
+
+def test_a_presenter_adds_demos_in_the_user_config_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(demos, "user_config_path", lambda app: tmp_path / app)
+    assert demos.user_dir() == tmp_path / "ftgui" / "demos"
+    write(demos.user_dir(), "mine.toml", GOOD)
+    found, refused = demos.discover()
+    assert refused == []
+    assert [d.key for d in found][-1] == "mine"  # after the built-in seven (order 1000)
+    assert len(found) == 8
+
+
+# ------------------------------------------------------------------ the stage machine
+def crash_events() -> list[dict]:
+    """A hand-written run: a step, three checkpoints, a kill, a restart, its first step and
+    the end."""
+    return [
+        {"event": "run_started", "attempt": 0},
+        {"event": "step", "attempt": 0, "step": 1, "loss": 2.0},
+        *({"event": "checkpoint_saved", "attempt": 0, "step": s} for s in (100, 200, 300)),
+        {"event": "fault_injected", "attempt": 0, "kind": "kill", "step": 350},
+        {"event": "process_exited", "attempt": 0, "role": "chief", "signal": 9,
+         "decisive": True},
+        {"event": "process_exited", "attempt": 0, "role": "worker", "index": 1, "signal": 9,
+         "decisive": False},  # the clean-up of the rest of a cluster counts for nothing
+        {"event": "resumed", "attempt": 1, "from_step": 300},
+        {"event": "step", "attempt": 1, "step": 301, "loss": 0.5},
+        {"event": "run_finished", "attempt": 1, "step": 400},
+    ]
+
+
+def test_the_stage_machine_follows_a_run_and_the_presenters_keys():
+    demo = builtin("crash-and-recover")  # start, first step, 3 checkpoints, kill, resume, end
+    machine = StageMachine(demo.stages)
+    assert machine.current == -1 and machine.stage is None
+    stream = crash_events()
+    assert machine.begin_run(1) and machine.current == 0
+    assert machine.feed(stream[:2]) and machine.current == 1  # first step
+    assert not machine.feed(stream[2:4]) and machine.current == 1  # two checkpoints
+    assert machine.feed(stream[4:5]) and machine.current == 2  # the third: press K
+    assert machine.stage.wait
+    assert not machine.feed(stream[5:6])  # the fault alone is no stage
+    assert machine.previous() and machine.current == 1  # Page Up
+    assert machine.feed(stream[6:8]) and machine.current == 3  # the kill
+    assert machine.next() and machine.current == 4  # Page Down, ahead of the events
+    assert not machine.feed(stream[8:9]) and machine.reached == 3  # restored: no new step yet
+    assert not machine.feed(stream[9:10]) and machine.reached == 4  # the new line it showed
+    assert not machine.next() or machine.current == 5
+    machine.current = 4
+    assert machine.finish() and machine.current == 5 and machine.reached == 5
+    assert not machine.next()
+
+
+def test_stages_of_a_second_run_wait_for_it():
+    demo = builtin("checkpoint-interval")  # start, kill | run 2: start, kill | end
+    machine = StageMachine(demo.stages)
+    machine.begin_run(1)
+    machine.feed([{"event": "process_exited", "attempt": 0, "role": "chief", "signal": 9,
+                   "decisive": True}])
+    assert machine.current == 1
+    machine.feed([{"event": "resumed", "attempt": 1, "from_step": 390},
+                  {"event": "process_exited", "attempt": 1, "role": "chief", "signal": 9,
+                   "decisive": True}])  # a second kill in run 1 is not run 2's
+    assert machine.current == 1
+    machine.begin_run(2)
+    assert machine.current == 2
+    machine.feed([{"event": "process_exited", "attempt": 0, "role": "chief", "signal": 9,
+                   "decisive": True}])
+    assert machine.current == 3
+    machine.finish()
+    assert machine.current == 4
+
+
+def test_a_session_gives_each_run_a_fresh_folder_named_after_the_demo(tmp_path):
+    demo = builtin("checkpoint-interval")
+    session = DemoSession(demo, tmp_path, stamp="20260101-120000")
+    assert [d.name for d in session.run_dirs] == [
+        "demo-checkpoint-interval-20260101-120000-checkpoint-every-10",
+        "demo-checkpoint-interval-20260101-120000-checkpoint-every-100"]
+    session.run_dirs[0].mkdir()  # taken: the next showing gets -2
+    again = DemoSession(demo, tmp_path, stamp="20260101-120000")
+    assert [d.name[-5:] for d in again.run_dirs] == ["-10-2", "100-2"]
+    first = session.next_run()
+    assert first == (session.run_dirs[0], demo.config(1)) and session.machine.current == 0
+    assert session.next_run()[1].checkpoint_every == 100
+    assert session.next_run() is None
+
+
+def test_the_presenter_is_asked_for_k_at_the_waiting_stage_only(tmp_path):
+    demo = builtin("crash-and-recover")
+    session = DemoSession(demo, tmp_path, presenter=True)
+    session.next_run()
+    stream = crash_events()
+    session.feed(stream[:4])
+    assert session.pending_wait() is None  # two checkpoints: not yet
+    session.feed(stream[4:5])
+    fault = session.pending_wait()
+    assert (fault.kind, fault.target, fault.describe()) == ("kill", "chief", "kill the chief")
+    session.machine.previous()
+    assert session.pending_wait() is None  # paged back: no prompt
+    session.machine.next()
+    session.mark_fired(fault)
+    assert session.pending_wait() is None  # fired once
+    on_schedule = DemoSession(demo, tmp_path, presenter=False)
+    on_schedule.next_run()
+    on_schedule.feed(stream[:5])
+    assert on_schedule.pending_wait() is None  # it fires on its step
+
+
+# ------------------------------------------------------------------ claims, on written events
+def write_run(run_dir: Path, rows: list[dict]) -> Path:
+    run_dir.mkdir(parents=True)
+    with open(run_dir / events.EVENTS_FILE, "w") as handle:
+        for t, row in enumerate(rows):
+            handle.write(json.dumps({"time": 1000.0 + t, "attempt": 0, **row}) + "\n")
+    return run_dir
+
+
+def test_a_preemption_claim_holds_only_when_the_first_new_step_is_the_next(tmp_path):
+    def run(name, first_new):
+        return write_run(tmp_path / name, [
+            {"event": "step", "step": 7, "loss": 1.0},
+            {"event": "preempted", "step": 7},
+            {"event": "resumed", "attempt": 1, "from_step": 7},
+            {"event": "step", "attempt": 1, "step": first_new, "loss": 0.9},
+        ])
+
+    good = run("good", 8)
+    seen = events.read_all(good)
+    assert demo_results.no_step_lost_on_preemption(seen, good) == (
+        True, "saved at step 7, first new step 8")
+    bad = run("bad", 6)
+    assert demo_results.no_step_lost_on_preemption(events.read_all(bad), bad)[0] is False
+
+
+def test_redone_steps_must_repeat_their_losses_to_the_bit(tmp_path):
+    rows = [{"event": "step", "step": s, "loss": 1.0 / s} for s in (1, 2, 3)]
+    again = [{"event": "step", "attempt": 1, "step": s, "loss": 1.0 / s} for s in (2, 3, 4)]
+    same = write_run(tmp_path / "same", rows + again)
+    assert demo_results.redone_steps_identical(events.read_all(same), same) == (
+        True, "2 redone steps, the same losses to the bit")
+    again[1]["loss"] = 1.0 / 3 + 1e-16 * 4
+    other = write_run(tmp_path / "other", rows + again)
+    assert demo_results.redone_steps_identical(events.read_all(other), other) == (
+        False, "1 of 2 redone steps differ (first: 3)")
+
+
+# ------------------------------------------------------------------ the menu (no training)
+@pytest.fixture
+def window(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from ftgui.qt.main_window import MainWindow
+
+    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.controller.shutdown()
+
+
+def test_the_demo_menu_lists_the_demos_and_names_a_refused_file(window, tmp_path):
+    from PySide6.QtWidgets import QMenu
+
+    menu = window.findChild(QMenu, "demoMenu")
+    titles = [a.text() for a in menu.actions()]
+    assert titles[:7] == [d.title for d in demos.discover([demos.BUILTIN_DIR])[0]]
+    write(tmp_path / "mine", "broken.toml", GOOD.replace("steps = 300", "stepz = 300"))
+    write(tmp_path / "mine", "good.toml", GOOD)
+    window.demos.folders = [demos.BUILTIN_DIR, tmp_path / "mine"]
+    window.demos.reload()
+    actions = menu.actions()
+    assert "Mine" in [a.text() for a in actions]
+    [refused] = [a for a in actions if a.objectName() == "demoRefused"]
+    assert refused.text().startswith("refused: broken.toml: settings.stepz: unknown setting")
+    assert not refused.isEnabled()
+    assert window.demos.next_action.shortcut().toString() == "PgDown"
+    assert window.demos.previous_action.shortcut().toString() == "PgUp"
+    assert window.demos.fire_action.shortcut().toString() == "K"
+    assert not window.demos.fire_action.isEnabled()  # nothing waits
+
+
+def test_the_demo_panel_stays_in_the_presentation_view(window):
+    window.demos.dock.show()
+    window.set_presenting(True)
+    assert window.demos.dock.isVisible()
+    assert window.demos.panel.text.font().pixelSize() == 24
+    window.set_presenting(False)
+    assert window.demos.panel.text.font().pixelSize() == 15
+
+
+def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
+    fired = []
+    monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    menu = window.demos
+    menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    menu.session.next_run()
+    menu.session.feed(crash_events()[:4])
+    menu._show()
+    assert not menu.fire_action.isEnabled() and menu.panel.prompt.isHidden()
+    menu.session.feed(crash_events()[4:5])  # the third checkpoint: the waiting stage
+    menu._show()
+    assert menu.panel.stage_label.text() == "stage 3 of 6"
+    assert menu.panel.prompt.text() == "Press K when ready: kill the chief."
+    assert menu.fire_action.isEnabled()
+    menu.fire_action.trigger()
+    assert fired == ["chief"]
+    assert menu.panel.prompt.isHidden() and not menu.fire_action.isEnabled()
+    menu.next_action.trigger()  # Page Down
+    assert menu.panel.stage_label.text() == "stage 4 of 6"
+    menu.previous_action.trigger()  # Page Up
+    assert menu.panel.stage_label.text() == "stage 3 of 6"
+
+
+STAND_IN = """
+import sys, time
+from ftgui.core.events import EventWriter
+events = EventWriter(sys.argv[3], 0)
+events.emit("training_started", role="chief", index=0, start_step=0, strategy="mirrored")
+for step in range(1, 31):
+    events.emit("step", step=step, loss=1.0 / step)
+    if step % 10 == 0:
+        events.emit("checkpoint_saved", step=step, path=f"checkpoints/ckpt-{step}")
+    time.sleep(0.01)
+events.emit("run_finished", step=30, loss=1.0 / 30)
+"""
+
+TWO_RUNS = """
+title = "Two runs"
+claims = ["fewer_steps_redone_first"]
+[settings]
+steps = 30
+[[runs]]
+name = "first"
+settings = { checkpoint_every = 10 }
+claims = ["finished"]
+[[runs]]
+name = "second"
+settings = { checkpoint_every = 15 }
+claims = ["finished"]
+[[stages]]
+after = "checkpoint"
+text = "Run one saved."
+[[stages]]
+after = "run end"
+run = 2
+text = "Run two is done."
+[[stages]]
+after = "end"
+text = "Both are done."
+"""
+
+
+def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
+        window, qtbot, tmp_path, monkeypatch):
+    """A stand-in trainer (no TensorFlow) behind the window's supervisor: the demo's two runs
+    start one after the other in their own folders, the panel follows them, the comparison
+    opens at the end, and the settings panel shows what it showed before."""
+    import functools
+
+    from ftgui.core.supervisor import Supervisor
+    from ftgui.qt import controller
+
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    launcher = tmp_path / "stand-in-python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setattr(controller, "Supervisor",
+                        functools.partial(Supervisor, python=str(launcher)))
+    window.panel.set_config(window.panel.config().replace(steps=777, learning_rate=0.002))
+    before, run_dir_text = window.panel.config(), window.panel.run_dir_edit.text()
+    window.demos.runs_root = tmp_path / "runs"
+    demo = demos.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
+    assert window.demos.start(demo, presenter=False)
+    session = window.demos.session
+    assert window.panel.config().steps == 30  # the demo's settings, shown while it runs
+    qtbot.waitUntil(lambda: session.ended, timeout=60_000)
+
+    assert [d.name.rsplit("-", 1)[-1] for d in session.run_dirs] == ["first", "second"]
+    assert all((d / events.EVENTS_FILE).is_file() for d in session.run_dirs)
+    assert window.demos.panel.stage_label.text() == "stage 3 of 3"
+    assert window.demos.panel.text.text() == "Both are done."
+    result = window.demos.panel.result.text().splitlines()
+    assert result[:2] == ["✓ finished (first): finished at step 30",
+                          "✓ finished (second): finished at step 30"]
+    assert result[2].startswith("✗ fewer steps redone first (first, second): 0 vs 0 steps")
+    assert window.run_history.compare_view.isVisible()
+    assert window.panel.config() == before  # nothing of the demo leaks into the next run
+    assert window.panel.run_dir_edit.text() == run_dir_text
+    assert window.settings.value("last_config") is None  # nor into the next launch
+    assert not window.demos.stop_action.isEnabled()
+
+
+def test_the_last_stage_shows_at_the_end_even_if_the_presenter_never_pressed_k():
+    machine = StageMachine(builtin("crash-and-recover").stages)
+    machine.begin_run(1)
+    machine.feed(crash_events()[:5])
+    assert machine.current == 2
+    assert machine.finish() and machine.current == 5
+
+
+# ------------------------------------------------------------------ real runs (TensorFlow)
+@pytest.mark.tf
+def test_crash_and_recover_runs_to_its_end_in_the_window(window, qtbot, tmp_path):
+    """Faults on schedule: the kill at 650, recovery from checkpoint 600, the redone steps
+    repeat their losses; the panel and the remembered settings are as before."""
+    before = window.panel.config()
+    run_dir_text = window.panel.run_dir_edit.text()
+    remembered = window.settings.value("last_config")
+    window.demos.runs_root = tmp_path / "runs"
+    demo = builtin("crash-and-recover")
+    assert window.demos.start(demo, presenter=False)
+    session = window.demos.session
+    assert window.demos.dock.isVisible()
+    assert window.panel.config().kill_at_step == 650  # shown while it runs
+    qtbot.waitUntil(lambda: session.ended, timeout=280_000)
+
+    [run_dir] = session.run_dirs
+    assert run_dir.parent == tmp_path / "runs"
+    assert run_dir.name.startswith("demo-crash-and-recover-")
+    seen = events.read_all(run_dir)
+    [resumed] = of_kind(seen, "resumed")
+    assert resumed["from_step"] == 600
+    assert of_kind(seen, "run_finished")[0]["step"] == 1200
+    assert session.machine.reached == len(demo.stages) - 1
+    result = window.demos.panel.result.text()
+    assert result.count("✓") == 3 and "✗" not in result
+    assert window.panel.config() == before  # nothing leaks into the next run
+    assert window.panel.run_dir_edit.text() == run_dir_text
+    assert window.settings.value("last_config") == remembered
+    shutil.rmtree(run_dir)
+
+
+@pytest.mark.tf
+def test_preemption_resumes_at_the_next_step_headless(tmp_path):
+    demo = builtin("preemption")
+    outcome = demo_results.run_demo(demo, tmp_path)
+    [run_dir] = outcome.run_dirs
+    seen = events.read_all(run_dir)
+    [preempted] = of_kind(seen, "preempted")
+    assert preempted["step"] == 730
+    first_new = [e["step"] for e in of_kind(seen, "step") if e["attempt"] == 1][0]
+    assert first_new == 731  # S + 1: no step lost, none redone
+    steps = [e["step"] for e in of_kind(seen, "step")]
+    assert steps == list(range(1, 1201))
+    assert outcome.holds, demo_results.summary(outcome.claims)
+    assert outcome.stages_reached == len(demo.stages)
+
+
+OTHER_RUNS = [(key, run) for key in ("checkpoint-interval", "worker-loss", "bad-numerics",
+                                     "custom-loop-vs-fit", "chaos")
+              for run in range(1, len(builtin(key).runs) + 1)]
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("key, run", OTHER_RUNS)
+def test_the_other_demos_runs_start_training(tmp_path, key, run):
+    """Each run of the other demos trains its first step with its settings (their full runs:
+    benchmarks/run_demos.py)."""
+    from conftest import poll_until
+
+    from ftgui.core.supervisor import Supervisor
+
+    supervisor = Supervisor(tmp_path / "run")
+    supervisor.start(builtin(key).config(run))
+    try:
+        seen = poll_until(supervisor, lambda ev: of_kind(ev, "step") or not supervisor.live)
+        assert of_kind(seen, "step"), [e["event"] for e in seen]
+    finally:
+        supervisor.shutdown()
