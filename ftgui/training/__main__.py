@@ -100,7 +100,7 @@ def train(run_dir: Path, config, args, events) -> int:
     tf.config.experimental.enable_op_determinism()
     is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)
     try:
-        dataset = datamod.load(config.dataset)
+        dataset = datamod.load(config.dataset, config.task)
         runner = None
         if config.strategy == "parameter-server":
             from ftgui.training import parameter_server
