@@ -125,9 +125,12 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict) -> RunCon
 
 
 def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
-    if given.get("dataset", "digits") not in configmod.BUILTIN_DATASETS:
+    from ftgui.core.user_code import absolute
+
+    for name in ("model", "dataset"):
         # config.toml must name the file from anywhere: the run may be resumed from another cwd.
-        given["dataset"] = str(Path(given["dataset"]).absolute())
+        if name in given:
+            given[name] = absolute(given[name])
     if isinstance(base, dict):  # a config.toml read raw, so that flags can mend bad values
         config = configmod.from_dict({**base, **given})
     else:
@@ -225,6 +228,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         supervisor.start(config, resume=args.resume, from_step=args.from_step)
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
+        if supervisor.user_check is not None:  # its determinism warning is an event, shown below
+            print(f"checked: {supervisor.user_check.summary_line()}", flush=True)
         while supervisor.live:
             for event in supervisor.poll():
                 progress.show(event)

@@ -110,6 +110,8 @@ class RunConfig(Settings):
 
 # ---------------------------------------------------------------- rules between settings
 def _check_fit_loop(config: RunConfig) -> None:
+    if config.task != "classification":
+        raise ConfigError("loop: fit trains classification only; use loop custom")
     if config.strategy not in ("default", "one-device", "mirrored"):
         raise ConfigError(f"loop: fit runs on default, one-device or mirrored, not "
                           f"{config.strategy}")

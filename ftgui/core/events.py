@@ -184,6 +184,7 @@ class EventKind(str, enum.Enum):
     PROCESS_EXITED = "process_exited"  # supervisor: role, index, exit_code or signal, decisive
     RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
     FORKED = "forked"  # supervisor: from_step, archived_steps, archive
+    DETERMINISM_WARNING = "determinism_warning"  # supervisor: reason, ops (exact resume at risk)
     RUN_FINISHED = "run_finished"  # chief: step, loss
 
     @property
@@ -328,6 +329,8 @@ _DESCRIBERS = {
     f"{_number(e.get('delay'), 2)} s",
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
+    "determinism_warning": lambda e, s: "exact resume is not guaranteed: "
+    f"{e.get('reason', '')}",
     "run_finished": lambda e, s: f"run finished at step {e.get('step')}, final loss "
     f"{_number(e.get('loss'))}",
 }

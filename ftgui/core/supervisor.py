@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, cluster, datasets, restore_point, training_process
+from ftgui.core import checkpoints, cluster, datasets, restore_point, training_process, user_code
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
@@ -61,6 +61,7 @@ class Supervisor:
         self.state = "idle"
         self.reason = ""
         self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
+        self.user_check: user_code.CheckResult | None = None  # the last start's user-code check
         self.attempt = -1
         self.last_step = 0
         self._recovery = RestartPolicy()
@@ -148,11 +149,15 @@ class Supervisor:
             restore, self.resume_line = restore_point.choose(self.run_dir, resume, from_step)
         except LookupError as exc:
             raise StartError(str(exc)) from None
+        self.user_check = user_code.check_start(config, self.run_dir, restore)
         self._lock.acquire()
         self._config = config
-        configmod.save(self.run_dir, config)
+        configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
         self._launch(restore, from_step is not None)
+        if self.user_check is not None and not self.user_check.deterministic:
+            self._emit("determinism_warning", reason=self.user_check.reason,
+                       ops=self.user_check.nondeterministic_ops)
 
     def resume(self, from_step: int | None = None) -> None:
         """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""

@@ -216,3 +216,42 @@ def _fallback_error(done: subprocess.CompletedProcess) -> str:
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
     tail = lines[-1] if lines else f"exit status {done.returncode}"
     return f"user code check failed: {tail}"
+
+
+def check_start(config, run_dir: Path, restore=None) -> CheckResult | None:
+    """What a start of the run needs before any process: a resume (`restore`, a checkpoint
+    info with `.meta`) is refused when a recorded file changed; user code is checked in the
+    helper process (`check`). Returns its result, or None for built-ins only.
+    Raises `UserCodeError`."""
+    if restore is not None:
+        problem = resume_problem(config, getattr(restore, "meta", {}) or {})
+        if problem:
+            raise UserCodeError(problem)
+    if not is_user_code(config):
+        return None
+    return check(config, run_dir)
+
+
+def record(config, result: CheckResult | None) -> dict:
+    """The `[user_code]` table of config.toml: the files' paths and hashes and, after a check,
+    whether exact resume is promised ({} for built-ins only)."""
+    values = fingerprint(config)
+    if result is not None:
+        values.update(result.record())
+    return values
+
+
+def warning_line(result: CheckResult) -> str:
+    """The line the CLI and the window show when exact resume cannot be promised."""
+    return f"warning: exact resume is not guaranteed for this model: {result.reason}"
+
+
+def checkpoint_fields(config, run_dir: Path) -> dict:
+    """What each checkpoint's metadata records of the user's code: the files' paths and hashes
+    (as the trainer found them when it started) and `exact_resume` when a check said no."""
+    from ftgui.core.config import load_record
+
+    fields = fingerprint(config)
+    if load_record(run_dir).get("exact_resume") is False:
+        fields["exact_resume"] = False
+    return fields

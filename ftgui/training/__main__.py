@@ -118,6 +118,11 @@ def train(run_dir: Path, config, args, events) -> int:
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
     if args.restore:
+        from ftgui.core.user_code import resume_problem
+
+        problem = resume_problem(config, checkpoints.inspect(run_dir / args.restore).meta)
+        if problem:  # a model or dataset file changed since the checkpoint: no exact resume
+            return refuse(events, args, ValueError(problem))
         restore_started = time.perf_counter()
         try:
             state.restore(run_dir / args.restore)

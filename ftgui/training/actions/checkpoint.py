@@ -64,6 +64,9 @@ class CheckpointAction(Action):
             )
         self.last_saved = -1
         self._warmed = False
+        from ftgui.core.user_code import checkpoint_fields
+
+        self.user_code_fields = checkpoint_fields(config, run_dir)  # files' paths and hashes
 
     def ran(self, steps: range) -> None:
         if self.writer is None:
@@ -163,6 +166,7 @@ class CheckpointAction(Action):
             time=fields["time"], epoch=fields["epoch"], strategy=self.config.strategy,
             replicas=self.state.strategy.num_replicas_in_sync,
             global_batch_size=self.config.global_batch_size,
+            **self.user_code_fields,
         )
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         if began is not None:
