@@ -196,3 +196,32 @@ def test_the_check_helper_answers_in_one_json_line(tmp_path):
     assert user_code._last_json(stdout) == {"ok": True, "x": 1}
     assert user_code._last_json("no json at all") is None
     assert shutil.which(sys.executable)
+
+
+# ---------------------------------------------------------------- the window's pickers
+def test_the_panel_picks_a_file_and_shows_the_function_and_the_check(qtbot):
+    from PySide6.QtWidgets import QPushButton
+
+    from ftgui.qt.config_panel import ConfigPanel, functions_in
+
+    panel = ConfigPanel()
+    qtbot.addWidget(panel)
+    assert panel.findChild(QPushButton, "modelBrowseButton") is not None
+    assert panel.findChild(QPushButton, "datasetBrowseButton") is not None
+    assert functions_in(EXAMPLES / "regression.py") == ["load", "build"]
+    assert panel.source_labels["model"].text() == "built in"
+    panel.choose_source("model", EXAMPLES / "regression.py", "build")
+    panel.choose_source("dataset", EXAMPLES / "regression.py", "load")
+    assert panel.source_labels["model"].text() == "function build() in regression.py"
+    config = panel.config().replace(task="regression")
+    config.validate()
+    assert config.model == f"{EXAMPLES / 'regression.py'}:build"
+    result = user_code.CheckResult(
+        {"name": "sine_regression", "layers": [["dense", "Dense", "(None, 2)", 66]] * 3,
+         "parameters": 290, "train": 640, "val": 160, "input_shape": [6]},
+        deterministic=False, nondeterministic_ops=["RandomStandardNormal (noise)"],
+        reason="stateful random ops: RandomStandardNormal (noise)")
+    panel.show_check(result)
+    text = panel.check_label.text()
+    assert text.startswith("model sine_regression: 3 layers, 290 parameters; data 640 training")
+    assert "exact resume is not guaranteed" in text and "RandomStandardNormal" in text
