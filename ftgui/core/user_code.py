@@ -53,7 +53,6 @@ def parse(name: str, text: str) -> Source:
     builtins = BUILTIN_MODELS if name == "model" else BUILTIN_DATASETS
     if text in builtins:
         return Source(text, "builtin")
-    files = "PATH.py:FUNCTION or PATH.keras" if name == "model" else "PATH.py:FUNCTION or PATH.npz"
     path_text, colon, function = text.rpartition(":") if ".py:" in text else (text, "", "")
     if colon:
         if not function.isidentifier():
@@ -65,9 +64,10 @@ def parse(name: str, text: str) -> Source:
         kind, path = "keras", Path(text)
     elif name == "dataset" and text.endswith(".npz"):
         kind, path = "npz", Path(text)
+    elif name == "model":  # the help text (--help, tooltip) names the file forms
+        raise ConfigError(f"model: {text!r} is not one of {', '.join(builtins)}")
     else:
-        raise ConfigError(f"{name}: {text!r} is not one of {', '.join(builtins)} "
-                          f"nor {files}")
+        raise ConfigError(f"dataset: {text!r} is neither 'digits' nor a path to a .npz file")
     if not path.is_file():
         raise ConfigError(f"{name}: file {str(path)!r} does not exist")
     return Source(text, kind, path, function)

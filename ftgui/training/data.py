@@ -62,6 +62,11 @@ def load(source: str, task: str = "classification") -> Dataset:
             raise ValueError(f"dataset: {source} has no array {sorted(missing)[0]!r} "
                              f"(needs x and y)")
         x, y = data["x"], data["y"]
+    if task == "classification":
+        if len(x) != len(y) or y.ndim != 1:
+            raise ValueError(f"dataset: {source}: y must be 1-D with one label per row of x")
+        if not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
+            raise ValueError(f"dataset: {source}: y must hold integer class ids from 0")
     return _split(Path(source).name, x, y, task)
 
 
