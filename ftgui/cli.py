@@ -228,8 +228,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         supervisor.start(config, resume=args.resume, from_step=args.from_step)
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
-        if supervisor.user_check is not None:  # its determinism warning is an event, shown below
-            print(f"checked: {supervisor.user_check.summary_line()}", flush=True)
+        if supervisor.user_check is not None:
+            _show_check(supervisor.user_check)
         while supervisor.live:
             for event in supervisor.poll():
                 progress.show(event)
@@ -246,6 +246,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     print(f"ftgui: run {supervisor.state}: {supervisor.reason}", file=sys.stderr)
     return 1
+
+
+def _show_check(result) -> None:
+    """The user-code check's summary; when exact resume cannot be promised, why (also
+    recorded: a `determinism_warning` event and config.toml's `[user_code]` table)."""
+    from ftgui.core.user_code import warning_line
+
+    print(f"checked: {result.summary_line()}", flush=True)
+    if not result.deterministic:
+        print(warning_line(result), flush=True)
 
 
 def _stop_on_signals(supervisor) -> dict:
