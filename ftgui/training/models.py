@@ -106,3 +106,21 @@ def evaluate_outputs(outputs: np.ndarray, y: np.ndarray, task: str, loss=None
         error = outputs.astype(np.float64) - y.astype(np.float64)
         return float(np.mean(np.square(error))), None
     return loss_and_accuracy(outputs, y)
+
+
+def evaluate_metrics(metrics: list, outputs: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """{name: value} of a model module's `metrics` on (outputs, y): Keras metric objects are
+    reset and updated once, names go through `keras.metrics.get`, functions are averaged."""
+    values = {}
+    for metric in metrics:
+        if isinstance(metric, str):
+            metric = keras.metrics.get(metric)
+        y_true, y_pred = tf.constant(y), tf.constant(outputs)
+        if isinstance(metric, keras.metrics.Metric):
+            metric.reset_state()
+            metric.update_state(y_true, y_pred)
+            values[metric.name] = float(metric.result())
+        else:
+            values[getattr(metric, "__name__", str(metric))] = float(
+                np.mean(np.asarray(metric(y_true, y_pred))))
+    return values

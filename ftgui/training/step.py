@@ -35,6 +35,8 @@ class TrainState:
         self.task = config.task
         self.per_example_loss = models.per_example_loss(config.model, config.task)
         self._own_loss = models.user_loss(config.model) is not None
+        self._metrics = models.user_metrics(config.model)
+        self.last_metrics: dict[str, float] = {}  # the module's metrics at the last `score`
         with strategy.scope():
             self.model = models.build(config.model, data.input_shape, data.num_classes)
             self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
@@ -145,8 +147,10 @@ class TrainState:
     def score(self, outputs: np.ndarray, y: np.ndarray) -> tuple[float, float | None]:
         """Validation (loss, accuracy) of model `outputs` against `y` (`models.evaluate_outputs`
         with this run's task and loss)."""
-        from ftgui.training.models import evaluate_outputs
+        from ftgui.training.models import evaluate_metrics, evaluate_outputs
 
+        if self._metrics:
+            self.last_metrics = evaluate_metrics(self._metrics, outputs, y)
         return evaluate_outputs(outputs, y, self.task,
                                 self.per_example_loss if self._own_loss else None)
 

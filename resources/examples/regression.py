@@ -1,7 +1,8 @@
 """A regression task on a synthetic dataset: y = sin(x·w) + 0.1·noise, two targets per row.
 
 `ftgui train RUN --task regression --model regression.py:build --dataset regression.py:load`:
-outputs (batch, 2), trained with mean squared error (the module's `loss`).
+outputs (batch, 2), trained with mean squared error (the module's `loss`); the mean absolute
+error (its `metrics`) is reported with each validation.
 """
 
 import keras
@@ -9,6 +10,7 @@ import numpy as np
 from keras import layers
 
 loss = keras.losses.MeanSquaredError()
+metrics = [keras.metrics.MeanAbsoluteError()]
 
 
 def load():

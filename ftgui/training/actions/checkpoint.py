@@ -158,7 +158,9 @@ class CheckpointAction(Action):
                                                                       self.data.y_val)
         # The events go first: a kill right after the metadata (which makes the checkpoint
         # valid) must not leave a valid checkpoint whose validation was never reported.
-        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
+        metrics = dict(getattr(self.state, "last_metrics", {}))  # a model module's `metrics`
+        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy,
+                         **({"metrics": metrics} if metrics else {}))
         self.summaries.scalar("val_loss", val_loss, step)
         self.summaries.scalar("val_accuracy", val_accuracy, step)
         checkpoints.write_metadata(
