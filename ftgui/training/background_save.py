@@ -57,7 +57,8 @@ class ShadowState:
         self.optimizer.build(self.model.trainable_variables)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
-                                              step=self.step)
+                                              step=self.step,
+                                              **models.checkpointed_state(self.model))
         # A checkpoint never save()d has no save_counter; the real one has it after a restore
         # and `assert_existing_objects_matched` would miss it in our files.
         _ = self.checkpoint.save_counter

@@ -122,20 +122,23 @@ def _check_outputs(config, state, dataset) -> None:
 
 
 def _step_twice(state, dataset, global_batch_size: int) -> tuple[bool, list[str]]:
-    """Run global step 1 twice from the same variables; (bitwise equal, stateful random ops
-    of the traced step when not)."""
-    import numpy as np
+    """Run global step 1 twice, each time from the state a checkpoint written before it
+    restores (so state no checkpoint holds shows up as a difference); (bitwise equal,
+    stateful random ops of the traced step when not)."""
+    import tempfile
 
-    variables = [*state.model.variables, *state.optimizer.variables, state.step]
-    before = [np.array(v.numpy()) for v in variables]
     rows = np.arange(global_batch_size)
     x, y = dataset.x_train[rows], dataset.y_train[rows]
+    variables = [*state.model.variables, *state.optimizer.variables, state.step]
     results = []
-    for _ in range(2):
-        for variable, value in zip(variables, before, strict=True):
-            variable.assign(value)
-        loss, _ = state.train_step(x, y)
-        results.append([np.float32(loss).tobytes()] + [v.numpy().tobytes() for v in variables])
+    _ = state.checkpoint.save_counter  # created now, so that it is written and restored too
+    with tempfile.TemporaryDirectory(prefix="ftgui-check-") as scratch:
+        prefix = state.checkpoint.write(str(Path(scratch) / "ckpt-0"))
+        for _ in range(2):
+            state.restore(Path(prefix))
+            loss, _ = state.train_step(x, y)
+            results.append([np.float32(loss).tobytes()]
+                           + [np.asarray(v.numpy()).tobytes() for v in variables])
     if results[0] == results[1]:
         return True, []
     return False, _random_ops(state)

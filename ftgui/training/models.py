@@ -124,3 +124,13 @@ def evaluate_metrics(metrics: list, outputs: np.ndarray, y: np.ndarray) -> dict[
             values[getattr(metric, "__name__", str(metric))] = float(
                 np.mean(np.asarray(metric(y_true, y_pred))))
     return values
+
+
+def checkpointed_state(model: keras.Model) -> dict:
+    """Extra objects a `tf.train.Checkpoint` of `model` must hold for exact resume: the states
+    of its Keras seed generators (a seeded `Dropout`'s), which `tf.train.Checkpoint(model=…)`
+    does not reach in Keras 3.15 (only `model.variables` lists them). {} when there are none,
+    so the built-in models' checkpoints keep their structure."""
+    states = [generator.state for layer in model._flatten_layers()
+              for generator in getattr(layer, "_seed_generators", [])]
+    return {"seed_states": states} if states else {}

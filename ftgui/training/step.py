@@ -45,7 +45,8 @@ class TrainState:
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(
-            model=self.model, optimizer=self.optimizer, step=self.step
+            model=self.model, optimizer=self.optimizer, step=self.step,
+            **models.checkpointed_state(self.model),  # seeded dropout's state
         )
         self._train_step = tf.function(self._distributed_step)
         # A function of exactly (x, y): traced over the method itself, whose `scale=None`
