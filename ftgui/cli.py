@@ -229,7 +229,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
-            _show_check(supervisor.user_check)
+            _show_check(supervisor.user_check, args.quiet)
         while supervisor.live:
             for event in supervisor.poll():
                 progress.show(event)
@@ -248,13 +248,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 1
 
 
-def _show_check(result) -> None:
-    """The user-code check's summary; when exact resume cannot be promised, why (also
-    recorded: a `determinism_warning` event and config.toml's `[user_code]` table)."""
+def _show_check(result, quiet: bool) -> None:
+    """The user-code check's summary; when exact resume cannot be promised, why (recorded as a
+    `determinism_warning` event, whose line the progress shows unless `quiet`, and in
+    config.toml's `[user_code]` table)."""
     from ftgui.core.user_code import warning_line
 
     print(f"checked: {result.summary_line()}", flush=True)
-    if not result.deterministic:
+    if quiet and not result.deterministic:
         print(warning_line(result), flush=True)
 
 

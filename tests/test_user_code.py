@@ -229,3 +229,32 @@ def test_the_panel_picks_a_file_and_shows_the_function_and_the_check(qtbot):
     text = panel.check_label.text()
     assert text.startswith("model sine_regression: 3 layers, 290 parameters; data 640 training")
     assert "exact resume is not guaranteed" in text and "RandomStandardNormal" in text
+
+
+@pytest.mark.tf
+def test_a_saved_keras_model_trains_from_its_own_weights(tmp_path):
+    import keras
+    import numpy as np
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import digits_cnn
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    model = digits_cnn.build((8, 8), 10)
+    for variable in model.trainable_variables:  # weights no fresh build would have
+        variable.assign(np.full(variable.shape, 0.01, dtype=np.float32))
+    model.save(tmp_path / "saved.keras")
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", str(tmp_path / "saved.keras"),
+                     "--strategy", "default", "--steps", "2", "--checkpoint-every", "2",
+                     "--lr", "1e-9", "--quiet"]) == 0
+    restored = keras.models.load_model(tmp_path / "saved.keras", compile=False)
+    import tensorflow as tf
+
+    tf.train.Checkpoint(model=restored).read(
+        str(checkpoints.checkpoint_dir(run_dir) / "ckpt-2")).expect_partial()
+    kernel = restored.trainable_variables[0].numpy()
+    assert np.allclose(kernel, 0.01, atol=1e-6)  # trained 2 steps at lr 1e-9 from 0.01
+    assert checkpoints.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
+        tmp_path / "saved.keras")
