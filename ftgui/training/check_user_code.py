@@ -67,9 +67,9 @@ def check(config) -> dict:
 
     tf.keras.utils.set_random_seed(config.seed)
     tf.config.experimental.enable_op_determinism()
+    strategy = _strategy(config)  # first, as in the trainer: devices are fixed before any op
     dataset = _stage("dataset", config.dataset, lambda: datamod.load(config.dataset, config.task))
     StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
-    strategy = _strategy(config)
     state = _stage("model", config.model, lambda: TrainState(strategy, config, dataset))
     _check_outputs(config, state, dataset)
     deterministic, ops = _step_twice(state, dataset, config.global_batch_size)
