@@ -125,9 +125,12 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict) -> RunCon
 
 
 def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
-    if given.get("dataset", "digits") not in configmod.BUILTIN_DATASETS:
+    from ftgui.core.user_code import absolute
+
+    for name in ("model", "dataset"):
         # config.toml must name the file from anywhere: the run may be resumed from another cwd.
-        given["dataset"] = str(Path(given["dataset"]).absolute())
+        if name in given:
+            given[name] = absolute(given[name])
     if isinstance(base, dict):  # a config.toml read raw, so that flags can mend bad values
         config = configmod.from_dict({**base, **given})
     else:
@@ -246,6 +249,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         supervisor.start(config, resume=args.resume, from_step=args.from_step)
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
+        if supervisor.user_check is not None:
+            _show_check(supervisor.user_check, args.quiet)
         while supervisor.live:
             for event in supervisor.poll():
                 progress.show(event)
@@ -262,6 +267,17 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     print(f"ftgui: run {supervisor.state}: {supervisor.reason}", file=sys.stderr)
     return 1
+
+
+def _show_check(result, quiet: bool) -> None:
+    """The user-code check's summary; when exact resume cannot be promised, why (recorded as a
+    `determinism_warning` event, whose line the progress shows unless `quiet`, and in
+    config.toml's `[user_code]` table)."""
+    from ftgui.core.user_code import warning_line
+
+    print(f"checked: {result.summary_line()}", flush=True)
+    if quiet and not result.deterministic:
+        print(warning_line(result), flush=True)
 
 
 def _stop_on_signals(supervisor) -> dict:

@@ -16,7 +16,8 @@ from ftgui.core.settings import GROUPS, ON_RESUME, SETTINGS, WIDGETS
 
 DEFAULTS = {
     "strategy": "mirrored", "replicas": 2, "gpus": 0, "workers": 2, "ps": 1, "cluster": "",
-    "model": "mlp", "loop": "custom", "dataset": "digits", "global_batch_size": 64,
+    "model": "mlp", "task": "classification", "loop": "custom", "dataset": "digits",
+    "global_batch_size": 64,
     "learning_rate": 0.01, "steps": 2000, "checkpoint_every": 100, "keep": 5, "seed": 42,
     "auto_recover": False, "max_restarts": 3, "restart_backoff": 1.0, "warm_standby": False,
     "snapshot_every": 10,
@@ -43,12 +44,15 @@ def every_setting_changed(tmp_path) -> list[RunConfig]:
         chaos_faults=2, chaos_kinds="kill,hang", chaos_seed=9, fault_target="ps:1",
     )
     fit = RunConfig(loop="fit", strategy="one-device")
-    for config in (many, fit):
+    module = tmp_path / "net.py"
+    module.write_text("def build(input_shape, num_classes): pass\n")
+    regression = RunConfig(task="regression", model=f"{module}:build", dataset=str(dataset))
+    for config in (many, fit, regression):
         config.validate()
     changed = {name for name in SETTINGS
-               if any(getattr(c, name) != DEFAULTS[name] for c in (many, fit))}
+               if any(getattr(c, name) != DEFAULTS[name] for c in (many, fit, regression))}
     assert changed == set(SETTINGS)
-    return [many, fit]
+    return [many, fit, regression]
 
 
 def test_each_setting_keeps_its_default():
@@ -127,7 +131,7 @@ def test_the_panel_shows_and_returns_every_setting(qtbot, tmp_path):
 def test_on_resume_says_which_settings_a_resume_may_change():
     by_rule = {rule: {n for n, s in SETTINGS.items() if s.on_resume == rule} for rule in ON_RESUME}
     assert by_rule["applies"] == {"learning_rate", "global_batch_size"}
-    assert by_rule["refused"] == {"model", "dataset", "seed", "loop"}
+    assert by_rule["refused"] == {"model", "task", "dataset", "seed", "loop"}
     assert by_rule["free"] == set(SETTINGS) - by_rule["applies"] - by_rule["refused"]
     assert {"steps", "checkpoint_every", "keep", "warm_standby", "strategy", "replicas",
             "workers", "auto_recover", "kill_at_step"} <= by_rule["free"]
@@ -155,6 +159,7 @@ BAD_VALUES = [
     ("ps", 5, "ps: 5 is not a whole number from 1 to 4"),
     ("cluster", "nowhere", "cluster: 'nowhere' is not chief|worker|ps=host:port,…"),
     ("model", "resnet", "model: 'resnet' is not one of mlp, cnn"),
+    ("task", "ranking", "task: 'ranking' is not one of classification, regression"),
     ("loop", "keras", "loop: 'keras' is not one of custom, fit"),
     ("dataset", "mnist", "dataset: 'mnist' is neither 'digits' nor a path to a .npz file"),
     ("global_batch_size", 0, "global_batch_size: 0 is not a whole number from 1 to 1000000"),

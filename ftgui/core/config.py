@@ -36,10 +36,11 @@ else:  # pragma: no cover
 __all__ = [
     "BUILTIN_DATASETS", "CONFIG_FILE", "FAULT_KINDS", "LOOPS", "MAX_LOGICAL_CPUS", "MAX_PS",
     "MAX_WORKERS", "MODELS", "STRATEGIES", "ConfigError", "RunConfig", "from_dict", "load",
-    "load_values", "parse_cluster", "parse_target", "save",
+    "load_record", "load_values", "parse_cluster", "parse_target", "save",
 ]
 
 CONFIG_FILE = "config.toml"
+RECORD_TABLE = "user_code"  # config.toml's table of what the run's files were (not settings)
 FAULT_STEPS = ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step")
 
 
@@ -83,7 +84,7 @@ class RunConfig(Settings):
         if self.loop == "fit":
             _check_fit_loop(self)
         _check_replicas(self)
-        _check_dataset(self.dataset)
+        _check_sources(self)
         _check_faults(self)
         if self.cluster:
             _check_cluster(self)
@@ -109,6 +110,8 @@ class RunConfig(Settings):
 
 # ---------------------------------------------------------------- rules between settings
 def _check_fit_loop(config: RunConfig) -> None:
+    if config.task != "classification":
+        raise ConfigError("loop: fit trains classification only; use loop custom")
     if config.strategy not in ("default", "one-device", "mirrored"):
         raise ConfigError(f"loop: fit runs on default, one-device or mirrored, not "
                           f"{config.strategy}")
@@ -127,13 +130,18 @@ def _check_replicas(config: RunConfig) -> None:
         )
 
 
-def _check_dataset(dataset: str) -> None:
-    if dataset in BUILTIN_DATASETS:
-        return
-    if not dataset.endswith(".npz"):
-        raise ConfigError(f"dataset: {dataset!r} is neither 'digits' nor a path to a .npz file")
-    if not Path(dataset).is_file():
-        raise ConfigError(f"dataset: file {dataset!r} does not exist")
+def _check_sources(config: RunConfig) -> None:
+    """The model and dataset name a built-in or an existing file of the right kind."""
+    from ftgui.core import user_code
+
+    user_code.parse("model", config.model)
+    user_code.parse("dataset", config.dataset)
+    if config.task == "regression" and config.model in MODELS:
+        raise ConfigError(f"task: regression needs your own model (--model PATH.py:FUNCTION), "
+                          f"not the built-in {config.model}")
+    if config.task == "regression" and config.dataset in BUILTIN_DATASETS:
+        raise ConfigError("task: regression needs your own dataset (--dataset PATH.py:FUNCTION "
+                          "or PATH.npz), not the built-in digits")
 
 
 def _check_faults(config: RunConfig) -> None:
@@ -265,8 +273,23 @@ def _targets(config: RunConfig) -> str:
 
 
 def load_values(run_dir: str | os.PathLike) -> dict:
-    """The raw table of `RUN/config.toml`. Raises `FileNotFoundError`, or `ConfigError` for a
-    file that is not TOML."""
+    """The raw settings of `RUN/config.toml` (without its `[user_code]` record table, see
+    `load_record`). Raises `FileNotFoundError`, or `ConfigError` for a file that is not TOML."""
+    values = _load_toml(run_dir)
+    values.pop(RECORD_TABLE, None)
+    return values
+
+
+def load_record(run_dir: str | os.PathLike) -> dict:
+    """The `[user_code]` table of `RUN/config.toml`: the model and dataset files' paths and
+    content hashes and whether exact resume is promised ({} when the run has none)."""
+    try:
+        return dict(_load_toml(run_dir).get(RECORD_TABLE, {}))
+    except (OSError, ConfigError):
+        return {}
+
+
+def _load_toml(run_dir: str | os.PathLike) -> dict:
     path = Path(run_dir) / CONFIG_FILE
     with open(path, "rb") as handle:
         try:
@@ -285,11 +308,21 @@ def load(run_dir: str | os.PathLike) -> RunConfig:
         raise ConfigError(str(exc) if str(path) in str(exc) else f"{exc} (in {path})") from None
 
 
-def save(run_dir: str | os.PathLike, config: RunConfig) -> Path:
-    """Write `RUN/config.toml` atomically (temp file + rename); returns its path."""
+def save(run_dir: str | os.PathLike, config: RunConfig, record: dict | None = None) -> Path:
+    """Write `RUN/config.toml` atomically (temp file + rename); returns its path. The model and
+    dataset files are written as absolute paths; `record` (when given) becomes the
+    `[user_code]` table, else the file's existing table is kept."""
+    from ftgui.core import user_code
+
     path = Path(run_dir) / CONFIG_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
+    values = config.to_dict()
+    values["model"] = user_code.absolute(values["model"])
+    values["dataset"] = user_code.absolute(values["dataset"])
+    record = load_record(run_dir) if record is None else record
+    if record:
+        values[RECORD_TABLE] = record
     tmp = path.with_suffix(".toml.tmp")
-    tmp.write_bytes(tomli_w.dumps(config.to_dict()).encode())
+    tmp.write_bytes(tomli_w.dumps(values).encode())
     os.replace(tmp, path)
     return path

@@ -21,13 +21,16 @@ def train_size(examples: int) -> int:
     return examples - int(round(examples * VALIDATION_FRACTION))
 
 
-def check(config: RunConfig) -> int:
+def check(config: RunConfig) -> int | None:
     """Raise `ConfigError` naming `dataset` or `global_batch_size` when the data cannot train
-    this run; returns the size of the training split."""
+    this run; returns the size of the training split. A `PATH.py:FUNCTION` dataset runs the
+    user's code, so only the helper process checks it (`ftgui.core.user_code.check`): None."""
+    if ".py:" in config.dataset:
+        return None
     if config.dataset == "digits":
         examples = DIGITS_EXAMPLES
     else:
-        examples = _check_npz(Path(config.dataset))
+        examples = _check_npz(Path(config.dataset), config.task)
     train = train_size(examples)
     if config.global_batch_size > train:
         raise ConfigError(
@@ -37,7 +40,7 @@ def check(config: RunConfig) -> int:
     return train
 
 
-def _check_npz(path: Path) -> int:
+def _check_npz(path: Path, task: str = "classification") -> int:
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in ("x", "y") if name in data.files}
@@ -47,10 +50,16 @@ def _check_npz(path: Path) -> int:
     if missing:
         raise ConfigError(f"dataset: {path} has no array {sorted(missing)[0]!r} (needs x and y)")
     x, y = arrays["x"], arrays["y"]
-    if y.ndim != 1 or len(x) != len(y):
-        raise ConfigError(f"dataset: {path}: y must be 1-D with one label per row of x "
-                          f"(x has {len(x)} rows, y has shape {y.shape})")
-    _check_labels(path, y)
+    if task == "regression":
+        if len(x) != len(y) or y.ndim not in (1, 2):
+            raise ConfigError(f"dataset: {path}: y must have one target row per row of x "
+                              f"(x has {len(x)} rows, y has shape {y.shape})")
+        _check_finite(path, y.astype(np.float64))
+    else:
+        if y.ndim != 1 or len(x) != len(y):
+            raise ConfigError(f"dataset: {path}: y must be 1-D with one label per row of x "
+                              f"(x has {len(x)} rows, y has shape {y.shape})")
+        _check_labels(path, y)
     if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
         raise ConfigError(f"dataset: {path}: x must hold numbers (it holds {x.dtype})")
     _check_finite(path, x)

@@ -188,6 +188,7 @@ class EventKind(str, enum.Enum):
     RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
     FORKED = "forked"  # supervisor: from_step, archived_steps, archive
     SETTING_CHANGED = "setting_changed"  # setting (its name), old, new, step (from which)
+    DETERMINISM_WARNING = "determinism_warning"  # supervisor: reason, ops (exact resume at risk)
     RUN_FINISHED = "run_finished"  # chief: step, loss
 
     @property
@@ -355,6 +356,8 @@ _DESCRIBERS = {
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,
+    "determinism_warning": lambda e, s: "exact resume is not guaranteed: "
+    f"{e.get('reason', '')}",
     "run_finished": lambda e, s: f"run finished at step {e.get('step')}, final loss "
     f"{_number(e.get('loss'))}",
 }

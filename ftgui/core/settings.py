@@ -17,6 +17,7 @@ STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-se
 MODELS = ("mlp", "cnn")
 FAULT_KINDS = ("kill", "preempt", "nan", "hang")
 LOOPS = ("custom", "fit")
+TASKS = ("classification", "regression")
 BUILTIN_DATASETS = ("digits",)
 MAX_LOGICAL_CPUS = 8
 MAX_WORKERS = 8
@@ -212,8 +213,15 @@ class Settings:
         on_resume=FREE, placeholder="all on this machine", strategies=_DISTRIBUTED)
     # -- training
     model: str = setting(
-        "mlp", help="The Keras model to train", flag="--model", label="Model", group="training",
-        object_name="modelCombo", on_resume=REFUSED, choices=MODELS)
+        "mlp", help="The Keras model to train: mlp, cnn, PATH.py:FUNCTION (FUNCTION(input_shape, "
+        "num_classes) returns an uncompiled Keras model giving logits) or PATH.keras (its "
+        "weights are the starting point)", flag="--model", label="Model", group="training",
+        object_name="modelCombo", on_resume=REFUSED, choices=MODELS, widget="file")
+    task: str = setting(
+        "classification", help="classification: integer labels, softmax cross-entropy on "
+        "logits; regression: float targets (n, k), mean squared error (a model module's own "
+        "`loss` replaces either)", flag="--task", label="Task", group="training",
+        object_name="taskCombo", on_resume=REFUSED, choices=TASKS)
     loop: str = setting(
         "custom", help="custom: ftgui's loop, restores the exact step; fit: Keras model.fit with "
         "BackupAndRestore and ModelCheckpoint, for comparison: after a crash it restarts at the "
@@ -223,7 +231,9 @@ class Settings:
         choice_labels=("custom loop (restores the exact step)",
                        "Keras model.fit (restores to the epoch start)"))
     dataset: str = setting(
-        "digits", help="digits (built in) or a FILE.npz with arrays x and y", flag="--dataset",
+        "digits", help="digits (built in), a FILE.npz with arrays x and y, or PATH.py:FUNCTION "
+        "returning numpy (x_train, y_train) or (x_train, y_train, x_val, y_val)",
+        flag="--dataset",
         label="Dataset", group="training", object_name="datasetCombo", on_resume=REFUSED,
         choices=BUILTIN_DATASETS, widget="file")
     global_batch_size: int = setting(

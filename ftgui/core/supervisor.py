@@ -26,6 +26,7 @@ from ftgui.core import (
     restore_point,
     resume_check,
     training_process,
+    user_code,
 )
 from ftgui.core import config as configmod
 from ftgui.core.cluster import Task
@@ -71,6 +72,7 @@ class Supervisor:
         self.state = "idle"
         self.reason = ""
         self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
+        self.user_check: user_code.CheckResult | None = None  # the last start's user-code check
         self.attempt = -1
         self.last_step = 0
         self._recovery = RestartPolicy()
@@ -161,11 +163,15 @@ class Supervisor:
         except LookupError as exc:
             raise StartError(str(exc)) from None
         resume_check.check(self.run_dir, config, restore)  # refused settings: ConfigError
+        self.user_check = user_code.check_start(config, self.run_dir, restore)
         self._lock.acquire()
         self._config = config
-        configmod.save(self.run_dir, config)
+        configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
         self._launch(restore, from_step is not None)
+        if self.user_check is not None and not self.user_check.deterministic:
+            self._emit("determinism_warning", reason=self.user_check.reason,
+                       ops=self.user_check.nondeterministic_ops)
 
     def resume(self, from_step: int | None = None) -> None:
         """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""

@@ -1,7 +1,13 @@
-"""The configuration panel: one form row per run setting, built from the settings schema."""
+"""The configuration panel: one form row per run setting, built from the settings schema.
+
+The Model and Dataset rows take a built-in or a file (`…`: a `.py` file, then one of its
+functions; a `.keras` model; an `.npz` dataset); the row below names the function chosen, and
+after a start the user-code check's summary (layers, parameters) or its warning is shown.
+"""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -14,6 +20,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -49,6 +56,7 @@ class ConfigPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("configPanel")
         self.widgets: dict[str, QWidget] = {}
+        self.source_labels: dict[str, QLabel] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._run_group())
@@ -59,6 +67,10 @@ class ConfigPanel(QWidget):
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #b00020;")
         layout.addWidget(self.error_label)
+        self.check_label = QLabel("")  # the user-code check: model summary or warning
+        self.check_label.setObjectName("userCodeInfo")
+        self.check_label.setWordWrap(True)
+        layout.addWidget(self.check_label)
         layout.addStretch(1)
         self.strategy_combo = self.widgets["strategy"]
         self.fault_target_combo = self.widgets["fault_target"]
@@ -95,21 +107,35 @@ class ConfigPanel(QWidget):
             label.setToolTip(widget.toolTip())
             label.setBuddy(widget)
             if setting.widget_kind == "file":
-                browse = _small_button("…", "Choose a .npz file")
-                browse.clicked.connect(self._browse_dataset)
-                row = QHBoxLayout()
-                row.addWidget(widget, 1)
-                row.addWidget(browse)
-                form.addRow(label, row)
+                form.addRow(label, self._file_row(setting.name, widget))
+                source = QLabel("")
+                source.setObjectName(f"{setting.name}SourceLabel")
+                self.source_labels[setting.name] = source
+                widget.currentTextChanged.connect(
+                    lambda text, name=setting.name: self._show_source(name, text))
+                form.addRow("", source)
             else:
                 form.addRow(label, widget)
         return box
+
+    def _file_row(self, name: str, widget: QWidget) -> QHBoxLayout:
+        what = ("a PATH.py file and its function, or a saved .keras model" if name == "model"
+                else "a PATH.py file and its function, or a .npz file with arrays x and y")
+        browse = _small_button("…", f"Choose {what}")
+        browse.setObjectName(f"{name}BrowseButton")
+        browse.clicked.connect(lambda: self._browse_source(name))
+        row = QHBoxLayout()
+        row.addWidget(widget, 1)
+        row.addWidget(browse)
+        return row
 
     # ------------------------------------------------------------ values
     def set_config(self, config: RunConfig) -> None:
         """Show `config` in the fields (values beyond a field's range are clamped to it)."""
         for name, setting in SETTINGS.items():
             _set_value(self.widgets[name], setting, getattr(config, name))
+        for name in self.source_labels:
+            self._show_source(name, getattr(config, name))
         self._update_enabled()
 
     def config(self) -> RunConfig:
@@ -161,10 +187,66 @@ class ConfigPanel(QWidget):
         if path:
             self.run_dir_edit.setText(path)
 
-    def _browse_dataset(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Dataset", "", "NumPy archives (*.npz)")
-        if path:
-            self.widgets["dataset"].setCurrentText(path)
+    def _browse_source(self, name: str) -> None:
+        files = ("Python or Keras (*.py *.keras)" if name == "model"
+                 else "Python or NumPy (*.py *.npz)")
+        path, _ = QFileDialog.getOpenFileName(self, name.capitalize(), "", files)
+        if not path:
+            return
+        function = ""
+        if path.endswith(".py"):
+            names = functions_in(Path(path))
+            preferred = "build" if name == "model" else "load"
+            if not names:
+                self.show_error(f"{name}: {path} defines no function")
+                return
+            start = names.index(preferred) if preferred in names else 0
+            function, ok = QInputDialog.getItem(self, name.capitalize(), "Function:", names,
+                                                start, False)
+            if not ok:
+                return
+        self.choose_source(name, path, function)
+
+    def choose_source(self, name: str, path: str | Path, function: str = "") -> None:
+        """Set setting `name` (model or dataset) to file `path`, with `function` for a .py."""
+        text = f"{path}:{function}" if function else str(path)
+        self.widgets[name].setCurrentText(text)
+
+    def _show_source(self, name: str, text: str) -> None:
+        path, colon, function = text.rpartition(":") if ".py:" in text else (text, "", "")
+        if colon:
+            self.source_labels[name].setText(f"function {function}() in {Path(path).name}")
+        elif text.endswith((".keras", ".npz")):
+            self.source_labels[name].setText(f"file {Path(text).name}")
+        else:
+            self.source_labels[name].setText("built in" if text else "")
+
+    def show_check(self, result) -> None:
+        """Show a user-code check's result (`ftgui.core.user_code.CheckResult`, or None for
+        built-ins): the model summary (name, layers, parameters) and any determinism warning."""
+        if result is None:
+            self.check_label.setText("")
+            self.check_label.setToolTip("")
+            return
+        from ftgui.core.user_code import warning_line
+
+        text = result.summary_line()
+        if not result.deterministic:
+            text += "\n" + warning_line(result)
+        self.check_label.setText(text)
+        rows = [f"{n}  {kind}  {shape}  {params:,}"
+                for n, kind, shape, params in result.summary.get("layers", [])]
+        self.check_label.setToolTip("\n".join(["layer  class  output  parameters", *rows]))
+
+
+def functions_in(path: Path) -> list[str]:
+    """Names of the top-level functions of Python file `path` (read, never imported); []
+    when it cannot be read or parsed."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
 
 
 def _make_widget(setting: Setting) -> QWidget:

@@ -346,6 +346,7 @@ class MainWindow(QMainWindow):
 
     def _accepted(self, config) -> None:
         self.panel.show_error("")
+        self.panel.show_check(getattr(self.controller.supervisor, "user_check", None))
         self.recent_runs.remember(self.panel.run_dir())
         self.settings.setValue("last_config", json.dumps(config.to_dict()))
 

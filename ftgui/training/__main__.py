@@ -97,7 +97,7 @@ def build(config):
     configure_devices(config)
     tf.keras.utils.set_random_seed(config.seed)
     tf.config.experimental.enable_op_determinism()
-    dataset = datamod.load(config.dataset)
+    dataset = datamod.load(config.dataset, config.task)
     runner = None
     if config.strategy == "parameter-server":
         from ftgui.training import parameter_server
@@ -139,6 +139,11 @@ def train(run_dir: Path, config, args, events) -> int:
     memory = _restore_memory(state, dataset, config, run_dir, args, events) \
         if args.restore_snapshot and is_chief and not state.saves_collectively else None
     if args.restore and memory is None:
+        from ftgui.core.user_code import resume_problem
+
+        problem = resume_problem(config, checkpoints.inspect(run_dir / args.restore).meta)
+        if problem:  # a model or dataset file changed since the checkpoint: no exact resume
+            return refuse(events, args, ValueError(problem))
         restore_started = time.perf_counter()
         try:
             state.restore(run_dir / args.restore)

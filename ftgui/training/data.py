@@ -10,7 +10,8 @@ B examples for step N, as before; a checkpoint records the position after its st
 permutation where the last step left it, and stays exact: the batches of a step depend only on
 (position at the resume step, batch size, steps since). The same global batch is seen whatever
 the replica count (replica r of R takes rows [r·B/R, (r+1)·B/R) of it).
-This module uses NumPy and scikit-learn only.
+This module uses NumPy and scikit-learn only (and runs the user's dataset function, whose
+arrays must fit in memory: arrays too large for memory are out of scope).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ SPLIT_SEED = 0  # the train/validation split is fixed, whatever the training see
 
 @dataclass
 class Dataset:
-    """Train and validation arrays: `x_*` float32 (n, ...), `y_*` int32 (n,) class ids."""
+    """Train and validation arrays: `x_*` float32 (n, ...); `y_*` int32 (n,) class ids, or for
+    regression float32 (n, k) targets. `num_classes` is the classes (or k, the targets per
+    row): the model's second argument and its output width."""
 
     name: str
     x_train: np.ndarray
@@ -36,6 +39,7 @@ class Dataset:
     x_val: np.ndarray
     y_val: np.ndarray
     num_classes: int
+    task: str = "classification"
     info: dict = field(default_factory=dict)  # source, shapes, classes, fingerprint (metadata)
 
     @property
@@ -43,11 +47,14 @@ class Dataset:
         return tuple(self.x_train.shape[1:])
 
 
-def load(source: str) -> Dataset:
-    """Load `digits` (scikit-learn's 1,797 8×8 images, scaled to [0, 1]) or a `.npz` file.
+def load(source: str, task: str = "classification") -> Dataset:
+    """Load `digits` (scikit-learn's 1,797 8×8 images, scaled to [0, 1]), a `.npz` file or the
+    user's `PATH.py:FUNCTION`.
 
-    A `.npz` needs arrays `x` (n, ...) and `y` (n,) of integer class ids from 0.
-    Raises `ValueError` naming the problem when the file does not fit.
+    A `.npz` needs arrays `x` (n, ...) and `y` (n,) (integer class ids from 0; for regression
+    float targets (n,) or (n, k)); it is split 80/20. FUNCTION() returns numpy
+    `(x_train, y_train)` (split the same way) or `(x_train, y_train, x_val, y_val)`.
+    Raises `ValueError` naming the problem when the arrays do not fit.
     """
     if source == "digits":
         from sklearn.datasets import load_digits
@@ -56,40 +63,94 @@ def load(source: str) -> Dataset:
         raw_x, raw_y = digits.images, digits.target
         x = digits.images.astype(np.float32) / 16.0
         y = digits.target.astype(np.int32)
-        name = "digits"
-    else:
-        raw_x, raw_y = _read_npz(Path(source))
-        x, y = _load_npz(Path(source), raw_x, raw_y)
-        name = Path(source).name
-    dataset = _split(name, x, y)
-    dataset.info = {"x_shape": list(raw_x.shape), "y_shape": list(raw_y.shape),
-                    "num_classes": dataset.num_classes,
-                    "fingerprint": resume_check.fingerprint(raw_x, raw_y)}
+        return _with_info(_split("digits", x, y, task), raw_x, raw_y)
+    if ".py:" in source:  # its file's content hash is recorded instead (`core.user_code`)
+        return _with_info(_from_function(source, task))
+    with np.load(Path(source), allow_pickle=False) as data:
+        missing = {"x", "y"} - set(data.files)
+        if missing:
+            raise ValueError(f"dataset: {source} has no array {sorted(missing)[0]!r} "
+                             f"(needs x and y)")
+        x, y = data["x"], data["y"]
+    if task == "classification":
+        if len(x) != len(y) or y.ndim != 1:
+            raise ValueError(f"dataset: {source}: y must be 1-D with one label per row of x")
+        if not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
+            raise ValueError(f"dataset: {source}: y must hold integer class ids from 0")
+    return _with_info(_split(Path(source).name, x, y, task), x, y)
+
+
+def _with_info(dataset: Dataset, raw_x=None, raw_y=None) -> Dataset:
+    """`dataset` with `info` filled for the checkpoints' record: x/y shapes, classes (outputs)
+    and, from the arrays as stored (`raw_x`, `raw_y`), the content fingerprint the resume
+    check compares (`core.resume_check.fingerprint`)."""
+    x = dataset.x_train if raw_x is None else raw_x
+    y = dataset.y_train if raw_y is None else raw_y
+    dataset.info = {"x_shape": list(x.shape), "y_shape": list(y.shape),
+                    "num_classes": dataset.num_classes}
+    if raw_x is not None:
+        dataset.info["fingerprint"] = resume_check.fingerprint(raw_x, raw_y)
     return dataset
 
 
-def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with np.load(path, allow_pickle=False) as data:
-        missing = {"x", "y"} - set(data.files)
-        if missing:
-            raise ValueError(f"dataset: {path} has no array {sorted(missing)[0]!r} (needs x and y)")
-        return data["x"], data["y"]
+def _from_function(source: str, task: str) -> Dataset:
+    from ftgui.core import user_code
+
+    parsed = user_code.parse("dataset", source)
+    _, function = user_code.user_function(parsed)
+    arrays = function()
+    name = f"{parsed.path.name}:{parsed.function}"
+    if not isinstance(arrays, (tuple, list)) or len(arrays) not in (2, 4):
+        raise ValueError(f"dataset: {name} must return (x_train, y_train) or "
+                         f"(x_train, y_train, x_val, y_val), not {type(arrays).__name__}"
+                         + (f" of {len(arrays)}" if isinstance(arrays, (tuple, list)) else ""))
+    if len(arrays) == 2:
+        return _split(name, *arrays, task)
+    x_train, y_train = _arrays(name, "train", *arrays[:2], task)
+    x_val, y_val = _arrays(name, "val", *arrays[2:], task)
+    if x_train.shape[1:] != x_val.shape[1:] or y_train.shape[1:] != y_val.shape[1:]:
+        raise ValueError(f"dataset: {name}: validation rows {x_val.shape[1:]} / "
+                         f"{y_val.shape[1:]} differ from training rows {x_train.shape[1:]} / "
+                         f"{y_train.shape[1:]}")
+    return Dataset(name, x_train, y_train, x_val, y_val,
+                   _outputs(np.concatenate([y_train, y_val]), task), task)
 
 
-def _load_npz(path: Path, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if len(x) != len(y) or y.ndim != 1:
-        raise ValueError(f"dataset: {path}: y must be 1-D with one label per row of x")
-    if not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
-        raise ValueError(f"dataset: {path}: y must hold integer class ids from 0")
+def _arrays(name: str, split: str, x, y, task: str) -> tuple[np.ndarray, np.ndarray]:
+    """`x` as float32 (uint8 scaled to [0, 1]) and `y` as int32 class ids or float32 (n, k)
+    targets; raises `ValueError` naming the dataset and what does not fit."""
+    if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
+        raise ValueError(f"dataset: {name}: x_{split} and y_{split} must be numpy arrays, not "
+                         f"{type(x).__name__} and {type(y).__name__}")
+    if len(x) != len(y):
+        raise ValueError(f"dataset: {name}: x_{split} has {len(x)} rows but y_{split} has "
+                         f"{len(y)}; they must have one label per row")
+    if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_) or x.ndim < 2:
+        raise ValueError(f"dataset: {name}: x_{split} must be numbers of shape (n, ...), "
+                         f"not {x.dtype} {x.shape}")
     x = x.astype(np.float32) / (255.0 if x.dtype == np.uint8 else 1.0)
+    if task == "regression":
+        if y.ndim not in (1, 2) or not np.issubdtype(y.dtype, np.number):
+            raise ValueError(f"dataset: {name}: y_{split} must be numeric targets (n,) or "
+                             f"(n, k), not {y.dtype} {y.shape}")
+        return x, y.astype(np.float32).reshape(len(y), -1)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
+        raise ValueError(f"dataset: {name}: y_{split} must be 1-D integer class ids from 0, "
+                         f"not {y.dtype} {y.shape}")
     return x, y.astype(np.int32)
 
 
-def _split(name: str, x: np.ndarray, y: np.ndarray) -> Dataset:
+def _outputs(y: np.ndarray, task: str) -> int:
+    """Classes (max id + 1), or k targets per row for regression."""
+    return int(y.shape[1]) if task == "regression" else int(y.max()) + 1
+
+
+def _split(name: str, x, y, task: str = "classification") -> Dataset:
+    x, y = _arrays(name, "train", x, y, task)
     order = np.random.RandomState(SPLIT_SEED).permutation(len(x))
     n_val = int(round(len(x) * VALIDATION_FRACTION))
     val, train = order[:n_val], order[n_val:]
-    return Dataset(name, x[train], y[train], x[val], y[val], int(y.max()) + 1)
+    return Dataset(name, x[train], y[train], x[val], y[val], _outputs(y, task), task)
 
 
 @dataclass(frozen=True)

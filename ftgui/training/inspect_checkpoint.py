@@ -40,7 +40,7 @@ def restored_model(run_dir: Path, prefix: str):
     from ftgui.training import models
 
     config = configmod.load(run_dir)
-    dataset = datamod.load(config.dataset)
+    dataset = datamod.load(config.dataset, config.task)
     model = models.build(config.model, dataset.input_shape, dataset.num_classes)
     tf.train.Checkpoint(model=model).restore(prefix).expect_partial()
     return model, dataset

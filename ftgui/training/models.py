@@ -1,18 +1,29 @@
-"""The two built-in Keras 3 models: a small MLP and a small CNN, both ending in logits."""
+"""The models a run trains: the two built-ins (a small MLP and a small CNN, both ending in
+logits), the user's `PATH.py:FUNCTION` or saved `PATH.keras`, and the loss each is trained with.
+"""
 
 from __future__ import annotations
 
 import keras
+import numpy as np
+import tensorflow as tf
 from keras import layers
+
+from ftgui.core import user_code
 
 
 def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """`mlp`: Flatten → Dense(64, relu) → Dense(num_classes).
     `cnn`: Conv(16, 3×3) → MaxPool(2) → Conv(32, 3×3) → global average → Dense(num_classes).
+    `PATH.py:FUNCTION`: `FUNCTION(input_shape, num_classes)`, the user's uncompiled model.
+    `PATH.keras`: the saved model with its weights (uncompiled).
 
-    Create it inside `strategy.scope()`. Raises `ValueError` for an unknown name or a CNN on
-    inputs that are not images (h, w) or (h, w, c).
+    Create it inside `strategy.scope()`. Raises `ValueError` for an unknown name, a CNN on
+    inputs that are not images (h, w) or (h, w, c), or a function that returns no Keras model;
+    whatever the user's code raises passes through.
     """
+    if name not in ("mlp", "cnn"):
+        return _user_model(user_code.parse("model", name), input_shape, num_classes)
     inputs = keras.Input(shape=input_shape)
     if name == "mlp":
         x = layers.Flatten()(inputs)
@@ -32,3 +43,94 @@ def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Mo
         raise ValueError(f"model: {name!r} is not one of mlp, cnn")
     outputs = layers.Dense(num_classes)(x)
     return keras.Model(inputs, outputs, name=name)
+
+
+def _user_model(source: user_code.Source, input_shape, num_classes: int) -> keras.Model:
+    if source.kind == "keras":
+        return keras.models.load_model(source.path, compile=False)
+    _, function = user_code.user_function(source)
+    model = function(tuple(input_shape), num_classes)
+    if not isinstance(model, keras.Model):
+        raise ValueError(f"model: {source.path}:{source.function} returned "
+                         f"{type(model).__name__}, not a keras.Model")
+    return model
+
+
+def user_loss(name: str):
+    """The `loss` a model module defines (a Keras loss object or function), else None."""
+    if ".py:" not in name:
+        return None
+    module = user_code.import_module(user_code.parse("model", name).path)
+    return getattr(module, "loss", None)
+
+
+def user_metrics(name: str) -> list:
+    """The `metrics` a model module defines (Keras metric objects or names), else []."""
+    if ".py:" not in name:
+        return []
+    module = user_code.import_module(user_code.parse("model", name).path)
+    return list(getattr(module, "metrics", None) or [])
+
+
+def per_example_loss(model_name: str, task: str):
+    """`f(y, outputs)` → per-example loss (batch,) float32: the module's own `loss` when it
+    defines one, else softmax cross-entropy on logits (classification) or mean squared error
+    over the k outputs (regression)."""
+    loss = user_loss(model_name)
+    if loss is None:
+        if task == "regression":
+            return lambda y, outputs: tf.reduce_mean(tf.square(outputs - y), axis=-1)
+        return lambda y, logits: tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits)
+    if isinstance(loss, str):
+        loss = keras.losses.get(loss)
+    if isinstance(loss, keras.losses.Loss):
+        return loss.call  # unreduced: one value per example
+    return loss
+
+
+def evaluate_outputs(outputs: np.ndarray, y: np.ndarray, task: str, loss=None
+                     ) -> tuple[float, float | None]:
+    """Validation (loss, accuracy) of `outputs` against `y`. Built-in losses are computed in
+    float64 numpy (softmax cross-entropy, or mean squared error for regression, whose accuracy
+    is None); `loss` (a per-example loss from `per_example_loss` for a module's own) is used
+    when given."""
+    from ftgui.training.background_save import loss_and_accuracy
+
+    if loss is not None:
+        value = float(np.mean(np.asarray(loss(tf.constant(y), tf.constant(outputs)))))
+        accuracy = (None if task == "regression"
+                    else float((outputs.argmax(axis=1) == y).mean()))
+        return value, accuracy
+    if task == "regression":
+        error = outputs.astype(np.float64) - y.astype(np.float64)
+        return float(np.mean(np.square(error))), None
+    return loss_and_accuracy(outputs, y)
+
+
+def evaluate_metrics(metrics: list, outputs: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """{name: value} of a model module's `metrics` on (outputs, y): Keras metric objects are
+    reset and updated once, names go through `keras.metrics.get`, functions are averaged."""
+    values = {}
+    for metric in metrics:
+        if isinstance(metric, str):
+            metric = keras.metrics.get(metric)
+        y_true, y_pred = tf.constant(y), tf.constant(outputs)
+        if isinstance(metric, keras.metrics.Metric):
+            metric.reset_state()
+            metric.update_state(y_true, y_pred)
+            values[metric.name] = float(metric.result())
+        else:
+            values[getattr(metric, "__name__", str(metric))] = float(
+                np.mean(np.asarray(metric(y_true, y_pred))))
+    return values
+
+
+def checkpointed_state(model: keras.Model) -> dict:
+    """Extra objects a `tf.train.Checkpoint` of `model` must hold for exact resume: the states
+    of its Keras seed generators (a seeded `Dropout`'s), which `tf.train.Checkpoint(model=…)`
+    does not reach in Keras 3.15 (only `model.variables` lists them). {} when there are none,
+    so the built-in models' checkpoints keep their structure."""
+    states = [generator.state for layer in model._flatten_layers()
+              for generator in getattr(layer, "_seed_generators", [])]
+    return {"seed_states": states} if states else {}

@@ -20,7 +20,6 @@ import numpy as np
 import tensorflow as tf
 
 from ftgui.core.config import RunConfig
-from ftgui.training.background_save import loss_and_accuracy
 from ftgui.training.data import Dataset
 from ftgui.training.restore import restore
 
@@ -34,6 +33,11 @@ class TrainState:
         self.strategy = strategy
         self.global_batch_size = config.global_batch_size
         self.learning_rate = config.learning_rate
+        self.task = config.task
+        self.per_example_loss = models.per_example_loss(config.model, config.task)
+        self._own_loss = models.user_loss(config.model) is not None
+        self._metrics = models.user_metrics(config.model)
+        self.last_metrics: dict[str, float] = {}  # the module's metrics at the last `score`
         with strategy.scope():
             self.model = models.build(config.model, data.input_shape, data.num_classes)
             self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
@@ -42,7 +46,8 @@ class TrainState:
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self.checkpoint = tf.train.Checkpoint(
-            model=self.model, optimizer=self.optimizer, step=self.step
+            model=self.model, optimizer=self.optimizer, step=self.step,
+            **models.checkpointed_state(self.model),  # seeded dropout's state
         )
         self._train_step = tf.function(self._distributed_step)
         # A function of exactly (x, y): traced over the method itself, whose `scale=None`
@@ -85,7 +90,7 @@ class TrainState:
         bit) or NaN for an injected numerics fault."""
         with tf.GradientTape() as tape:
             logits = self.model(x, training=True)
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            per_example = self.per_example_loss(y, logits)
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
             if scale is not None:
                 loss = loss * scale
@@ -140,9 +145,19 @@ class TrainState:
         stop_all, save_all = (bool(v) for v in agreed.numpy())
         return float(loss), (stop_all, save_all)
 
-    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-        """Mean cross-entropy and accuracy (fraction) on (x, y)."""
-        return loss_and_accuracy(self._evaluate(tf.convert_to_tensor(x)).numpy(), y)
+    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float | None]:
+        """Mean loss and accuracy (fraction; None for regression) on (x, y)."""
+        return self.score(self._evaluate(tf.convert_to_tensor(x)).numpy(), y)
+
+    def score(self, outputs: np.ndarray, y: np.ndarray) -> tuple[float, float | None]:
+        """Validation (loss, accuracy) of model `outputs` against `y` (`models.evaluate_outputs`
+        with this run's task and loss)."""
+        from ftgui.training.models import evaluate_metrics, evaluate_outputs
+
+        if self._metrics:
+            self.last_metrics = evaluate_metrics(self._metrics, outputs, y)
+        return evaluate_outputs(outputs, y, self.task,
+                                self.per_example_loss if self._own_loss else None)
 
 
 class SyncSteps:

@@ -46,9 +46,10 @@ class Summaries:
         self._session_log = event_pb2.SessionLog
         self.writer = EventFileWriter(str(directory), max_queue_size=1000)
 
-    def scalar(self, name: str, value: float, step: int) -> None:
-        """Queue `value` of `name` at global step `step` (non-finite values are skipped)."""
-        if self.writer is not None and math.isfinite(value):
+    def scalar(self, name: str, value: float | None, step: int) -> None:
+        """Queue `value` of `name` at global step `step` (non-finite values and None, e.g. a
+        regression's accuracy, are skipped)."""
+        if self.writer is not None and value is not None and math.isfinite(value):
             self._queue.append((name, value, step, time.time()))
 
     def restart_at(self, step: int) -> None:

@@ -95,6 +95,9 @@ class CheckpointAction(Action):
             )
         self.last_saved = -1
         self._warmed = False
+        from ftgui.core.user_code import checkpoint_fields
+
+        self.user_code_fields = checkpoint_fields(config, run_dir)  # files' paths and hashes
 
     def ran(self, steps: range) -> None:
         if self.writer is None:
@@ -186,13 +189,16 @@ class CheckpointAction(Action):
                                                                       self.data.y_val)
         # The events go first: a kill right after the metadata (which makes the checkpoint
         # valid) must not leave a valid checkpoint whose validation was never reported.
-        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
+        metrics = dict(getattr(self.state, "last_metrics", {}))  # a model module's `metrics`
+        self.events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy,
+                         **({"metrics": metrics} if metrics else {}))
         self.summaries.scalar("val_loss", val_loss, step)
         self.summaries.scalar("val_accuracy", val_accuracy, step)
         checkpoints.write_metadata(
             prefix, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
             time=fields["time"], epoch=fields["epoch"],
             **run_record(self.config, self.state, self.data, fields["position"], self.variables),
+            **self.user_code_fields,
         )
         size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
         if began is not None:
