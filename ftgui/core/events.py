@@ -271,9 +271,17 @@ def _run_started(event, step):
     return f"run started: {config.get('strategy', '?')}, {config.get('steps', '?')} steps"
 
 
+# what a `resumed` event's `source` restored, in words
+_RESTORE_SOURCES = {"memory": "the in-memory snapshot of step",
+                    "just_in_time": "the just-in-time checkpoint of step",
+                    "disk": "checkpoint"}
+
+
 def _process_started(event, step):
     text = f"{who(event)} started (pid {event.get('pid')})"
-    if event.get("restore"):
+    if event.get("snapshot") is not None:
+        text += f", restoring step {event['snapshot']} from memory"
+    elif event.get("restore"):
         text += f", restoring {event['restore'].rsplit('/', 1)[-1]}"
     if event.get("standby"):
         text += ", from a warm standby"
@@ -329,7 +337,8 @@ _DESCRIBERS = {
     "standby_ready": lambda e, s: "warm standby ready (TensorFlow imported in "
     f"{_number(e.get('import_seconds'), 2)} s)",
     "training_started": _training_started,
-    "resumed": lambda e, s: f"resumed from checkpoint {e.get('from_step')}",
+    "resumed": lambda e, s: f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} "
+    f"{e.get('from_step')}",
     "step": lambda e, s: f"step {e.get('step')}: loss {_number(e.get('loss'))}",
     "heartbeat": lambda e, s: f"{who(e)} at step {e.get('step')}",
     "validation": lambda e, s: f"validation at step {e.get('step')}: loss "

@@ -349,6 +349,7 @@ class Supervisor:
             chief=task.is_chief, label=task.label, restarts=restarts,
             address=task.address, restore=restore.relpath if restore else None,
             log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
+            snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
         )
         return proc
 
