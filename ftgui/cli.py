@@ -144,9 +144,9 @@ def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.present and args.command not in (None, "open"):
-        parser.error("--present goes with the app: `ftgui --present` or "
-                     "`ftgui open RUN --present`")
+    if args.present and args.command not in (None, "open", "replay"):
+        parser.error("--present goes with the app: `ftgui --present`, "
+                     "`ftgui open RUN --present` or `ftgui replay RUN --present`")
     if args.version or args.verbose:
         if not args.version or args.command:
             parser.error("--version and --verbose go alone: `ftgui --version [--verbose]`")

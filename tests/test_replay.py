@@ -164,8 +164,9 @@ def test_ftgui_replay_exits_0_when_done(tmp_path):
     run_dir = crash_and_recovery(tmp_path / "run")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
            "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    # --present too: the replay in the presentation view (the flag was refused once)
     result = subprocess.run([sys.executable, "-m", "ftgui.cli", "replay", str(run_dir),
-                             "--speed", "20", "--exit-when-done"],
+                             "--speed", "20", "--exit-when-done", "--present"],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert read_all(run_dir)[-1]["event"] == "process_exited"  # the run is untouched
