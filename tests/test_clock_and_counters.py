@@ -160,3 +160,114 @@ def test_parameter_server_processes_show_the_chief_step_and_their_liveness(
         assert servers[0].last_heartbeat >= frozen_at
     finally:
         supervisor.shutdown()
+
+
+# ------------------------------------------------------------------------ durations
+
+
+def case_6_events(stamped: bool) -> list[dict]:
+    """Issue 11 case 6: a kill at step 40 and a recovery from checkpoint 30, whose wall times
+    after the crash are 600 s earlier (the clock set back by NTP or a VM resume). `stamped`:
+    the events carry `mono` and `clock` as EventWriter writes them; else as older runs did."""
+    rows = [("run_started", 1000.0, 50.0, {"config": {}})]
+    rows += [("step", 1000.1 + 0.1 * (s - 1), 50.1 + 0.1 * (s - 1),
+              {"step": s, "loss": 1.0 / s, "epoch": 0}) for s in range(1, 41)]
+    rows += [
+        ("fault_injected", 1004.05, 54.05, {"kind": "kill", "target": "chief", "step": 40,
+                                            "source": "user"}),
+        ("process_exited", 1004.1, 54.1, {"role": "chief", "index": 0, "signal": 9,
+                                          "decisive": True, "chief": True}),
+        # the wall clock is set back by 600 s here
+        ("recovery_scheduled", 404.2, 54.2, {"delay": 0.0, "restart": 1}),
+        ("process_started", 405.0, 55.0, {"role": "chief", "index": 0, "pid": 2}),
+        ("resumed", 406.0, 56.0, {"from_step": 30, "checkpoint": "checkpoints/ckpt-30"}),
+    ]
+    rows += [("step", 406.5 + 0.1 * (s - 31), 56.5 + 0.1 * (s - 31),
+              {"step": s, "loss": 1.0 / s, "epoch": 0}) for s in range(31, 61)]
+    rows += [("run_finished", 409.5, 59.5, {"step": 60, "loss": 1.0 / 60})]
+    found = []
+    for kind, when, mono, fields in rows:
+        attempt = 1 if when < 1000 else 0
+        event = {"event": kind, "time": when, "attempt": attempt, **fields}
+        if stamped:
+            event.update(mono=mono, clock="5e1f00aa")
+        found.append(event)
+    return found
+
+
+def write_run(run_dir, all_events) -> None:
+    run_dir.mkdir(parents=True)
+    lines = [json.dumps(e, separators=(",", ":")) for e in all_events]
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("opened", [False, True], ids=["live", "reopened"])
+def test_case_6_durations_come_from_the_monotonic_clock(tmp_path, opened):
+    from ftgui.core import run_figures
+    from ftgui.core.timeline import Timeline
+
+    run_events = case_6_events(stamped=True)
+    if opened:
+        write_run(tmp_path / "run", run_events)
+        timeline, _ = run_figures.read_run(tmp_path / "run")
+    else:
+        timeline = Timeline()
+        timeline.feed(run_events)
+    [kill] = timeline.incidents
+    assert (kill.step, kill.resumed_step, kill.steps_lost) == (40, 30, 10)
+    assert kill.detect_seconds == pytest.approx(0.05)
+    assert kill.recovery_seconds == pytest.approx(56.5 - 54.1)
+    assert kill.redo_seconds == pytest.approx(1.0)  # steps 31-40 had taken 1.0 s
+    assert kill.time_lost == pytest.approx(56.5 - 54.05 + 1.0)
+    assert kill.clock_jumped is False
+    totals = timeline.totals()
+    assert totals.wall == pytest.approx(59.5 - 50.0)
+    assert totals.goodput == pytest.approx((9.5 - 3.45) / 9.5)
+
+
+@pytest.mark.parametrize("opened", [False, True], ids=["live", "reopened"])
+def test_case_6_an_old_run_without_monotonic_stamps_is_clamped_and_says_so(tmp_path, opened):
+    from ftgui.core import run_figures
+    from ftgui.core.timeline import Timeline
+
+    run_events = case_6_events(stamped=False)
+    if opened:
+        write_run(tmp_path / "run", run_events)
+        timeline, _ = run_figures.read_run(tmp_path / "run")
+    else:
+        timeline = Timeline()
+        timeline.feed(run_events)
+    [kill] = timeline.incidents
+    assert kill.detect_seconds == pytest.approx(0.05)
+    # the 600 s jump back counts as 0 s: 0.8 + 1.0 + 0.5 s from the exit to the first step
+    assert kill.recovery_seconds == pytest.approx(2.3)
+    assert kill.time_lost == pytest.approx(0.05 + 2.3 + 1.0)
+    assert kill.clock_jumped is True
+    totals = timeline.totals()
+    assert totals.wall == pytest.approx(4.1 + 2.3 + 3.0)
+    assert 0.0 <= totals.goodput <= 1.0
+    assert totals.goodput == pytest.approx((9.4 - 3.35) / 9.4)
+
+
+def test_goodput_stays_within_0_and_100_percent():
+    from ftgui.core.incidents import Totals
+
+    assert Totals(incidents=1, steps_lost=5, time_lost=-3.0, wall=10.0).goodput == 1.0
+    assert Totals(incidents=1, steps_lost=5, time_lost=30.0, wall=10.0).goodput == 0.0
+
+
+def test_the_event_writer_stamps_the_monotonic_clock(tmp_path):
+    before = time.monotonic()
+    with EventWriter(tmp_path, 0) as writer:
+        step = writer.emit("step", step=1, loss=0.5, epoch=0)
+        backdated = writer.emit("run_started", time=12.0)
+    assert before <= step["mono"] <= time.monotonic() + 1e-4
+    assert step["clock"] == events.CLOCK and len(events.CLOCK) == 8
+    assert list(step) == ["event", "time", "attempt", "step", "loss", "epoch", "mono", "clock"]
+    assert "mono" not in backdated and "clock" not in backdated  # a given time has no instant
+    from ftgui.core import runs
+
+    history = runs.read_history(tmp_path)
+    assert history.steps.mono.tolist() == [step["mono"]]
+    assert history.steps.clock.tolist() == [events.CLOCK]
+    assert events.describe({"event": "odd", "time": 1.0, "mono": 2.0, "clock": "x"}) == "odd"

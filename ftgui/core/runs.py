@@ -245,16 +245,23 @@ def list_runs(root: str | os.PathLike) -> list[RunSummary]:
 
 
 # ------------------------------------------------------------------------------ curves
+_COLUMNS = ("line", "attempt", "step", "time", "loss", "mono", "clock")
+
+
 @dataclass
 class Points:
     """Logged losses as parallel arrays, in file order: `line` (the event's line number in the
-    file), `attempt`, `step`, `time` (Unix seconds) and `loss` (NaN for a null loss)."""
+    file), `attempt`, `step`, `time` (Unix seconds), `loss` (NaN for a null loss), `mono`
+    (seconds of the writer's monotonic clock, NaN when the event has none) and `clock` (which
+    clock, a str or None; an object array)."""
 
     line: np.ndarray
     attempt: np.ndarray
     step: np.ndarray
     time: np.ndarray
     loss: np.ndarray
+    mono: np.ndarray
+    clock: np.ndarray
 
     def __len__(self) -> int:
         return len(self.line)
@@ -263,23 +270,37 @@ class Points:
     def from_parts(cls, parts: list[Points]) -> Points:
         if not parts:
             ints, floats = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-            return cls(ints, ints, ints, floats, floats)
-        joined = cls(*(np.concatenate([getattr(p, name) for p in parts])
-                       for name in ("line", "attempt", "step", "time", "loss")))
+            return cls(ints, ints, ints, floats, floats, floats, np.empty(0, dtype=object))
+        if len(parts) == 1:
+            return parts[0]
+        joined = cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in _COLUMNS))
         order = np.argsort(joined.line, kind="stable")
-        return cls(*(getattr(joined, name)[order]
-                     for name in ("line", "attempt", "step", "time", "loss")))
+        return cls(*(getattr(joined, name)[order] for name in _COLUMNS))
 
     @classmethod
     def from_events(cls, rows: list[tuple[int, dict]], loss_key: str) -> Points:
         """From (line, event) pairs; `loss_key` names the loss field (`loss`, `val_loss`)."""
+        clocks = np.empty(len(rows), dtype=object)
+        clocks[:] = [_clock_of(e) for _, e in rows]
         return cls(
             line=np.array([line for line, _ in rows], dtype=np.int64),
             attempt=np.array([e.get("attempt", 0) for _, e in rows], dtype=np.int64),
             step=np.array([e.get("step", 0) for _, e in rows], dtype=np.int64),
             time=np.array([_nan_if_none(e.get("time")) for _, e in rows], dtype=np.float64),
             loss=np.array([_nan_if_none(e.get(loss_key)) for _, e in rows], dtype=np.float64),
+            mono=np.array([_seconds_or_nan(e.get("mono")) for _, e in rows], dtype=np.float64),
+            clock=clocks,
         )
+
+
+def _clock_of(event: dict) -> str | None:
+    clock = event.get("clock")
+    return clock if isinstance(clock, str) else None
+
+
+def _seconds_or_nan(value) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) else math.nan
 
 
 @dataclass
@@ -361,15 +382,18 @@ def _read_events(handle) -> _Events:
     """Read a whole events file from `handle`, as `read_history` describes.
 
     The loop is the hot path of opening a long run: a step event in the trainer's shape
-    (int `attempt` and `step` in int64, float `time`, finite float or null `loss`) goes straight
-    into columns; anything else is decided by `events.parse_line`.
+    (int `attempt` and `step` in int64, float `time`, finite float or null `loss`, float `mono`
+    or none, str `clock` or none) goes straight into columns; anything else is decided by
+    `events.parse_line`.
     """
     lines, attempts, steps = array("q"), array("q"), array("q")  # int64, no Python objects
-    times, losses = array("d"), array("d")
+    times, losses, monos, clock_codes = array("d"), array("d"), array("d"), array("q")
+    clocks: dict = {None: 0}  # clock -> its code in `clock_codes`
     odd_steps: list[tuple[int, dict]] = []
     others: list[tuple[int, dict]] = []
     number, end, first_time = 0, 0, None
     loads, decode_error, isfinite = orjson.loads, orjson.JSONDecodeError, math.isfinite
+    nan = math.nan
     for data, offset in _complete_chunks(handle):
         end = offset
         chunk = data.split(b"\n")[:-1]
@@ -383,22 +407,32 @@ def _read_events(handle) -> _Events:
             if type(event) is dict and event.get("event") == "step":
                 step, attempt = event.get("step"), event.get("attempt")
                 time_, loss = event.get("time"), event.get("loss")
+                mono, clock = event.get("mono", nan), event.get("clock")
                 if (type(step) is int and type(attempt) is int and type(time_) is float
                         and (loss is None or (type(loss) is float and isfinite(loss)))
-                        and step in _INT64 and attempt in _INT64):
+                        and step in _INT64 and attempt in _INT64
+                        and type(mono) is float and (clock is None or type(clock) is str)):
                     lines.append(number)
                     attempts.append(attempt)
                     steps.append(step)
                     times.append(time_)
-                    losses.append(math.nan if loss is None else loss)
+                    losses.append(nan if loss is None else loss)
+                    monos.append(mono)
+                    code = clocks.get(clock)
+                    if code is None:
+                        code = clocks[clock] = len(clocks)
+                    clock_codes.append(code)
                     number += 1
                     continue
             event = parse_line(line)
             if event is not None:
                 (odd_steps if event["event"] == "step" else others).append((number, event))
             number += 1
+    names = np.empty(len(clocks), dtype=object)
+    names[:] = list(clocks)
     parts = [Points(*(np.frombuffer(column, dtype=np.int64) for column in (lines, attempts, steps)),
-                    *(np.frombuffer(column, dtype=np.float64) for column in (times, losses)))]
+                    *(np.frombuffer(column, dtype=np.float64) for column in (times, losses, monos)),
+                    names[np.frombuffer(clock_codes, dtype=np.int64)])]
     if odd_steps:
         parts.append(Points.from_events(odd_steps, "loss"))
     return _Events(Points.from_parts(parts), others, end, first_time)
