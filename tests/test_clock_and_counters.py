@@ -271,3 +271,68 @@ def test_the_event_writer_stamps_the_monotonic_clock(tmp_path):
     assert history.steps.mono.tolist() == [step["mono"]]
     assert history.steps.clock.tolist() == [events.CLOCK]
     assert events.describe({"event": "odd", "time": 1.0, "mono": 2.0, "clock": "x"}) == "odd"
+
+
+# ------------------------------------------------------------------------ a bad config.toml
+
+
+def spoil_steps(run_dir) -> None:
+    """Issue 11 cases 7 and 8: `steps = "ten"` in the run's config.toml."""
+    path = run_dir / configmod.CONFIG_FILE
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("steps")]
+    path.write_text("\n".join(['steps = "ten"', *lines]) + "\n")
+
+
+def test_case_8_a_flag_on_resume_overrides_the_bad_value_as_the_hint_says(
+        finished_run, planned_python, monkeypatch, capsys):
+    from ftgui import cli
+
+    spoil_steps(finished_run)
+    assert cli.main(["train", str(finished_run), "--resume", "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: steps (--steps): 'ten' is not a whole number (set in "
+        f"{finished_run / 'config.toml'}; give --steps to change it)\n")
+
+    python = planned_python({"chief:0:1": [["resumed", 60], ["step", 61], ["exit", 0]]})
+    monkeypatch.setattr(Supervisor.__init__, "__defaults__", (python,))
+    assert cli.main(["train", str(finished_run), "--resume", "--steps", "100", "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("finished: step 61 of 100")
+    assert configmod.load(finished_run).steps == 100
+
+
+def test_a_supervisor_on_a_bad_config_polls_and_says_why_once(finished_run, monkeypatch):
+    spoil_steps(finished_run)
+    reads = []
+    real_load = configmod.load
+    monkeypatch.setattr(configmod, "load", lambda run_dir: reads.append(1) or real_load(run_dir))
+    supervisor = Supervisor(finished_run)
+    for _ in range(5):
+        supervisor.poll()  # the window's timer: no traceback, the file read once
+    assert supervisor.config is None and len(reads) == 1
+    assert supervisor.config_error == (
+        f"steps: 'ten' is not a whole number (in {finished_run / 'config.toml'})")
+    with pytest.raises(configmod.ConfigError, match="^steps: 'ten' is not a whole number"):
+        supervisor.start(resume=True)
+    supervisor.shutdown()
+
+
+def test_case_7_the_window_shows_a_bad_config_once_and_closes_cleanly(
+        qtbot, tmp_path, finished_run):
+    from PySide6.QtCore import QSettings
+
+    from ftgui.qt.main_window import MainWindow
+
+    spoil_steps(finished_run)
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings)
+    qtbot.addWidget(window)
+    window.open_run(finished_run)  # as `ftgui open RUN` does
+    window.show()
+    qtbot.wait(300)  # several ticks of the poll timer: an exception in one fails the test
+    assert window.panel.run_dir_edit.text() == str(finished_run.absolute())
+    assert window.panel.error_label.text() == (
+        f"steps: 'ten' is not a whole number (in {finished_run / 'config.toml'}); "
+        "Resume uses the settings shown here")
+    assert window.controller.supervisor.config is None
+    assert window.close() is True
+    assert not window.controller.supervisor.live

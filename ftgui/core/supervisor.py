@@ -70,6 +70,8 @@ class Supervisor:
         self._user_stop = ""  # 'kill' / 'preempt' / 'shutdown' while a user's stop is in flight
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
+        self.config_error = ""  # why RUN/config.toml holds no valid configuration
+        self._bad_config_stamp: int | None = None  # its modification time when it did not
         self._faults = FaultSchedule()
         self._task_names: list[str] = []  # the processes of the current attempt
         self._progress_seen = False  # a step was seen in this attempt (arms the watchdog)
@@ -96,9 +98,23 @@ class Supervisor:
 
     @property
     def config(self) -> RunConfig | None:
-        """The run's configuration (from `RUN/config.toml` once it exists)."""
-        if self._config is None and (self.run_dir / configmod.CONFIG_FILE).is_file():
-            self._config = configmod.load(self.run_dir)
+        """The run's configuration (from `RUN/config.toml` once it exists); None while that
+        file does not hold a valid one (`config_error` then says why, naming the field; the
+        file is read again only when it changes)."""
+        if self._config is None:
+            path = self.run_dir / configmod.CONFIG_FILE
+            try:
+                stamp = path.stat().st_mtime_ns
+            except OSError:
+                return None
+            if stamp == self._bad_config_stamp:
+                return None
+            try:
+                self._config = configmod.load(self.run_dir)
+            except (ConfigError, OSError) as exc:
+                self._bad_config_stamp, self.config_error = stamp, str(exc)
+                return None
+            self.config_error = ""
         return self._config
 
     @property
@@ -136,6 +152,8 @@ class Supervisor:
         if self.is_busy_elsewhere():  # before any other refusal: the run is someone else's
             raise busy_error(self.run_dir)
         config = config or self.config
+        if config is None and self.config_error:
+            raise ConfigError(self.config_error)
         if config is None:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
         config.validate()
