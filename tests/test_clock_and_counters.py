@@ -336,3 +336,31 @@ def test_case_7_the_window_shows_a_bad_config_once_and_closes_cleanly(
     assert window.controller.supervisor.config is None
     assert window.close() is True
     assert not window.controller.supervisor.live
+
+
+# ------------------------------------------------------------------------ retention
+
+
+def test_a_retention_cut_short_is_cleaned_up_at_the_next_start_and_nothing_else(tmp_path):
+    from ftgui.core import checkpoints
+
+    run_dir = tmp_path / "run"
+    for step in (10, 15, 20, 30, 40, 50):
+        fake_checkpoint(run_dir, step, shards=2)
+    directory = checkpoints.checkpoint_dir(run_dir)
+    (directory / "ckpt-10.index").unlink()  # the retention was killed after the index …
+    (directory / "ckpt-30.data-00000-of-00002").unlink()  # … or after a shard (multi-worker)
+    checkpoints.mark_damaged(directory / "ckpt-15", "would not restore")  # kept: post-mortem
+    (directory / "ckpt-20.data-00001-of-00002").write_bytes(b"short")  # kept: not a deletion
+    (directory / "ckpt-50.index").unlink()  # newer than every valid one: not a retention's
+    before = {info.step: info.valid for info in checkpoints.list_checkpoints(run_dir)}
+    assert before == {10: False, 15: False, 20: False, 30: False, 40: True, 50: False}
+
+    assert checkpoints.remove_leftovers(run_dir) == [
+        "ckpt-10.data-00000-of-00002", "ckpt-10.data-00001-of-00002", "ckpt-10.meta.json",
+        "ckpt-30.data-00001-of-00002", "ckpt-30.index", "ckpt-30.meta.json",
+    ]
+    after = {info.step: info.valid for info in checkpoints.list_checkpoints(run_dir)}
+    assert after == {15: False, 20: False, 40: True, 50: False}
+    assert len(checkpoints.tf_files(directory, 40)) == 3  # the valid one is untouched
+    assert checkpoints.remove_leftovers(run_dir) == []
