@@ -364,3 +364,36 @@ def test_a_retention_cut_short_is_cleaned_up_at_the_next_start_and_nothing_else(
     assert after == {15: False, 20: False, 40: True, 50: False}
     assert len(checkpoints.tf_files(directory, 40)) == 3  # the valid one is untouched
     assert checkpoints.remove_leftovers(run_dir) == []
+
+
+# ------------------------------------------------------------------------ the incident table
+
+
+def test_the_incident_table_says_in_process_and_clock_jumped(qtbot):
+    from ftgui.core.timeline import Timeline
+    from ftgui.qt.incident_table import COLUMNS, IncidentPanel
+
+    nan_run = [{"event": "step", "attempt": 0, "time": 0.1 * s, "step": s, "loss": 1.0}
+               for s in range(1, 8)] + [
+        {"event": "step", "attempt": 0, "time": 0.8, "step": 8, "loss": None},
+        {"event": "non_finite_loss", "attempt": 0, "time": 0.81, "step": 8},
+        {"event": "rolled_back", "attempt": 0, "time": 0.9, "from_step": 8, "to_step": 5},
+        {"event": "step", "attempt": 0, "time": 1.0, "step": 6, "loss": 1.0},
+    ]
+    timeline = Timeline()
+    timeline.feed(case_6_events(stamped=False) + [
+        {**e, "attempt": 1, "time": e["time"] + 410.0} for e in nan_run])
+    panel = IncidentPanel()
+    qtbot.addWidget(panel)
+    panel.show_timeline(timeline)
+    model = panel.model_
+
+    def row(number):
+        return {name: model.data(model.index(number, column))
+                for column, name in enumerate(COLUMNS)}
+
+    kill, nan = row(0), row(1)
+    assert (kill["fault"], kill["detect"], kill["time lost"]) == (
+        "kill (user)", "0.05 s", "3.35 s, clock jumped")
+    assert (nan["fault"], nan["detect"], nan["recovery"]) == ("nan", "in-process", "0.19 s")
+    assert "−" not in panel.totals.text() and "-" not in panel.totals.text()
