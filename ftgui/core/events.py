@@ -50,13 +50,16 @@ class EventWriter:
     become `null`. Last come `mono`, seconds of the system-wide monotonic clock at the same
     instant as `time` (durations are differences of `mono`: the wall clock can jump), and
     `clock`, which clock that is (`CLOCK`: one boot of one machine; `mono` values of different
-    clocks are never subtracted). An event given its own `time` gets no `mono` and `clock`.
+    clocks are never subtracted). To keep the many step lines short, only a writer's first
+    `step` event names its `clock`: a step without one is on the clock of the step before it.
+    An event given its own `time` gets no `mono` and `clock`.
     """
 
     def __init__(self, run_dir: str | os.PathLike, attempt: int):
         self.path = Path(run_dir) / EVENTS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.attempt = attempt
+        self._clock_named = False  # a step event of this writer has named its clock
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def emit(self, event: str, **fields) -> dict:
@@ -65,7 +68,10 @@ class EventWriter:
         record = {"event": event, "time": now, "attempt": self.attempt}
         record.update({key: _jsonable(value) for key, value in fields.items()})
         if "time" not in fields:
-            record["mono"], record["clock"] = round(mono, 4), CLOCK
+            record["mono"] = round(mono, 4)
+            if event != "step" or not self._clock_named:
+                record["clock"] = CLOCK
+                self._clock_named = self._clock_named or event == "step"
         os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         return record
 

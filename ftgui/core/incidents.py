@@ -106,6 +106,7 @@ class IncidentTracker:
         self.last_time: float | None = None
         self._line = _StepTimes()  # step -> run-clock time, in the current line of training
         self._clock = _RunClock()
+        self._step_clock: str | None = None  # the clock of the step events so far
         self._last_step = 0
         self._open: Incident | None = None
 
@@ -127,12 +128,13 @@ class IncidentTracker:
 
     def observe_steps(self, steps, times, monos=None, clock: str | None = None) -> bool:
         """Take a run of consecutive step events of one process at once (arrays of steps, Unix
-        times and `mono` stamps, NaN where missing; their `clock`): the same as observing
-        each, without a Python call per step."""
+        times and `mono` stamps, NaN where missing; their `clock`, None: that of the steps
+        before): the same as observing each, without a Python call per step."""
         if not len(steps):
             return False
         self.first_time = float(times[0]) if self.first_time is None else self.first_time
         self.last_time = float(times[-1])
+        clock = self._step_clock = clock if isinstance(clock, str) else self._step_clock
         run_times, jumped = self._clock.advance_block(times, monos, clock)
         changed = False
         incident = self._open

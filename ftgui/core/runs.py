@@ -253,7 +253,8 @@ class Points:
     """Logged losses as parallel arrays, in file order: `line` (the event's line number in the
     file), `attempt`, `step`, `time` (Unix seconds), `loss` (NaN for a null loss), `mono`
     (seconds of the writer's monotonic clock, NaN when the event has none) and `clock` (which
-    clock, a str or None; an object array)."""
+    clock, a str or None, an object array; a step that names none is on the clock of the step
+    before it, see `events.EventWriter`)."""
 
     line: np.ndarray
     attempt: np.ndarray
@@ -291,6 +292,16 @@ class Points:
             mono=np.array([_seconds_or_nan(e.get("mono")) for _, e in rows], dtype=np.float64),
             clock=clocks,
         )
+
+
+def _clock_column(marks: list[tuple[int, object]], count: int) -> np.ndarray:
+    """The `clock` of `count` rows, from the rows where it changes (rows before the first mark:
+    None); a clock that is not a str counts as None."""
+    column = np.full(count, None, dtype=object)
+    for number, (row, clock) in enumerate(marks):
+        stop = marks[number + 1][0] if number + 1 < len(marks) else count
+        column[row:stop] = clock if isinstance(clock, str) else None
+    return column
 
 
 def _clock_of(event: dict) -> str | None:
@@ -387,8 +398,9 @@ def _read_events(handle) -> _Events:
     `events.parse_line`.
     """
     lines, attempts, steps = array("q"), array("q"), array("q")  # int64, no Python objects
-    times, losses, monos, clock_codes = array("d"), array("d"), array("d"), array("q")
-    clocks: dict = {None: 0}  # clock -> its code in `clock_codes`
+    times, losses, monos = array("d"), array("d"), array("d")
+    clock_marks: list[tuple[int, object]] = []  # (row, clock) where the steps' clock changes
+    last_clock = None
     odd_steps: list[tuple[int, dict]] = []
     others: list[tuple[int, dict]] = []
     number, end, first_time = 0, 0, None
@@ -407,32 +419,32 @@ def _read_events(handle) -> _Events:
             if type(event) is dict and event.get("event") == "step":
                 step, attempt = event.get("step"), event.get("attempt")
                 time_, loss = event.get("time"), event.get("loss")
-                mono, clock = event.get("mono", nan), event.get("clock")
                 if (type(step) is int and type(attempt) is int and type(time_) is float
                         and (loss is None or (type(loss) is float and isfinite(loss)))
-                        and step in _INT64 and attempt in _INT64
-                        and type(mono) is float and (clock is None or type(clock) is str)):
-                    lines.append(number)
-                    attempts.append(attempt)
-                    steps.append(step)
-                    times.append(time_)
-                    losses.append(nan if loss is None else loss)
-                    monos.append(mono)
-                    code = clocks.get(clock)
-                    if code is None:
-                        code = clocks[clock] = len(clocks)
-                    clock_codes.append(code)
-                    number += 1
-                    continue
+                        and step in _INT64 and attempt in _INT64):
+                    try:
+                        monos.append(event.get("mono", nan))  # first: it may refuse the type
+                    except TypeError:
+                        pass  # not a number: read the slow way below
+                    else:
+                        clock = event.get("clock")  # only a writer's first step names it
+                        if clock is not None and clock != last_clock:
+                            clock_marks.append((len(lines), clock))
+                            last_clock = clock
+                        lines.append(number)
+                        attempts.append(attempt)
+                        steps.append(step)
+                        times.append(time_)
+                        losses.append(nan if loss is None else loss)
+                        number += 1
+                        continue
             event = parse_line(line)
             if event is not None:
                 (odd_steps if event["event"] == "step" else others).append((number, event))
             number += 1
-    names = np.empty(len(clocks), dtype=object)
-    names[:] = list(clocks)
     parts = [Points(*(np.frombuffer(column, dtype=np.int64) for column in (lines, attempts, steps)),
                     *(np.frombuffer(column, dtype=np.float64) for column in (times, losses, monos)),
-                    names[np.frombuffer(clock_codes, dtype=np.int64)])]
+                    _clock_column(clock_marks, len(lines)))]
     if odd_steps:
         parts.append(Points.from_events(odd_steps, "loss"))
     return _Events(Points.from_parts(parts), others, end, first_time)
