@@ -280,9 +280,11 @@ class _RunClock:
         None or NaN where missing, or None; their `clock`). Returns each event's run-clock time
         (float64 array) and whether a wall clock going back was clamped (`advance`)."""
         times = np.asarray(times, dtype=np.float64)
-        monos = np.full(len(times), np.nan) if monos is None or clock is None else np.asarray(
-            [np.nan if m is None else m for m in monos], dtype=np.float64)
         clock = clock if isinstance(clock, str) else None
+        if monos is None or clock is None:
+            monos = np.full(len(times), np.nan)
+        elif not isinstance(monos, np.ndarray):
+            monos = np.array([np.nan if m is None else m for m in monos], dtype=np.float64)
         last_time, last_mono, last_clock = self._last or (times[0], monos[0], clock)
         wall = np.diff(times, prepend=last_time)
         mono = np.diff(monos, prepend=last_mono if clock == last_clock else np.nan)

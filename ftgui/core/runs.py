@@ -409,6 +409,7 @@ def _read_events(handle) -> _Events:
     for data, offset in _complete_chunks(handle):
         end = offset
         chunk = data.split(b"\n")[:-1]
+        stamped = b'"mono"' in data  # else a run written before `mono` existed
         if number == 0 and chunk:
             first_time = _event_of(chunk[0]).get("time")
         for line in chunk:
@@ -421,27 +422,27 @@ def _read_events(handle) -> _Events:
                 time_, loss = event.get("time"), event.get("loss")
                 if (type(step) is int and type(attempt) is int and type(time_) is float
                         and (loss is None or (type(loss) is float and isfinite(loss)))
-                        and step in _INT64 and attempt in _INT64):
-                    try:
-                        monos.append(event.get("mono", nan))  # first: it may refuse the type
-                    except TypeError:
-                        pass  # not a number: read the slow way below
-                    else:
+                        and step in _INT64 and attempt in _INT64
+                        and (not stamped or type(event.get("mono", nan)) is float)):
+                    if stamped:
+                        monos.append(event.get("mono", nan))
                         clock = event.get("clock")  # only a writer's first step names it
                         if clock is not None and clock != last_clock:
                             clock_marks.append((len(lines), clock))
                             last_clock = clock
-                        lines.append(number)
-                        attempts.append(attempt)
-                        steps.append(step)
-                        times.append(time_)
-                        losses.append(nan if loss is None else loss)
-                        number += 1
-                        continue
+                    lines.append(number)
+                    attempts.append(attempt)
+                    steps.append(step)
+                    times.append(time_)
+                    losses.append(nan if loss is None else loss)
+                    number += 1
+                    continue
             event = parse_line(line)
             if event is not None:
                 (odd_steps if event["event"] == "step" else others).append((number, event))
             number += 1
+        if not stamped:  # runs written before `mono` existed: none, without a step per row
+            monos.extend(array("d", [nan]) * (len(lines) - len(monos)))
     parts = [Points(*(np.frombuffer(column, dtype=np.int64) for column in (lines, attempts, steps)),
                     *(np.frombuffer(column, dtype=np.float64) for column in (times, losses, monos)),
                     _clock_column(clock_marks, len(lines)))]
