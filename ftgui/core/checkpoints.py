@@ -127,9 +127,11 @@ def tf_path(path: str | os.PathLike) -> Path:
 
 
 def remove_leftovers(run_dir: str | os.PathLike) -> list[str]:
-    """Delete what saves cut short left in `RUN/checkpoints/`: `ckpt-N_temp` folders (a kill
-    during a save), `checkpoint.tmp…` files (a kill or a full disk while TensorFlow rewrote its
-    state file) and `ckpt-N.meta.json.tmp`. Never touches a checkpoint's own files.
+    """Delete what saves and retentions cut short left in `RUN/checkpoints/`: `ckpt-N_temp`
+    folders (a kill during a save), `checkpoint.tmp…` files (a kill or a full disk while
+    TensorFlow rewrote its state file), `ckpt-N.meta.json.tmp`, and what is left of a checkpoint
+    whose deletion by the retention (`CheckpointManager`'s `max_to_keep`, `keep_newest`) a kill
+    interrupted (`retention_leftovers`). Never touches a valid checkpoint's files.
 
     Call only when no process is saving into the run (at the start of its chief). Returns the
     names removed, sorted.
@@ -146,7 +148,35 @@ def remove_leftovers(run_dir: str | os.PathLike) -> list[str]:
         else:
             path.unlink(missing_ok=True)
         removed.append(path.name)
+    for info in retention_leftovers(run_dir):
+        for path in [*tf_files(directory, info.step), meta_path(info.prefix),
+                     damage_path(info.prefix)]:
+            if path.exists():
+                path.unlink()
+                removed.append(path.name)
     return sorted(removed)
+
+
+def retention_leftovers(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
+    """Checkpoints a retention began to delete: older than the newest valid checkpoint, with
+    metadata (their save had finished), and with some of the files it lists gone while every
+    file still there has its recorded size. Such a checkpoint can never be restored again."""
+    found = list_checkpoints(run_dir)
+    newest = max((info.step for info in found if info.valid), default=None)
+    if newest is None:
+        return []
+    return [info for info in found
+            if not info.valid and info.step < newest and _partly_deleted(info)]
+
+
+def _partly_deleted(info: CheckpointInfo) -> bool:
+    expected = info.meta.get("files")
+    if not isinstance(expected, dict) or info.meta.get("step") != info.step:
+        return False
+    sizes = {name: _stat(info.prefix.parent / name) for name in expected}
+    if all(stat is not None for stat in sizes.values()):
+        return False  # nothing deleted: invalid for another reason (sizes, damage): kept
+    return all(stat is None or stat.st_size == expected[name] for name, stat in sizes.items())
 
 
 def tf_files(directory: Path, step: int) -> list[Path]:

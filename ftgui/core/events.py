@@ -27,24 +27,52 @@ def _jsonable(value):
     return value
 
 
+def _clock_id() -> str:
+    """Which monotonic clock this process' `mono` values are on: this boot of this machine
+    (Linux: the first 8 hex digits of its boot id; elsewhere the host name and boot time)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
+    except OSError:
+        import socket
+
+        import psutil
+
+        return f"{socket.gethostname()}@{psutil.boot_time():.0f}"
+
+
+CLOCK = _clock_id()
+
+
 class EventWriter:
     """Appends events to `RUN/events.jsonl`.
 
     Every event gets `event` (its type), `time` (Unix seconds, float) and `attempt` (0 for the
     first launch, +1 per restart). Other fields come from keyword arguments; non-finite floats
-    become `null`.
+    become `null`. Last come `mono`, seconds of the system-wide monotonic clock at the same
+    instant as `time` (durations are differences of `mono`: the wall clock can jump), and
+    `clock`, which clock that is (`CLOCK`: one boot of one machine; `mono` values of different
+    clocks are never subtracted). To keep the many step lines short, only a writer's first
+    `step` event names its `clock`: a step without one is on the clock of the step before it.
+    An event given its own `time` gets no `mono` and `clock`.
     """
 
     def __init__(self, run_dir: str | os.PathLike, attempt: int):
         self.path = Path(run_dir) / EVENTS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.attempt = attempt
+        self._clock_named = False  # a step event of this writer has named its clock
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def emit(self, event: str, **fields) -> dict:
         """Append one event and return it as written."""
-        record = {"event": event, "time": time.time(), "attempt": self.attempt}
+        now, mono = time.time(), time.monotonic()
+        record = {"event": event, "time": now, "attempt": self.attempt}
         record.update({key: _jsonable(value) for key, value in fields.items()})
+        if "time" not in fields:
+            record["mono"] = round(mono, 4)
+            if event != "step" or not self._clock_named:
+                record["clock"] = CLOCK
+                self._clock_named = self._clock_named or event == "step"
         os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         return record
 
@@ -227,7 +255,7 @@ def describe(event: dict, step: int | None = None, settled: bool = False) -> str
         return _process_exited(event, step, settled)
     describer = _DESCRIBERS.get(kind)
     if describer is None:
-        skip = {"event", "time", "attempt", "config"}
+        skip = {"event", "time", "attempt", "config", "mono", "clock"}
         details = ", ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
         return f"{kind}: {details}" if details else kind
     return describer(event, step)

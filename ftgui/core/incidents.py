@@ -7,10 +7,16 @@ An incident starts at a `fault_injected` event, or at an unplanned abnormal exit
 - steps lost: global steps computed again (step reached at the fault − step resumed from);
 - time lost: wall seconds from the fault to the first new step, plus the time the lost steps
   had taken the first time.
-Over the run, goodput = (wall time − time lost) / wall time. A fork (the user resumes from an
-older checkpoint, `forked`) is a branch, not a recovery: it opens no incident and lowers no
-goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the steps
-the user chose to abandon are charged to nobody. Events are fed in file order
+Over the run, goodput = (wall time − time lost) / wall time, within 0–1. A fork (the user
+resumes from an older checkpoint, `forked`) is a branch, not a recovery: it opens no incident and
+lowers no goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the
+steps the user chose to abandon are charged to nobody.
+
+Durations are differences on a run clock (`_RunClock`): seconds since the run's first event,
+advanced between consecutive events by the difference of their `mono` stamps when both were taken
+on the same clock (`events.CLOCK`), else of their wall times, and never backwards. A wall clock
+set back (NTP, a resumed VM) in a run without `mono` stamps is clamped and the incidents open at
+that moment say so (`clock_jumped`). Events are fed in file order
 (`observe`, or `observe_steps` for a block of step events), so a live run and a reopened one give
 the same numbers. `ftgui.core.timeline.Timeline` feeds one tracker; the run list feeds another
 with the non-step events only (to count incidents).
@@ -42,16 +48,27 @@ class Incident:
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
     ended_by: str = ""  # "fork": the user branched from an older checkpoint instead
     restore_source: str = ""  # what the resume restored: memory (snapshot) or disk
+    # the same moments on the run clock (seconds since the run's first event, never backwards)
+    at: float = 0.0
+    at_detected: float | None = None
+    at_recovered: float | None = None
+    clock_jumped: bool = False  # the wall clock went back while it was open: durations clamped
 
     @property
     def detect_seconds(self) -> float | None:
-        return None if self.detected is None else self.detected - self.time
+        return None if self.at_detected is None else self.at_detected - self.at
+
+    @property
+    def detected_in_process(self) -> bool:
+        """True when the training process itself found the fault (a non-finite loss): there
+        is no time to detect to speak of."""
+        return self.kind == "nan"
 
     @property
     def recovery_seconds(self) -> float | None:
-        if self.recovered is None or self.detected is None:
+        if self.at_recovered is None or self.at_detected is None:
             return None
-        return self.recovered - self.detected
+        return self.at_recovered - self.at_detected
 
     @property
     def steps_lost(self) -> int | None:
@@ -59,9 +76,9 @@ class Incident:
 
     @property
     def time_lost(self) -> float | None:
-        if self.recovered is None:
+        if self.at_recovered is None:
             return None
-        return self.recovered - self.time + self.redo_seconds
+        return self.at_recovered - self.at + self.redo_seconds
 
     @property
     def closed(self) -> bool:
@@ -80,7 +97,9 @@ class Totals:
 
     @property
     def goodput(self) -> float:
-        return 1.0 if self.wall <= 0 else max(self.wall - self.time_lost, 0.0) / self.wall
+        if self.wall <= 0:
+            return 1.0
+        return min(max(self.wall - self.time_lost, 0.0) / self.wall, 1.0)
 
 
 class IncidentTracker:
@@ -90,7 +109,9 @@ class IncidentTracker:
         self.incidents: list[Incident] = []
         self.first_time: float | None = None
         self.last_time: float | None = None
-        self._line = _StepTimes()  # step -> time, in the current line of training
+        self._line = _StepTimes()  # step -> run-clock time, in the current line of training
+        self._clock = _RunClock()
+        self._step_clock: str | None = None  # the clock of the step events so far
         self._last_step = 0
         self._open: Incident | None = None
         self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
@@ -100,28 +121,42 @@ class IncidentTracker:
         when = event.get("time", 0.0)
         self.first_time = when if self.first_time is None else self.first_time
         self.last_time = when
+        mono = event.get("mono")
+        mono = mono if isinstance(mono, (int, float)) and not isinstance(mono, bool) else None
+        if event.get("event") == "step":
+            return self.observe_steps([event["step"]], [when], [mono], event.get("clock"))
+        jumped = self._clock.advance(when, mono, event.get("clock"))
         handler = getattr(self, f"_on_{event.get('event')}", None)
-        return bool(handler(event, when)) if handler else False
+        changed = bool(handler(event, when)) if handler else False
+        if jumped and self._open is not None:
+            self._open.clock_jumped = changed = True
+        return changed
 
-    def observe_steps(self, steps, times) -> bool:
-        """Take a run of consecutive step events at once (arrays of steps and Unix times):
-        the same as observing each, without a Python call per step."""
+    def observe_steps(self, steps, times, monos=None, clock: str | None = None) -> bool:
+        """Take a run of consecutive step events of one process at once (arrays of steps, Unix
+        times and `mono` stamps, NaN where missing; their `clock`, None: that of the steps
+        before): the same as observing each, without a Python call per step."""
         if not len(steps):
             return False
         self.first_time = float(times[0]) if self.first_time is None else self.first_time
         self.last_time = float(times[-1])
+        clock = self._step_clock = clock if isinstance(clock, str) else self._step_clock
+        run_times, jumped = self._clock.advance_block(times, monos, clock)
         changed = False
         incident = self._open
+        if jumped and incident is not None:
+            incident.clock_jumped = changed = True
         if incident is not None and incident.resumed_step is not None:
             incident.recovered = float(times[0])
+            incident.at_recovered = float(run_times[0])
             self._open, changed = None, True
-        self._line.extend(steps, times)
+        self._line.extend(steps, run_times)
         self._last_step = int(steps[-1])
         return changed
 
     def totals(self) -> Totals:
         closed = [i for i in self.incidents if i.closed]
-        wall = (self.last_time or 0.0) - (self.first_time or 0.0)
+        wall = self._clock.now
         return Totals(
             incidents=len(self.incidents),
             steps_lost=sum(i.steps_lost or 0 for i in closed),
@@ -130,15 +165,13 @@ class IncidentTracker:
         )
 
     # ------------------------------------------------------------ event handlers
-    def _on_step(self, event, when):
-        return self.observe_steps([event["step"]], [when])
-
     def _on_fault_injected(self, event, when):
         if self._open is not None and self._open.detected is None:
             return False  # a second signal to the same failing attempt is the same incident
         self._open = Incident(
             kind=event.get("kind", "kill"), target=event.get("target", "chief"),
             source=event.get("source", ""), attempt=event.get("attempt", 0), time=when,
+            at=self._clock.now,
             step=max(event.get("step") or 0, self._last_step),
         )
         self.incidents.append(self._open)
@@ -160,11 +193,11 @@ class IncidentTracker:
             kind = "preempt" if exitcodes.was_preempted(event) else "crash"
             incident = self._open = Incident(
                 kind=kind, target=_target(event), source="", attempt=event.get("attempt", 0),
-                time=when, step=self._last_step,
+                time=when, at=self._clock.now, step=self._last_step,
             )
             self.incidents.append(incident)
         if incident.detected is None:
-            incident.detected = when
+            incident.detected, incident.at_detected = when, self._clock.now
         incident.step = max(incident.step, self._last_step)
         return True
 
@@ -173,9 +206,9 @@ class IncidentTracker:
         if incident is None or incident.detected is not None:
             return False  # a process ended to tear the cluster down after the incident
         # A lone worker lost while the rest trains on (parameter-server): nothing is redone.
-        incident.detected = when
+        incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = incident.step = self._last_step
-        incident.recovered = None
+        incident.recovered = incident.at_recovered = None
         return True
 
     def _on_training_started(self, event, when):
@@ -184,14 +217,14 @@ class IncidentTracker:
             incident.resumed_step == incident.step and incident.target == _target(event)
             and incident.kind in ("kill", "hang")
         ):  # the lost worker is back
-            incident.recovered = when
+            incident.recovered, incident.at_recovered = when, self._clock.now
             self._open = None
             return True
         return False
 
     def _on_hang_detected(self, event, when):
         if self._open is not None and self._open.detected is None:
-            self._open.detected = when
+            self._open.detected, self._open.at_detected = when, self._clock.now
             return True
         return False
 
@@ -199,9 +232,11 @@ class IncidentTracker:
         if self._open is None:  # a divergence nobody injected
             self._open = Incident(kind="nan", target="chief", source="",
                                   attempt=event.get("attempt", 0), time=when,
+                                  at=self._clock.now,
                                   step=event.get("step", self._last_step))
             self.incidents.append(self._open)
-        self._open.detected = self._open.detected or when
+        if self._open.detected is None:
+            self._open.detected, self._open.at_detected = when, self._clock.now
         self._open.step = max(self._open.step, event.get("step", 0))
         return True
 
@@ -232,7 +267,7 @@ class IncidentTracker:
         if incident is None:
             return False
         if incident.detected is None:
-            incident.detected = when
+            incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)
         incident.redo_seconds = (end - start) if start is not None and end is not None else 0.0
@@ -243,6 +278,46 @@ class IncidentTracker:
     def _time_of(self, step: int) -> float | None:
         """When `step` was logged in the current line of training (None if never)."""
         return self._line.time_of(step)
+
+
+JUMP_SECONDS = 1.0  # a wall clock going back by more is a jump, not two writers' order
+
+
+class _RunClock:
+    """Seconds since the run's first event (`now`), never going back: each event moves it on
+    by the difference of its `mono` stamp and the previous event's when both are on the same
+    `clock`, else by the difference of their wall times, clamped at 0."""
+
+    def __init__(self):
+        self.now = 0.0
+        self._last: tuple[float, float, object] | None = None  # (time, mono, clock)
+
+    def advance(self, when, mono, clock) -> bool:
+        """Move on to an event stamped (`when`, `mono` or None, `clock`); True when the wall
+        clock went back more than JUMP_SECONDS with no `mono` difference to measure by."""
+        return self.advance_block([when], [mono], clock)[1]
+
+    def advance_block(self, times, monos, clock) -> tuple[np.ndarray, bool]:
+        """Move on through consecutive events of one writer (Unix `times`, `monos` stamps with
+        None or NaN where missing, or None; their `clock`). Returns each event's run-clock time
+        (float64 array) and whether a wall clock going back was clamped (`advance`)."""
+        times = np.asarray(times, dtype=np.float64)
+        clock = clock if isinstance(clock, str) else None
+        if monos is None or clock is None:
+            monos = np.full(len(times), np.nan)
+        elif not isinstance(monos, np.ndarray):
+            monos = np.array([np.nan if m is None else m for m in monos], dtype=np.float64)
+        last_time, last_mono, last_clock = self._last or (times[0], monos[0], clock)
+        wall = np.diff(times, prepend=last_time)
+        mono = np.diff(monos, prepend=last_mono if clock == last_clock else np.nan)
+        measured = np.where(np.isfinite(mono), mono, wall)
+        measured = np.where(np.isfinite(measured), measured, 0.0)
+        jumped = bool(np.any(~np.isfinite(mono) & (wall < -JUMP_SECONDS)))
+        run_times = self.now + np.cumsum(np.maximum(measured, 0.0))
+        self.now = float(run_times[-1])
+        if np.isfinite(times[-1]):
+            self._last = (float(times[-1]), float(monos[-1]), clock)
+        return run_times, jumped
 
 
 class _StepTimes:

@@ -86,9 +86,13 @@ class HistoryEvents:
                 batch.append(self._others[index - count])
                 continue
             loss = float(steps.loss[index])
-            batch.append({"event": "step", "time": float(steps.time[index]),
-                          "attempt": int(steps.attempt[index]), "step": int(steps.step[index]),
-                          "loss": loss if np.isfinite(loss) else None})
+            event = {"event": "step", "time": float(steps.time[index]),
+                     "attempt": int(steps.attempt[index]), "step": int(steps.step[index]),
+                     "loss": loss if np.isfinite(loss) else None}
+            mono = float(steps.mono[index])
+            if np.isfinite(mono):  # durations are measured by it
+                event["mono"], event["clock"] = mono, steps.clock[index]
+            batch.append(event)
         return batch
 
 

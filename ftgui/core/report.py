@@ -105,7 +105,8 @@ def incidents_table(timeline: Timeline) -> str:
         return "<p>No incidents.</p>"
     rows = [[i.kind, i.target, i.source or "unplanned", str(i.step),
              "—" if i.resumed_step is None else str(i.resumed_step),
-             "—" if i.steps_lost is None else str(i.steps_lost), seconds(i.detect_seconds),
+             "—" if i.steps_lost is None else str(i.steps_lost),
+             "in-process" if i.detected_in_process else seconds(i.detect_seconds),
              seconds(i.recovery_seconds), seconds(i.time_lost)] for i in timeline.incidents]
     return _table(["fault", "target", "source", "at step", "resumed from", "steps lost",
                    "detected after", "recovery", "time lost"], rows,

@@ -245,16 +245,24 @@ def list_runs(root: str | os.PathLike) -> list[RunSummary]:
 
 
 # ------------------------------------------------------------------------------ curves
+_COLUMNS = ("line", "attempt", "step", "time", "loss", "mono", "clock")
+
+
 @dataclass
 class Points:
     """Logged losses as parallel arrays, in file order: `line` (the event's line number in the
-    file), `attempt`, `step`, `time` (Unix seconds) and `loss` (NaN for a null loss)."""
+    file), `attempt`, `step`, `time` (Unix seconds), `loss` (NaN for a null loss), `mono`
+    (seconds of the writer's monotonic clock, NaN when the event has none) and `clock` (which
+    clock, a str or None, an object array; a step that names none is on the clock of the step
+    before it, see `events.EventWriter`)."""
 
     line: np.ndarray
     attempt: np.ndarray
     step: np.ndarray
     time: np.ndarray
     loss: np.ndarray
+    mono: np.ndarray
+    clock: np.ndarray
 
     def __len__(self) -> int:
         return len(self.line)
@@ -263,23 +271,47 @@ class Points:
     def from_parts(cls, parts: list[Points]) -> Points:
         if not parts:
             ints, floats = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-            return cls(ints, ints, ints, floats, floats)
-        joined = cls(*(np.concatenate([getattr(p, name) for p in parts])
-                       for name in ("line", "attempt", "step", "time", "loss")))
+            return cls(ints, ints, ints, floats, floats, floats, np.empty(0, dtype=object))
+        if len(parts) == 1:
+            return parts[0]
+        joined = cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in _COLUMNS))
         order = np.argsort(joined.line, kind="stable")
-        return cls(*(getattr(joined, name)[order]
-                     for name in ("line", "attempt", "step", "time", "loss")))
+        return cls(*(getattr(joined, name)[order] for name in _COLUMNS))
 
     @classmethod
     def from_events(cls, rows: list[tuple[int, dict]], loss_key: str) -> Points:
         """From (line, event) pairs; `loss_key` names the loss field (`loss`, `val_loss`)."""
+        clocks = np.empty(len(rows), dtype=object)
+        clocks[:] = [_clock_of(e) for _, e in rows]
         return cls(
             line=np.array([line for line, _ in rows], dtype=np.int64),
             attempt=np.array([e.get("attempt", 0) for _, e in rows], dtype=np.int64),
             step=np.array([e.get("step", 0) for _, e in rows], dtype=np.int64),
             time=np.array([_nan_if_none(e.get("time")) for _, e in rows], dtype=np.float64),
             loss=np.array([_nan_if_none(e.get(loss_key)) for _, e in rows], dtype=np.float64),
+            mono=np.array([_seconds_or_nan(e.get("mono")) for _, e in rows], dtype=np.float64),
+            clock=clocks,
         )
+
+
+def _clock_column(marks: list[tuple[int, object]], count: int) -> np.ndarray:
+    """The `clock` of `count` rows, from the rows where it changes (rows before the first mark:
+    None); a clock that is not a str counts as None."""
+    column = np.full(count, None, dtype=object)
+    for number, (row, clock) in enumerate(marks):
+        stop = marks[number + 1][0] if number + 1 < len(marks) else count
+        column[row:stop] = clock if isinstance(clock, str) else None
+    return column
+
+
+def _clock_of(event: dict) -> str | None:
+    clock = event.get("clock")
+    return clock if isinstance(clock, str) else None
+
+
+def _seconds_or_nan(value) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) else math.nan
 
 
 @dataclass
@@ -361,18 +393,23 @@ def _read_events(handle) -> _Events:
     """Read a whole events file from `handle`, as `read_history` describes.
 
     The loop is the hot path of opening a long run: a step event in the trainer's shape
-    (int `attempt` and `step` in int64, float `time`, finite float or null `loss`) goes straight
-    into columns; anything else is decided by `events.parse_line`.
+    (int `attempt` and `step` in int64, float `time`, finite float or null `loss`, float `mono`
+    or none, str `clock` or none) goes straight into columns; anything else is decided by
+    `events.parse_line`.
     """
     lines, attempts, steps = array("q"), array("q"), array("q")  # int64, no Python objects
-    times, losses = array("d"), array("d")
+    times, losses, monos = array("d"), array("d"), array("d")
+    clock_marks: list[tuple[int, object]] = []  # (row, clock) where the steps' clock changes
+    last_clock = None
     odd_steps: list[tuple[int, dict]] = []
     others: list[tuple[int, dict]] = []
     number, end, first_time = 0, 0, None
     loads, decode_error, isfinite = orjson.loads, orjson.JSONDecodeError, math.isfinite
+    nan = math.nan
     for data, offset in _complete_chunks(handle):
         end = offset
         chunk = data.split(b"\n")[:-1]
+        stamped = b'"mono"' in data  # else a run written before `mono` existed
         if number == 0 and chunk:
             first_time = _event_of(chunk[0]).get("time")
         for line in chunk:
@@ -385,20 +422,30 @@ def _read_events(handle) -> _Events:
                 time_, loss = event.get("time"), event.get("loss")
                 if (type(step) is int and type(attempt) is int and type(time_) is float
                         and (loss is None or (type(loss) is float and isfinite(loss)))
-                        and step in _INT64 and attempt in _INT64):
+                        and step in _INT64 and attempt in _INT64
+                        and (not stamped or type(event.get("mono", nan)) is float)):
+                    if stamped:
+                        monos.append(event.get("mono", nan))
+                        clock = event.get("clock")  # only a writer's first step names it
+                        if clock is not None and clock != last_clock:
+                            clock_marks.append((len(lines), clock))
+                            last_clock = clock
                     lines.append(number)
                     attempts.append(attempt)
                     steps.append(step)
                     times.append(time_)
-                    losses.append(math.nan if loss is None else loss)
+                    losses.append(nan if loss is None else loss)
                     number += 1
                     continue
             event = parse_line(line)
             if event is not None:
                 (odd_steps if event["event"] == "step" else others).append((number, event))
             number += 1
+        if not stamped:  # runs written before `mono` existed: none, without a step per row
+            monos.extend(array("d", [nan]) * (len(lines) - len(monos)))
     parts = [Points(*(np.frombuffer(column, dtype=np.int64) for column in (lines, attempts, steps)),
-                    *(np.frombuffer(column, dtype=np.float64) for column in (times, losses)))]
+                    *(np.frombuffer(column, dtype=np.float64) for column in (times, losses, monos)),
+                    _clock_column(clock_marks, len(lines)))]
     if odd_steps:
         parts.append(Points.from_events(odd_steps, "loss"))
     return _Events(Points.from_parts(parts), others, end, first_time)

@@ -43,6 +43,7 @@ from ftgui.core.training_process import TrainingProcess
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
+EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart gets this long
 LOG_DIR = "logs"
 # A multi-worker survivor's step fails ~0.1 s after a peer's loss and its just-in-time
 # checkpoint takes ~0.2 s more: it gets this long to save and exit before the cluster is ended.
@@ -81,6 +82,8 @@ class Supervisor:
         self._user_stop = ""  # 'kill' / 'preempt' / 'shutdown' while a user's stop is in flight
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
+        self.config_error = ""  # why RUN/config.toml holds no valid configuration
+        self._bad_config_stamp: int | None = None  # its modification time when it did not
         self._faults = FaultSchedule()
         self._task_names: list[str] = []  # the processes of the current attempt
         self._progress_seen = False  # a step was seen in this attempt (arms the watchdog)
@@ -89,6 +92,7 @@ class Supervisor:
         self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
         self._memory = None  # the in-memory snapshot the current attempt restores (or None)
+        self._starts: dict[str, int] = {}  # task name -> process starts seen in the run
 
     # ----------------------------------------------------------------- queries
     @property
@@ -107,9 +111,23 @@ class Supervisor:
 
     @property
     def config(self) -> RunConfig | None:
-        """The run's configuration (from `RUN/config.toml` once it exists)."""
-        if self._config is None and (self.run_dir / configmod.CONFIG_FILE).is_file():
-            self._config = configmod.load(self.run_dir)
+        """The run's configuration (from `RUN/config.toml` once it exists); None while that
+        file does not hold a valid one (`config_error` then says why, naming the field; the
+        file is read again only when it changes)."""
+        if self._config is None:
+            path = self.run_dir / configmod.CONFIG_FILE
+            try:
+                stamp = path.stat().st_mtime_ns
+            except OSError:
+                return None
+            if stamp == self._bad_config_stamp:
+                return None
+            try:
+                self._config = configmod.load(self.run_dir)
+            except (ConfigError, OSError) as exc:
+                self._bad_config_stamp, self.config_error = stamp, str(exc)
+                return None
+            self.config_error = ""
         return self._config
 
     @property
@@ -148,6 +166,8 @@ class Supervisor:
         if self.is_busy_elsewhere():  # before any other refusal: the run is someone else's
             raise busy_error(self.run_dir)
         config = config or self.config
+        if config is None and self.config_error:
+            raise ConfigError(self.config_error)
         if config is None:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
         config.validate()
@@ -229,6 +249,7 @@ class Supervisor:
         for proc in self.processes:
             if proc.alive and proc.popen.poll() is not None:
                 self._on_exit(proc)
+        self._refresh_servers()
         self._check_timer()
         self._check_watchdog()
         self._keep_standbys()
@@ -283,10 +304,17 @@ class Supervisor:
             for proc in self.processes:
                 if proc.alive and proc.name == f"{event.get('role')}:{event.get('index')}":
                     proc.last_step, proc.last_heartbeat = event.get("step", 0), time.time()
-        elif kind == "resumed":
-            self.last_step = event.get("from_step", 0)
+        elif kind in ("resumed", "rolled_back"):
+            self.last_step = event.get("from_step" if kind == "resumed" else "to_step", 0)
+            for proc in self.processes:
+                if proc.alive and proc.role != "ps":
+                    proc.last_step = self.last_step
         elif kind == "fault_injected":
             self._faults.observe(event)
+        elif kind == "process_started":
+            role = event.get("role", "chief")
+            name = "chief" if role == "chief" else f"{role}:{event.get('index', 0)}"
+            self._starts[name] = self._starts.get(name, 0) + 1
         elif kind == "training_error":
             key = (event.get("attempt", 0), event.get("role", "chief"), event.get("index", 0))
             self._errors[key] = event.get("error", "")
@@ -302,6 +330,7 @@ class Supervisor:
 
     def _launch(self, restore, is_fork: bool) -> None:
         config = self.config
+        self._end_old_attempt()
         self._drain()  # the attempt number and fired faults come from the whole history
         attempt = self.attempt + 1
         if is_fork and restore is not None:
@@ -328,22 +357,50 @@ class Supervisor:
         self._faults.start_timer(config)
         self._set_state("running", "")
 
-    def _spawn(self, task: Task, writer: EventWriter, restarts: int = 0) -> TrainingProcess:
+    def _end_old_attempt(self) -> None:
+        """Record the exit of every process of the attempt that ended before the next one starts
+        (a worker may still be exiting when a restart is due): wait up to EXIT_GRACE_SECONDS
+        for it, then kill it. Each exit is written as the old attempt's; none keeps a port."""
+        deadline = time.time() + EXIT_GRACE_SECONDS
+        for proc in self.processes:
+            if proc.alive:
+                try:
+                    proc.popen.wait(timeout=max(deadline - time.time(), 0.0))
+                except subprocess.TimeoutExpired:
+                    continue
+                self._on_exit(proc)
+        self._kill_all()
+
+    def _refresh_servers(self) -> None:
+        """Parameter-server workers and servers run no steps and write no heartbeats: show the
+        chief's step, and count a live, not frozen process as a heartbeat."""
+        if self.config is None or self.config.strategy != "parameter-server":
+            return
+        now = time.time()
+        for proc in self.processes:
+            if proc.alive and not proc.is_chief and not proc.frozen:
+                proc.last_step, proc.last_heartbeat = self.last_step, now
+
+    def _spawn(self, task: Task, writer: EventWriter, rejoins: int = 0) -> TrainingProcess:
+        """Start `task` (`rejoins`: its restarts on its own within this attempt)."""
         args = self._trainer_args(task)
-        suffix = f".restart-{restarts}" if restarts else ""
+        suffix = f".restart-{rejoins}" if rejoins else ""
         log_name = f"{task.role}-{task.index}.attempt-{self.attempt}{suffix}.log"
         log_path = self.run_dir / LOG_DIR / log_name
         env = cluster.tf_config_env(task)
         if self.config.gpus == 0:
             env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
+        restore = self._restore
+        restarts = self._starts.get(task.name, 0)
         try:
-            proc = training_process.start(task, args, env, log_path, self._standby,
-                                          self.python, restarts)
+            proc = training_process.start(
+                task, args, env, log_path, self._standby, self.python, restarts=restarts,
+                rejoins=rejoins, start_step=self.last_step if rejoins else (
+                    restore.step if restore else 0))
         except OSError as exc:
             self._kill_all()
             raise StartError(f"cannot start {task.name}: {exc}") from None
         self.processes.append(proc)
-        restore = self._restore
         writer.emit(
             "process_started", role=task.role, index=task.index, pid=proc.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
@@ -389,6 +446,8 @@ class Supervisor:
         if kind == "preempt":
             self._recovery.due = None
         self._user_stop = kind
+        if step is None:
+            self._drain()  # the event names the step the trainer reached, not the last poll's
         self._emit("fault_injected", kind=kind, target=target,
                    step=self.last_step if step is None else step, source=source)
         for proc in victims:
@@ -431,6 +490,9 @@ class Supervisor:
         """
         proc.returncode = proc.popen.returncode
         self._drain()  # a trainer writes why it failed (`training_error`) before it exits
+        if not proc.is_chief and proc.role != "ps":
+            # a worker's heartbeat lags up to a second; it runs the chief's global steps
+            proc.last_step = max(proc.last_step, self.last_step)
         fields = describe_exit(proc.returncode)
         state, reason = exit_verdict(
             fields, error=self._errors.get((self.attempt, proc.role, proc.index)),
@@ -444,8 +506,8 @@ class Supervisor:
             writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
                         chief=proc.is_chief, last_step=proc.last_step, reason=reason,
                         decisive=decisive, shutdown=self._user_stop == "shutdown", **fields)
-            if rejoin and proc.restarts < self.config.max_restarts:
-                self._spawn(proc.task, writer, restarts=proc.restarts + 1)
+            if rejoin and proc.rejoins < self.config.max_restarts:
+                self._spawn(proc.task, writer, rejoins=proc.rejoins + 1)
         if not decisive:
             return
         self._settled = True

@@ -125,12 +125,15 @@ class Changes:
 
 @dataclass
 class _Steps:
-    """Consecutive step events as arrays: attempt and step (int64), loss and time (float64)."""
+    """Consecutive step events as arrays: attempt and step (int64), loss, time and mono
+    (float64), clock (object: str or None)."""
 
     attempt: np.ndarray
     step: np.ndarray
     loss: np.ndarray
     time: np.ndarray
+    mono: np.ndarray
+    clock: np.ndarray
 
     @classmethod
     def of(cls, events: list[dict]) -> _Steps:
@@ -142,11 +145,13 @@ class _Steps:
             step=np.fromiter((e["step"] for e in events), np.int64, len(events)),
             loss=np.fromiter((number(e.get("loss")) for e in events), np.float64, len(events)),
             time=np.fromiter((number(e.get("time")) for e in events), np.float64, len(events)),
+            mono=np.fromiter((number(e.get("mono")) for e in events), np.float64, len(events)),
+            clock=np.array([e.get("clock") for e in events] + [None], dtype=object)[:-1],
         )
 
     def part(self, start: int, end: int) -> _Steps:
         return _Steps(self.attempt[start:end], self.step[start:end], self.loss[start:end],
-                      self.time[start:end])
+                      self.time[start:end], self.mono[start:end], self.clock[start:end])
 
 
 def _items(source):
@@ -154,7 +159,8 @@ def _items(source):
     `source` is a list of events or a `runs.History`."""
     if hasattr(source, "steps") and hasattr(source, "others"):
         steps, start = source.steps, 0
-        block = _Steps(steps.attempt, steps.step, steps.loss, steps.time)
+        block = _Steps(steps.attempt, steps.step, steps.loss, steps.time, steps.mono,
+                       steps.clock)
         for line, event in source.others:
             end = int(np.searchsorted(steps.line, line))
             if end > start:
@@ -250,7 +256,8 @@ class Timeline:
             part = block.part(start, end)
             attempt = int(part.attempt[0])
             self._segment_for(attempt).series.extend(part.step, part.loss, part.time)
-            changes.incidents |= self._tracker.observe_steps(part.step, part.time)
+            changes.incidents |= self._tracker.observe_steps(part.step, part.time, part.mono,
+                                                             part.clock[0])
             self.last_step = int(part.step[-1])
             self.attempt = max(self.attempt, attempt)
         finite = block.time[np.isfinite(block.time)]

@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from ftgui.core.cluster import Task
 from ftgui.core.processes import spawn
 from ftgui.core.standby import StandbyPool
@@ -17,8 +19,10 @@ from ftgui.core.trainer_command import trainer_argv
 @dataclass
 class TrainingProcess:
     """One training process of the current attempt (`restarts`: how often this task was
+    started before in the run, by earlier attempts or on its own; `rejoins`: how often it was
     restarted on its own within the attempt, as parameter-server workers are; `standby`: it
-    was a warm standby handed its order)."""
+    was a warm standby handed its order; `last_step`: the global step it last reported, or the
+    step it restores until it reports one)."""
 
     task: Task
     popen: subprocess.Popen
@@ -28,6 +32,7 @@ class TrainingProcess:
     last_step: int = 0
     last_heartbeat: float = field(default_factory=time.time)
     restarts: int = 0
+    rejoins: int = 0
     ended_by_supervisor: bool = False  # killed to clean up (cluster broken, run over, shutdown)
     standby: bool = False
 
@@ -63,15 +68,25 @@ class TrainingProcess:
     def alive(self) -> bool:
         return self.returncode is None
 
+    @property
+    def frozen(self) -> bool:
+        """True while the process is stopped (SIGSTOP: a hang injected or real)."""
+        try:
+            return psutil.Process(self.pid).status() == psutil.STATUS_STOPPED
+        except psutil.Error:
+            return False
+
 
 def start(task: Task, args: list[str], env: dict[str, str], log_path: Path,
           standbys: StandbyPool, python: str = sys.executable,
-          restarts: int = 0) -> TrainingProcess:
+          restarts: int = 0, rejoins: int = 0, start_step: int = 0) -> TrainingProcess:
     """Start `task` with the trainer's `args` and extra `env`: hand them to a warm standby of
     `standbys` (whose log it keeps), else start `python -m ftgui.training` logging to
-    `log_path`. Raises `OSError` if the program cannot be started."""
+    `log_path`. `restarts`, `rejoins`, `start_step`: see `TrainingProcess` (`start_step` is
+    its first `last_step`). Raises `OSError` if the program cannot be started."""
     popen, standby_log = standbys.hand_order(args, env)
     if popen is None:
         popen = spawn(trainer_argv(args, python), log_path, env)
     return TrainingProcess(task, popen, standby_log or log_path, restarts=restarts,
+                           rejoins=rejoins, last_step=start_step,
                            standby=standby_log is not None)

@@ -13,11 +13,14 @@ from ftgui.qt.table_model import RowsModel, set_up_table
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
 HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost")  # short
 TIPS = {"at step": "the last global step reached when the fault hit",
-        "detect": "seconds from the fault to the moment it was known",
+        "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
+                  "found it itself, a non-finite loss)",
         "recovery": "seconds from detection to the first new step",
         "steps lost": "steps computed a second time (fault step − checkpoint restored)",
         "time lost": "seconds from the fault to the first new step, plus the time the redone "
-                     "steps had taken the first time"}
+                     "steps had taken the first time (clock jumped: the wall clock was set back "
+                     "meanwhile and the run has no monotonic stamps to measure by; the jump "
+                     "counts as 0 s)"}
 
 
 def _seconds(value: float | None) -> str:
@@ -61,6 +64,8 @@ class IncidentModel(RowsModel):
         if column == "at step":
             return str(incident.step)
         if column == "detect":
+            if incident.detected_in_process and incident.detected is not None:
+                return "in-process"
             return _seconds(incident.detect_seconds)
         if column == "recovery":
             if incident.ended_by:  # the user forked instead: never recovered, charged nothing
@@ -70,7 +75,10 @@ class IncidentModel(RowsModel):
             if incident.ended_by:
                 return "—"
             return "…" if incident.steps_lost is None else str(incident.steps_lost)
-        return "—" if incident.ended_by else _seconds(incident.time_lost)
+        if incident.ended_by:
+            return "—"
+        lost = _seconds(incident.time_lost)
+        return f"{lost}, clock jumped" if incident.clock_jumped else lost
 
 
 class IncidentPanel(QWidget):

@@ -312,7 +312,10 @@ class MainWindow(QMainWindow):
         self.panel.run_dir_edit.setText(str(Path(run_dir).absolute()))
         if config is not None:
             self.panel.set_config(config)
-        self.panel.show_error("")
+        error = self.controller.supervisor.config_error  # a config.toml that does not load
+        self.panel.show_error(f"{error}; Resume uses the settings shown here" if error else "")
+        if error:
+            self.statusBar().showMessage(error, 10000)
         self.recent_runs.remember(Path(run_dir))
         self.setWindowTitle(f"ftgui — {Path(run_dir).name}")
         self.controller.tick()
