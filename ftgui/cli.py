@@ -239,6 +239,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)
+    if args.from_step is not None and args.from_step >= config.steps:
+        raise ConfigError(
+            f"steps (--steps): a fork from step {args.from_step} has nothing to train with "
+            f"--steps {config.steps}; give --steps N with N > {args.from_step}"
+        )
     if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
         devices.check_gpus(config.gpus)
     supervisor = Supervisor(run_dir)

@@ -3,6 +3,8 @@ notable event, both from the run's `Timeline` (the same sentences as the window'
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 from ftgui.core.timeline import Timeline
@@ -22,6 +24,13 @@ class Progress:
         self._last_print = 0.0
 
     def show(self, event: dict) -> None:
+        try:
+            self._show(event)
+        except BrokenPipeError:  # `ftgui train … | head`: the reader left; training goes on
+            self.quiet = True
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the rest of the process)
+
+    def _show(self, event: dict) -> None:
         changes = self.timeline.feed([event])
         if event["event"] == "step":
             self.last_loss = event["loss"]

@@ -37,6 +37,7 @@ from ftgui.core.processes import describe_exit, kill_tree, signal_tree
 from ftgui.core.recovery import RestartPolicy, exit_verdict
 from ftgui.core.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.run_state import is_decisive, state_from_exit
+from ftgui.core.settings import FREE, SETTINGS
 from ftgui.core.standby import StandbyPool
 from ftgui.core.trainer_command import remote_command, trainer_args
 from ftgui.core.training_process import TrainingProcess
@@ -184,11 +185,19 @@ class Supervisor:
             raise StartError(str(exc)) from None
         resume_check.check(self.run_dir, config, restore)  # refused settings: ConfigError
         self.user_check = user_code.check_start(config, self.run_dir, restore)
+        previous = self.config if resume else None
         self._lock.acquire()
         self._config = config
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
-        self._launch(restore, from_step is not None)
+        # The in-memory snapshot records no settings: a resume that changes one that applies
+        # from the resume step (learning rate, batch size) restores from disk, where the change
+        # is checked, applied and recorded.
+        self._launch(restore, from_step is not None,
+                     memory_allowed=not _training_changed(previous, config))
+        if self._memory is not None:
+            self.resume_line = (f"restoring step {self._memory.step} from the in-memory "
+                                "snapshot (newer than any checkpoint)")
         if self.user_check is not None and not self.user_check.deterministic:
             self._emit("determinism_warning", reason=self.user_check.reason,
                        ops=self.user_check.nondeterministic_ops)
@@ -328,7 +337,7 @@ class Supervisor:
         elif kind in ("process_started", "resumed", "step") and self.state not in ("running",):
             self._set_state("running", "")
 
-    def _launch(self, restore, is_fork: bool) -> None:
+    def _launch(self, restore, is_fork: bool, memory_allowed: bool = True) -> None:
         config = self.config
         self._end_old_attempt()
         self._drain()  # the attempt number and fired faults come from the whole history
@@ -340,7 +349,8 @@ class Supervisor:
         self._settled = False
         self._faults.new_attempt()
         self._restore = restore
-        self._memory = restore_point.memory_point(self.run_dir, restore, attempt == 0 or is_fork)
+        self._memory = restore_point.memory_point(
+            self.run_dir, restore, attempt == 0 or is_fork or not memory_allowed)
         self._progress_seen = False
         self._stop_reason = ""
         self.attempt = attempt
@@ -583,3 +593,12 @@ class Supervisor:
 __all__ = [
     "ConfigError", "RunBusyError", "StartError", "Supervisor", "TrainingProcess",
 ]
+
+
+def _training_changed(previous: RunConfig | None, config: RunConfig) -> bool:
+    """True when `config` changes a setting that shapes training (any not `free` to change on
+    resume, `ftgui.core.settings`) from `previous` (the run's config.toml before this start)."""
+    if previous is None:
+        return False
+    return any(getattr(previous, name) != getattr(config, name)
+               for name, setting in SETTINGS.items() if setting.on_resume != FREE)

@@ -1,0 +1,46 @@
+"""What the new-user and breaker trials found, each as the behaviour it should have been."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from ftgui import cli
+from ftgui.console import Progress
+from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.supervisor import _training_changed
+
+
+def test_a_resume_that_changes_how_training_runs_does_not_restore_from_memory():
+    # the in-memory snapshot records no settings: a changed learning rate or batch size must
+    # come through a disk checkpoint, where the change is applied and recorded
+    before = RunConfig(steps=40)
+    assert _training_changed(before, before.replace(learning_rate=0.001))
+    assert _training_changed(before, before.replace(global_batch_size=32))
+    assert not _training_changed(before, before.replace(steps=80, auto_recover=True))
+    assert not _training_changed(None, before)
+
+
+def test_a_fork_with_nothing_to_train_is_refused_before_anything_starts(finished_run):
+    with pytest.raises(ConfigError, match=r"^steps \(--steps\): a fork from step 30 has nothing "
+                                          r"to train with --steps 30; give --steps N with N > 30"):
+        cli.cmd_train(cli.build_parser().parse_args(
+            ["train", str(finished_run), "--resume", "--from-step", "30", "--steps", "30"]))
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text):
+        raise BrokenPipeError
+
+
+def test_progress_goes_quiet_when_the_reader_of_its_output_leaves(monkeypatch):
+    # `ftgui train RUN | head -1`: training must go on, not die with the pipe
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    progress = Progress()
+    progress.show({"event": "run_started", "time": 1.0, "attempt": 0})
+    progress.show({"event": "step", "time": 5.0, "attempt": 0, "step": 1, "loss": 0.5})
+    assert progress.quiet
+    assert progress.last_loss == 0.5
+    assert not isinstance(sys.stdout, _ClosedPipe)
