@@ -44,3 +44,26 @@ def test_progress_goes_quiet_when_the_reader_of_its_output_leaves(monkeypatch):
     assert progress.quiet
     assert progress.last_loss == 0.5
     assert not isinstance(sys.stdout, _ClosedPipe)
+
+
+def test_the_window_says_it_is_checking_user_code_while_it_waits(qtbot, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from ftgui.core.supervisor import Supervisor
+    from ftgui.qt.main_window import MainWindow
+
+    window = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.open_run(tmp_path / "run")
+    seen = []
+    monkeypatch.setattr(Supervisor, "start", lambda self, *a, **k: seen.append(
+        (window.status_label.text(), QApplication.overrideCursor() is not None)))
+    examples = Path(__file__).resolve().parents[1] / "resources" / "examples"
+    config = RunConfig(model=f"{examples / 'digits_cnn.py'}:build")
+    window.controller.start(config)
+    assert seen == [("checking your model and data in a helper process…", True)]
+    assert QApplication.overrideCursor() is None  # restored after the check
+    window.controller.shutdown()

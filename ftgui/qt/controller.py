@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QApplication
 
-from ftgui.core import runs
+from ftgui.core import runs, user_code
 from ftgui.core.events import who
 from ftgui.core.process_output import OutputFollower
 from ftgui.core.replay import ReplayClock
@@ -136,7 +137,18 @@ class RunController(QObject):
         """Start or resume the open run; raises the supervisor's errors unchanged."""
         if self.replay is not None:
             raise RuntimeError("a replay is read-only: open the run to resume it")
-        self.supervisor.start(config, resume=resume, from_step=from_step)
+        checking = config is not None and user_code.is_user_code(config)
+        if checking:  # the helper process takes 10-30 s: say so before the window waits
+            self.timer.stop()  # no tick may paint over the message meanwhile
+            self.statusChanged.emit("checking your model and data in a helper process…")
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+            QApplication.processEvents()
+        try:
+            self.supervisor.start(config, resume=resume, from_step=from_step)
+        finally:
+            if checking:
+                QApplication.restoreOverrideCursor()
+                self.timer.start()
         self.tick()
 
     def kill(self, target: str = "chief") -> bool:
