@@ -10,7 +10,7 @@ import pytest
 from ftgui import cli
 from ftgui.console import Progress
 from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.supervisor import _training_changed
+from ftgui.core.resume_check import training_changed as _training_changed
 
 
 def test_a_resume_that_changes_how_training_runs_does_not_restore_from_memory():

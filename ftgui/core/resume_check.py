@@ -208,3 +208,12 @@ def readme_table() -> str:
         rows.append(f"| `{name}` | `{setting.flag}` | {setting.on_resume} | "
                     f"{what}{'; ' + note if note else ''} |")
     return "\n".join(rows)
+
+
+def training_changed(previous, config) -> bool:
+    """True when `config` (a RunConfig) changes a setting that shapes training (any not `free` on
+    resume, `ftgui.core.settings`) from `previous` (the run's config.toml before this start)."""
+    if previous is None:
+        return False
+    return any(getattr(previous, name) != getattr(config, name)
+               for name, setting in SETTINGS.items() if setting.on_resume != FREE)

@@ -4,16 +4,17 @@ Qt-free; the GUI drives it from a timer and `ftgui train` from a loop, both by c
 The run directory is the source of truth: the supervisor writes its own events (process starts and
 exits, injected faults, scheduled recoveries) next to the trainers' events in `RUN/events.jsonl`.
 
-Its parts live beside it: `run_lock` (one owner per run directory), `trainer_command` (the
-trainer's command lines), `training_process` (one process, started warm or cold), `standby` (the
-warm-standby pool), `fault_schedule` (planned faults), `restore_point` (which checkpoint a start
-restores; forks), `recovery` (what an exit means; restart backoff), `run_state` (exit -> state).
+Its parts live beside it: `fault_commands` and `task_launch` (two parts of the class itself:
+injecting faults, and starting and ending an attempt's tasks), `run_lock` (one owner per run
+directory), `trainer_command` (the trainer's command lines), `training_process` (one process,
+started warm or cold), `standby` (the warm-standby pool), `fault_schedule` (planned faults),
+`restore_point` (which checkpoint a start restores; forks), `recovery` (what an exit means;
+restart backoff), `run_state` (exit -> state).
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,37 +26,23 @@ from ftgui.core import (
     datasets,
     restore_point,
     resume_check,
-    training_process,
     user_code,
 )
 from ftgui.core import config as configmod
-from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.events import EventReader, EventWriter
+from ftgui.core.fault_commands import FaultCommands
 from ftgui.core.fault_schedule import FaultSchedule
-from ftgui.core.processes import describe_exit, kill_tree, signal_tree
+from ftgui.core.processes import describe_exit, kill_tree
 from ftgui.core.recovery import RestartPolicy, exit_verdict
 from ftgui.core.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.run_state import is_decisive, state_from_exit
-from ftgui.core.settings import FREE, SETTINGS
 from ftgui.core.standby import StandbyPool
-from ftgui.core.trainer_command import remote_command, trainer_args
+from ftgui.core.task_launch import LOG_DIR, StartError, TaskLauncher
 from ftgui.core.training_process import TrainingProcess
 
-FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
-STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
-EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart gets this long
-LOG_DIR = "logs"
-# A multi-worker survivor's step fails ~0.1 s after a peer's loss and its just-in-time
-# checkpoint takes ~0.2 s more: it gets this long to save and exit before the cluster is ended.
-JUST_IN_TIME_GRACE_SECONDS = 3.0
 
-
-class StartError(RuntimeError):
-    """A run cannot start (or resume) as asked; the message says why and what to do."""
-
-
-class Supervisor:
+class Supervisor(FaultCommands, TaskLauncher):
     """Owns the processes of one run directory.
 
     States: `idle` (nothing ran yet), `running`, `recovering` (waiting `restart_backoff` ×
@@ -194,7 +181,7 @@ class Supervisor:
         # from the resume step (learning rate, batch size) restores from disk, where the change
         # is checked, applied and recorded.
         self._launch(restore, from_step is not None,
-                     memory_allowed=not _training_changed(previous, config))
+                     memory_allowed=not resume_check.training_changed(previous, config))
         if self._memory is not None:
             self.resume_line = (f"restoring step {self._memory.step} from the in-memory "
                                 "snapshot (newer than any checkpoint)")
@@ -205,42 +192,6 @@ class Supervisor:
     def resume(self, from_step: int | None = None) -> None:
         """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""
         self.start(resume=True, from_step=from_step)
-
-    def kill(self, target: str = "chief") -> bool:
-        """Crash `target` (`chief`, `worker:I`, `ps:I` or `all`) with SIGKILL to its process tree.
-
-        Returns False when no such process is alive. Writes a `fault_injected` event first.
-        """
-        return self._inject("kill", target, signal.SIGKILL)
-
-    def preempt(self, target: str = "chief") -> bool:
-        """Ask `target` to save at its current step and stop (SIGTERM). False if not alive."""
-        return self._inject("preempt", target, signal.SIGTERM)
-
-    def checkpoint_now(self) -> bool:
-        """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
-        workers of a cluster learn it in the same step. False if no chief is alive."""
-        chief = self._chief()
-        if chief is None or not self._progress_seen:
-            return False  # before its first step the trainer may not handle SIGUSR1 yet
-        self._emit("checkpoint_requested", step=self.last_step)
-        os.kill(chief.pid, signal.SIGUSR1)
-        return True
-
-    def freeze(self, target: str = "chief") -> bool:
-        """Hang `target` (SIGSTOP to its tree): it stays alive but makes no progress, as a
-        deadlocked or swapped-out process would. False if not alive."""
-        return self._inject("hang", target, signal.SIGSTOP)
-
-    def thaw(self, target: str = "chief") -> bool:
-        """Let a frozen `target` go on (SIGCONT). False if not alive."""
-        victims = [p for p in self.processes if p.alive and p.matches(target)]
-        for proc in victims:
-            signal_tree(proc.pid, signal.SIGCONT)
-            proc.last_heartbeat = time.time()
-        if victims:
-            self._emit("thawed", target=target, step=self.last_step)
-        return bool(victims)
 
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
@@ -367,129 +318,6 @@ class Supervisor:
         self._faults.start_timer(config)
         self._set_state("running", "")
 
-    def _end_old_attempt(self) -> None:
-        """Record the exit of every process of the attempt that ended before the next one starts
-        (a worker may still be exiting when a restart is due): wait up to EXIT_GRACE_SECONDS
-        for it, then kill it. Each exit is written as the old attempt's; none keeps a port."""
-        deadline = time.time() + EXIT_GRACE_SECONDS
-        for proc in self.processes:
-            if proc.alive:
-                try:
-                    proc.popen.wait(timeout=max(deadline - time.time(), 0.0))
-                except subprocess.TimeoutExpired:
-                    continue
-                self._on_exit(proc)
-        self._kill_all()
-
-    def _refresh_servers(self) -> None:
-        """Parameter-server workers and servers run no steps and write no heartbeats: show the
-        chief's step, and count a live, not frozen process as a heartbeat."""
-        if self.config is None or self.config.strategy != "parameter-server":
-            return
-        now = time.time()
-        for proc in self.processes:
-            if proc.alive and not proc.is_chief and not proc.frozen:
-                proc.last_step, proc.last_heartbeat = self.last_step, now
-
-    def _spawn(self, task: Task, writer: EventWriter, rejoins: int = 0) -> TrainingProcess:
-        """Start `task` (`rejoins`: its restarts on its own within this attempt)."""
-        args = self._trainer_args(task)
-        suffix = f".restart-{rejoins}" if rejoins else ""
-        log_name = f"{task.role}-{task.index}.attempt-{self.attempt}{suffix}.log"
-        log_path = self.run_dir / LOG_DIR / log_name
-        env = cluster.tf_config_env(task)
-        if self.config.gpus == 0:
-            env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
-        restore = self._restore
-        restarts = self._starts.get(task.name, 0)
-        try:
-            proc = training_process.start(
-                task, args, env, log_path, self._standby, self.python, restarts=restarts,
-                rejoins=rejoins, start_step=self.last_step if rejoins else (
-                    restore.step if restore else 0))
-        except OSError as exc:
-            self._kill_all()
-            raise StartError(f"cannot start {task.name}: {exc}") from None
-        self.processes.append(proc)
-        writer.emit(
-            "process_started", role=task.role, index=task.index, pid=proc.pid,
-            chief=task.is_chief, label=task.label, restarts=restarts,
-            address=task.address, restore=restore.relpath if restore else None,
-            log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
-            snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
-        )
-        return proc
-
-    def _announce_remote(self, task: Task, writer: EventWriter) -> str:
-        """Write the command that starts `task` on its own machine (a `remote_task` event).
-
-        That machine needs ftgui installed and this run directory at the same path (a shared
-        file system): its events and the chief's checkpoints live there."""
-        command = remote_command(self._trainer_args(task), task.tf_config)
-        writer.emit("remote_task", role=task.role, index=task.index, address=task.address,
-                    label=task.label, command=command)
-        return command
-
-    def _keep_standbys(self) -> None:
-        """Keep one warm standby per task while the run lives (started only once the attempt
-        trains, so that imports do not compete with its start)."""
-        config = self.config
-        if config and config.warm_standby and self._progress_seen and not self._settled:
-            self._standby.keep(len(self._task_names))
-
-    def dismiss_standbys(self) -> None:
-        """End every waiting standby (the run is over, or the supervisor is closing)."""
-        self._standby.dismiss()
-
-    def _trainer_args(self, task: Task) -> list[str]:
-        """The trainer's arguments for `task` in this attempt, with the faults it fires."""
-        own = self._faults.args_for(self.config, task, self._task_names)
-        restore = self._restore.relpath if self._restore is not None else None
-        return trainer_args(self.run_dir, task.role, task.index, self.attempt, restore, own,
-                            restore_snapshot=self._memory is not None and task.is_chief)
-
-    def _inject(self, kind: str, target: str, sig: int, source: str = "user",
-                step: int | None = None) -> bool:
-        victims = [p for p in self.processes if p.alive and p.matches(target)]
-        if not victims:
-            return False
-        if kind == "preempt":
-            self._recovery.due = None
-        self._user_stop = kind
-        if step is None:
-            self._drain()  # the event names the step the trainer reached, not the last poll's
-        self._emit("fault_injected", kind=kind, target=target,
-                   step=self.last_step if step is None else step, source=source)
-        for proc in victims:
-            signal_tree(proc.pid, sig)
-        return True
-
-    def _check_timer(self) -> None:
-        if self._faults.timer_fires():
-            self._inject("kill", self.config.fault_target, signal.SIGKILL, source="timer")
-
-    def _check_watchdog(self) -> None:
-        """Kill and recover an attempt whose chief reported no step for `watchdog_seconds`
-        (`STARTUP_GRACE_SECONDS` at least before its first step): a hang, not a crash."""
-        limit = self.config.watchdog_seconds if self.config else 0
-        chief = self._chief()
-        if not limit or chief is None or self._settled:
-            return
-        if not self._progress_seen:
-            limit = max(limit, STARTUP_GRACE_SECONDS)
-        silent = time.time() - chief.last_heartbeat
-        if silent <= limit:
-            return
-        self._stop_reason = f"hang: no progress for {silent:.1f} s (watchdog {limit:g} s)"
-        self._emit("hang_detected", role=chief.role, index=chief.index,
-                   seconds=silent, last_step=chief.last_step)
-        self._kill_all()
-
-    def _fire_armed(self, step: int) -> None:
-        for fault in self._faults.due(step):
-            self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
-                         source="schedule", step=fault.step)
-
     def _on_exit(self, proc: TrainingProcess) -> None:
         """Record an exit and decide what it means for the attempt.
 
@@ -541,28 +369,6 @@ class Supervisor:
             self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
             self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
 
-    def _await_just_in_time(self) -> None:
-        """In a multi-worker cluster that lost a process, let the survivors save the last
-        completed step (`actions/just_in_time.py`) and exit on their own, for at most
-        `JUST_IN_TIME_GRACE_SECONDS` in all."""
-        if self.config.strategy != "multi-worker":
-            return
-        deadline = time.monotonic() + JUST_IN_TIME_GRACE_SECONDS
-        for other in self.processes:
-            if other.alive:
-                try:
-                    other.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    return
-
-    def _promote_just_in_time(self) -> None:
-        """Move a worker's just-in-time checkpoint into `RUN/checkpoints` once its attempt has
-        ended (`checkpoints.promote_just_in_time`) and report it as saved."""
-        for info, source in checkpoints.promote_just_in_time(self.run_dir):
-            self._emit("checkpoint_saved", step=info.step, path=info.relpath,
-                       loss=info.meta.get("loss"), size=info.size, just_in_time=True,
-                       promoted_from=source, saved_by=info.meta.get("saved_by"))
-
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""
         for other in self.processes:
@@ -593,12 +399,3 @@ class Supervisor:
 __all__ = [
     "ConfigError", "RunBusyError", "StartError", "Supervisor", "TrainingProcess",
 ]
-
-
-def _training_changed(previous: RunConfig | None, config: RunConfig) -> bool:
-    """True when `config` changes a setting that shapes training (any not `free` to change on
-    resume, `ftgui.core.settings`) from `previous` (the run's config.toml before this start)."""
-    if previous is None:
-        return False
-    return any(getattr(previous, name) != getattr(config, name)
-               for name, setting in SETTINGS.items() if setting.on_resume != FREE)

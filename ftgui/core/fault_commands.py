@@ -1,0 +1,100 @@
+"""The faults a supervisor injects: Kill, Preempt, Freeze, Thaw and Checkpoint now from the user,
+the scheduled faults it fires itself on the chief's step, the timer fault and the watchdog.
+
+`FaultCommands` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
+supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief` and
+`_kill_all`, and writes `fault_injected`, `checkpoint_requested`, `thawed` and `hang_detected`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from ftgui.core.processes import signal_tree
+
+FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
+STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
+
+
+class FaultCommands:
+    """Injecting faults into the processes of a supervisor's current attempt."""
+
+    def kill(self, target: str = "chief") -> bool:
+        """Crash `target` (`chief`, `worker:I`, `ps:I` or `all`) with SIGKILL to its process tree.
+
+        Returns False when no such process is alive. Writes a `fault_injected` event first.
+        """
+        return self._inject("kill", target, signal.SIGKILL)
+
+    def preempt(self, target: str = "chief") -> bool:
+        """Ask `target` to save at its current step and stop (SIGTERM). False if not alive."""
+        return self._inject("preempt", target, signal.SIGTERM)
+
+    def checkpoint_now(self) -> bool:
+        """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
+        workers of a cluster learn it in the same step. False if no chief is alive."""
+        chief = self._chief()
+        if chief is None or not self._progress_seen:
+            return False  # before its first step the trainer may not handle SIGUSR1 yet
+        self._emit("checkpoint_requested", step=self.last_step)
+        os.kill(chief.pid, signal.SIGUSR1)
+        return True
+
+    def freeze(self, target: str = "chief") -> bool:
+        """Hang `target` (SIGSTOP to its tree): it stays alive but makes no progress, as a
+        deadlocked or swapped-out process would. False if not alive."""
+        return self._inject("hang", target, signal.SIGSTOP)
+
+    def thaw(self, target: str = "chief") -> bool:
+        """Let a frozen `target` go on (SIGCONT). False if not alive."""
+        victims = [p for p in self.processes if p.alive and p.matches(target)]
+        for proc in victims:
+            signal_tree(proc.pid, signal.SIGCONT)
+            proc.last_heartbeat = time.time()
+        if victims:
+            self._emit("thawed", target=target, step=self.last_step)
+        return bool(victims)
+
+    def _inject(self, kind: str, target: str, sig: int, source: str = "user",
+                step: int | None = None) -> bool:
+        victims = [p for p in self.processes if p.alive and p.matches(target)]
+        if not victims:
+            return False
+        if kind == "preempt":
+            self._recovery.due = None
+        self._user_stop = kind
+        if step is None:
+            self._drain()  # the event names the step the trainer reached, not the last poll's
+        self._emit("fault_injected", kind=kind, target=target,
+                   step=self.last_step if step is None else step, source=source)
+        for proc in victims:
+            signal_tree(proc.pid, sig)
+        return True
+
+    def _check_timer(self) -> None:
+        if self._faults.timer_fires():
+            self._inject("kill", self.config.fault_target, signal.SIGKILL, source="timer")
+
+    def _check_watchdog(self) -> None:
+        """Kill and recover an attempt whose chief reported no step for `watchdog_seconds`
+        (`STARTUP_GRACE_SECONDS` at least before its first step): a hang, not a crash."""
+        limit = self.config.watchdog_seconds if self.config else 0
+        chief = self._chief()
+        if not limit or chief is None or self._settled:
+            return
+        if not self._progress_seen:
+            limit = max(limit, STARTUP_GRACE_SECONDS)
+        silent = time.time() - chief.last_heartbeat
+        if silent <= limit:
+            return
+        self._stop_reason = f"hang: no progress for {silent:.1f} s (watchdog {limit:g} s)"
+        self._emit("hang_detected", role=chief.role, index=chief.index,
+                   seconds=silent, last_step=chief.last_step)
+        self._kill_all()
+
+    def _fire_armed(self, step: int) -> None:
+        for fault in self._faults.due(step):
+            self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
+                         source="schedule", step=fault.step)

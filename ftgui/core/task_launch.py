@@ -1,0 +1,138 @@
+"""The tasks of an attempt: starting a training process per task (warm from a standby or cold),
+the command for a task on another machine, the warm-standby pool kept beside them; and, before
+the next attempt, the survivors' just-in-time save and the old attempt's last exits.
+
+`TaskLauncher` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
+supervisor's run directory, attempt, restore point, in-memory snapshot, fault schedule, standby
+pool, `_on_exit`, `_kill_all` and `_emit`, and writes `process_started`, `remote_task` and the
+promoted just-in-time `checkpoint_saved`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from ftgui.core import checkpoints, cluster, training_process
+from ftgui.core.cluster import Task
+from ftgui.core.events import EventWriter
+from ftgui.core.trainer_command import remote_command, trainer_args
+from ftgui.core.training_process import TrainingProcess
+
+LOG_DIR = "logs"
+EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart gets this long
+# A multi-worker survivor's step fails ~0.1 s after a peer's loss and its just-in-time
+# checkpoint takes ~0.2 s more: it gets this long to save and exit before the cluster is ended.
+JUST_IN_TIME_GRACE_SECONDS = 3.0
+
+
+class StartError(RuntimeError):
+    """A run cannot start (or resume) as asked; the message says why and what to do."""
+
+
+class TaskLauncher:
+    """Starting the processes of a supervisor's attempt and its warm standbys, and ending the
+    attempt before: its survivors' just-in-time save, its last exits."""
+
+    def _spawn(self, task: Task, writer: EventWriter, rejoins: int = 0) -> TrainingProcess:
+        """Start `task` (`rejoins`: its restarts on its own within this attempt)."""
+        args = self._trainer_args(task)
+        suffix = f".restart-{rejoins}" if rejoins else ""
+        log_name = f"{task.role}-{task.index}.attempt-{self.attempt}{suffix}.log"
+        log_path = self.run_dir / LOG_DIR / log_name
+        env = cluster.tf_config_env(task)
+        if self.config.gpus == 0:
+            env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
+        restore = self._restore
+        restarts = self._starts.get(task.name, 0)
+        try:
+            proc = training_process.start(
+                task, args, env, log_path, self._standby, self.python, restarts=restarts,
+                rejoins=rejoins, start_step=self.last_step if rejoins else (
+                    restore.step if restore else 0))
+        except OSError as exc:
+            self._kill_all()
+            raise StartError(f"cannot start {task.name}: {exc}") from None
+        self.processes.append(proc)
+        writer.emit(
+            "process_started", role=task.role, index=task.index, pid=proc.pid,
+            chief=task.is_chief, label=task.label, restarts=restarts,
+            address=task.address, restore=restore.relpath if restore else None,
+            log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
+            snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
+        )
+        return proc
+
+    def _announce_remote(self, task: Task, writer: EventWriter) -> str:
+        """Write the command that starts `task` on its own machine (a `remote_task` event).
+
+        That machine needs ftgui installed and this run directory at the same path (a shared
+        file system): its events and the chief's checkpoints live there."""
+        command = remote_command(self._trainer_args(task), task.tf_config)
+        writer.emit("remote_task", role=task.role, index=task.index, address=task.address,
+                    label=task.label, command=command)
+        return command
+
+    def _keep_standbys(self) -> None:
+        """Keep one warm standby per task while the run lives (started only once the attempt
+        trains, so that imports do not compete with its start)."""
+        config = self.config
+        if config and config.warm_standby and self._progress_seen and not self._settled:
+            self._standby.keep(len(self._task_names))
+
+    def dismiss_standbys(self) -> None:
+        """End every waiting standby (the run is over, or the supervisor is closing)."""
+        self._standby.dismiss()
+
+    def _trainer_args(self, task: Task) -> list[str]:
+        """The trainer's arguments for `task` in this attempt, with the faults it fires."""
+        own = self._faults.args_for(self.config, task, self._task_names)
+        restore = self._restore.relpath if self._restore is not None else None
+        return trainer_args(self.run_dir, task.role, task.index, self.attempt, restore, own,
+                            restore_snapshot=self._memory is not None and task.is_chief)
+
+    def _end_old_attempt(self) -> None:
+        """Record the exit of every process of the attempt that ended before the next one starts
+        (a worker may still be exiting when a restart is due): wait up to EXIT_GRACE_SECONDS
+        for it, then kill it. Each exit is written as the old attempt's; none keeps a port."""
+        deadline = time.time() + EXIT_GRACE_SECONDS
+        for proc in self.processes:
+            if proc.alive:
+                try:
+                    proc.popen.wait(timeout=max(deadline - time.time(), 0.0))
+                except subprocess.TimeoutExpired:
+                    continue
+                self._on_exit(proc)
+        self._kill_all()
+
+    def _refresh_servers(self) -> None:
+        """Parameter-server workers and servers run no steps and write no heartbeats: show the
+        chief's step, and count a live, not frozen process as a heartbeat."""
+        if self.config is None or self.config.strategy != "parameter-server":
+            return
+        now = time.time()
+        for proc in self.processes:
+            if proc.alive and not proc.is_chief and not proc.frozen:
+                proc.last_step, proc.last_heartbeat = self.last_step, now
+
+    def _await_just_in_time(self) -> None:
+        """In a multi-worker cluster that lost a process, let the survivors save the last
+        completed step (`actions/just_in_time.py`) and exit on their own, for at most
+        `JUST_IN_TIME_GRACE_SECONDS` in all."""
+        if self.config.strategy != "multi-worker":
+            return
+        deadline = time.monotonic() + JUST_IN_TIME_GRACE_SECONDS
+        for other in self.processes:
+            if other.alive:
+                try:
+                    other.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    return
+
+    def _promote_just_in_time(self) -> None:
+        """Move a worker's just-in-time checkpoint into `RUN/checkpoints` once its attempt has
+        ended (`checkpoints.promote_just_in_time`) and report it as saved."""
+        for info, source in checkpoints.promote_just_in_time(self.run_dir):
+            self._emit("checkpoint_saved", step=info.step, path=info.relpath,
+                       loss=info.meta.get("loss"), size=info.size, just_in_time=True,
+                       promoted_from=source, saved_by=info.meta.get("saved_by"))
