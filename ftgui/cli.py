@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, devices
+from ftgui.core import checkpoints, devices, fit_checkpoints
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.settings import SETTINGS
@@ -340,7 +340,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
                           "events.jsonl or checkpoints folder)")
     rows = []
     found = checkpoints.list_checkpoints(args.run_dir)
-    for info in found + checkpoints.list_fit_checkpoints(args.run_dir):
+    for info in found + fit_checkpoints.list_fit_checkpoints(args.run_dir):
         rows.append({
             "step": info.step, "loss": info.loss, "val_loss": info.meta.get("val_loss"),
             "val_accuracy": info.meta.get("val_accuracy"), "time": info.time,

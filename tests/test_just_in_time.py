@@ -9,7 +9,7 @@ import pytest
 from conftest import fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoints, events
+from ftgui.core import checkpoint_moves, checkpoints, events
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.loop import TrainingLoop
 
@@ -23,14 +23,14 @@ KILL_STEP = 50
 def test_promotion_moves_a_workers_valid_checkpoint_and_leaves_no_scratch(tmp_path):
     run_dir = tmp_path / "run"
     fake_checkpoint(run_dir, 40)
-    scratch = checkpoints.just_in_time_dir(run_dir, "worker", 1)
+    scratch = checkpoint_moves.just_in_time_dir(run_dir, "worker", 1)
     scratch.mkdir(parents=True)
     for path in checkpoints.tf_files(checkpoints.checkpoint_dir(run_dir), 40):
         (scratch / path.name.replace("-40.", "-50.")).write_bytes(path.read_bytes())
     checkpoints.write_metadata(scratch / "ckpt-50", loss=0.5, just_in_time=True,
                                saved_by="worker:1")
 
-    [(info, source)] = checkpoints.promote_just_in_time(run_dir)
+    [(info, source)] = checkpoint_moves.promote_just_in_time(run_dir)
 
     assert (info.step, info.valid, info.relpath) == (50, True, "checkpoints/ckpt-50")
     assert info.meta["just_in_time"] is True and info.meta["saved_by"] == "worker:1"
@@ -41,10 +41,10 @@ def test_promotion_moves_a_workers_valid_checkpoint_and_leaves_no_scratch(tmp_pa
 
 def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    scratch = checkpoints.just_in_time_dir(run_dir, "worker", 2)
+    scratch = checkpoint_moves.just_in_time_dir(run_dir, "worker", 2)
     scratch.mkdir(parents=True)
     (scratch / "ckpt-50.index").write_bytes(b"x")  # killed before its metadata
-    assert checkpoints.promote_just_in_time(run_dir) == []
+    assert checkpoint_moves.promote_just_in_time(run_dir) == []
     assert checkpoints.list_checkpoints(run_dir) == [] and not scratch.exists()
 
 

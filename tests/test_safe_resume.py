@@ -14,7 +14,15 @@ import pytest
 from conftest import BASELINE_FLAGS, fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoint_tools, checkpoints, cluster, datasets, devices, events
+from ftgui.core import (
+    checkpoint_tools,
+    checkpoints,
+    cluster,
+    datasets,
+    devices,
+    events,
+    fit_checkpoints,
+)
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 
@@ -160,12 +168,12 @@ def test_a_cluster_port_in_use_is_named_before_any_process_starts(tmp_path, caps
 def test_fit_epoch_files_are_listed_with_what_restoring_them_means(tmp_path, capsys):
     run_dir = tmp_path / "run"
     configmod.save(run_dir, RunConfig(loop="fit"))
-    folder = run_dir / checkpoints.FIT_DIR
+    folder = run_dir / fit_checkpoints.FIT_DIR
     folder.mkdir(parents=True)
     for epoch in (1, 2, 3):
         (folder / f"epoch-{epoch:03d}.weights.h5").write_bytes(b"h" * (100 * epoch))
     for epoch in (1, 2):
-        checkpoints.write_fit_metadata(folder / f"epoch-{epoch:03d}.weights.h5",
+        fit_checkpoints.write_fit_metadata(folder / f"epoch-{epoch:03d}.weights.h5",
                                        step=22 * epoch, epoch=epoch - 1, loss=1.0 / epoch,
                                        val_loss=0.5, time=1000.0 + epoch)
     (folder / "epoch-002.weights.h5").write_bytes(b"h" * 150)  # cut short after its metadata

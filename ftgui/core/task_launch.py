@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from ftgui.core import checkpoints, cluster, training_process
+from ftgui.core import checkpoint_moves, cluster, training_process
 from ftgui.core.cluster import Task
 from ftgui.core.events import EventWriter
 from ftgui.core.trainer_command import remote_command, trainer_args
@@ -131,8 +131,8 @@ class TaskLauncher:
 
     def _promote_just_in_time(self) -> None:
         """Move a worker's just-in-time checkpoint into `RUN/checkpoints` once its attempt has
-        ended (`checkpoints.promote_just_in_time`) and report it as saved."""
-        for info, source in checkpoints.promote_just_in_time(self.run_dir):
+        ended (`checkpoint_moves.promote_just_in_time`) and report it as saved."""
+        for info, source in checkpoint_moves.promote_just_in_time(self.run_dir):
             self._emit("checkpoint_saved", step=info.step, path=info.relpath,
                        loss=info.meta.get("loss"), size=info.size, just_in_time=True,
                        promoted_from=source, saved_by=info.meta.get("saved_by"))

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QMenu, QTableView
 
-from ftgui.core import checkpoints
+from ftgui.core import checkpoint_moves, checkpoints, fit_checkpoints
 from ftgui.core.checkpoints import CheckpointInfo
 from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
@@ -72,8 +72,8 @@ class CheckpointModel(RowsModel):
     def refresh(self, run_dir: Path | None) -> None:
         """Re-read the checkpoint folder of `run_dir` and its fork archives (None: empty)."""
         current = (checkpoints.list_checkpoints(run_dir)
-                   + checkpoints.list_fit_checkpoints(run_dir) if run_dir else [])
-        archived = checkpoints.list_archived(run_dir) if run_dir else []
+                   + fit_checkpoints.list_fit_checkpoints(run_dir) if run_dir else [])
+        archived = checkpoint_moves.list_archived(run_dir) if run_dir else []
         rows = with_archived(current, archived)
         self.beginResetModel()
         self.rows = [info for _, info in rows]

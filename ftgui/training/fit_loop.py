@@ -23,12 +23,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoints, exitcodes
+from ftgui.core import exitcodes, fit_checkpoints
 from ftgui.training.data import Dataset, StepBatches
 from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 
 BACKUP_DIR = "fit-backup"
-CHECKPOINT_DIR = checkpoints.FIT_DIR
+CHECKPOINT_DIR = fit_checkpoints.FIT_DIR
 RESTORES = "the start of the epoch (Keras BackupAndRestore); the data position is not restored"
 
 
@@ -83,7 +83,7 @@ class EventsCallback(keras.callbacks.Callback):
             self.summaries.scalar("val_accuracy", val_accuracy, step)
         weights = self.run_dir / CHECKPOINT_DIR / f"epoch-{epoch + 1:03d}.weights.h5"
         if weights.exists():  # ModelCheckpoint, earlier in the list, has just written it
-            checkpoints.write_fit_metadata(
+            fit_checkpoints.write_fit_metadata(
                 weights, step=step, epoch=epoch, loss=self.last_loss, val_loss=val_loss,
                 val_accuracy=val_accuracy, time=time.time(), strategy=self.strategy,
                 steps_per_epoch=self.steps_per_epoch,

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoints
+from ftgui.core import checkpoint_moves, checkpoints
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.checkpoint import run_record
 from ftgui.training.background_save import ShadowState
@@ -52,7 +52,7 @@ class JustInTime(Action):
         self.run_dir, self.epoch_of, self.is_chief = run_dir, epoch_of, is_chief
         self.role, self.index = role, index
         self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
-                          else checkpoints.just_in_time_dir(run_dir, role, index))
+                          else checkpoint_moves.just_in_time_dir(run_dir, role, index))
         self.shadow = ShadowState(state, config.model, data.input_shape, data.num_classes,
                                   config.learning_rate)
         self.shadow.take()
