@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ftgui.core import config as configmod
-from ftgui.core import export, runs
+from ftgui.core import export, run_events, runs
 from ftgui.core.config import RunConfig
 from ftgui.core.events import EventWriter, parse_line
 
@@ -208,8 +208,9 @@ def test_step_lines_are_not_json_parsed_for_a_summary(tmp_path, monkeypatch):
     train(run_dir, 0, range(1, 5001))
     log(run_dir, 0, "run_finished", 2000.0, step=5000, loss=0.0002)
     parsed = []
-    real_loads = runs.json.loads
-    monkeypatch.setattr(runs.json, "loads", lambda text: parsed.append(text) or real_loads(text))
+    real_loads = run_events.json.loads
+    monkeypatch.setattr(run_events.json, "loads",
+                        lambda text: parsed.append(text) or real_loads(text))
     run = runs.summarize(run_dir)
     assert (run.status, run.steps_done, run.final_loss) == ("finished", 5000, 0.0002)
     assert len(parsed) <= 5  # run_started, run_finished, the last step line, the first line
@@ -338,7 +339,7 @@ def test_an_odd_step_line_is_read_as_json_reads_it_or_skipped(tmp_path, odd):
         event = parse_line(line)
         if event is not None and event["event"] == "step":
             expected.append((event.get("attempt", 0), event["step"], float(event["time"]),
-                             runs._nan_if_none(event.get("loss"))))
+                             run_events._nan_if_none(event.get("loss"))))
     for read in (runs.read_history(run_dir).steps, runs.read_curves(run_dir).train):
         got = list(zip(read.attempt.tolist(), read.step.tolist(), read.time.tolist(),
                        read.loss.tolist(), strict=True))
