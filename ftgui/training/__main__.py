@@ -119,6 +119,13 @@ def train(run_dir: Path, config, args, events) -> int:
     from ftgui.training.actions.faults import Faults
     from ftgui.training.assemble import build_loop
     from ftgui.training.background_save import point_state_file, valid_up_to
+    from ftgui.training.restore import (
+        data_position,
+        record_changes,
+        restore_failed,
+        restore_memory,
+        restore_source,
+    )
 
     import_seconds = time.perf_counter() - _T0
     if config.strategy == "parameter-server" and args.role in ("worker", "ps"):
@@ -136,7 +143,7 @@ def train(run_dir: Path, config, args, events) -> int:
     # A cluster strategy's coordination service installs its own SIGTERM notifier, which
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
-    memory = _restore_memory(state, dataset, config, run_dir, args, events) \
+    memory = restore_memory(state, dataset, config, run_dir, args, events) \
         if args.restore_snapshot and is_chief and not state.saves_collectively else None
     if args.restore and memory is None:
         from ftgui.core.user_code import resume_problem
@@ -148,16 +155,16 @@ def train(run_dir: Path, config, args, events) -> int:
         try:
             state.restore(run_dir / args.restore)
         except (tf.errors.OpError, ValueError, AssertionError) as exc:
-            return _restore_failed(run_dir, args, events, exc)
-        start = _data_position(run_dir, args.restore, state.global_step, dataset, config)
+            return restore_failed(run_dir, args, events, exc)
+        start = data_position(run_dir, args.restore, state.global_step, dataset, config)
         if is_chief:
             events.emit("resumed", from_step=state.global_step, checkpoint=args.restore,
                         source=restore_source(run_dir / args.restore),
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
-            _record_changes(run_dir, args.restore, config, events)
+            record_changes(run_dir, args.restore, config, events)
     elif memory is not None:  # its checkpoint was just written with its data position
-        start = _data_position(run_dir, memory, state.global_step, dataset, config)
+        start = data_position(run_dir, memory, state.global_step, dataset, config)
     else:
         start = None
     if is_chief:
@@ -190,65 +197,6 @@ def train(run_dir: Path, config, args, events) -> int:
     return loop.run()
 
 
-def _data_position(run_dir: Path, restore: str, step: int, dataset, config):
-    """The data position recorded with the restored checkpoint (see `data.DataPosition`)."""
-    from ftgui.core import checkpoints
-    from ftgui.training.data import position_of_checkpoint
-
-    meta = checkpoints.inspect(run_dir / restore).meta
-    return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
-
-
-def _record_changes(run_dir: Path, restore: str, config, events) -> None:
-    """A `setting_changed` event (setting, old, new, step) for each setting that applies from
-    the resume step with another value than the restored checkpoint's (learning rate, global
-    batch size; `ftgui.core.resume_check`)."""
-    from ftgui.core import checkpoints, resume_check
-
-    info = checkpoints.inspect(run_dir / restore)
-    for change in resume_check.changes(run_dir, config, info):
-        events.emit("setting_changed", **change.fields())
-        print(f"{change.setting} changed from {change.old} to {change.new} after step "
-              f"{change.step}", flush=True)
-
-
-def _restore_memory(state, dataset, config, run_dir: Path, args, events) -> str | None:
-    """Restore the newest consistent in-memory snapshot, persist it as a checkpoint and say so
-    (`resumed` with `source: memory`); its checkpoint path, or None when there is no usable
-    snapshot (the line why is printed; `--restore` is taken instead)."""
-    from ftgui.training.actions.snapshot import persist, restore_snapshot
-
-    began = time.perf_counter()
-    try:
-        step, loss = restore_snapshot(state, run_dir)
-    except LookupError as exc:
-        print(f"in-memory snapshot not restored ({exc}); restoring from disk", flush=True)
-        return None
-    restore_seconds = time.perf_counter() - began
-    position = _memory_position(run_dir, step, dataset, config)
-    path = persist(state, dataset, config, run_dir, events, loss, position.epoch, position)
-    events.emit("resumed", from_step=step, checkpoint=path, source="memory",
-                optimizer_iterations=int(state.optimizer.iterations.numpy()),
-                restore_seconds=restore_seconds,
-                persist_seconds=time.perf_counter() - began - restore_seconds)
-    print(f"restored step {step} from memory; saved as {path}", flush=True)
-    return path
-
-
-def _memory_position(run_dir: Path, step: int, dataset, config):
-    """The data position after snapshot step `step`: that of the newest valid checkpoint before
-    it, advanced at the run's global batch size (the attempt that took the snapshot trained
-    with this config.toml's batch size from that checkpoint on)."""
-    from ftgui.core import checkpoints
-    from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
-
-    n_train, batch = len(dataset.x_train), config.global_batch_size
-    info = checkpoints.newest_valid(run_dir, at_most=step - 1)
-    base = (position_of_checkpoint(info.meta, info.step, n_train, batch) if info
-            else DataPosition())
-    return StepBatches(n_train, batch, config.seed, start=base).position_after(step)
-
-
 def _devices_of(strategy) -> list[str]:
     """The devices the strategy's replicas run on (the default strategy has no such list: it
     runs where TensorFlow places ops, the first device)."""
@@ -260,28 +208,6 @@ def _devices_of(strategy) -> list[str]:
         return [tf.config.list_logical_devices()[0].name]
 
 
-def _restore_failed(run_dir: Path, args, events, exc: Exception) -> int:
-    """The checkpoint would not restore. Only when its own files explain it (see
-    `restore.damage_of`) is it marked damaged, so the next attempt takes the one before it;
-    otherwise (another model, other shapes, a path problem) it stays valid and this process
-    refuses, as for a bad configuration."""
-    from ftgui.core import checkpoints, exitcodes
-    from ftgui.training.restore import damage_of, one_line
-
-    reason = one_line(exc)
-    damage = damage_of(run_dir / args.restore)
-    if not damage:
-        error = f"checkpoint {args.restore} is intact but does not restore here ({reason})"
-        events.emit("training_error", role=args.role, index=args.index, error=error)
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        return exitcodes.BAD_CONFIG
-    checkpoints.mark_damaged(run_dir / args.restore, damage)
-    events.emit("training_error", role=args.role, index=args.index,
-                error=f"checkpoint {args.restore} is damaged and now marked invalid ({damage})")
-    print(f"error: cannot restore {args.restore}: {damage}", file=sys.stderr, flush=True)
-    return exitcodes.DAMAGED_CHECKPOINT
-
-
 def serve(events, args, import_seconds: float) -> int:
     """A parameter-server cluster's worker or ps task: serve TensorFlow until killed."""
     from ftgui.training.parameter_server import serve_forever
@@ -291,15 +217,6 @@ def serve(events, args, import_seconds: float) -> int:
                 setup_seconds=time.perf_counter() - _T0)
     serve_forever()
     return 0
-
-
-def restore_source(prefix: Path) -> str:
-    """Where a restored state came from, for the `resumed` event's `source`: `just_in_time`
-    (a checkpoint a surviving worker wrote at a peer's failure) or `disk` (a periodic,
-    requested or preemption checkpoint)."""
-    from ftgui.core import checkpoints
-
-    return "just_in_time" if checkpoints.inspect(prefix).meta.get("just_in_time") else "disk"
 
 
 _WARM = None  # a fully warm standby's `warm_standby.Prepared`, used by `train` if it fits

@@ -5,10 +5,16 @@ A restore can fail because of the checkpoint's bytes (a truncated or overwritten
 checkpoint is damaged) or for reasons that are not its bytes: another model or other variable
 shapes, a path TensorFlow reads as a glob pattern, a missing permission. Only the first kind may
 mark the checkpoint damaged (`ckpt-N.damaged`), or a good checkpoint would never be offered again.
+
+Also what a training process does around its restore: the data position a checkpoint records,
+the `setting_changed` events of a resume, the restore from an in-memory snapshot, and the
+`resumed` event's `source`.
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
 import tensorflow as tf
@@ -69,3 +75,93 @@ def one_line(exc: BaseException) -> str:
     """`Type: first line of the message` of an exception."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def data_position(run_dir: Path, restore: str, step: int, dataset, config):
+    """The data position recorded with the restored checkpoint (see `data.DataPosition`)."""
+    from ftgui.core import checkpoints
+    from ftgui.training.data import position_of_checkpoint
+
+    meta = checkpoints.inspect(run_dir / restore).meta
+    return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
+
+
+def record_changes(run_dir: Path, restore: str, config, events) -> None:
+    """A `setting_changed` event (setting, old, new, step) for each setting that applies from
+    the resume step with another value than the restored checkpoint's (learning rate, global
+    batch size; `ftgui.core.resume_check`)."""
+    from ftgui.core import checkpoints, resume_check
+
+    info = checkpoints.inspect(run_dir / restore)
+    for change in resume_check.changes(run_dir, config, info):
+        events.emit("setting_changed", **change.fields())
+        print(f"{change.setting} changed from {change.old} to {change.new} after step "
+              f"{change.step}", flush=True)
+
+
+def restore_memory(state, dataset, config, run_dir: Path, args, events) -> str | None:
+    """Restore the newest consistent in-memory snapshot, persist it as a checkpoint and say so
+    (`resumed` with `source: memory`); its checkpoint path, or None when there is no usable
+    snapshot (the line why is printed; `--restore` is taken instead)."""
+    from ftgui.training.actions.snapshot import persist, restore_snapshot
+
+    began = time.perf_counter()
+    try:
+        step, loss = restore_snapshot(state, run_dir)
+    except LookupError as exc:
+        print(f"in-memory snapshot not restored ({exc}); restoring from disk", flush=True)
+        return None
+    restore_seconds = time.perf_counter() - began
+    position = memory_position(run_dir, step, dataset, config)
+    path = persist(state, dataset, config, run_dir, events, loss, position.epoch, position)
+    events.emit("resumed", from_step=step, checkpoint=path, source="memory",
+                optimizer_iterations=int(state.optimizer.iterations.numpy()),
+                restore_seconds=restore_seconds,
+                persist_seconds=time.perf_counter() - began - restore_seconds)
+    print(f"restored step {step} from memory; saved as {path}", flush=True)
+    return path
+
+
+def memory_position(run_dir: Path, step: int, dataset, config):
+    """The data position after snapshot step `step`: that of the newest valid checkpoint before
+    it, advanced at the run's global batch size (the attempt that took the snapshot trained
+    with this config.toml's batch size from that checkpoint on)."""
+    from ftgui.core import checkpoints
+    from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
+
+    n_train, batch = len(dataset.x_train), config.global_batch_size
+    info = checkpoints.newest_valid(run_dir, at_most=step - 1)
+    base = (position_of_checkpoint(info.meta, info.step, n_train, batch) if info
+            else DataPosition())
+    return StepBatches(n_train, batch, config.seed, start=base).position_after(step)
+
+
+def restore_failed(run_dir: Path, args, events, exc: Exception) -> int:
+    """The checkpoint would not restore. Only when its own files explain it (see
+    `restore.damage_of`) is it marked damaged, so the next attempt takes the one before it;
+    otherwise (another model, other shapes, a path problem) it stays valid and this process
+    refuses, as for a bad configuration."""
+    from ftgui.core import checkpoints, exitcodes
+    from ftgui.training.restore import damage_of, one_line
+
+    reason = one_line(exc)
+    damage = damage_of(run_dir / args.restore)
+    if not damage:
+        error = f"checkpoint {args.restore} is intact but does not restore here ({reason})"
+        events.emit("training_error", role=args.role, index=args.index, error=error)
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return exitcodes.BAD_CONFIG
+    checkpoints.mark_damaged(run_dir / args.restore, damage)
+    events.emit("training_error", role=args.role, index=args.index,
+                error=f"checkpoint {args.restore} is damaged and now marked invalid ({damage})")
+    print(f"error: cannot restore {args.restore}: {damage}", file=sys.stderr, flush=True)
+    return exitcodes.DAMAGED_CHECKPOINT
+
+
+def restore_source(prefix: Path) -> str:
+    """Where a restored state came from, for the `resumed` event's `source`: `just_in_time`
+    (a checkpoint a surviving worker wrote at a peer's failure) or `disk` (a periodic,
+    requested or preemption checkpoint)."""
+    from ftgui.core import checkpoints
+
+    return "just_in_time" if checkpoints.inspect(prefix).meta.get("just_in_time") else "disk"
