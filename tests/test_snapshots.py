@@ -220,7 +220,8 @@ def test_kills_at_random_moments_always_resume_exactly(tmp_path, uninterrupted):
     assert supervisor.state == "finished"
     kills = of_kind(seen, "fault_injected")
     for resumed in of_kind(seen, "resumed"):
-        assert resumed["source"] == "memory"
+        # memory, or disk when a checkpoint of the snapshot's own step was already written
+        assert resumed["source"] in ("memory", "disk")
         killed_at = [k["step"] for k in kills if k["attempt"] == resumed["attempt"] - 1][0]
         assert resumed["from_step"] >= killed_at - 1  # at most one step redone
     losses = events.final_losses(seen)
