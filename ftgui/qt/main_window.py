@@ -14,19 +14,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QPlainTextEdit,
-    QScrollArea,
-    QSplitter,
     QTabWidget,
-    QVBoxLayout,
-    QWidget,
 )
 
 from ftgui.core import config as configmod
@@ -44,8 +39,8 @@ from ftgui.qt.plot_tools import PlotPane
 from ftgui.qt.process_table import ProcessTable
 from ftgui.qt.quit_guard import QuitGuard
 from ftgui.qt.recent_runs import RunDrop
-from ftgui.qt.top_bar import TopBar
 from ftgui.qt.view_modes import Presentation, Zoom
+from ftgui.qt.window_layout import build_layout
 from ftgui.qt.window_menus import WindowMenus
 
 if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
@@ -89,7 +84,7 @@ class MainWindow(QMainWindow):
         self._state = ("idle", "")  # as last shown
         self.zoom = Zoom(self.settings)
         self.zoom.restore()
-        self._build_layout()
+        build_layout(self)
         self._apply_theme()
         theme.follow_scale(self, self._apply_theme)
         self.menus = WindowMenus(self)
@@ -188,62 +183,8 @@ class MainWindow(QMainWindow):
         self.plotReady.emit(plot)
         return plot
 
-    # ------------------------------------------------------------ layout
-    def _build_layout(self) -> None:
-        self.top_bar = TopBar()
-        bar = self.top_bar
-        self.start_button, self.kill_button = bar.start_button, bar.kill_button
-        self.preempt_button, self.resume_button = bar.preempt_button, bar.resume_button
-        self.checkpoint_button, self.state_label = bar.checkpoint_button, bar.state_label
-        self.story_banner = bar.story_banner
-
-        self.panel_scroll = QScrollArea()
-        self.panel_scroll.setObjectName("configScroll")
-        self.panel_scroll.setWidgetResizable(True)
-        self.panel_scroll.setWidget(self.panel)
-        self.panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-
-        # left: the settings over the event log (its lines are short sentences); right: the
-        # plot over the checkpoints and the processes / incidents, each wide enough at 1280 px
-        self.left = QSplitter(Qt.Orientation.Vertical)
-        self.left.setObjectName("leftSplitter")
-        self.left.addWidget(self.panel_scroll)
-        self.left.addWidget(_titled("Event log", self.log))
-        self.left.setSizes([430, 220])
-        self.bottom = QSplitter(Qt.Orientation.Horizontal)
-        self.bottom.setObjectName("bottomSplitter")
-        self.bottom.addWidget(_titled("Checkpoints", self.table))
-        self.bottom.addWidget(self._process_tabs())
-        self.bottom.setSizes([530, 450])
-        self.right_splitter = QSplitter(Qt.Orientation.Vertical)
-        self.right_splitter.addWidget(self.plot_pane)  # the plot under its view tools
-        self.right_splitter.addWidget(self.bottom)
-        self.right_splitter.setSizes([420, 260])
-        self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.main_splitter.addWidget(self.left)
-        self.main_splitter.addWidget(self.right_splitter)
-        self.main_splitter.setStretchFactor(1, 1)
-        self.main_splitter.setSizes([260, 1000])
-
-        central = QWidget()
-        layout = QVBoxLayout(central)
-        layout.addWidget(bar)
-        layout.addWidget(self.main_splitter, 1)
-        self.setCentralWidget(central)
-        self.status_label = QLabel("")
-        self.status_label.setObjectName("statusLabel")
-        self.statusBar().addWidget(self.status_label, 1)
-        self.resize(1360, 820)
-
-    def _process_tabs(self) -> QTabWidget:
-        tabs = QTabWidget()
-        tabs.setObjectName("processTabs")
-        tabs.addTab(self.processes, "Processes")
-        tabs.addTab(self.incident_panel, "Incidents")
-        self.controller.incidentsChanged.connect(self._show_incidents)
-        return tabs
-
-    def _show_incidents(self, timeline) -> None:
+    def show_incidents(self, timeline) -> None:
+        """The Incidents tab shows `timeline`'s incidents, its title their count."""
         self.incident_panel.show_timeline(timeline)
         count = len(timeline.incidents)
         tabs = self.findChild(QTabWidget, "processTabs")
@@ -429,13 +370,3 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.controller.shutdown()
         super().closeEvent(event)
-
-
-def _titled(title: str, widget: QWidget) -> QWidget:
-    box = QWidget()
-    layout = QVBoxLayout(box)
-    layout.setContentsMargins(0, 4, 0, 0)
-    label = QLabel(f"<b>{title}</b>")
-    layout.addWidget(label)
-    layout.addWidget(widget, 1)
-    return box
