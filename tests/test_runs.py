@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ftgui.core import config as configmod
-from ftgui.core import export, run_events, runs
+from ftgui.core import events, export, run_events, runs
 from ftgui.core.config import RunConfig
 from ftgui.core.events import EventWriter, parse_line
 
@@ -346,6 +346,37 @@ def test_an_odd_step_line_is_read_as_json_reads_it_or_skipped(tmp_path, odd):
         assert len(got) == len(expected)
         for row, want in zip(got, expected, strict=True):
             np.testing.assert_array_equal(row, want)  # NaN equals NaN here
+
+
+@pytest.mark.parametrize("chunk_bytes", [300, 4 << 20])
+def test_chunks_read_column_wise_equal_chunks_read_line_by_line(tmp_path, monkeypatch,
+                                                                 chunk_bytes):
+    """`read_history` reads a chunk of well-formed lines in columns and falls back to reading
+    line by line for a chunk holding an odd line: both give the same rows, clocks and events."""
+    run_dir = make_run(tmp_path, "mixed")
+    with EventWriter(run_dir, 0) as writer:
+        for step in range(1, 40):
+            writer.emit("step", step=step, loss=None if step == 7 else 1 / step, epoch=0)
+            if step % 10 == 0:
+                writer.emit("checkpoint_saved", step=step, path=f"ckpt-{step}")
+    with open(run_dir / "events.jsonl", "a") as handle:
+        for odd in ODD_STEP_LINES:
+            handle.write(odd + "\n")
+    with EventWriter(run_dir, 1) as writer:
+        for step in range(30, 60):
+            writer.emit("step", step=step, loss=2 / step, epoch=1)  # with mono and clock
+    monkeypatch.setattr(run_events, "_CHUNK_BYTES", chunk_bytes)
+    mixed = runs.read_history(run_dir)
+    monkeypatch.setattr(run_events, "_chunk_columns", lambda *args: None)
+    by_line = runs.read_history(run_dir)
+    for name in run_events._COLUMNS:
+        np.testing.assert_array_equal(getattr(mixed.steps, name), getattr(by_line.steps, name))
+    assert mixed.others == by_line.others
+    assert mixed.end_offset == by_line.end_offset
+    assert len(mixed.steps) == 39 + 30 + 5  # and the 5 odd lines parse_line reads as steps
+    resumed = mixed.steps.attempt == 1
+    assert set(mixed.steps.clock[resumed]) == {events.CLOCK}  # named by the first step only
+    assert not np.isnan(mixed.steps.mono[resumed]).any()
 
 
 # ------------------------------------------------------------------------------ export

@@ -6,10 +6,13 @@ reader skips."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import operator
 import os
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,7 +148,7 @@ def read_curves(run_dir: str | os.PathLike) -> RunCurves:
     """All `step` and `validation` points of `RUN/events.jsonl` (a torn last line is skipped);
     `origin` is the `time` of the file's first line. Raises `FileNotFoundError` without events.
     """
-    with open(Path(run_dir) / EVENTS_FILE, "rb") as handle:
+    with open(Path(run_dir) / EVENTS_FILE, "rb") as handle, _no_cyclic_gc():
         events = _read_events(handle)
     validations = [(line, event) for line, event in events.others
                    if event["event"] == "validation" and is_int64(event.get("step"))]
@@ -171,9 +174,24 @@ def read_history(run_dir: str | os.PathLike) -> History:
         handle = open(Path(run_dir) / EVENTS_FILE, "rb")
     except FileNotFoundError:
         return History(Points.from_parts([]), [], 0)
-    with handle:
+    with handle, _no_cyclic_gc():
         events = _read_events(handle)
     return History(events.steps, events.others, events.end_offset)
+
+
+@contextmanager
+def _no_cyclic_gc():
+    """Pause Python's cyclic garbage collector while a file is read: a million parsed lines
+    create a million short-lived dicts, each counting towards a collection that walks every
+    object alive (bench_streaming: opening 1M steps 3.1 s with it, 2.4 s without). Dicts are
+    still freed by reference counting; the collector is restored as it was."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass
@@ -210,6 +228,20 @@ def _read_events(handle) -> _Events:
         stamped = b'"mono"' in data  # else a run written before `mono` existed
         if number == 0 and chunk:
             first_time = _event_of(chunk[0]).get("time")
+        fast = _chunk_columns(chunk, number, stamped)
+        if fast is not None:
+            columns, clocks, chunk_others = fast
+            row0 = len(lines)
+            targets = (lines, attempts, steps, times, losses, monos)
+            for column, values in zip(targets, columns, strict=True):
+                column.frombytes(values.tobytes())
+            for row, clock in clocks:
+                if clock != last_clock:
+                    clock_marks.append((row0 + row, clock))
+                    last_clock = clock
+            others.extend(chunk_others)
+            number += len(chunk)
+            continue
         for line in chunk:
             try:
                 event = loads(line)
@@ -247,3 +279,60 @@ def _read_events(handle) -> _Events:
     if odd_steps:
         parts.append(Points.from_events(odd_steps, "loss"))
     return _Events(Points.from_parts(parts), others, end, first_time)
+
+
+_STEP_TYPES = {int}
+_EVENT = operator.itemgetter("event")
+_STEP_FIELDS = [operator.itemgetter(name) for name in ("step", "attempt", "time", "loss")]
+
+
+def _mono(event: dict, _nan=math.nan):
+    return event.get("mono", _nan)
+
+_LOSS_TYPES = {float, type(None)}
+
+
+def _chunk_columns(chunk: list[bytes], first_line: int, stamped: bool):
+    """The fast path of `_read_events` for one chunk of lines: all parsed by one orjson call and
+    the step events' fields checked column by column (a Python loop per line took 4 s for 1M
+    steps, bench_streaming). Returns ((line, attempt, step, time, loss, mono) arrays, [(row,
+    clock)] of the steps naming a clock, [(line, event)] of the other events), or None when a
+    line is not JSON or a step event is not in the trainer's shape: that chunk is then read line
+    by line, so both paths keep and skip exactly the same lines."""
+    try:
+        parsed = orjson.loads(b"[" + b",".join(chunk) + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    try:
+        kinds = np.fromiter(map(_EVENT, parsed), dtype=object, count=len(parsed))
+        rows = np.flatnonzero(kinds == "step")
+        found = parsed if len(rows) == len(parsed) else [parsed[k] for k in rows.tolist()]
+        step, attempt, time_, loss = (list(map(get, found)) for get in _STEP_FIELDS)
+        mono = list(map(_mono, found)) if stamped else []
+    except (TypeError, KeyError):  # a line that is no object, or a field missing
+        return None
+    if not (set(map(type, step)) <= _STEP_TYPES and set(map(type, attempt)) <= _STEP_TYPES
+            and set(map(type, time_)) <= {float} and set(map(type, loss)) <= _LOSS_TYPES
+            and set(map(type, mono)) <= {float}):
+        return None
+    try:
+        ints = [np.array(values, dtype=np.int64) for values in (step, attempt)]
+    except OverflowError:  # outside int64: the line-by-line path decides
+        return None
+    losses = np.array(loss, dtype=np.float64)  # None -> NaN
+    if np.count_nonzero(~np.isfinite(losses)) != loss.count(None):
+        return None
+    count = len(found)
+    monos = np.array(mono, dtype=np.float64) if stamped else np.full(count, math.nan)
+    columns = (rows.astype(np.int64) + first_line, ints[1], ints[0],
+               np.array(time_, dtype=np.float64), losses, monos)
+    clocks = [(row, e["clock"]) for row, e in enumerate(found)
+              if stamped and e.get("clock") is not None]
+    not_steps = np.ones(len(chunk), dtype=bool)
+    not_steps[rows] = False
+    others = []
+    for k in np.flatnonzero(not_steps).tolist():
+        event = parse_line(chunk[k])
+        if event is not None:
+            others.append((first_line + k, event))
+    return columns, clocks, others
