@@ -107,6 +107,18 @@ def poll_until_done(supervisor) -> list[dict]:
     return seen + supervisor.poll()
 
 
+def alive(pids) -> list[int]:
+    """Those of `pids` that are still running (a zombie is not)."""
+    running = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return running
+
+
 def processes_of(run_dir: Path) -> list[psutil.Process]:
     """Live (non-zombie) processes whose command line names `run_dir`."""
     found = []

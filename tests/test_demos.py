@@ -1,7 +1,7 @@
 """Guided demos: the demo files parse and validate, a bad file is refused in one line while the
 others stay listed, the stage machine follows a run's events and the presenter's keys, and the
-demos run to the end their text claims (crash and recover in the window; preemption headless).
-The other demos' full runs are timed by `benchmarks/run_demos.py`."""
+demos run to the end their text claims (crash and recover in the window, the others headless,
+faults on schedule). `benchmarks/run_demos.py` times them."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import of_kind
+from conftest import alive, of_kind
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,6 +26,7 @@ else:  # pragma: no cover
 from ftgui.core import demo_results, demos, events
 from ftgui.core.demo_session import DemoSession, StageMachine
 from ftgui.core.demos import DemoError
+from ftgui.core.incidents import from_events
 
 KEYS = ["bad-numerics", "chaos", "checkpoint-interval", "crash-and-recover",
         "custom-loop-vs-fit", "preemption", "worker-loss"]
@@ -486,24 +488,107 @@ def test_preemption_resumes_at_the_next_step_headless(tmp_path):
     assert outcome.stages_reached == len(demo.stages)
 
 
-OTHER_RUNS = [(key, run) for key in ("checkpoint-interval", "worker-loss", "bad-numerics",
-                                     "custom-loop-vs-fit", "chaos")
-              for run in range(1, len(builtin(key).runs) + 1)]
+def run_to_end(key: str, tmp_path) -> tuple[demo_results.DemoOutcome, list[list[dict]]]:
+    """Demo `key` run headless to its end, faults on schedule: every claim held and every
+    stage reached; the events of each run, and no process of any run left alive."""
+    demo = builtin(key)
+    outcome = demo_results.run_demo(demo, tmp_path)
+    assert outcome.holds, demo_results.summary(outcome.claims)
+    assert outcome.stages_reached == len(demo.stages)
+    assert len(outcome.run_dirs) == len(demo.runs)
+    seen = [events.read_all(run_dir) for run_dir in outcome.run_dirs]
+    for run in seen:
+        started = of_kind(run, "process_started") + of_kind(run, "standby_ready")
+        assert alive([e["pid"] for e in started]) == []
+    return outcome, seen
+
+
+def first_new_step(seen: list[dict], attempt: int) -> int:
+    return [e["step"] for e in of_kind(seen, "step") if e["attempt"] == attempt][0]
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("key, run", OTHER_RUNS)
-def test_the_other_demos_runs_start_training(tmp_path, key, run):
-    """Each run of the other demos trains its first step with its settings (their full runs:
-    benchmarks/run_demos.py)."""
-    from conftest import poll_until
+def test_the_checkpoint_interval_demo_redoes_fewer_steps_with_more_checkpoints(tmp_path):
+    outcome, (every_10, every_100) = run_to_end("checkpoint-interval", tmp_path)
+    assert [e["from_step"] for e in of_kind(every_10, "resumed")] == [390]
+    assert [e["from_step"] for e in of_kind(every_100, "resumed")] == [300]
+    assert len(of_kind(every_10, "checkpoint_saved")) == 60
+    assert len(of_kind(every_100, "checkpoint_saved")) == 6
+    for run in (every_10, every_100):
+        assert events.final_losses(run)[600] == events.final_losses(every_10)[600]
 
-    from ftgui.core.supervisor import Supervisor
 
-    supervisor = Supervisor(tmp_path / "run")
-    supervisor.start(builtin(key).config(run))
-    try:
-        seen = poll_until(supervisor, lambda ev: of_kind(ev, "step") or not supervisor.live)
-        assert of_kind(seen, "step"), [e["event"] for e in seen]
-    finally:
-        supervisor.shutdown()
+@pytest.mark.tf
+def test_the_worker_loss_demo_restarts_the_synchronous_cluster_only(tmp_path):
+    outcome, (synchronous, parameter_server) = run_to_end("worker-loss", tmp_path)
+    [fault] = of_kind(synchronous, "fault_injected")
+    assert (fault["kind"], fault["target"], fault["step"]) == ("kill", "worker:1", 250)
+    [resumed] = of_kind(synchronous, "resumed")
+    # just in time: the survivor saved the last completed step (249 if its own 250 was cut)
+    assert resumed["attempt"] == 1 and resumed["from_step"] in (249, 250)
+    assert of_kind(synchronous, "run_finished")[0]["step"] == 400
+
+    starts = of_kind(parameter_server, "process_started")
+    assert [(e["role"], e["index"], e["restarts"]) for e in starts] == [
+        ("chief", 0, 0), ("worker", 0, 0), ("worker", 1, 0), ("ps", 0, 0), ("worker", 1, 1),
+    ]
+    assert {e["attempt"] for e in parameter_server} == {0}  # the coordinator never restarted
+    [finished] = of_kind(parameter_server, "run_finished")
+    assert finished["step"] == 400
+    [lost] = [e for e in of_kind(parameter_server, "process_exited", role="worker", index=1,
+                                 signal=9) if e["time"] < finished["time"]]
+    assert lost["decisive"] is False and lost["time"] < starts[-1]["time"]
+    losses = events.final_losses(parameter_server)
+    assert sorted(losses) == list(range(1, 401))
+    # asynchronous training: every step trained to a number (not necessarily a falling one)
+    assert all(math.isfinite(loss) for loss in losses.values())
+
+
+@pytest.mark.tf
+def test_the_bad_numerics_demo_rolls_the_nan_back_in_process(tmp_path):
+    outcome, [seen] = run_to_end("bad-numerics", tmp_path)
+    [poisoned] = [e for e in of_kind(seen, "step") if e["loss"] is None]
+    assert poisoned["step"] == 420
+    [rollback] = of_kind(seen, "rolled_back")
+    assert (rollback["from_step"], rollback["to_step"]) == (420, 400)
+    assert len(of_kind(seen, "process_started")) == 1
+    assert of_kind(seen, "run_finished")[0]["step"] == 800
+    assert math.isfinite(events.final_losses(seen)[800])
+
+
+@pytest.mark.tf
+def test_the_fit_demo_resumes_the_custom_loop_at_its_step_and_fit_at_the_epoch(tmp_path):
+    outcome, (custom, fit) = run_to_end("custom-loop-vs-fit", tmp_path)
+    [resumed] = of_kind(custom, "resumed")
+    assert resumed["from_step"] == 150 and first_new_step(custom, 1) == 151
+    # digits: 1,437 training examples / 64 = 22 steps per epoch; step 153 is in epoch 7
+    [resumed] = of_kind(fit, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, 132)  # not 150: the epoch start
+    assert "epoch" in resumed["restores"]
+    assert first_new_step(fit, 1) == 133
+    [incident] = from_events(fit).incidents
+    assert incident.steps_lost == 153 - 132
+    saved = sorted(p.name for p in (outcome.run_dirs[1] / "fit-checkpoints").iterdir())
+    assert saved[-1] == "epoch-010.weights.h5"  # 220 steps = 10 epochs
+    assert of_kind(fit, "run_finished")[0]["step"] == 220
+
+
+@pytest.mark.tf
+def test_the_chaos_demo_ends_with_the_weights_of_the_uninterrupted_run(tmp_path):
+    outcome, (uninterrupted, chaos) = run_to_end("chaos", tmp_path)
+    # seed 9 plans kill@143, hang@192, nan@275, kill@384, preempt@476
+    fired = [(e["kind"], e["step"]) for e in of_kind(chaos, "fault_injected")]
+    assert fired == [("kill", 143), ("hang", 192), ("nan", 275), ("kill", 384),
+                     ("preempt", 476)]
+    assert len(of_kind(chaos, "hang_detected")) == 1
+    incidents = from_events(chaos).incidents
+    assert [(i.kind, i.step, i.resumed_step) for i in incidents] == [
+        ("kill", 143, 140), ("hang", 192, 190), ("nan", 275, 270), ("kill", 384, 380),
+        ("preempt", 476, 476),
+    ]
+    assert all(i.closed for i in incidents)
+    reference, losses = events.final_losses(uninterrupted), events.final_losses(chaos)
+    assert sorted(losses) == list(range(1, 601))
+    assert all(losses[s] == reference[s] for s in range(1, 601))  # to the bit
+    restarted = of_kind(chaos, "process_started")[1:]
+    assert len(restarted) == 4 and any(e["standby"] for e in restarted)

@@ -185,3 +185,36 @@ def test_overlays_have_their_own_colour_and_legend_entry(pane):
     plot.clear_overlays()
     assert plot.overlays == {}
     assert [label.text for _, label in plot.legend.items] == []
+
+
+def _pixels_near(image, colour: str, tolerance: int = 40) -> int:
+    want = QColor(colour)
+    count = 0
+    for y in range(image.height()):
+        for x in range(image.width()):
+            got = image.pixelColor(x, y)
+            if (abs(got.red() - want.red()) + abs(got.green() - want.green())
+                    + abs(got.blue() - want.blue())) < tolerance:
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize("presenting", [False, True])
+def test_a_crash_and_a_resume_at_the_same_step_both_show(qtbot, presenting):
+    """A preemption at step 50 resumes at 50: the red and the green dashes alternate."""
+    from ftgui.qt import theme
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(300, 240)
+    plot.set_presenting(presenting)
+    for step in range(1, 101):
+        plot.add_step(0, step, 1.0 / step)
+    plot.add_marker("crash", 50, "")
+    plot.add_marker("resume", 50, "")
+    plot.redraw()
+    image = plot.grab().toImage()
+    crash = _pixels_near(image, theme.MARKER_COLOURS["crash"])
+    resume = _pixels_near(image, theme.MARKER_COLOURS["resume"])
+    assert crash > 30 and resume > 30
+    assert abs(crash - resume) < 0.5 * max(crash, resume)  # about as much of each

@@ -78,9 +78,13 @@ def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
     assert table(root, "incidents")[1] == [
         "kill", "chief", "user", "12", "10", "2", "0.05 s", "2.00 s", "2.25 s"]
     settings = {row[0]: row[2] for row in table(root, "settings")[1:]}
+    values = configmod.load_values(run_dir)
+    assert values["strategy"] == "mirrored"
+    other_strategies = {"workers", "ps", "cluster"}  # not used by a mirrored run: left out
+    assert other_strategies <= set(values)
     assert settings == {key: ("true" if value is True else "false" if value is False
                               else str(value))
-                        for key, value in configmod.load_values(run_dir).items()}
+                        for key, value in values.items() if key not in other_strategies}
     assert settings["checkpoint_every"] == "10" and settings["auto_recover"] == "true"
     assert [row[0] for row in table(root, "checkpoints")[1:]] == ["10", "20"]
     assert table(root, "checkpoints")[1][-1] == "yes"

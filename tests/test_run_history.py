@@ -153,3 +153,13 @@ def test_exporting_a_run_without_events_says_so(window, tmp_path):
     window.controller.open(empty)
     assert not window.run_history.export_csv(tmp_path / "out.csv")
     assert "no events" in window.statusBar().currentMessage()
+
+
+def test_the_status_line_of_a_finished_run_names_its_restarts_not_a_rate(window, tmp_path):
+    from recorded import crash_and_recovery
+
+    run_dir = crash_and_recovery(tmp_path / "recovered")
+    window.open_run(run_dir)
+    text = window.controller.status_text()
+    assert text.startswith("finished · step 20/20 · restarts 1"), text
+    assert "steps/s" not in text and "attempt" not in text

@@ -51,3 +51,22 @@ def short_error(line: str) -> str:
     "tensorflow.python.framework.errors_impl.UnavailableError: …" → "UnavailableError: …"."""
     text = _QUALIFIED.sub(r"\2", line.strip())
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
+# TensorFlow's errors when a peer of a cluster is gone (a killed worker, a lost parameter
+# server): the survivors see one of these, whose message says nothing a reader can use.
+_PEER_LOST = {"UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError"}
+# First lines of TensorFlow messages that only announce the real one.
+_GENERIC = ("Graph execution error:", "Detected at node", "Detected unhandled exception")
+
+
+def error_sentence(type_name: str, message: str) -> str:
+    """One line for a `training_error` event: "UnavailableError: lost contact with another task
+    of the cluster" for TensorFlow's errors of a lost peer, else the type and the message's first
+    line that says something ("Graph execution error:" and "Detected at node …" do not), cut
+    to MAX_ERROR_CHARS characters."""
+    if type_name in _PEER_LOST:
+        return f"{type_name}: lost contact with another task of the cluster"
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(_GENERIC)]
+    return short_error(f"{type_name}: {useful[0]}" if useful else type_name)

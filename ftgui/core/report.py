@@ -115,7 +115,7 @@ def incidents_table(timeline: Timeline) -> str:
 
 def settings_table(run_dir: Path) -> str:
     """Every key of `config.toml` with its value, and the setting's label where ftgui knows
-    it."""
+    it; a setting of other strategies only (workers for a mirrored run) is left out."""
     try:
         values = configmod.load_values(run_dir)
     except FileNotFoundError:
@@ -123,8 +123,11 @@ def settings_table(run_dir: Path) -> str:
     except ConfigError as exc:
         return f"<p>{escape(str(exc))}</p>"
     rows = []
+    strategy = values.get("strategy")
     for key, value in values.items():
         known = SETTINGS.get(key)
+        if known and known.strategies and strategy not in known.strategies:
+            continue
         shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
         rows.append([key, known.label if known else "", shown])
     return _table(["setting", "meaning", "value"], rows, name="settings")

@@ -260,12 +260,17 @@ class RunController(QObject):
         return text + (" (replay done)" if self.replay.done else "")
 
     def status_text(self) -> str:
+        """"running · step 140/2000 · 212 steps/s · restarts 1 · …": the rate only while a run
+        trains, the restarts (attempts after the first) only after one."""
         supervisor, timeline = self.supervisor, self.timeline
         config = supervisor.config
         total = f"/{config.steps}" if config else ""
-        attempt = max(supervisor.attempt, timeline.attempt, 0)
-        text = (f"{self._state_name()} · attempt {attempt} · "
-                f"step {timeline.last_step}{total} · {self.steps_per_second():.0f} steps/s")
+        restarts = max(supervisor.attempt, timeline.attempt, 0)
+        text = f"{self._state_name()} · step {timeline.last_step}{total}"
+        if self.replay is not None or supervisor.state not in _SETTLED_STATES:
+            text += f" · {self.steps_per_second():.0f} steps/s"
+        if restarts:
+            text += f" · restarts {restarts}"
         reason = self._reason()
         if reason:
             text += f" · {reason}"

@@ -32,8 +32,6 @@ from ftgui.qt.plot_trace import Trace
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
-# Markers that begin a line of training put their label right of the line, the others left.
-BEGINNING_KINDS = {"resume", "fork", "worker_back", "setting_changed"}
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 
 
@@ -179,7 +177,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`."""
         pen = theme.marker_pen(kind, self.presenting)
         # the label beside the line, on the side of the line of training it belongs to
-        anchor = (0, 0.5) if kind in BEGINNING_KINDS else (1, 0.5)
+        anchor = (0, 0.5) if kind in theme.BEGINNING_MARKERS else (1, 0.5)
         options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor],
                    "fill": theme.rgba(theme.MARKER_LABEL_FILL)}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,

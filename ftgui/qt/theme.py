@@ -58,6 +58,12 @@ MARKER_COLOURS = {
 
 # Markers of events that do not end a line of training: dotted, not dashed.
 DOTTED_MARKERS = {"setting_changed", "worker_lost", "worker_back"}
+# Markers that begin a line of training: their label is right of the line, and their dashes
+# fill the gaps of the others', so a crash and a resume at the same step both show.
+BEGINNING_MARKERS = {"resume", "fork", "worker_back", "setting_changed"}
+# Dash, gap (in pen widths) of dashed and dotted markers: equal, so one shifted by a dash
+# alternates with the other.
+MARKER_DASHES = {"dashed": [4.0, 4.0], "dotted": [1.0, 1.0]}
 
 CURVE_COLOURS = {
     "current": "#1f77b4",  # the open run's newest attempt
@@ -222,12 +228,16 @@ def state_colour(state: str) -> str:
 
 def marker_pen(kind: str, presenting: bool = False) -> QPen:
     """The cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled: dashed, or
-    dotted for `DOTTED_MARKERS`; thicker in the presentation view."""
+    dotted for `DOTTED_MARKERS`, shifted by one dash for `BEGINNING_MARKERS`; thicker in the
+    presentation view."""
     pen = QPen(QColor(MARKER_COLOURS[kind]))
     pen.setCosmetic(True)
     pen.setWidthF(pen_width("marker", presenting))
-    dotted = kind in DOTTED_MARKERS
-    pen.setStyle(Qt.PenStyle.DotLine if dotted else Qt.PenStyle.DashLine)
+    dashes = MARKER_DASHES["dotted" if kind in DOTTED_MARKERS else "dashed"]
+    pen.setDashPattern(dashes)
+    pen.setCapStyle(Qt.PenCapStyle.FlatCap)  # a square cap would lengthen each dash
+    if kind in BEGINNING_MARKERS:
+        pen.setDashOffset(dashes[0])
     return pen
 
 

@@ -68,9 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return train(run_dir, config, args, events)
     except Exception as exc:  # the traceback goes to the log; the supervisor shows this line
-        lines = str(exc).strip().splitlines() or [""]
+        from ftgui.core.process_output import error_sentence
+
         events.emit("training_error", role=args.role, index=args.index,
-                    error=f"{type(exc).__name__}: {lines[0]}")
+                    error=error_sentence(type(exc).__name__, str(exc)))
         raise
 
 
