@@ -32,6 +32,7 @@ from ftgui.qt.plot_trace import Trace
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
+MARKER_Z = 20_000  # above curves (z = attempt + 1), validation (1000) and branches (10,000 + i)
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 
 
@@ -183,6 +184,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
         line.setVisible(self.x_axis == "step")
+        line.setZValue(MARKER_Z)  # its label over every curve and the validation points
         self._style_marker(kind, line)
         self.getPlotItem().addItem(line, ignoreBounds=True)
         self.markers.append((kind, float(step), line))
