@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import fake_checkpoint, of_kind
+from conftest import alive, fake_checkpoint, of_kind
 
 from ftgui import cli
 from ftgui.core import checkpoint_moves, checkpoints, events
@@ -151,6 +151,14 @@ def test_a_lost_worker_costs_no_step_the_chief_saves_the_last_completed_one(
     tmp_path, never_killed
 ):
     seen = _killed_run(tmp_path, "worker:1")
+    [fault] = of_kind(seen, "fault_injected")
+    assert (fault["kind"], fault["target"], fault["step"]) == ("kill", "worker:1", KILL_STEP)
+    first_exit, chief_exit = of_kind(seen, "process_exited", attempt=0)
+    assert (first_exit["role"], first_exit["index"], first_exit["signal"]) == ("worker", 1, 9)
+    assert first_exit["decisive"] is True
+    assert (chief_exit["role"], chief_exit["index"]) == ("worker", 0)
+    assert chief_exit["time"] - fault["time"] < 30  # the survivor is not waited on forever
+    assert alive([e["pid"] for e in of_kind(seen, "process_started")]) == []
     [saved] = [e for e in of_kind(seen, "checkpoint_saved") if e.get("just_in_time")]
     assert (saved["path"], saved["attempt"]) == (f"checkpoints/ckpt-{saved['step']}", 0)
     assert saved["loss"] == never_killed[saved["step"]]

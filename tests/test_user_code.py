@@ -140,16 +140,24 @@ EXAMPLE_RUNS = {
 @pytest.mark.parametrize("example", list(EXAMPLE_RUNS))
 def test_an_example_killed_at_step_35_recovers_to_the_same_losses_to_the_bit(
         example, tmp_path, monkeypatch):
+    """Every example redoes steps 31-35 with the losses it had, to the bit (the restored
+    weights, optimizer slots, random state and data position are those of step 30); the CNN's
+    whole curve also equals a run never killed (one reference run: each costs a TensorFlow
+    start)."""
     monkeypatch.chdir(EXAMPLES)
     flags = EXAMPLE_RUNS[example]
-    assert cli.main(["train", str(tmp_path / "plain"), *flags, *SHORT, "--quiet"]) == 0
     assert cli.main(["train", str(tmp_path / "killed"), *flags, *KILLED, "--quiet"]) == 0
-    plain = events.final_losses(events.read_all(tmp_path / "plain"))
     killed_events = events.read_all(tmp_path / "killed")
-    killed = events.final_losses(killed_events)
-    assert sorted(plain) == list(range(1, 61))
     assert [e["from_step"] for e in killed_events if e["event"] == "resumed"] == [30]
-    assert killed == plain  # every step, bit for bit (floats from JSON round-trip exactly)
+    by_attempt = [{e["step"]: e["loss"] for e in killed_events
+                   if e["event"] == "step" and e["attempt"] == attempt} for attempt in (0, 1)]
+    assert sorted(by_attempt[0]) == list(range(1, 36))
+    assert sorted(by_attempt[1]) == list(range(31, 61))
+    assert [by_attempt[1][s] for s in range(31, 36)] == [by_attempt[0][s] for s in range(31, 36)]
+    if example == "cnn":
+        assert cli.main(["train", str(tmp_path / "plain"), *flags, *SHORT, "--quiet"]) == 0
+        plain = events.final_losses(events.read_all(tmp_path / "plain"))
+        assert events.final_losses(killed_events) == plain  # floats round-trip JSON exactly
     record = configmod.load_record(tmp_path / "killed")
     model_file = EXAMPLES / flags[flags.index("--model") + 1].split(":")[0]
     assert record["model_sha256"] == user_code.sha256(model_file)

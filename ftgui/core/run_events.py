@@ -224,11 +224,10 @@ def _read_events(handle) -> _Events:
     nan = math.nan
     for data, offset in _complete_chunks(handle):
         end = offset
-        chunk = data.split(b"\n")[:-1]
         stamped = b'"mono"' in data  # else a run written before `mono` existed
-        if number == 0 and chunk:
-            first_time = _event_of(chunk[0]).get("time")
-        fast = _chunk_columns(chunk, number, stamped)
+        if number == 0 and data:
+            first_time = _event_of(data[:data.find(b"\n")]).get("time")
+        fast = _chunk_columns(data, number, stamped)
         if fast is not None:
             columns, clocks, chunk_others = fast
             row0 = len(lines)
@@ -240,9 +239,9 @@ def _read_events(handle) -> _Events:
                     clock_marks.append((row0 + row, clock))
                     last_clock = clock
             others.extend(chunk_others)
-            number += len(chunk)
+            number += data.count(b"\n")
             continue
-        for line in chunk:
+        for line in data.split(b"\n")[:-1]:
             try:
                 event = loads(line)
             except decode_error:
@@ -292,21 +291,24 @@ def _mono(event: dict, _nan=math.nan):
 _LOSS_TYPES = {float, type(None)}
 
 
-def _chunk_columns(chunk: list[bytes], first_line: int, stamped: bool):
-    """The fast path of `_read_events` for one chunk of lines: all parsed by one orjson call and
+def _chunk_columns(data: bytes, first_line: int, stamped: bool):
+    """The fast path of `_read_events` for `data`, complete lines: all parsed by one orjson call and
     the step events' fields checked column by column (a Python loop per line took 4 s for 1M
     steps, bench_streaming). Returns ((line, attempt, step, time, loss, mono) arrays, [(row,
     clock)] of the steps naming a clock, [(line, event)] of the other events), or None when a
     line is not JSON or a step event is not in the trainer's shape: that chunk is then read line
     by line, so both paths keep and skip exactly the same lines."""
-    try:
-        parsed = orjson.loads(b"[" + b",".join(chunk) + b"]")
+    try:  # a blank line makes ",," and is read line by line
+        parsed = orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]")
     except orjson.JSONDecodeError:
         return None
     try:
-        kinds = np.fromiter(map(_EVENT, parsed), dtype=object, count=len(parsed))
-        rows = np.flatnonzero(kinds == "step")
-        found = parsed if len(rows) == len(parsed) else [parsed[k] for k in rows.tolist()]
+        if set(map(_EVENT, parsed)) <= {"step"}:  # the usual chunk: steps only
+            rows, found = np.arange(len(parsed)), parsed
+        else:
+            kinds = np.fromiter(map(_EVENT, parsed), dtype=object, count=len(parsed))
+            rows = np.flatnonzero(kinds == "step")
+            found = [parsed[k] for k in rows.tolist()]
         step, attempt, time_, loss = (list(map(get, found)) for get in _STEP_FIELDS)
         mono = list(map(_mono, found)) if stamped else []
     except (TypeError, KeyError):  # a line that is no object, or a field missing
@@ -328,9 +330,12 @@ def _chunk_columns(chunk: list[bytes], first_line: int, stamped: bool):
                np.array(time_, dtype=np.float64), losses, monos)
     clocks = [(row, e["clock"]) for row, e in enumerate(found)
               if stamped and e.get("clock") is not None]
-    not_steps = np.ones(len(chunk), dtype=bool)
-    not_steps[rows] = False
     others = []
+    if len(found) == len(parsed):
+        return columns, clocks, others
+    chunk = data.split(b"\n")
+    not_steps = np.ones(len(parsed), dtype=bool)
+    not_steps[rows] = False
     for k in np.flatnonzero(not_steps).tolist():
         event = parse_line(chunk[k])
         if event is not None:

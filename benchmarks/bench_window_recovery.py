@@ -1,0 +1,146 @@
+"""Kill -> first resumed point on the window's plot, from the window with its defaults.
+
+    python benchmarks/bench_window_recovery.py [--reps 3] [--kill-at 300]
+
+In one process, offscreen (QT_QPA_PLATFORM=offscreen): the real `MainWindow` at 1280x720 with
+the settings panel at the window's defaults (MirroredStrategy x2, digits, 2,000 steps, a
+checkpoint every 100 steps, snapshots every 10, warm standby on) and *Automatic recovery*
+ticked (a presenter's demo: nobody clicks Resume). Start is clicked; once the run is past
+step `--kill-at` (and, with the standby, once the standby has sent `standby_ready` and has had
+3 s to build and trace its step), Kill is clicked. Timed with the monotonic clock, driving Qt's
+event loop by hand every 5 ms: from the click to the first point of the new attempt drawn on
+the plot (`Trace.drawn > 0` for attempt 1), which is what the room sees.
+
+Variants, interleaved: `standby` (the window's default) and `cold` (the same with warm standby
+off: the restart imports TensorFlow). Target: standby <= 2.5 s (issue 12).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before Qt is imported
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Table, header, interleaved, median, read_events, spread  # noqa: E402
+
+TARGET_S = 2.5
+WARM_UP_S = 3.0  # after standby_ready: the standby builds the strategy and traces its step
+
+
+def pump(app, condition, timeout: float) -> bool:
+    """Run Qt's event loop until `condition()` holds (True) or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if condition():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+_last_read = [0.0]
+
+
+def standby_ready(run_dir: Path) -> bool:
+    """A `standby_ready` event is in the run's events (the file is read at most twice a
+    second, so that reading it does not slow the training measured)."""
+    if time.monotonic() - _last_read[0] < 0.5:
+        return False
+    _last_read[0] = time.monotonic()
+    return any(e["event"] == "standby_ready" for e in read_events(run_dir))
+
+
+def one_run(app, folder: Path, standby: bool, kill_at: int) -> dict:
+    """One start, kill and automatic recovery in a fresh window; the figures of it."""
+    from PySide6.QtCore import QSettings
+
+    from ftgui.qt.main_window import MainWindow
+
+    window = MainWindow(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
+    window.resize(1280, 720)
+    window.show()
+    run_dir = folder / "run"
+    window.panel.run_dir_edit.setText(str(run_dir))
+    window.panel.run_dir_edit.editingFinished.emit()
+    config = window.panel.config()
+    window.panel.set_config(dataclasses.replace(config, auto_recover=True, warm_standby=standby))
+    try:
+        window.start_button.click()
+        timeline = window.controller.timeline
+        if not pump(app, lambda: timeline.last_step >= kill_at, 180):
+            raise RuntimeError(f"no step {kill_at} within 180 s")
+        if standby:
+            if not pump(app, lambda: standby_ready(run_dir), 60):
+                raise RuntimeError("no standby_ready within 60 s")
+            pump(app, lambda: False, WARM_UP_S)
+        killed_at = timeline.last_step
+        clicked = time.monotonic()
+        window.kill_button.click()
+
+        def drawn() -> bool:
+            trace = window.plot.traces.get(1)
+            return trace is not None and trace.drawn > 0
+
+        if not pump(app, drawn, 120):
+            raise RuntimeError("no resumed point within 120 s")
+        seconds = time.monotonic() - clicked
+        resumed = [e for e in read_events(run_dir) if e["event"] == "resumed"]
+        return {"seconds": seconds, "killed_at": killed_at,
+                "from_step": resumed[0].get("from_step") if resumed else None,
+                "source": resumed[0].get("source") if resumed else None,
+                "standby_used": any(e["event"] == "process_started" and e.get("standby")
+                                    for e in read_events(run_dir))}
+    finally:
+        window.settings.setValue("quit/when_training", "kill")
+        window.controller.shutdown()
+        window.close()
+        app.processEvents()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--kill-at", type=int, default=300)
+    parser.add_argument("--budget", type=float, default=240)
+    args = parser.parse_args()
+    header("kill -> first resumed point in the window")
+
+    from ftgui.qt.app import make_app
+
+    app = make_app()
+
+    def run(name: str, rep: int) -> dict:
+        with tempfile.TemporaryDirectory() as folder:
+            return one_run(app, Path(folder), name == "standby", args.kill_at)
+
+    def show(rep: int, name: str, result: dict) -> None:
+        print(f"   rep {rep} {name:8} kill at step {result['killed_at']} -> first resumed point "
+              f"{result['seconds']:.2f} s (resumed from {result['from_step']}, "
+              f"{result['source']}, standby used: {result['standby_used']})", flush=True)
+
+    results = interleaved(["standby", "cold"], args.reps, args.budget, run, show)
+    table = Table("bench_window_recovery")
+    for name, found in results.items():
+        seconds = [r["seconds"] for r in found]
+        if not seconds:
+            table.add(f"kill -> first resumed point, {name}", "no result")
+            continue
+        print(f"   {name}: median {median(seconds):.2f} s ({spread(seconds)})")
+        target = name == "standby"
+        table.add(f"kill -> first resumed point on the plot, {name}",
+                  f"{median(seconds):.2f} s", f"<= {TARGET_S} s" if target else "",
+                  median(seconds) <= TARGET_S if target else None)
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
