@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QPushButton,
@@ -218,3 +219,24 @@ def test_a_crash_and_a_resume_at_the_same_step_both_show(qtbot, presenting):
     resume = _pixels_near(image, theme.MARKER_COLOURS["resume"])
     assert crash > 30 and resume > 30
     assert abs(crash - resume) < 0.5 * max(crash, resume)  # about as much of each
+
+
+def test_a_marker_label_at_the_plots_right_edge_goes_left_of_its_line(qtbot):
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 300)
+    plot.show()
+    for step in range(1, 101):
+        plot.add_step(0, step, 1.0 / step)
+    plot.add_marker("crash", 5, "killed @ 5")  # prefers the left: no room, goes right
+    plot.add_marker("resume", 99, "resume ← 99")  # prefers the right: no room, goes left
+    plot.redraw()
+    for _ in range(3):
+        QApplication.processEvents()
+    box = plot.getPlotItem().getViewBox().sceneBoundingRect()
+    for _kind, step, line in plot.markers:
+        label = line.label.sceneBoundingRect()
+        assert line.label.isVisible()
+        assert box.left() <= label.left() and label.right() <= box.right(), (step, label, box)
+    [crash, resume] = [line for _, _, line in plot.markers]
+    assert crash.label.anchors[0] == (0, 0.5) and resume.label.anchors[0] == (1, 0.5)

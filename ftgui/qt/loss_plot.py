@@ -183,6 +183,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
                    "fill": theme.rgba(theme.MARKER_LABEL_FILL)}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
+        line.prefers_right = kind in theme.BEGINNING_MARKERS
         line.setVisible(self.x_axis == "step")
         line.setZValue(MARKER_Z)  # its label over every curve and the validation points
         self._style_marker(kind, line)

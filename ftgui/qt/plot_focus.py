@@ -97,7 +97,9 @@ def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
 def layout_marker_labels(view_box, lines, legend=None) -> None:
     """Put the label of each shown marker line (`pg.InfiniteLine`, label anchored left or right
     of its line) in the highest row where it overlaps no other and not the `legend` item
-    (`label_rows`); a label with no room left is hidden until there is."""
+    (`label_rows`); a label with no room left is hidden until there is. A label goes on the
+    side its line prefers (`line.prefers_right`, else its anchor), or on the other side when
+    it would run past the edge of the plot there."""
     shown = [line for line in lines if line.isVisible()]
     box = view_box.sceneBoundingRect()
     height = box.height()
@@ -108,7 +110,13 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
     for line in shown:
         x = view_box.mapViewToScene(QPointF(line.value(), 0)).x()
         width = line.label.boundingRect().width()
-        right_of_line = line.label.anchors[0][0] == 0
+        right_of_line = getattr(line, "prefers_right", line.label.anchors[0][0] == 0)
+        if right_of_line and x + width > box.right() and x - width >= box.left():
+            right_of_line = False
+        elif not right_of_line and x - width < box.left() and x + width <= box.right():
+            right_of_line = True
+        anchor = (0, 0.5) if right_of_line else (1, 0.5)
+        line.label.anchors = [anchor, anchor]
         extents.append((x, x + width) if right_of_line else (x - width, x))
     rows = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
     limits = []
