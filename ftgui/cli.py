@@ -12,6 +12,7 @@ from pathlib import Path
 from ftgui.core import checkpoints, devices, fit_checkpoints
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.run_state import PREEMPT_TIMEOUT_S
 from ftgui.core.settings import SETTINGS
 
 # command-line flag (argparse dest) <-> RunConfig field, from the settings schema
@@ -249,23 +250,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     supervisor = Supervisor(run_dir)
     supervisor.poll()  # the run's history: known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
-    previous_handlers = _stop_on_signals(supervisor)
+    stop = SignalStop(supervisor)
     try:
         supervisor.start(config, resume=args.resume, from_step=args.from_step)
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
             _show_check(supervisor.user_check, args.quiet)
-        while supervisor.live:
+        while supervisor.live and not stop.done():
             for event in supervisor.poll():
                 progress.show(event)
             time.sleep(0.05)
         for event in supervisor.poll():
             progress.show(event)
     finally:
-        supervisor.shutdown()
-        for signum, handler in previous_handlers.items():
-            signal.signal(signum, handler)
+        supervisor.shutdown()  # also ends a restart that automatic recovery began meanwhile
+        stop.give_back()
+    if stop.signum is not None:
+        name = signal.Signals(stop.signum).name
+        print(f"ftgui: stopped by {name} at step {supervisor.last_step} "
+              f"(run {supervisor.state}); `ftgui train {run_dir} --resume` goes on from the "
+              "newest checkpoint", file=sys.stderr)
+        return 128 + stop.signum
     if supervisor.state == "finished":
         print(f"finished: step {supervisor.last_step} of {config.steps}, "
               f"final loss {progress.last_loss}")
@@ -285,16 +291,52 @@ def _show_check(result, quiet: bool) -> None:
         print(warning_line(result), flush=True)
 
 
-def _stop_on_signals(supervisor) -> dict:
-    """Make Ctrl-C and SIGTERM end the run's processes; returns the handlers they replace."""
+class SignalStop:
+    """Ctrl-C or SIGTERM during `ftgui train` (a user, or a scheduler preempting the job): the
+    first asks the chief to save at its current step and stop, as the window's "Preempt and
+    quit" does, so that `--resume` loses no step; the run loop waits for those processes
+    (`done`, at most `PREEMPT_TIMEOUT_S`). A second signal, or one before any process is
+    alive, ends every process at once (exit status 128 + the signal).
 
-    def stop(signum, frame):
-        supervisor.shutdown()
-        print(f"ftgui: interrupted by {signal.Signals(signum).name}; all processes ended",
-              file=sys.stderr)
-        sys.exit(130)
+    The handler only records the signal: the preemption is sent from the run loop, never from
+    inside a `Supervisor` call the signal interrupted."""
 
-    return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    def __init__(self, supervisor):
+        self.supervisor = supervisor
+        self.signum: int | None = None
+        self._stopping: list | None = None  # the processes asked to stop
+        self._deadline = 0.0
+        self._previous = {signum: signal.signal(signum, self._on_signal)
+                          for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def _on_signal(self, signum, frame) -> None:
+        name = signal.Signals(signum).name
+        if self.signum is None:
+            self.signum = signum
+            print(f"ftgui: {name}: saving the current step and stopping "
+                  "(send it again to stop at once)", file=sys.stderr, flush=True)
+            return
+        self.supervisor.shutdown()
+        print(f"ftgui: interrupted by {name}; all processes ended", file=sys.stderr)
+        sys.exit(128 + signum)
+
+    def done(self) -> bool:
+        """After a signal: whether the processes asked to stop have exited (or the wait is
+        over); the first call after the signal sends the preemption."""
+        if self.signum is None:
+            return False
+        if self._stopping is None:
+            self._stopping = [p for p in self.supervisor.processes if p.alive]
+            self._deadline = time.monotonic() + PREEMPT_TIMEOUT_S
+            if not self.supervisor.preempt_and_stop():
+                return True  # nothing alive to save (a restart was pending)
+        alive = any(p.alive for p in self._stopping)
+        return not alive or time.monotonic() > self._deadline
+
+    def give_back(self) -> None:
+        """Put back the signal handlers this replaced."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

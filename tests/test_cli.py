@@ -242,3 +242,35 @@ def test_resuming_a_run_that_reached_its_last_step_says_so_before_starting(finis
         "N > 60 to train on, or --from-step S to fork\n"
     )
     assert (finished_run / "events.jsonl").read_bytes() == before  # nothing started
+
+
+@pytest.mark.tf
+def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
+    """A scheduler's SIGTERM (or Ctrl-C) preempts: the chief saves its current step, no
+    automatic restart follows, nothing is left running, and the exit status says the signal."""
+    import time
+
+    from conftest import processes_of
+
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ftgui", "train", str(run_dir), "--steps", "100000",
+         "--checkpoint-every", "1000", "--auto-recover", "--restart-backoff", "0", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not [e for e in events.read_all(run_dir) if e["event"] == "step"
+                   and e["step"] >= 20]:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    seen = events.read_all(run_dir)
+    [preempted] = of_kind(seen, "preempted")
+    step = preempted["step"]
+    assert step >= 20 and checkpoints.newest_valid(run_dir).step == step
+    assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0]  # no restart
+    assert f"stopped by SIGTERM at step {step} (run preempted)" in err
+    assert processes_of(run_dir) == []

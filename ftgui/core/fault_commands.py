@@ -32,6 +32,12 @@ class FaultCommands:
         """Ask `target` to save at its current step and stop (SIGTERM). False if not alive."""
         return self._inject("preempt", target, signal.SIGTERM)
 
+    def preempt_and_stop(self) -> bool:
+        """Ask the chief to save at its current step and stop, with no automatic restart
+        after it (how a signal to `ftgui train` ends a run). False if nothing is alive."""
+        self._recovery.held = True
+        return self.preempt("chief")
+
     def checkpoint_now(self) -> bool:
         """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
         workers of a cluster learn it in the same step. False if no chief is alive."""

@@ -37,12 +37,14 @@ class RestartPolicy:
     def __init__(self):
         self.restarts = 0
         self.due: float | None = None
+        self.held = False  # the run is being stopped: no automatic restart
 
     def worth_it(self, config: RunConfig | None, exit_fields: dict, user_stop: str) -> bool:
-        """A crash is worth a restart; a shutdown, a refused config or a diverged loss is not
-        (the restarted trainer would refuse the same config, or diverge at the same step)."""
+        """A crash is worth a restart; a shutdown, a stop (`held`), a refused config or a
+        diverged loss is not (the restarted trainer would refuse the same config, or diverge at
+        the same step)."""
         futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE)
-        if user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
+        if self.held or user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
             return False
         return bool(config and config.auto_recover and self.restarts < config.max_restarts)
 

@@ -10,6 +10,11 @@ STATES = ("idle", "running", "recovering", "finished", "killed", "preempted", "f
           "stopped", "interrupted")
 ENDED = ("finished", "killed", "preempted", "failed", "stopped", "interrupted")
 
+# How long a preempted process gets to save its step and exit before it is killed (seconds): a
+# save took under a second here; a loaded machine gets margin. The window's "Preempt and quit"
+# and a signal to `ftgui train` both wait this long.
+PREEMPT_TIMEOUT_S = 60.0
+
 
 def is_decisive(event: dict) -> bool:
     """True when a `process_exited` event decided its attempt's outcome.

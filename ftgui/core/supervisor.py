@@ -297,6 +297,7 @@ class Supervisor(FaultCommands, TaskLauncher):
             restore_point.archive_newer(self.run_dir, restore.step, attempt)
         self.processes = []
         self._user_stop = ""
+        self._recovery.held = False
         self._settled = False
         self._faults.new_attempt()
         self._restore = restore

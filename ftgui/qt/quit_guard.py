@@ -15,11 +15,12 @@ from PySide6.QtCore import QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QMainWindow, QMessageBox, QProgressDialog
 
+from ftgui.core.run_state import PREEMPT_TIMEOUT_S
+
 PREEMPT = "preempt"
 KILL = "kill"
 CANCEL = "cancel"
 SETTINGS_KEY = "quit/when_training"  # a remembered PREEMPT or KILL
-PREEMPT_TIMEOUT_S = 60.0  # a save took under a second here; a loaded machine gets margin
 WAIT_POLL_MS = 100
 
 
