@@ -188,6 +188,23 @@ def test_overlays_have_their_own_colour_and_legend_entry(pane):
     assert [label.text for _, label in plot.legend.items] == []
 
 
+def shown_plot(qtbot, width: int, height: int, steps: int = 100) -> LossPlot:
+    """A shown LossPlot of `width` × `height` px with the losses 1/step of steps 1..`steps`."""
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(width, height)
+    plot.show()
+    for step in range(1, steps + 1):
+        plot.add_step(0, step, 1.0 / step)
+    return plot
+
+
+def settle(plot) -> None:
+    plot.redraw()
+    for _ in range(3):
+        QApplication.processEvents()
+
+
 def _pixels_near(image, colour: str, tolerance: int = 40) -> int:
     want = QColor(colour)
     count = 0
@@ -222,17 +239,10 @@ def test_a_crash_and_a_resume_at_the_same_step_both_show(qtbot, presenting):
 
 
 def test_a_marker_label_at_the_plots_right_edge_goes_left_of_its_line(qtbot):
-    plot = LossPlot()
-    qtbot.addWidget(plot)
-    plot.resize(500, 300)
-    plot.show()
-    for step in range(1, 101):
-        plot.add_step(0, step, 1.0 / step)
+    plot = shown_plot(qtbot, 500, 300)
     plot.add_marker("crash", 5, "killed @ 5")  # prefers the left: no room, goes right
     plot.add_marker("resume", 99, "resume ← 99")  # prefers the right: no room, goes left
-    plot.redraw()
-    for _ in range(3):
-        QApplication.processEvents()
+    settle(plot)
     box = plot.getPlotItem().getViewBox().sceneBoundingRect()
     for _kind, step, line in plot.markers:
         label = line.label.sceneBoundingRect()
@@ -240,3 +250,24 @@ def test_a_marker_label_at_the_plots_right_edge_goes_left_of_its_line(qtbot):
         assert box.left() <= label.left() and label.right() <= box.right(), (step, label, box)
     [crash, resume] = [line for _, _, line in plot.markers]
     assert crash.label.anchors[0] == (0, 0.5) and resume.label.anchors[0] == (1, 0.5)
+
+
+def test_labels_of_a_crash_and_a_resume_at_one_step_share_a_row_and_off_view_ones_hide(qtbot):
+    plot = shown_plot(qtbot, 600, 300)
+    plot.getPlotItem().setXRange(1, 100, padding=0)
+    plot.add_marker("crash", 50, "killed @ 50")  # left of the line
+    plot.add_marker("resume", 50, "resume ← 50")  # right of it: the same row
+    plot.add_marker("crash", 500, "killed @ 500")  # beyond the view
+    settle(plot)
+    crash, resume, beyond = (line.label for _, _, line in plot.markers)
+    assert crash.isVisible() and resume.isVisible() and not beyond.isVisible()
+    assert crash.orthoPos == resume.orthoPos  # the top row, both
+    assert crash.sceneBoundingRect().right() <= resume.sceneBoundingRect().left() + 1
+
+
+def test_a_label_that_fits_on_neither_side_of_its_line_is_hidden(qtbot):
+    plot = shown_plot(qtbot, 120, 200)
+    plot.add_marker("crash", 50, "killed by the operator at step 50")
+    settle(plot)
+    [(_, _, line)] = plot.markers
+    assert not line.label.isVisible()

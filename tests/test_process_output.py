@@ -15,6 +15,8 @@ Collective ops is aborted by: Socket closed
 def test_a_lost_peer_is_said_in_words_not_tensorflows_graph_message():
     assert error_sentence("UnavailableError", GRAPH_ERROR) == (
         "UnavailableError: lost contact with another task of the cluster")
+    assert error_sentence("InternalError", GRAPH_ERROR) == (
+        "InternalError: Collective ops is aborted by: Socket closed")
 
 
 def test_a_tensorflow_message_skips_its_announcing_lines():
@@ -25,6 +27,18 @@ def test_a_tensorflow_message_skips_its_announcing_lines():
     assert error_sentence("KeyError", "") == "KeyError"
     long = error_sentence("RuntimeError", "x" * 500)
     assert len(long) == MAX_ERROR_CHARS and long.endswith("…")
+
+
+def test_a_tensorflow_node_error_skips_the_stack_it_prints_before_the_message():
+    message = ("Graph execution error:\n\n"
+               "Detected at node 'add' defined at (most recent call last):\n"
+               '  File "ftgui/training/step.py", line 80, in train_step\n'
+               "    loss = model(x)\n"
+               "Node: 'add'\n"
+               "Incompatible shapes: [2] vs. [3]\n"
+               "\t [[{{node add}}]] [Op:__inference_train_step_99]")
+    assert error_sentence("InvalidArgumentError", message) == (
+        "InvalidArgumentError: Incompatible shapes: [2] vs. [3]")
 
 
 def test_the_follower_keeps_the_last_line_of_the_newest_traceback(tmp_path):

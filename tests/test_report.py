@@ -121,3 +121,25 @@ def test_a_long_segment_is_thinned_but_keeps_its_spike():
     tx, ty = thin(x, y)
     assert len(tx) <= 2000 and 9.0 in ty and 54_321.0 in tx
     assert np.all(np.diff(tx) > 0)
+
+
+def test_settings_of_other_strategies_show_when_the_strategy_is_missing_or_unknown(tmp_path):
+    from ftgui.core.settings import SETTINGS
+
+    run_dir = crash_and_recovery(tmp_path / "run")
+    path = run_dir / "config.toml"
+    text = path.read_text()
+    line = next(line for line in text.splitlines() if line.startswith("strategy ="))
+    path.write_text(text.replace(line + "\n", ""))  # no strategy: the default, mirrored
+    keys = {row[0] for row in report_settings(run_dir)}
+    assert {"replicas", "gpus", "snapshot_every"} <= keys and not {"workers", "ps"} & keys
+    path.write_text(text.replace(line, 'strategy = "bogus"'))
+    keys = {row[0] for row in report_settings(run_dir)}
+    assert {"replicas", "gpus", "workers", "ps", "cluster", "snapshot_every"} <= keys
+    assert SETTINGS["strategy"].default == "mirrored"
+
+
+def report_settings(run_dir) -> list[list[str]]:
+    text = report.build_report(run_dir)
+    root = ET.fromstring(text.removeprefix("<!DOCTYPE html>\n"))
+    return table(root, "settings")[1:]

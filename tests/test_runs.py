@@ -379,6 +379,25 @@ def test_chunks_read_column_wise_equal_chunks_read_line_by_line(tmp_path, monkey
     assert not np.isnan(mixed.steps.mono[resumed]).any()
 
 
+def test_a_line_of_two_comma_separated_events_is_read_as_the_line_reader_reads_it(tmp_path,
+                                                                                monkeypatch):
+    """One `[...]` around a chunk would split such a line in two and shift every row after it;
+    the chunk is read line by line instead (`parse_line` keeps the event after the last
+    `{"event":`)."""
+    run_dir = make_run(tmp_path, "comma")
+    step = '{{"event":"step","attempt":0,"step":{},"time":1.5,"loss":0.5}}'
+    lines = [step.format(1), step.format(2), step.format(4) + "," + step.format(5),
+             '{"event":"checkpoint","step":2,"time":1.0}', step.format(3)]
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    read = runs.read_history(run_dir)
+    assert read.steps.step.tolist() == [1, 2, 5, 3]
+    assert read.steps.line.tolist() == [0, 1, 2, 4]
+    assert [(line, e["event"]) for line, e in read.others] == [(3, "checkpoint")]
+    monkeypatch.setattr(run_events, "_chunk_columns", lambda *args: None)
+    by_line = runs.read_history(run_dir)
+    assert by_line.steps.step.tolist() == [1, 2, 5, 3] and by_line.others == read.others
+
+
 # ------------------------------------------------------------------------------ export
 def test_curves_export_as_csv_with_every_attempt_and_the_validation_points(tmp_path):
     run_dir = make_run(tmp_path, "exported")

@@ -58,6 +58,7 @@ def short_error(line: str) -> str:
 _PEER_LOST = {"UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError"}
 # First lines of TensorFlow messages that only announce the real one.
 _GENERIC = ("Graph execution error:", "Detected at node", "Detected unhandled exception")
+_STACK = ("Node: ",)  # "Node: 'add'": the node named again after its stack
 
 
 def error_sentence(type_name: str, message: str) -> str:
@@ -67,6 +68,14 @@ def error_sentence(type_name: str, message: str) -> str:
     to MAX_ERROR_CHARS characters."""
     if type_name in _PEER_LOST:
         return f"{type_name}: lost contact with another task of the cluster"
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(_GENERIC)]
+    useful, in_stack = [], False
+    for line in message.splitlines():
+        if line.startswith("Detected at node"):
+            in_stack = True  # the indented `File …` lines that follow are its stack
+        elif in_stack and line[:1].isspace():
+            continue
+        else:
+            in_stack = False
+        if line.strip() and not line.startswith(_GENERIC + _STACK):
+            useful.append(line.strip())
     return short_error(f"{type_name}: {useful[0]}" if useful else type_name)

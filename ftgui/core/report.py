@@ -115,7 +115,8 @@ def incidents_table(timeline: Timeline) -> str:
 
 def settings_table(run_dir: Path) -> str:
     """Every key of `config.toml` with its value, and the setting's label where ftgui knows
-    it; a setting of other strategies only (workers for a mirrored run) is left out."""
+    it; a setting of other strategies only (workers for a mirrored run) is left out, unless
+    the strategy is not one ftgui knows (then everything shows)."""
     try:
         values = configmod.load_values(run_dir)
     except FileNotFoundError:
@@ -123,10 +124,11 @@ def settings_table(run_dir: Path) -> str:
     except ConfigError as exc:
         return f"<p>{escape(str(exc))}</p>"
     rows = []
-    strategy = values.get("strategy")
+    strategy = values.get("strategy", SETTINGS["strategy"].default)
+    known_strategy = strategy in SETTINGS["strategy"].choices
     for key, value in values.items():
         known = SETTINGS.get(key)
-        if known and known.strategies and strategy not in known.strategies:
+        if known_strategy and known and known.strategies and strategy not in known.strategies:
             continue
         shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
         rows.append([key, known.label if known else "", shown])

@@ -302,6 +302,8 @@ def _chunk_columns(data: bytes, first_line: int, stamped: bool):
         parsed = orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]")
     except orjson.JSONDecodeError:
         return None
+    if len(parsed) != data.count(b"\n"):  # a line of two values separated by a comma
+        return None
     try:
         if set(map(_EVENT, parsed)) <= {"step"}:  # the usual chunk: steps only
             rows, found = np.arange(len(parsed)), parsed

@@ -52,7 +52,8 @@ def label_rows(extents: Sequence[tuple[float, float]], rows: int,
                limits: Sequence[float] = ()) -> list[int | None]:
     """A row (0 = top) for each label spanning pixels (left, right), in the given order, such
     that labels in one row never overlap: each takes the first row whose last label ends left
-    of it and whose limit (`limits[row]`, the right edge a label may reach there, e.g. the
+    of it, or where it starts (a crash's label left of a line, a resume's right of it), and
+    whose limit (`limits[row]`, the right edge a label may reach there, e.g. the
     legend's left edge; none past the list) it stays within. A label that fits in none of the
     `rows` rows gets None (not shown)."""
     ends: list[float] = [-np.inf] * rows
@@ -61,7 +62,7 @@ def label_rows(extents: Sequence[tuple[float, float]], rows: int,
         left, right = extents[k]
         for row in range(rows):
             limit = limits[row] if row < len(limits) else np.inf
-            if ends[row] < left and right <= limit:
+            if ends[row] <= left and right <= limit:
                 ends[row], placed[k] = right, row
                 break
     return placed
@@ -99,7 +100,8 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
     of its line) in the highest row where it overlaps no other and not the `legend` item
     (`label_rows`); a label with no room left is hidden until there is. A label goes on the
     side its line prefers (`line.prefers_right`, else its anchor), or on the other side when
-    it would run past the edge of the plot there."""
+    it would run past the edge of the plot there; one whose line is out of view, or that fits
+    on neither side, is hidden."""
     shown = [line for line in lines if line.isVisible()]
     box = view_box.sceneBoundingRect()
     height = box.height()
@@ -107,17 +109,24 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
         return
     row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_GAP_PX
     extents = []
-    for line in shown:
+    for line in list(shown):
         x = view_box.mapViewToScene(QPointF(line.value(), 0)).x()
         width = line.label.boundingRect().width()
+        fits_right, fits_left = x + width <= box.right(), x - width >= box.left()
+        if not box.left() <= x <= box.right() or not (fits_right or fits_left):
+            line.label.setVisible(False)
+            shown.remove(line)
+            continue
         right_of_line = getattr(line, "prefers_right", line.label.anchors[0][0] == 0)
-        if right_of_line and x + width > box.right() and x - width >= box.left():
-            right_of_line = False
-        elif not right_of_line and x - width < box.left() and x + width <= box.right():
+        if right_of_line and not fits_right:
+            right_of_line = False  # it fits on the left (checked above)
+        elif not right_of_line and not fits_left:
             right_of_line = True
         anchor = (0, 0.5) if right_of_line else (1, 0.5)
         line.label.anchors = [anchor, anchor]
         extents.append((x, x + width) if right_of_line else (x - width, x))
+    if not shown:
+        return
     rows = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
     limits = []
     if legend is not None and legend.isVisible() and legend.items:
