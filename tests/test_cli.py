@@ -270,7 +270,12 @@ def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
     seen = events.read_all(run_dir)
     [preempted] = of_kind(seen, "preempted")
     step = preempted["step"]
+    assert preempted["checkpoint"] == f"checkpoints/ckpt-{step}"
+    assert max(e["step"] for e in of_kind(seen, "step")) == step  # saved the step it reached
     assert step >= 20 and checkpoints.newest_valid(run_dir).step == step
+    assert step % 1000 != 0  # saved because of the preemption, not the interval
+    [exited] = of_kind(seen, "process_exited")
+    assert exited["exit_code"] == 42  # exitcodes.PREEMPTED
     assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0]  # no restart
     assert f"stopped by SIGTERM at step {step} (run preempted)" in err
     assert processes_of(run_dir) == []

@@ -18,7 +18,7 @@ import psutil
 import pytest
 from conftest import of_kind, poll_until, poll_until_done, processes_of
 
-from ftgui.core import checkpoints, events, exitcodes, run_lock, trainer_command
+from ftgui.core import events, exitcodes, run_lock, trainer_command
 from ftgui.core.cluster import Task
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.fault_schedule import FaultSchedule
@@ -357,39 +357,3 @@ def test_shutdown_leaves_nothing_running_even_with_automatic_recovery(tmp_path):
     assert [gone(pid) for pid in started_pids(all_events)] == [True]
     assert of_kind(all_events, "recovery_scheduled") == []
     assert not Supervisor(run_dir).is_busy_elsewhere()
-
-
-@pytest.mark.tf
-def test_preempt_saves_the_current_step_and_resume_loses_no_step(tmp_path):
-    run_dir = tmp_path / "run"
-    config = RunConfig(steps=20000, checkpoint_every=1000)  # resumed by hand below
-    supervisor = Supervisor(run_dir)
-    supervisor.start(config)
-    seen = poll_until(supervisor, lambda ev: of_kind(ev, "step"))
-
-    assert supervisor.preempt() is True
-    seen += poll_until_done(supervisor)
-
-    [preempted] = of_kind(seen, "preempted")
-    stopped_at = preempted["step"]
-    assert max(e["step"] for e in of_kind(seen, "step")) == stopped_at
-    assert preempted["checkpoint"] == f"checkpoints/ckpt-{stopped_at}"
-    [exited] = of_kind(seen, "process_exited")
-    assert exited["exit_code"] == exitcodes.PREEMPTED == 42
-    assert (supervisor.state, supervisor.reason) == (
-        "preempted", "saved at the current step and stopped"
-    )
-    assert checkpoints.newest_valid(run_dir).step == stopped_at
-    assert stopped_at % config.checkpoint_every != 0  # saved because of the preemption
-
-    supervisor.start(config.replace(steps=stopped_at + 3), resume=True)
-    seen = poll_until_done(supervisor)
-
-    [resumed] = of_kind(seen, "resumed")
-    assert (resumed["attempt"], resumed["from_step"]) == (1, stopped_at)
-    assert [e["step"] for e in of_kind(seen, "step")] == [
-        stopped_at + 1, stopped_at + 2, stopped_at + 3
-    ]
-    all_steps = [e["step"] for e in of_kind(events.read_all(run_dir), "step")]
-    assert all_steps == list(range(1, stopped_at + 4))  # every step once: none lost, none redone
-    assert supervisor.state == "finished"
