@@ -107,6 +107,40 @@ def poll_until_done(supervisor) -> list[dict]:
     return seen + supervisor.poll()
 
 
+PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
+
+
+def _main_window(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from ftgui.qt.main_window import MainWindow
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    qtbot.addWidget(win)
+    return win
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """The main window, shown, its settings in a file of `tmp_path`; its controller shut down
+    after the test."""
+    win = _main_window(qtbot, tmp_path)
+    win.show()
+    yield win
+    win.controller.shutdown()
+
+
+@pytest.fixture
+def ready_window(qtbot, tmp_path):
+    """The window as a user sees it a moment after start: shown, its plot created."""
+    win = _main_window(qtbot, tmp_path)
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
+        win.show()  # the plot is created right after the window's first paint
+    yield win
+    win.controller.shutdown()
+
+
 def alive(pids) -> list[int]:
     """Those of `pids` that are still running (a zombie is not)."""
     running = []

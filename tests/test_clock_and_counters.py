@@ -205,18 +205,22 @@ def write_run(run_dir, all_events) -> None:
     (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("opened", [False, True], ids=["live", "reopened"])
-def test_case_6_durations_come_from_the_monotonic_clock(tmp_path, opened):
+def timeline_of(run_events: list[dict], tmp_path, opened: bool):
+    """The Timeline of `run_events` fed live, or (`opened`) of the run written and reopened."""
     from ftgui.core import run_figures
     from ftgui.core.timeline import Timeline
 
-    run_events = case_6_events(stamped=True)
     if opened:
         write_run(tmp_path / "run", run_events)
-        timeline, _ = run_figures.read_run(tmp_path / "run")
-    else:
-        timeline = Timeline()
-        timeline.feed(run_events)
+        return run_figures.read_run(tmp_path / "run")[0]
+    timeline = Timeline()
+    timeline.feed(run_events)
+    return timeline
+
+
+@pytest.mark.parametrize("opened", [False, True], ids=["live", "reopened"])
+def test_case_6_durations_come_from_the_monotonic_clock(tmp_path, opened):
+    timeline = timeline_of(case_6_events(stamped=True), tmp_path, opened)
     [kill] = timeline.incidents
     assert (kill.step, kill.resumed_step, kill.steps_lost) == (40, 30, 10)
     assert kill.detect_seconds == pytest.approx(0.05)
@@ -231,16 +235,7 @@ def test_case_6_durations_come_from_the_monotonic_clock(tmp_path, opened):
 
 @pytest.mark.parametrize("opened", [False, True], ids=["live", "reopened"])
 def test_case_6_an_old_run_without_monotonic_stamps_is_clamped_and_says_so(tmp_path, opened):
-    from ftgui.core import run_figures
-    from ftgui.core.timeline import Timeline
-
-    run_events = case_6_events(stamped=False)
-    if opened:
-        write_run(tmp_path / "run", run_events)
-        timeline, _ = run_figures.read_run(tmp_path / "run")
-    else:
-        timeline = Timeline()
-        timeline.feed(run_events)
+    timeline = timeline_of(case_6_events(stamped=False), tmp_path, opened)
     [kill] = timeline.incidents
     assert kill.detect_seconds == pytest.approx(0.05)
     # the 600 s jump back counts as 0 s: 0.8 + 1.0 + 0.5 s from the exit to the first step

@@ -9,7 +9,6 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import pytest
-from PySide6.QtCore import QSettings
 from recorded import crash_and_recovery
 
 from ftgui.core import run_notes, runs
@@ -47,17 +46,6 @@ def test_checkpoint_time_is_the_stall_else_the_save_time():
     assert checkpoint_seconds({"stall_seconds": 0.02, "save_seconds": 0.5}) == 0.02
     assert checkpoint_seconds({"stall_seconds": None, "save_seconds": 0.5}) == 0.5
     assert checkpoint_seconds({}) == 0.0
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from ftgui.qt.main_window import MainWindow
-
-    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.controller.shutdown()
 
 
 def test_the_compare_button_shows_both_runs_on_one_axis_with_their_table(window, tmp_path):

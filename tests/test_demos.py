@@ -286,19 +286,6 @@ def test_redone_steps_must_repeat_their_losses_to_the_bit(tmp_path):
 
 
 # ------------------------------------------------------------------ the menu (no training)
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    from ftgui.qt.main_window import MainWindow
-
-    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.controller.shutdown()
-
-
 def test_the_demo_menu_lists_the_demos_and_names_a_refused_file(window, tmp_path):
     from PySide6.QtWidgets import QMenu
 

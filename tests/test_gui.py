@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QLabel, QPushButton, QTabWidget, QWidget
 
@@ -26,19 +27,10 @@ from ftgui.core.events import EventWriter
 from ftgui.qt.loss_plot import LossPlot
 from ftgui.qt.main_window import MainWindow
 
-PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
-
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    """The window as a user sees it a moment after start: shown, its plot created."""
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    win = MainWindow(settings=settings)
-    qtbot.addWidget(win)
-    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
-        win.show()  # the plot is created right after the window's first paint
-    yield win
-    win.controller.shutdown()
+def window(ready_window):
+    return ready_window
 
 
 def use_run_dir(win: MainWindow, run_dir: Path) -> None:

@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import pytest
+from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel
@@ -19,7 +20,6 @@ from ftgui.core.events import EventWriter
 from ftgui.qt import theme
 from ftgui.qt.main_window import MainWindow
 
-PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
 T0 = 1_700_000_000.0
 CHIEF = {"role": "chief", "index": 0, "chief": True}
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from PySide6.QtCore import QSettings
 from recorded import crash_and_recovery
 
 from ftgui import cli
@@ -105,17 +104,6 @@ def test_a_replay_fed_in_ticks_gives_the_figures_of_the_opened_run(tmp_path):
 
 
 # ------------------------------------------------------------------------------ the window
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from ftgui.qt.main_window import MainWindow
-
-    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.controller.shutdown()
-
-
 def test_replaying_at_1000_shows_what_opening_the_run_shows(window, qtbot, tmp_path):
     run_dir = crash_and_recovery(tmp_path / "run")
     assert window.replay_run(run_dir, speed=1000)

@@ -9,7 +9,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QTableView
@@ -44,15 +43,6 @@ def write_run(root: Path, name: str, losses, at: float = 0.0, kill_at: int | Non
                 return run_dir
         writer.emit("run_finished", time=T0 + at + 60, step=len(losses), loss=losses[-1])
     return run_dir
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    win = MainWindow(settings=temp_settings(tmp_path))
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.controller.shutdown()
 
 
 # ------------------------------------------------------------------------------ the window

@@ -134,13 +134,11 @@ import sys  # noqa: E402
 import textwrap  # noqa: E402
 
 import pytest  # noqa: E402
-from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtGui import QAction, QKeySequence  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
 from ftgui.core.config import RunConfig  # noqa: E402
 
-PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
 TF_NOISE = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     "I0000 00:00:1764528000.123456   12345 cpu_feature_guard.cc:210] This TensorFlow binary "
@@ -174,16 +172,8 @@ STAND_IN = "class UnavailableError(RuntimeError):\n    pass\n"
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    from ftgui.qt.main_window import MainWindow
-
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    win = MainWindow(settings=settings)
-    qtbot.addWidget(win)
-    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
-        win.show()
-    yield win
-    win.controller.shutdown()
+def window(ready_window):
+    return ready_window
 
 
 @pytest.fixture
