@@ -4,8 +4,9 @@
 
 RUN must already hold a config.toml (the benchmarks write one with ftgui.core.config.save).
 Each function in TIMED is wrapped, in this process only, by a timer; at exit one line
-`TIMINGS {json}` gives, per name, the list of call durations in seconds. Names that no longer
-exist in the code are reported under `missing` instead of failing. Calls made inside
+`TIMINGS {json}` gives, per name, the list of call durations in seconds (`timings`, wall clock;
+`cpu`, CPU seconds of the calling thread). Names that no longer exist in the code are reported
+under `missing` instead of failing. Calls made inside
 `CheckpointAction.save` are recorded under `save/<name>`, others under `<name>`.
 """
 
@@ -27,6 +28,9 @@ TIMED = [
     ("ftgui.core.checkpoints", "write_metadata"),
     ("ftgui.core.checkpoints", "list_checkpoints"),
     ("ftgui.core.checkpoints", "tf_files"),
+    ("ftgui.core.checkpoints", "keep_newest"),
+    ("ftgui.training.actions.checkpoint", "point_state_file"),
+    ("ftgui.training.summaries", "Summaries.flush"),
     ("ftgui.training.actions.checkpoint", "CheckpointAction._complete_save"),
     ("ftgui.training.background_save", "ShadowState.take"),
     ("ftgui.training.background_save", "ShadowState.write"),
@@ -42,6 +46,7 @@ TIMED = [
 ]
 
 timings: dict[str, list[float]] = {}
+cpu: dict[str, list[float]] = {}  # the calling thread's CPU seconds (time.thread_time)
 missing: list[str] = []
 _local = threading.local()
 
@@ -55,11 +60,12 @@ def _wrap(owner, attr: str, name: str) -> None:
         is_save = name == "CheckpointAction.save"
         key = f"save/{name}" if in_save and not is_save else name
         _local.in_save = in_save or is_save
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         try:
             return original(*args, **kwargs)
         finally:
             timings.setdefault(key, []).append(time.perf_counter() - started)
+            cpu.setdefault(key, []).append(time.thread_time() - started_cpu)
             _local.in_save = in_save
 
     setattr(owner, attr, timed)
@@ -80,7 +86,7 @@ def install() -> None:
 
 
 def report() -> None:
-    print("TIMINGS " + json.dumps({"timings": timings, "missing": missing}), flush=True)
+    print("TIMINGS " + json.dumps({"timings": timings, "cpu": cpu, "missing": missing}), flush=True)
 
 
 def main() -> int:

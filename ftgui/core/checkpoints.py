@@ -177,22 +177,34 @@ def _partly_deleted(info: CheckpointInfo) -> bool:
 
 def tf_files(directory: Path, step: int) -> list[Path]:
     """The TensorFlow files (index and data shards) present for `step`, sorted by name."""
-    names = []
-    for path in directory.glob(f"{PREFIX}-{step}.*"):
-        match = _FILE.match(path.name)
-        if match and match.group(2) != "meta.json" and int(match.group(1)) == step:
-            names.append(path)
+    start, names = f"{PREFIX}-{step}.", []
+    try:
+        with os.scandir(directory) as entries:  # ~4x faster than Path.glob (bench_checkpoint)
+            for entry in entries:
+                match = _FILE.match(entry.name) if entry.name.startswith(start) else None
+                if match and match.group(2) != "meta.json":
+                    names.append(Path(entry.path))
+    except FileNotFoundError:
+        return []
     return sorted(names)
 
 
-def write_metadata(prefix: Path, **fields) -> Path:
-    """Record `fields` plus every TensorFlow file's size next to a just-saved checkpoint.
+def file_step(name: str) -> int | None:
+    """The step of a checkpoint file name (`ckpt-N.index`, `.data-…`, `.meta.json`), else None."""
+    match = _FILE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def write_metadata(prefix: Path, files: dict[str, int] | None = None, **fields) -> Path:
+    """Record `fields` plus every TensorFlow file's size next to a just-saved checkpoint
+    (`files`: name -> bytes, when the caller has them already).
 
     Call only after TensorFlow's save returned. Written via temp file + rename so a reader
     never sees half a metadata file. Returns the metadata path.
     """
     step = int(prefix.name.rsplit("-", 1)[1])
-    files = {path.name: path.stat().st_size for path in tf_files(prefix.parent, step)}
+    if files is None:
+        files = {path.name: path.stat().st_size for path in tf_files(prefix.parent, step)}
     record = {"step": step, **fields, "files": files}
     path = meta_path(prefix)
     tmp = path.with_name(path.name + ".tmp")

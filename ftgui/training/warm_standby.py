@@ -44,7 +44,7 @@ def shadow_for(state, data, config: RunConfig):
 
     shadow = ShadowState(state, config.model, data.input_shape, data.num_classes,
                          config.learning_rate)
-    shadow.warm_up()
+    shadow.warm_up(data.x_val)
     return shadow
 
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from ftgui.core import checkpoints, exitcodes
 from ftgui.core.config import RunConfig
+from ftgui.core.retention import Retention
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState, point_state_file
 from ftgui.training.checkpoint_writer import OneWriter, write_error
@@ -87,6 +88,7 @@ class CheckpointAction(Action):
             self.shadow = shadow or ShadowState(state, config.model, data.input_shape,
                                                 data.num_classes, config.learning_rate)
             self.writer = OneWriter()
+            self.retention = Retention(self.directory, config.keep)
         else:
             self.manager = tf.train.CheckpointManager(
                 state.checkpoint, directory=str(checkpoints.tf_path(self.directory)),
@@ -106,7 +108,7 @@ class CheckpointAction(Action):
         if not self._warmed:
             # after the first step, never before it: a recovery waits for that step
             self._warmed = True
-            self.writer.submit(self.shadow.warm_up)
+            self.writer.submit(self.shadow.warm_up, self.data.x_val)
 
     def __call__(self, output: StepOutput) -> None:
         if due(output.step, self.config.checkpoint_every, self.config.steps):
@@ -194,13 +196,14 @@ class CheckpointAction(Action):
                          **({"metrics": metrics} if metrics else {}))
         self.summaries.scalar("val_loss", val_loss, step)
         self.summaries.scalar("val_accuracy", val_accuracy, step)
-        checkpoints.write_metadata(
-            prefix, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
+        files = {p.name: p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step)}
+        meta = checkpoints.write_metadata(
+            prefix, files, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
             time=fields["time"], epoch=fields["epoch"],
             **run_record(self.config, self.state, self.data, fields["position"], self.variables),
             **self.user_code_fields,
         )
-        size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
+        size = sum(files.values())
         if began is not None:
             stall_seconds = time.perf_counter() - began
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
@@ -208,8 +211,9 @@ class CheckpointAction(Action):
                          stall_seconds=stall_seconds, requested=fields["requested"],
                          background=self.shadow is not None)
         if self.shadow is not None:
+            files[meta.name] = meta.stat().st_size
             point_state_file(self.directory,
-                             checkpoints.keep_newest(self.directory, self.config.keep, step))
+                             self.retention.after_save(step, files, fields["time"]))
         else:
             self._drop_metadata(dropped)
         self.summaries.flush()
