@@ -357,7 +357,8 @@ def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
     window.panel.run_dir_edit.setText(str(run_dir))
     window.panel.run_dir_edit.editingFinished.emit()
     # checkpoints every 1000 steps: the one the quit leaves can only be the preemption's
-    window.panel.set_config(RunConfig(steps=3000, checkpoint_every=1000))
+    # with automatic recovery on, which must not restart what the quit stops
+    window.panel.set_config(RunConfig(steps=3000, checkpoint_every=1000, max_restarts=3))
     assert window.start_run()
     controller = window.controller
     qtbot.waitUntil(lambda: controller.timeline.last_step >= 25, timeout=180_000)
@@ -372,6 +373,7 @@ def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
     reached = max(e["step"] for e in history if e["event"] == "step")
     [exit_event] = [e for e in history if e["event"] == "process_exited"]
     assert exit_event["exit_code"] == 42 and exit_event["last_step"] == reached
+    assert not [e for e in history if e["event"] == "recovery_scheduled"]
     assert checkpoints.newest_valid(run_dir).step == reached
     assert reached % 1000 != 0
     assert runs.summarize(run_dir).status == "preempted"

@@ -157,6 +157,11 @@ class RunController(QObject):
     def preempt(self, target: str = "chief") -> bool:
         return bool(self.supervisor) and self.supervisor.preempt(target)
 
+    def preempt_and_stop(self) -> bool:
+        """Preempt the chief with no automatic restart after it (quitting while training).
+        False if nothing is alive."""
+        return bool(self.supervisor) and self.supervisor.preempt_and_stop()
+
     def checkpoint_now(self) -> bool:
         return bool(self.supervisor) and self.supervisor.checkpoint_now()
 

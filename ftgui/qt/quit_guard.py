@@ -1,10 +1,11 @@
 """Closing the window while a run trains: ask once, "Stop training and quit?".
 
 *Preempt and quit* sends the chief SIGTERM (it saves a checkpoint at its current step and exits
-42, so the run is recorded as preempted and `--resume` loses no step), waits for the training
-processes to exit with a progress dialog (at most `PREEMPT_TIMEOUT_S`; its button kills at once),
-then closes. *Kill and quit* closes at once: the window's shutdown SIGKILLs every process and the
-run is recorded as stopped. *Cancel* keeps the window. The answer can be remembered in QSettings.
+42, so the run is recorded as preempted and `--resume` loses no step) with automatic recovery
+held, so that no restart begins only to be killed. It waits for the training processes to exit
+with a progress dialog (at most `PREEMPT_TIMEOUT_S`; its button kills at once), then closes.
+*Kill and quit* closes at once: the window's shutdown SIGKILLs every process and the run is
+recorded as stopped. *Cancel* keeps the window. The answer can be remembered in QSettings.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class QuitGuard(QObject):
     def _preempt_then_close(self) -> bool:
         controller = self.window.controller
         self._stopping = [p for p in controller.supervisor.processes if p.alive]
-        if not controller.preempt("chief"):  # nothing alive (a restart was pending)
+        if not controller.preempt_and_stop():  # nothing alive (a restart was pending)
             self.outcome = "preempted"
             return True
         self._deadline = time.monotonic() + PREEMPT_TIMEOUT_S
@@ -150,8 +151,6 @@ class QuitGuard(QObject):
 
     def _check_exit(self) -> None:
         supervisor = self.window.controller.supervisor
-        # The preempted processes, not a restart that automatic recovery may have started
-        # since (the window's shutdown ends that one).
         stopping = any(p.alive for p in self._stopping)
         left = self._deadline - time.monotonic()
         if not stopping:
