@@ -32,7 +32,13 @@ When ftgui has no warm standby the script says so.
 measures instead a 2-worker MultiWorkerMirroredStrategy run (`ftgui train`, checkpoint every 10,
 worker 1 killed after step 35, automatic recovery, restart backoff 0): where it resumed from
 (`resumed.source`: just_in_time or disk), steps redone (kill step - resumed step) and kill ->
-first resumed step (a multi-worker restart is cold: its standby could not be built in advance).
+first resumed step (without warm standby: a cold restart).
+
+    python benchmarks/bench_recovery.py --cluster [--reps 3]
+
+measures a 2-worker MultiWorkerMirroredStrategy run killed by the supervisor (worker 1, past
+step 100): kill -> first resumed step of a cold restart against the standby cluster formed in
+advance (`warm_standby`), interleaved. Target: standby cluster <= 0.1 x cold.
 """
 
 from __future__ import annotations
@@ -174,39 +180,50 @@ def ftgui_has_standby() -> bool:
     return "warm_standby" in getattr(RunConfig, "__dataclass_fields__", {})
 
 
-def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) -> dict:
-    """A warm-standby run killed by the supervisor once the standby is ready."""
-    from ftgui.core.config import RunConfig
+def kill_when_ready(run_dir: Path, config, target: str, prepared_wanted: int, kill_at: int,
+                    timeout: float, before_kill=None) -> list[dict]:
+    """Run `config` through `Supervisor` (what `ftgui train` does); kill `target` once the run
+    is past step `kill_at` and `prepared_wanted` standbys have sent a prepared `standby_ready`
+    (`before_kill(supervisor)` is called just before); stop at the first step after the kill.
+    Returns the run's events. Raises RuntimeError when no kill came within `timeout` s."""
     from ftgui.core.supervisor import Supervisor
 
-    run_dir = work / tag
-    config = RunConfig().replace(steps=10_000_000, checkpoint_every=10, auto_recover=True,
-                                 restart_backoff=0.0, warm_standby=True)
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
-    ready = killed = False
-    rss = None
-    last_step, deadline = 0, time.time() + timeout
+    prepared, killed, last_step = 0, False, 0
+    deadline = time.time() + timeout
     try:
         while time.time() < deadline:
             for event in supervisor.poll():
-                kind = event["event"]
-                if kind == "standby_ready":
-                    ready = True
-                elif kind == "step" and event.get("attempt") == 0:
+                if event["event"] == "standby_ready" and event.get("prepared"):
+                    prepared += 1
+                elif event["event"] == "step" and event.get("attempt") == 0:
                     last_step = event["step"]
-                elif kind == "step" and killed:
+                elif event["event"] == "step" and killed:
                     deadline = 0  # the first resumed step: done
-            if ready and not killed and last_step >= kill_at:
-                rss = standby_rss(supervisor)
-                killed = supervisor.kill("chief")
+            if not killed and last_step >= kill_at and prepared >= prepared_wanted:
+                if before_kill is not None:
+                    before_kill(supervisor)
+                killed = supervisor.kill(target)
             time.sleep(0.02)
     finally:
         supervisor.shutdown()
     events = read_events(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     if not killed:
-        raise RuntimeError(f"no kill: standby ready {ready}, last step {last_step}")
+        raise RuntimeError(f"no kill: {prepared} standbys prepared, last step {last_step}")
+    return events
+
+
+def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) -> dict:
+    """A warm-standby run killed by the supervisor once the standby is ready."""
+    from ftgui.core.config import RunConfig
+
+    config = RunConfig().replace(steps=10_000_000, checkpoint_every=10, auto_recover=True,
+                                 restart_backoff=0.0, warm_standby=True)
+    rss = []
+    events = kill_when_ready(work / tag, config, "chief", 1, kill_at, timeout,
+                             lambda supervisor: rss.append(standby_rss(supervisor)))
     fault = next(e for e in events if e["event"] == "fault_injected" and e.get("attempt") == 0)
     ready_event = next(e for e in events if e["event"] == "standby_ready")
     started = next(e for e in events if e["event"] == "process_started" and e["attempt"] == 1)
@@ -219,7 +236,7 @@ def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) 
             "training_started": trained["time"] - t0, "resumed": resumed["time"] - t0,
             "killed_after_step": fault.get("step"), "first_step": step["step"],
             "from_step": resumed.get("from_step"), "setup": trained.get("setup_seconds"),
-            "prepared": ready_event.get("prepared"), "rss": rss}
+            "prepared": ready_event.get("prepared"), "rss": rss[0]}
 
 
 def standby_rss(supervisor) -> float:
@@ -272,6 +289,58 @@ def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str) -> dict:
             "jit_save": saved.get("save_seconds"), "live_differs": saved.get("live_differs")}
 
 
+def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, timeout: float = 240) -> dict:
+    """A multi-worker x2 run (checkpoint every 20, automatic recovery, no backoff) driven by
+    `Supervisor`, worker 1 killed by it once the run is past `kill_at` and, with `standby`,
+    once both members of its standby cluster are prepared. Figures of the recovery."""
+    from ftgui.core.config import RunConfig
+
+    config = RunConfig(strategy="multi-worker", workers=2, steps=10_000_000,
+                       checkpoint_every=20, auto_recover=True, restart_backoff=0.0,
+                       warm_standby=standby)
+    events = kill_when_ready(work / tag, config, "worker:1", 2 if standby else 0, kill_at,
+                             timeout)
+    fault = next(e for e in events if e["event"] == "fault_injected")
+    started = [e for e in events if e["event"] == "process_started" and e["attempt"] == 1]
+    resumed = next(e for e in events if e["event"] == "resumed" and e["attempt"] == 1)
+    step = next(e for e in events if e["event"] == "step" and e["attempt"] == 1)
+    return {"recovery": step["time"] - fault["time"], "resumed": resumed["time"] - fault["time"],
+            "standby": all(e.get("standby") for e in started), "source": resumed.get("source"),
+            "redone": fault["step"] - resumed["from_step"], "killed_after": fault["step"]}
+
+
+def measure_cluster(reps: int, kill_at: int, budget: float) -> int:
+    """Kill -> first resumed step of a multi-worker run: a cold restart of both workers
+    against the standby cluster formed in advance (`ftgui.core.standby`)."""
+    header(f"multi-worker x2 recovery: worker 1 killed by the supervisor past step {kill_at}; "
+           f"cold restart vs standby cluster, {reps} interleaved repetitions")
+    work = Path(tempfile.mkdtemp(prefix="ftgui-bench-cluster-"))
+
+    def show(rep, name, r):
+        print(f"   rep {rep} {name:15s} kill -> first resumed step {r['recovery']:.2f} s "
+              f"(resumed {r['resumed']:.2f} s; killed after step {r['killed_after']}, "
+              f"{r['redone']} step(s) redone, from {r['source']}; members used: "
+              f"{r['standby']})", flush=True)
+
+    try:
+        results = interleaved(["cold", "standby-cluster"], reps, budget,
+                              lambda name, rep: run_cluster(work, f"{name}-{rep}",
+                                                            name != "cold", kill_at), show)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = {name: median([r["recovery"] for r in rs]) for name, rs in results.items()}
+    table = Table("bench_recovery --cluster")
+    table.add("cold restart of both workers, kill -> step", f"{med['cold']:.2f} s")
+    table.add("standby cluster, kill -> step", f"{med['standby-cluster']:.2f} s")
+    ratio = med["standby-cluster"] / med["cold"]
+    table.add("ratio standby cluster / cold (target <= 0.1)", f"{ratio:.3f}", "<= 0.1",
+              ratio <= 0.1)
+    table.add("standby cluster used in every repetition",
+              str(all(r["standby"] for r in results["standby-cluster"])))
+    table.print()
+    return 0
+
+
 def measure_just_in_time(reps: int, steps: int, kill_at: int) -> int:
     header(f"just-in-time recovery: multi-worker x2, worker 1 killed after step {kill_at}, "
            f"checkpoint every 10, {reps} run(s)")
@@ -309,7 +378,11 @@ def main() -> int:
                         help="measure a multi-worker just-in-time recovery instead")
     parser.add_argument("--budget", type=float, default=265,
                         help="start no new repetition after this many seconds (default 265)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="measure a multi-worker cold restart against its standby cluster")
     args = parser.parse_args()
+    if args.cluster:
+        return measure_cluster(args.reps, max(args.kill_at, 100), args.budget)
     if args.just_in_time:
         return measure_just_in_time(args.reps, args.steps, args.kill_at)
     header(f"recovery: kill after step {args.kill_at} to the first resumed step, "

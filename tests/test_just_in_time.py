@@ -179,3 +179,52 @@ def test_a_lost_chief_costs_no_step_worker_1_saves_and_the_supervisor_promotes(
     assert promoted["promoted_from"] == written["path"]
     assert promoted["saved_by"] == "worker:1"
     _assert_recovered_exactly(tmp_path / "run", seen, never_killed)
+
+
+@pytest.mark.tf
+def test_a_standby_cluster_formed_in_advance_takes_over_after_a_lost_worker(tmp_path):
+    """Multi-worker x2 with warm standby: a standby cluster of two workers forms (its own
+    ports) while the run trains; worker 1 is killed once both members are prepared. The next
+    attempt is the standby cluster, and every loss equals a run never killed, to the bit."""
+    from conftest import poll_until
+
+    from ftgui.core.config import RunConfig
+    from ftgui.core.supervisor import Supervisor
+
+    run_dir = tmp_path / "run"
+    config = RunConfig(strategy="multi-worker", workers=2, steps=100_000, checkpoint_every=20,
+                       auto_recover=True, restart_backoff=0, max_restarts=3, warm_standby=True)
+    supervisor = Supervisor(run_dir)
+    supervisor.start(config)
+    seen = poll_until(supervisor, lambda ev: len([
+        e for e in of_kind(ev, "standby_ready") if e["prepared"]]) == 2)
+    members = [e["pid"] for e in of_kind(seen, "standby_ready")]
+    assert supervisor.kill("worker:1")
+    seen += poll_until(supervisor, lambda ev: len(of_kind(ev, "step", attempt=1)) >= 20)
+    assert supervisor.preempt_and_stop()
+    seen += poll_until(supervisor, lambda _: not supervisor.live) + supervisor.poll()
+    supervisor.shutdown()
+
+    first, second = (of_kind(seen, "process_started", attempt=a) for a in (0, 1))
+    assert sorted(e["pid"] for e in second) == sorted(members)
+    assert [e["log"] for e in second] == [f"logs/standby-1-worker-{i}.log" for i in (0, 1)]
+    assert all(e["standby"] for e in second) and not any(e["standby"] for e in first)
+    assert {e["address"] for e in second}.isdisjoint(e["address"] for e in first)
+    [fault] = [e for e in of_kind(seen, "fault_injected") if e["kind"] == "kill"]
+    [resumed] = of_kind(seen, "resumed")
+    # Just in time; or, when the survivor's step did not fail within the grace (a kill at a
+    # random moment can leave it waiting in a collective), the newest periodic checkpoint,
+    # the one before when the kill cut a collective save short.
+    assert resumed["source"] in ("just_in_time", "disk")
+    assert fault["step"] - 2 * config.checkpoint_every <= resumed["from_step"] <= fault["step"]
+    assert min(e["step"] for e in of_kind(seen, "step", attempt=1)) == resumed["from_step"] + 1
+    pids = [e["pid"] for e in of_kind(seen, "process_started")] + members
+    assert alive(pids) == []
+
+    reference = tmp_path / "reference"  # 2 mirrored replicas: the same bits as 2 workers
+    last = max(e["step"] for e in of_kind(seen, "step"))
+    assert cli.main(["train", str(reference), "--steps", str(last), "--checkpoint-every", "20",
+                     "--quiet"]) == 0
+    never_killed = events.final_losses(events.read_all(reference))
+    for event in of_kind(seen, "step"):
+        assert event["loss"] == never_killed[event["step"]], event

@@ -259,7 +259,7 @@ class Supervisor(FaultCommands, TaskLauncher):
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
             self._fire_armed(event["step"])
         elif kind == "standby_ready":
-            self._standby.mark_ready(event.get("pid"))
+            self._standby.mark_ready(event.get("pid"), event.get("prepared_for"))
         elif kind == "heartbeat":
             for proc in self.processes:
                 if proc.alive and proc.name == f"{event.get('role')}:{event.get('index')}":
@@ -311,9 +311,10 @@ class Supervisor(FaultCommands, TaskLauncher):
         with EventWriter(self.run_dir, attempt) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
+            handed = self._hand_standby_cluster(tasks)
             for task in tasks:
                 if task.local:
-                    self._spawn(task, writer)
+                    self._spawn(task, writer, member=handed.get(task.name))
                 else:
                     self._announce_remote(task, writer)
         self._faults.start_timer(config)

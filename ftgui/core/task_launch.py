@@ -16,6 +16,7 @@ import time
 from ftgui.core import checkpoint_moves, cluster, training_process
 from ftgui.core.cluster import Task
 from ftgui.core.events import EventWriter
+from ftgui.core.standby import Member, wants_cluster
 from ftgui.core.trainer_command import remote_command, trainer_args
 from ftgui.core.training_process import TrainingProcess
 
@@ -34,22 +35,21 @@ class TaskLauncher:
     """Starting the processes of a supervisor's attempt and its warm standbys, and ending the
     attempt before: its survivors' just-in-time save, its last exits."""
 
-    def _spawn(self, task: Task, writer: EventWriter, rejoins: int = 0) -> TrainingProcess:
-        """Start `task` (`rejoins`: its restarts on its own within this attempt)."""
-        args = self._trainer_args(task)
+    def _spawn(self, task: Task, writer: EventWriter, rejoins: int = 0,
+               member: Member | None = None) -> TrainingProcess:
+        """Start `task` (`rejoins`: its restarts on its own within this attempt; `member`: the
+        standby-cluster member already handed its order)."""
         suffix = f".restart-{rejoins}" if rejoins else ""
         log_name = f"{task.role}-{task.index}.attempt-{self.attempt}{suffix}.log"
         log_path = self.run_dir / LOG_DIR / log_name
-        env = cluster.tf_config_env(task)
-        if self.config.gpus == 0:
-            env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
         restore = self._restore
         restarts = self._starts.get(task.name, 0)
         try:
             proc = training_process.start(
-                task, args, env, log_path, self._standby, self.python, restarts=restarts,
-                rejoins=rejoins, start_step=self.last_step if rejoins else (
-                    restore.step if restore else 0))
+                task, self._trainer_args(task), self._task_env(task), log_path, self._standby,
+                self.python, restarts=restarts, rejoins=rejoins,
+                start_step=self.last_step if rejoins else (restore.step if restore else 0),
+                handed=(member.popen, member.log_path) if member else None)
         except OSError as exc:
             self._kill_all()
             raise StartError(f"cannot start {task.name}: {exc}") from None
@@ -57,7 +57,8 @@ class TaskLauncher:
         writer.emit(
             "process_started", role=task.role, index=task.index, pid=proc.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
-            address=task.address, restore=restore.relpath if restore else None,
+            address=member.address if member else task.address,
+            restore=restore.relpath if restore else None,
             log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
             snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
         )
@@ -73,12 +74,32 @@ class TaskLauncher:
                     label=task.label, command=command)
         return command
 
+    def _task_env(self, task: Task) -> dict[str, str]:
+        env = cluster.tf_config_env(task)
+        if self.config.gpus == 0:
+            env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
+        return env
+
     def _keep_standbys(self) -> None:
-        """Keep one warm standby per task while the run lives (started only once the attempt
-        trains, so that imports do not compete with its start)."""
+        """Keep one warm standby per task, or one standby cluster, while the run lives
+        (started only once the attempt trains, so that imports do not compete with its
+        start)."""
         config = self.config
         if config and config.warm_standby and self._progress_seen and not self._settled:
-            self._standby.keep(len(self._task_names))
+            if wants_cluster(config):
+                self._standby.keep_cluster(config.workers)
+            else:
+                self._standby.keep(len(self._task_names))
+
+    def _hand_standby_cluster(self, tasks: list[Task]) -> dict[str, Member]:
+        """Hand this attempt's orders to the standby cluster when it is ready for the run's
+        configuration (`StandbyPool.hand_cluster_orders`): task name -> its member; empty
+        when the attempt starts cold."""
+        if not wants_cluster(self.config) or not self._standby.members:
+            return {}
+        orders = [(self._trainer_args(task), self._task_env(task)) for task in tasks]
+        members = self._standby.hand_cluster_orders(orders, self.config.to_dict())
+        return {} if members is None else {t.name: m for t, m in zip(tasks, members, strict=True)}
 
     def dismiss_standbys(self) -> None:
         """End every waiting standby (the run is over, or the supervisor is closing)."""

@@ -79,12 +79,15 @@ class TrainingProcess:
 
 def start(task: Task, args: list[str], env: dict[str, str], log_path: Path,
           standbys: StandbyPool, python: str = sys.executable,
-          restarts: int = 0, rejoins: int = 0, start_step: int = 0) -> TrainingProcess:
+          restarts: int = 0, rejoins: int = 0, start_step: int = 0,
+          handed: tuple | None = None) -> TrainingProcess:
     """Start `task` with the trainer's `args` and extra `env`: hand them to a warm standby of
     `standbys` (whose log it keeps), else start `python -m ftgui.training` logging to
-    `log_path`. `restarts`, `rejoins`, `start_step`: see `TrainingProcess` (`start_step` is
-    its first `last_step`). Raises `OSError` if the program cannot be started."""
-    popen, standby_log = standbys.hand_order(args, env)
+    `log_path`. `handed`: (process, log path) of a standby already given this order (a
+    standby cluster's member). `restarts`, `rejoins`, `start_step`: see `TrainingProcess`
+    (`start_step` is its first `last_step`). Raises `OSError` if the program cannot be
+    started."""
+    popen, standby_log = handed or standbys.hand_order(args, env)
     if popen is None:
         popen = spawn(trainer_argv(args, python), log_path, env)
     return TrainingProcess(task, popen, standby_log or log_path, restarts=restarts,

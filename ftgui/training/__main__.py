@@ -243,6 +243,7 @@ def standby(run_dir: Path) -> int:
 
     from ftgui.core import config as configmod
     from ftgui.core.events import emit
+    from ftgui.core.standby import MEMBER_ENV, config_fingerprint
     from ftgui.training import (  # noqa: F401
         assemble,
         data,
@@ -258,9 +259,12 @@ def standby(run_dir: Path) -> int:
         pass
 
     import_seconds = time.perf_counter() - _T0
-    _WARM = _prepare(run_dir)
+    member = os.environ.pop(MEMBER_ENV, None) is not None  # of a standby cluster
+    own_tf_config = os.environ.get("TF_CONFIG") if member else None  # its own cluster
+    _WARM = _prepare(run_dir, cluster_member=member)
+    prepared = bool(_WARM and not _WARM.failed)
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
-         prepared=bool(_WARM and not _WARM.failed),
+         prepared=prepared, prepared_for=config_fingerprint(_WARM.config) if prepared else None,
          prepare_seconds=_WARM.seconds if _WARM else None)
     print(f"standby: ready after {import_seconds:.2f} s of imports"
           + (f" and {_WARM.seconds:.2f} s building and tracing" if _WARM else ""), flush=True)
@@ -269,6 +273,8 @@ def standby(run_dir: Path) -> int:
         return 0
     order = json.loads(line)
     os.environ.update(order.get("env", {}))
+    if member and prepared:
+        os.environ["TF_CONFIG"] = own_tf_config  # the cluster its strategy has formed
     if _WARM is not None and (_WARM.failed
                               or _config_dict(configmod, run_dir) != _WARM.config):
         print("standby: " + ("its preparation failed" if _WARM.failed else
@@ -287,11 +293,13 @@ def _config_dict(configmod, run_dir: Path) -> dict | None:
         return None  # `main` refuses it with its one-line reason
 
 
-def _prepare(run_dir: Path):
+def _prepare(run_dir: Path, cluster_member: bool = False):
     """Build and warm this run's state if its strategy allows (`warm_standby.Prepared`), else
-    None (a cluster strategy, or a configuration that does not load: the order decides). A
-    build that fails leaves TensorFlow half set up: the `Prepared` then says why (`failed`)
-    and the order is run by a cold trainer."""
+    None (a cluster strategy outside a standby cluster, or a configuration that does not
+    load: the order decides). `cluster_member`: started with a `TF_CONFIG` of its own (a
+    standby cluster's worker: building forms that cluster). A build that fails leaves
+    TensorFlow half set up: the `Prepared` then says why (`failed`) and the order is run by
+    a cold trainer."""
     from ftgui.core import checkpoints
     from ftgui.core import config as configmod
     from ftgui.training import warm_standby
@@ -303,14 +311,19 @@ def _prepare(run_dir: Path):
     except (OSError, ValueError) as exc:
         print(f"standby: not prepared ({exc})", flush=True)
         return None
-    if not warm_standby.can_prepare(config):
+    if not warm_standby.can_prepare(config, cluster_member):
         return None
     try:
         built = build(config)
-        newest = checkpoints.newest_valid(run_dir)
+        # No warm-up restore in a standby cluster: a worker that had restored a checkpoint
+        # retention deleted since then failed its order's restore with NotFoundError naming
+        # the deleted one (TensorFlow 2.21, MultiWorkerMirroredStrategy).
+        newest = None if cluster_member else checkpoints.newest_valid(run_dir)
         warm_standby.run_one_step_and_undo(built[2], built[0], config,
                                            newest.prefix if newest else None)
-        shadow = warm_standby.shadow_for(built[2], built[0], config)
+        # a cluster saves collectively, without the background writer's shadow copy
+        shadow = None if cluster_member else warm_standby.shadow_for(built[2], built[0],
+                                                                      config)
     except Exception as exc:  # noqa: BLE001 (the order will say it, from a cold start)
         print(f"standby: preparing failed ({type(exc).__name__}: {exc})", flush=True)
         return warm_standby.Prepared(config.to_dict(), (), None,

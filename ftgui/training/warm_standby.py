@@ -4,8 +4,10 @@ A standby (`python -m ftgui.training --standby RUN`) of a one-process strategy (
 one-device, mirrored) builds what a cold start would from `RUN/config.toml` — devices, seeds,
 dataset, strategy, model, optimizer — then runs one step so that TensorFlow traces, optimises
 and places it, and puts every variable back to its value before that step, bit for bit. On its
-order it only restores and trains. A cluster strategy (multi-worker, parameter server) needs the
-order's `TF_CONFIG` before its strategy exists: such a standby only has TensorFlow imported.
+order it only restores and trains. A cluster strategy needs a `TF_CONFIG` before its strategy
+exists: a member of a standby cluster (`ftgui.core.standby`) has its own, and is prepared like a
+one-process standby; its warm-up step runs the cluster's collectives once. Any other standby of
+a cluster (a parameter-server task, an explicit `cluster` setting) only has TensorFlow imported.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ftgui.core.config import RunConfig
+from ftgui.core.standby import wants_cluster
 
 PREPARED_STRATEGIES = ("default", "one-device", "mirrored")
 
@@ -31,9 +34,12 @@ class Prepared:
     failed: str = ""
 
 
-def can_prepare(config: RunConfig) -> bool:
+def can_prepare(config: RunConfig, cluster_member: bool = False) -> bool:
     """Whether a standby can build this run's state before its order: one-process strategies
-    with the custom loop (a cluster's strategy needs the order's `TF_CONFIG`)."""
+    with the custom loop, and a multi-worker run's standby-cluster member (`cluster_member`:
+    started with a `TF_CONFIG` of its own; `ftgui.core.standby.wants_cluster`)."""
+    if cluster_member:
+        return wants_cluster(config)
     return config.strategy in PREPARED_STRATEGIES and config.loop == "custom"
 
 
