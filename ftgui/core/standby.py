@@ -66,9 +66,11 @@ class Member:
 
 
 class StandbyPool:
-    """The standbys of one run; their output goes to `log_dir/standby-<n>.log`.
+    """The standbys of one run; their output goes to `log_dir/standby-<n>.log` (a standby
+    cluster's to `standby-<n>-worker-<i>.log`).
 
-    `standbys` holds (process, log path) of those not yet handed an order, oldest first.
+    `standbys` holds (process, log path) of those not yet handed an order, oldest first;
+    `members`, the standby cluster's, by task index (empty when there is none).
     """
 
     def __init__(self, run_dir: Path, log_dir: Path, python: str = sys.executable):
