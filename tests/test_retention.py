@@ -70,8 +70,14 @@ def disturb_older(directory):
     fake_checkpoint(directory.parent, 5)
 
 
+def disturb_rewrite(directory):
+    meta = checkpoints.meta_path(directory / "ckpt-40")
+    meta.write_bytes(b"\0" * meta.stat().st_size)  # same size, unreadable
+
+
 @pytest.mark.parametrize("disturb", [disturb_damage, disturb_truncate, disturb_remove,
-                                     disturb_leftover, disturb_newer, disturb_older])
+                                     disturb_leftover, disturb_newer, disturb_older,
+                                     disturb_rewrite])
 def test_any_change_by_another_hand_gives_the_full_passs_verdict(tmp_path, full_passes,
                                                                   disturb):
     """Two folders saved in step; one kept by `Retention`, the other by `keep_newest` after every
