@@ -162,6 +162,17 @@ def test_a_kill_at_250_resumes_from_memory_and_every_loss_equals_the_run_never_k
     losses = events.final_losses(seen)
     assert [losses[s] for s in range(1, 401)] == [uninterrupted[s] for s in range(1, 401)]
 
+    # TensorBoard: 201-250 were queued, not yet written, when the kill came; the resumed
+    # trainer logs them again from the run's events, each step once
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0})
+    board.Reload()
+    logged = [(e.step, e.value) for e in board.Scalars("loss")]
+    assert [step for step, _ in logged] == list(range(1, 401))
+    assert [value for _, value in logged] == [float(np.float32(losses[s]))
+                                              for s in range(1, 401)]
+
 
 @pytest.mark.tf
 def test_a_torn_newest_snapshot_restores_the_other_buffer_then_disk(tmp_path, uninterrupted):

@@ -53,7 +53,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     fault_hooks = FaultHooks(faults, events, REQUESTS, checkpoint.wait)
     actions = [
         StepEvents(events, batches.epoch_of, is_chief, role, index),
-        LossSummary(summaries, start_step),
+        LossSummary(summaries, start_step, run_dir if is_chief else None),
         NanRollback(run_dir, events, summaries, restore_with_data_position, checkpoint.wait,
                     is_chief),
         checkpoint,

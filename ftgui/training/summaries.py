@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 TENSORBOARD_DIR = "tensorboard"
+_BACKFILL = object()  # a queue entry whose value gives losses to log (Summaries.backfill)
 
 
 class Summaries:
@@ -74,12 +75,22 @@ class Summaries:
         if self.writer is not None:
             self._queue.append((None, None, step, time.time()))
 
+    def backfill(self, losses) -> None:
+        """Queue the losses `losses()` returns ([(step, loss)], called at the next flush, off
+        the step path) in front of what is queued after this call."""
+        if self.writer is not None:
+            self._queue.append((_BACKFILL, losses, None, time.time()))
+
     def flush(self) -> None:
         """Write what is queued to the event file."""
         if self.writer is None:
             return
         while self._queue:
             name, value, step, wall_time = self._queue.popleft()
+            if name is _BACKFILL:
+                self._queue.extendleft(reversed([("loss", loss, past, wall_time)
+                                                 for past, loss in value()]))
+                continue
             if name is None:
                 start = self._session_log(status=self._session_log.START)
                 event = self._event(wall_time=wall_time, step=step, session_log=start)

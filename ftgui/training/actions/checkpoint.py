@@ -196,6 +196,9 @@ class CheckpointAction(Action):
                          **({"metrics": metrics} if metrics else {}))
         self.summaries.scalar("val_loss", val_loss, step)
         self.summaries.scalar("val_accuracy", val_accuracy, step)
+        # Before the metadata too: a valid periodic checkpoint then vouches that TensorBoard
+        # has every loss up to its step (what a resume from memory relies on, `LossSummary`).
+        self.summaries.flush()
         files = {p.name: p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step)}
         meta = checkpoints.write_metadata(
             prefix, files, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
@@ -216,7 +219,6 @@ class CheckpointAction(Action):
                              self.retention.after_save(step, files, fields["time"]))
         else:
             self._drop_metadata(dropped)
-        self.summaries.flush()
 
     def _remove_scratch(self) -> None:
         if not self.is_chief:
