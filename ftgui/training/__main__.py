@@ -254,7 +254,7 @@ def standby(run_dir: Path) -> int:
     )
 
     try:  # what `Summaries` imports when the loop is built (~0.1 s)
-        from tensorboard.summary.writer import event_file_writer  # noqa: F401
+        from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: F401
     except ImportError:
         pass
 

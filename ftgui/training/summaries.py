@@ -31,7 +31,9 @@ class Summaries:
     Steps not yet flushed when a process is killed are lost from TensorBoard; the restart
     redoes and logs them again, after `restart_at(step)` has written TensorBoard's restart
     marker (a `SessionLog` START event at that step: TensorBoard then drops the older values of
-    that step and later ones, so a resumed, forked or rolled-back run shows each step once).
+    that step and later ones, so a resumed, forked or rolled-back run shows each step once). A
+    resume from memory or a just-in-time save starts after them: it logs them again from the
+    run's events (`backfill`, see `actions/tensorboard.LossSummary`).
 
     Before this, `tf.summary.scalar` cost ~1.5 ms a call eagerly and ~0.4 s of tracing when
     batched in a tf.function (benchmarks/bench_checkpoint.py breakdown).
