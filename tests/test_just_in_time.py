@@ -9,7 +9,8 @@ import pytest
 from conftest import alive, fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoint_moves, checkpoints, events
+from ftgui.core import checkpoint_moves, checkpoints, events, runs
+from ftgui.core.timeline import Timeline
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.loop import TrainingLoop
 
@@ -46,6 +47,54 @@ def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
     (scratch / "ckpt-50.index").write_bytes(b"x")  # killed before its metadata
     assert checkpoint_moves.promote_just_in_time(run_dir) == []
     assert checkpoints.list_checkpoints(run_dir) == [] and not scratch.exists()
+
+
+def _killed_attempt(recovered_loss: float = 1.0 / 7) -> list[dict]:
+    """The events of a multi-worker attempt whose chief was killed after logging step 6, and
+    the step 7 the supervisor recovered from worker 1's just-in-time checkpoint (no restart)."""
+    def at(seconds: float, event: str, **fields) -> dict:
+        return {"event": event, "time": 1000.0 + seconds, "attempt": 0, **fields}
+
+    return [
+        at(0.0, "run_started", config={"strategy": "multi-worker", "steps": 10}),
+        at(0.1, "process_started", role="worker", index=0, pid=11, chief=True),
+        at(0.1, "process_started", role="worker", index=1, pid=12, chief=False),
+        *[at(1.0 + s / 10, "step", step=s, loss=1.0 / s, epoch=0) for s in range(1, 7)],
+        at(2.0, "fault_injected", kind="kill", target="worker:0", step=6, source="user"),
+        at(2.1, "process_exited", role="worker", index=0, pid=11, chief=True, signal=9,
+           decisive=True, last_step=6),
+        at(2.5, "just_in_time_saved", role="worker", index=1, step=7,
+           path="scratch/worker-1-just-in-time/ckpt-7"),
+        at(2.6, "process_exited", role="worker", index=1, pid=12, chief=False, exit_code=1,
+           decisive=False, last_step=6),
+        at(2.7, "checkpoint_saved", step=7, path="checkpoints/ckpt-7", just_in_time=True),
+        at(2.7, "step", step=7, loss=recovered_loss, epoch=1, from_checkpoint=True,
+           checkpoint="checkpoints/ckpt-7"),
+    ]
+
+
+def test_a_recovered_step_after_the_exits_leaves_the_run_killed(tmp_path):
+    run_dir = tmp_path / "run"
+    with events.EventWriter(run_dir, 0) as writer:
+        for event in _killed_attempt():
+            writer.emit(**{k: v for k, v in event.items() if k != "attempt"})
+    live, reopened = Timeline(), Timeline()
+    live.feed(events.read_all(run_dir))
+    reopened.feed(runs.read_history(run_dir))
+    for timeline in (live, reopened):
+        assert (timeline.state, timeline.last_step) == ("killed", 7)
+        assert [s.series.x().tolist() for s in timeline.segments] == [[1, 2, 3, 4, 5, 6, 7]]
+    assert runs.summarize(run_dir).status == "killed"
+
+
+def test_the_chiefs_own_event_arriving_after_the_recovered_one_is_no_second_point():
+    late = {"event": "step", "time": 1003.0, "attempt": 0, "step": 7, "loss": 1.0 / 7,
+            "epoch": 1}
+    timeline = Timeline()
+    timeline.feed(_killed_attempt())
+    timeline.feed([late])
+    assert [s.series.x().tolist() for s in timeline.segments] == [[1, 2, 3, 4, 5, 6, 7]]
+    assert events.final_losses([*_killed_attempt(), late])[7] == 1.0 / 7
 
 
 class _FailsAfter:

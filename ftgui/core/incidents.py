@@ -270,7 +270,10 @@ class IncidentTracker:
             incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)
-        incident.redo_seconds = (end - start) if start is not None and end is not None else 0.0
+        # a resume from past the step of the fault (a just-in-time checkpoint of the step the
+        # victim finished but never logged, its `step` recovered from the checkpoint) redoes none
+        incident.redo_seconds = (max(end - start, 0.0) if start is not None and end is not None
+                                 else 0.0)
         self._line.keep_up_to(step)
         self._last_step = step
         return True

@@ -26,6 +26,11 @@ the supervisor carries the step the supervisor had read when the user pressed Ki
 behind the trainer by up to one poll (plus whatever the window was busy with); the trainer's
 step events before the exit in the file are what it really reached. Markers, incidents and
 sentences all use that step.
+
+A step of an attempt whose outcome is already known (the `step` the supervisor recovers from a
+promoted just-in-time checkpoint, `from_checkpoint`, written after the attempt's exits) joins
+that attempt's line of training but does not make the run `running` again; a step a line of
+training already has is not added twice.
 """
 
 from __future__ import annotations
@@ -154,6 +159,17 @@ class _Steps:
                       self.time[start:end], self.mono[start:end], self.clock[start:end])
 
 
+def _after(part: _Steps, segment: Segment) -> _Steps:
+    """The steps of `part` after the last step of `segment` (a line of training logs each step
+    once: a step logged again within it, as the chief's own event arriving after the step a
+    promoted just-in-time checkpoint recovered, is not a second point)."""
+    if not segment.series.size or part.step[0] > segment.series.x()[-1]:
+        return part
+    kept = part.step > segment.series.x()[-1]
+    return _Steps(part.attempt[kept], part.step[kept], part.loss[kept], part.time[kept],
+                  part.mono[kept], part.clock[kept])
+
+
 def _items(source):
     """The items of `source` in file order: `_Steps` blocks and other events (dicts).
     `source` is a list of events or a `runs.History`."""
@@ -252,21 +268,28 @@ class Timeline:
     def _take_steps(self, block: _Steps, changes: Changes) -> None:
         attempts = block.attempt
         cuts = [0, *(np.flatnonzero(np.diff(attempts)) + 1).tolist(), len(attempts)]
+        live = False  # a step of an attempt whose outcome is not known yet
         for start, end in zip(cuts[:-1], cuts[1:], strict=False):
             part = block.part(start, end)
             attempt = int(part.attempt[0])
-            self._segment_for(attempt).series.extend(part.step, part.loss, part.time)
+            segment, clock = self._segment_for(attempt), part.clock[0]
+            part = _after(part, segment)
+            if not len(part.step):
+                continue
+            segment.series.extend(part.step, part.loss, part.time)
             changes.incidents |= self._tracker.observe_steps(part.step, part.time, part.mono,
-                                                             part.clock[0])
+                                                             clock)
             self.last_step = int(part.step[-1])
             self.attempt = max(self.attempt, attempt)
+            live |= attempt not in self._settled
+            loss = float(part.loss[-1])
+            self.last_loss = loss if np.isfinite(loss) else None
+            changes.steps = True
         finite = block.time[np.isfinite(block.time)]
         if self.origin is None and len(finite):
             self.origin = float(finite[0])
-        loss = float(block.loss[-1])
-        self.last_loss = loss if np.isfinite(loss) else None
-        changes.steps = True
-        self._set_state("running", "", changes)
+        if live:  # not the step a just-in-time checkpoint recovers after its attempt ended
+            self._set_state("running", "", changes)
 
     def _segment_for(self, attempt: int) -> Segment:
         if self._split or not self.segments or self.segments[-1].attempt != attempt:
