@@ -37,7 +37,8 @@ class Progress:
             if not self.quiet and time.time() - self._last_print > STEP_LINE_SECONDS:
                 self._last_print = time.time()
                 loss = "nan" if event["loss"] is None else event["loss"]  # null: non-finite
-                print(f"step {event['step']}  loss {loss}", flush=True)
+                recovered = "  (from the checkpoint)" if event.get("from_checkpoint") else ""
+                print(f"step {event['step']}  loss {loss}{recovered}", flush=True)
         elif not self.quiet:
             for note in changes.notes:
                 print(note.text, flush=True)

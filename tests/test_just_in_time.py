@@ -3,15 +3,22 @@ is lost, and the recovered run equals, to the bit, the run never killed."""
 
 from __future__ import annotations
 
+import json
 import math
+import stat
+import sys
+import textwrap
 
 import pytest
-from conftest import alive, fake_checkpoint, of_kind
+from conftest import alive, fake_checkpoint, of_kind, poll_until_done
 
 from ftgui import cli
 from ftgui.core import checkpoint_moves, checkpoints, events, runs
+from ftgui.core.config import RunConfig
+from ftgui.core.supervisor import Supervisor
 from ftgui.core.timeline import Timeline
 from ftgui.training.actions import Action, StepOutput
+from ftgui.training.actions.tensorboard import _losses, unlogged_after
 from ftgui.training.loop import TrainingLoop
 
 # The issue's schedule scaled to test time: 400 steps / checkpoint every 100 / kill at 250
@@ -49,6 +56,138 @@ def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
     assert checkpoints.list_checkpoints(run_dir) == [] and not scratch.exists()
 
 
+# A chief killed after a step's all-reduce, before it logged the step: worker 1 saves the step
+# just in time, the supervisor promotes it and writes the step's `step` event from it. The
+# processes are stand-ins (no TensorFlow); each does what its plan for `role:index:attempt` says.
+CLUSTER_TRAINER = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    from ftgui.core import checkpoint_moves, checkpoints
+    from ftgui.core.events import EVENTS_FILE, EventWriter, read_all
+
+    argv = sys.argv
+    run_dir = argv[3]
+    role, index = argv[argv.index("--role") + 1], int(argv[argv.index("--index") + 1])
+    attempt = int(argv[argv.index("--attempt") + 1])
+    plan = json.loads(os.environ["CLUSTER_PLAN"]).get(f"{role}:{index}:{attempt}", [])
+    writer = EventWriter(run_dir, attempt)
+    for action, value in plan:
+        if action == "step":  # the loss of every step is 1 / step, in every attempt
+            writer.emit("step", step=value, loss=1.0 / value, epoch=value // 5)
+        elif action == "resumed":
+            writer.emit("resumed", from_step=value, checkpoint=f"checkpoints/ckpt-{value}",
+                        source="just_in_time")
+        elif action == "die":  # SIGKILL, as the supervisor's kill would
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif action == "await_exit_of":  # a survivor learns that its peer is gone
+            while not any(e["event"] == "process_exited" and e.get("index") == value
+                          for e in read_all(run_dir)):
+                time.sleep(0.02)
+        elif action == "just_in_time":  # what actions/just_in_time.py leaves in scratch
+            folder = checkpoint_moves.just_in_time_dir(run_dir, role, index)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"ckpt-{value}.index").write_bytes(b"i" * 100)
+            (folder / f"ckpt-{value}.data-00000-of-00001").write_bytes(b"d" * 1000)
+            checkpoints.write_metadata(folder / f"ckpt-{value}", loss=1.0 / value,
+                                       epoch=value // 5, time=time.time(), just_in_time=True,
+                                       saved_by=f"{role}:{index}")
+            writer.emit("just_in_time_saved", role=role, index=index, step=value,
+                        path=f"scratch/{folder.name}/ckpt-{value}", loss=1.0 / value)
+        elif action == "exit":
+            sys.exit(value)
+    time.sleep(600)
+    """
+)
+NEVER_KILLED = {step: 1.0 / step for step in range(1, 11)}  # the plan's losses
+
+
+@pytest.fixture
+def cluster_python(tmp_path, monkeypatch):
+    """A stand-in for Python running CLUSTER_TRAINER; call it with the plan (a dict)."""
+    script = tmp_path / "cluster_trainer.py"
+    script.write_text(CLUSTER_TRAINER)
+    launcher = tmp_path / "fake-python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+
+    def with_plan(plan: dict) -> str:
+        monkeypatch.setenv("CLUSTER_PLAN", json.dumps(plan))
+        return str(launcher)
+
+    return with_plan
+
+
+def _chief_killed_at_7(cluster_python, run_dir, chief_logged: int) -> list[dict]:
+    """Multi-worker x2, automatic recovery: the chief logs steps 1..`chief_logged` and dies;
+    worker 1, the survivor, saves step 7 just in time; the restart resumes from 7 and runs
+    8..10."""
+    plan = {
+        "worker:0:0": [["step", s] for s in range(1, chief_logged + 1)] + [["die", 0]],
+        "worker:1:0": [["await_exit_of", 0], ["just_in_time", 7], ["exit", 1]],
+        "worker:0:1": [["resumed", 7], *[["step", s] for s in (8, 9, 10)], ["exit", 0]],
+        "worker:1:1": [["exit", 0]],
+    }
+    supervisor = Supervisor(run_dir, python=cluster_python(plan))
+    supervisor.start(RunConfig(strategy="multi-worker", workers=2, steps=10, auto_recover=True,
+                               max_restarts=1, restart_backoff=0))
+    seen = poll_until_done(supervisor)
+    supervisor.shutdown()
+    assert supervisor.state == "finished", supervisor.reason
+    return seen
+
+
+def test_a_step_the_killed_chief_never_logged_is_written_from_its_promoted_checkpoint(
+        tmp_path, cluster_python):
+    run_dir = tmp_path / "run"
+    seen = _chief_killed_at_7(cluster_python, run_dir, chief_logged=6)
+    assert seen == events.read_all(run_dir)
+    [promoted] = [e for e in of_kind(seen, "checkpoint_saved") if e.get("just_in_time")]
+    assert (promoted["step"], promoted["saved_by"]) == (7, "worker:1")
+    [recovered] = of_kind(seen, "step", step=7)
+    meta = checkpoints.find(run_dir, 7).meta
+    assert recovered["loss"] == meta["loss"] == NEVER_KILLED[7]
+    assert recovered["epoch"] == meta["epoch"]
+    assert recovered["from_checkpoint"] is True
+    assert (recovered["checkpoint"], recovered["attempt"]) == ("checkpoints/ckpt-7", 0)
+    assert not any(e.get("from_checkpoint") for e in seen if e is not recovered)
+    # after the killed attempt's exits and the promotion, before the next attempt's steps
+    order = [(e["event"], e["attempt"], e.get("step")) for e in seen]
+    at = order.index(("step", 0, 7))
+    assert order.index(("process_exited", 0, None)) < order.index(("checkpoint_saved", 0, 7))
+    assert order.index(("checkpoint_saved", 0, 7)) < at < order.index(("resumed", 1, None))
+    first_resumed = of_kind(seen, "step", attempt=1)[0]
+    assert of_kind(seen, "step", step=6)[0]["time"] <= recovered["time"] <= first_resumed["time"]
+
+    # every reader of step events has step 7 once, with the never-killed run's loss
+    assert events.final_losses(seen) == NEVER_KILLED
+    live, reopened = Timeline(), Timeline()
+    live.feed(seen)
+    reopened.feed(runs.read_history(run_dir))
+    for timeline in (live, reopened):
+        assert [s.series.x().tolist() for s in timeline.segments] == [
+            [1, 2, 3, 4, 5, 6, 7], [8, 9, 10]]
+        assert timeline.segments[0].series.y()[-1] == NEVER_KILLED[7]
+        assert timeline.state == "finished" and timeline.redone == []
+        [incident] = timeline.incidents
+        assert (incident.resumed_step, incident.steps_lost, incident.redo_seconds) == (7, 0, 0.0)
+        assert incident.time_lost >= 0
+    steps, _, losses = runs.read_curves(run_dir).surviving_train()
+    assert dict(zip(steps.tolist(), losses.tolist(), strict=True)) == NEVER_KILLED
+    # TensorBoard: the resumed chief logs again what its file may lack, from the step events
+    after = unlogged_after(run_dir, 7)
+    assert _losses(run_dir, after, 7) == [(s, NEVER_KILLED[s]) for s in range(after + 1, 8)]
+
+
+def test_a_step_the_chief_logged_before_it_died_is_not_written_again(tmp_path, cluster_python):
+    run_dir = tmp_path / "run"
+    seen = _chief_killed_at_7(cluster_python, run_dir, chief_logged=7)
+    [promoted] = [e for e in of_kind(seen, "checkpoint_saved") if e.get("just_in_time")]
+    assert promoted["step"] == 7
+    [logged] = of_kind(seen, "step", step=7)
+    assert "from_checkpoint" not in logged
+    assert events.final_losses(seen) == NEVER_KILLED
+
+
 def _killed_attempt(recovered_loss: float = 1.0 / 7) -> list[dict]:
     """The events of a multi-worker attempt whose chief was killed after logging step 6, and
     the step 7 the supervisor recovered from worker 1's just-in-time checkpoint (no restart)."""
@@ -84,6 +223,9 @@ def test_a_recovered_step_after_the_exits_leaves_the_run_killed(tmp_path):
     for timeline in (live, reopened):
         assert (timeline.state, timeline.last_step) == ("killed", 7)
         assert [s.series.x().tolist() for s in timeline.segments] == [[1, 2, 3, 4, 5, 6, 7]]
+    watcher = Supervisor(run_dir)  # a run reopened, its supervisor gone
+    watcher.poll()
+    assert (watcher.state, watcher.last_step) == ("killed", 7)
     assert runs.summarize(run_dir).status == "killed"
 
 

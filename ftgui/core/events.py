@@ -175,7 +175,8 @@ def final_losses(events: list[dict], role: str = "chief") -> dict[int, float | N
     """Map step -> loss of the line of training that reached the end.
 
     A later attempt overwrites the steps an earlier, killed attempt had logged past the
-    checkpoint it resumed from, so the result is the surviving curve.
+    checkpoint it resumed from, so the result is the surviving curve. A step recovered from a
+    just-in-time checkpoint (`from_checkpoint`) counts like a logged one: it is that step's loss.
     """
     losses: dict[int, float | None] = {}
     for event in events:
@@ -198,7 +199,11 @@ class EventKind(str, enum.Enum):
     STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
     TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
     RESUMED = "resumed"  # chief: from_step, checkpoint (restored)
-    STEP = "step"  # chief: step, loss, epoch
+    # chief: step, loss, epoch. Or the supervisor, for a step a promoted just-in-time
+    # checkpoint holds but the killed chief never logged: `from_checkpoint: true` (the loss is
+    # the checkpoint's, not measured live; `checkpoint`: its path), in the killed attempt,
+    # written after its exits (its `time` is then) and before the next attempt starts.
+    STEP = "step"
     HEARTBEAT = "heartbeat"  # a worker without step events: role, index, step
     VALIDATION = "validation"  # chief: step, val_loss, val_accuracy
     CHECKPOINT_SAVED = "checkpoint_saved"  # chief: step, path, size (bytes), requested

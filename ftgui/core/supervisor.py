@@ -81,6 +81,9 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._pending: list[dict] = []
         self._memory = None  # the in-memory snapshot the current attempt restores (or None)
         self._starts: dict[str, int] = {}  # task name -> process starts seen in the run
+        # (attempt, newest step its current line of training has a `step` event for, or the
+        # step it restored): what a promoted just-in-time checkpoint may add (`task_launch`)
+        self._line: tuple[int, int] = (-1, 0)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -251,6 +254,10 @@ class Supervisor(FaultCommands, TaskLauncher):
         self.attempt = max(self.attempt, event.get("attempt", 0))
         if kind == "step":
             self.last_step = event["step"]
+            if event.get("role", "chief") == "chief":
+                self._note_line(event.get("attempt", 0), event["step"])
+            if event.get("from_checkpoint"):
+                return  # written here from a checkpoint after the attempt ended: no progress
             if self.processes and not self._progress_seen:
                 self.restarts = 0  # a restart that trains again is not a crash loop
             self._progress_seen = True
@@ -266,6 +273,7 @@ class Supervisor(FaultCommands, TaskLauncher):
                     proc.last_step, proc.last_heartbeat = event.get("step", 0), time.time()
         elif kind in ("resumed", "rolled_back"):
             self.last_step = event.get("from_step" if kind == "resumed" else "to_step", 0)
+            self._note_line(event.get("attempt", 0), self.last_step, restart=True)
             for proc in self.processes:
                 if proc.alive and proc.role != "ps":
                     proc.last_step = self.last_step
@@ -288,6 +296,16 @@ class Supervisor(FaultCommands, TaskLauncher):
         elif kind in ("process_started", "resumed", "step") and self.state not in ("running",):
             self._set_state("running", "")
 
+    def _note_line(self, attempt: int, step: int, restart: bool = False) -> None:
+        """Follow the newest step of the current attempt's line of training (`_line`): a
+        chief's `step` event of `attempt`, or (`restart`) the step it resumed or rolled back
+        to. Events of an older attempt change nothing."""
+        line_attempt, newest = self._line
+        if attempt > line_attempt or (restart and attempt == line_attempt):
+            self._line = (attempt, step)
+        elif attempt == line_attempt:
+            self._line = (attempt, max(newest, step))
+
     def _launch(self, restore, is_fork: bool, memory_allowed: bool = True) -> None:
         config = self.config
         self._end_old_attempt()
@@ -306,6 +324,9 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._progress_seen = False
         self._stop_reason = ""
         self.attempt = attempt
+        start = self._memory.step if self._memory is not None else (
+            restore.step if restore is not None else 0)
+        self._line = (attempt, start)
         tasks = cluster.tasks(config)
         self._task_names = [task.name for task in tasks]
         with EventWriter(self.run_dir, attempt) as writer:

@@ -4,8 +4,9 @@ the next attempt, the survivors' just-in-time save and the old attempt's last ex
 
 `TaskLauncher` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
 supervisor's run directory, attempt, restore point, in-memory snapshot, fault schedule, standby
-pool, `_on_exit`, `_kill_all` and `_emit`, and writes `process_started`, `remote_task` and the
-promoted just-in-time `checkpoint_saved`.
+pool, the newest step of the attempt's line of training (`_line`), `_on_exit`, `_kill_all`,
+`_drain` and `_emit`, and writes `process_started`, `remote_task`, the promoted just-in-time
+`checkpoint_saved` and the `step` a promoted checkpoint recovers (`from_checkpoint`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import time
 
 from ftgui.core import checkpoint_moves, cluster, training_process
+from ftgui.core.checkpoints import CheckpointInfo
 from ftgui.core.cluster import Task
 from ftgui.core.events import EventWriter
 from ftgui.core.standby import Member, wants_cluster
@@ -152,8 +154,37 @@ class TaskLauncher:
 
     def _promote_just_in_time(self) -> None:
         """Move a worker's just-in-time checkpoint into `RUN/checkpoints` once its attempt has
-        ended (`checkpoint_moves.promote_just_in_time`) and report it as saved."""
-        for info, source in checkpoint_moves.promote_just_in_time(self.run_dir):
+        ended (`checkpoint_moves.promote_just_in_time`) and report it as saved.
+
+        The step it holds may have no `step` event: the chief can die after the step's
+        all-reduce and before it logged the step. Then the step's loss, as the checkpoint
+        recorded it, is written as that attempt's `step` event, marked `from_checkpoint`
+        (`_recover_steps`)."""
+        promoted = checkpoint_moves.promote_just_in_time(self.run_dir)
+        for info, source in promoted:
             self._emit("checkpoint_saved", step=info.step, path=info.relpath,
                        loss=info.meta.get("loss"), size=info.size, just_in_time=True,
                        promoted_from=source, saved_by=info.meta.get("saved_by"))
+        self._recover_steps([info for info, _ in promoted])
+
+    def _recover_steps(self, promoted: list[CheckpointInfo]) -> None:
+        """Write a `step` event (`from_checkpoint: true`, `checkpoint`: its path) for each
+        promoted checkpoint newer than every step the ended attempt's line of training logged,
+        in step order, with the loss and epoch of its metadata. Called once the attempt's
+        local processes have ended: their events are all in the file and are read first, so a
+        step the chief did log is not written again (a chief on another machine could still
+        log it late: the timeline then keeps one point). Dated now, before the next attempt.
+        """
+        if not promoted:
+            return
+        self._drain()
+        line_attempt, newest = self._line
+        if line_attempt != self.attempt:  # an attempt this supervisor did not launch
+            return
+        for info in sorted(promoted, key=lambda info: info.step):
+            if info.step <= newest or "loss" not in info.meta:
+                continue
+            self._emit("step", step=info.step, loss=info.meta["loss"],
+                       epoch=info.meta.get("epoch"), from_checkpoint=True,
+                       checkpoint=info.relpath)
+            newest = info.step
