@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QApplication,
@@ -271,3 +271,30 @@ def test_a_label_that_fits_on_neither_side_of_its_line_is_hidden(qtbot):
     settle(plot)
     [(_, _, line)] = plot.markers
     assert not line.label.isVisible()
+
+
+# ------------------------------------------------------------ marker labels a room can read
+def _x_px(plot, step: float) -> float:
+    from PySide6.QtCore import QPointF
+
+    return plot.getPlotItem().getViewBox().mapViewToScene(QPointF(step, 0)).x()
+
+
+@pytest.mark.parametrize("presenting", [False, True])
+def test_a_marker_label_hides_what_is_behind_it_in_the_plots_background(qtbot, presenting):
+    """No curve or validation point shows through a label: it is filled with the plot's
+    background, opaque, a little beyond its text."""
+    from ftgui.qt import theme
+
+    plot = shown_plot(qtbot, 600, 300)
+    plot.set_presenting(presenting)
+    line = plot.add_marker("crash", 50, "worker 1 killed @ 50")
+    settle(plot)
+    fill = line.label.fill
+    assert fill.style() == Qt.BrushStyle.SolidPattern
+    assert fill.color() == plot.backgroundBrush().color()  # opaque: alpha 255 as the plot's
+    assert fill.color().getRgb() == QColor(theme.PLOT_BACKGROUND).getRgb()
+    padding = theme.presenting_px("marker_label_padding") if presenting \
+        else theme.MARKER_LABEL_PADDING_PX
+    assert line.label.textItem.document().documentMargin() == padding
+

@@ -44,7 +44,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
     the presentation view (`set_presenting`, from `PlotLook`)."""
 
     def __init__(self, parent=None):
-        super().__init__(parent=parent, background="w")
+        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND)
         self.setObjectName("lossPlot")
         item = self.getPlotItem()
         self.presenting = False  # the presentation view's large fonts, thick lines, y focus
@@ -175,12 +175,12 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._legend_dirty |= self.validation.size == 1
 
     def add_marker(self, kind: str, step: float, label: str) -> pg.InfiniteLine:
-        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`."""
+        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`.
+        Its label is filled with the plot's background (`PlotLook._style_marker`)."""
         pen = theme.marker_pen(kind, self.presenting)
         # the label beside the line, on the side of the line of training it belongs to
         anchor = (0, 0.5) if kind in theme.BEGINNING_MARKERS else (1, 0.5)
-        options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor],
-                   "fill": theme.rgba(theme.MARKER_LABEL_FILL)}
+        options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor]}
         line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
                                labelOpts=options)
         line.prefers_right = kind in theme.BEGINNING_MARKERS

@@ -81,7 +81,7 @@ NOTICE_FILL = (255, 255, 255, 220)  # RGBA behind that line
 LEGEND_FRAME = "#c8c8c8"
 LEGEND_FILL = (255, 255, 255, 220)  # RGBA
 LEGEND_TEXT = TEXT
-MARKER_LABEL_FILL = (255, 255, 255, 200)  # RGBA behind a marker's label
+PLOT_BACKGROUND = "#ffffff"  # the loss plot's; a marker's label is filled with it, opaque
 REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again
 REDONE_SHADE_PRESENTING = (214, 39, 40, 45)  # stronger on a projector
 STORY_COLOUR = "#1b2a3a"  # the story line's text
@@ -97,7 +97,8 @@ VALIDATION_SYMBOL_PX = 7
 STORY_PX = 15  # the story line in the normal view
 # pixel sizes in the presentation view (at scale 1): ticks and banner legible from the back
 PRESENTING_PX = {"tick": 22, "axis_label": 24, "marker_label": 22, "legend": 20, "story": 32,
-                 "validation_symbol": 12}
+                 "validation_symbol": 12, "marker_label_padding": 6}
+MARKER_LABEL_PADDING_PX = 3  # around a marker label's text, inside its filled box
 MIN_WINDOW_WIDTH = 960  # pixels at scale 1: the window never gets narrower
 FALLBACK_FONT_PT = 9.0  # the base font size when no application exists yet to ask
 MIN_SCALE, MAX_SCALE = 0.5, 4.0
