@@ -298,3 +298,25 @@ def test_a_marker_label_hides_what_is_behind_it_in_the_plots_background(qtbot, p
         else theme.MARKER_LABEL_PADDING_PX
     assert line.label.textItem.document().documentMargin() == padding
 
+
+def test_no_marker_line_is_drawn_across_another_markers_label(qtbot):
+    """A worker killed at 62, resumed from 50: the crash's label, left of its line, reaches
+    over step 50; the resume line, added later, passes under it, not through its text."""
+    from ftgui.qt import theme
+
+    plot = shown_plot(qtbot, 600, 300)
+    plot.getPlotItem().setXRange(1, 100, padding=0)
+    crash = plot.add_marker("crash", 62, "worker 1 killed @ 62")
+    plot.add_marker("resume", 50, "resume ← 50")
+    settle(plot)
+    label = crash.label.sceneBoundingRect()
+    x = round(_x_px(plot, 50))
+    assert label.left() < x - 2 and x + 2 < label.right()  # the label does reach over it
+    image = plot.grab().toImage()
+    green = QColor(theme.MARKER_COLOURS["resume"])
+    for y in range(int(label.top()) + 1, int(label.bottom()) - 1):
+        for dx in (-1, 0, 1):
+            got = image.pixelColor(x + dx, y)
+            assert (abs(got.red() - green.red()) + abs(got.green() - green.green())
+                    + abs(got.blue() - green.blue())) > 60, (x + dx, y)
+

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
 from ftgui.qt import theme
+from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
 
 
@@ -66,7 +67,7 @@ class PlotLook:
                 else f"{theme.font_pt():.1f}pt")
         self.getPlotItem().setLabel(side, text, **{"font-size": size})
 
-    def _style_marker(self, kind: str, line: pg.InfiniteLine) -> None:
+    def _style_marker(self, kind: str, line: MarkerLine) -> None:
         """The pen of a marker and its label's font, padding and fill: the plot's background,
         opaque, so that no curve or validation point shows through the text."""
         line.setPen(theme.marker_pen(kind, self.presenting))
