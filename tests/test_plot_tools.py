@@ -320,3 +320,30 @@ def test_no_marker_line_is_drawn_across_another_markers_label(qtbot):
             assert (abs(got.red() - green.red()) + abs(got.green() - green.green())
                     + abs(got.blue() - green.blue())) > 60, (x + dx, y)
 
+
+def test_markers_of_one_dash_family_at_one_step_take_turns_along_the_line(qtbot):
+    """A crash, a preemption and a hang at step 50 (all dashed): each draws one dash in three,
+    shifted by a dash from the one before, so that all three colours show."""
+    plot = shown_plot(qtbot, 300, 240)
+    lines = [plot.add_marker(kind, 50, "") for kind in ("crash", "preemption", "hang")]
+    lone = plot.add_marker("crash", 80, "")
+    settle(plot)
+    assert [line.pen.dashPattern() for line in lines] == [[4.0, 8.0]] * 3
+    assert [line.pen.dashOffset() for line in lines] == [0.0, 4.0, 8.0]
+    assert [line.stroke.pen.dashOffset() for line in lines] == [0.0, 4.0, 8.0]
+    assert lone.pen.dashPattern() == [4.0, 4.0] and lone.pen.dashOffset() == 0.0
+
+
+def test_two_workers_lost_at_one_step_stay_dotted_and_their_labels_are_stacked(qtbot):
+    plot = shown_plot(qtbot, 600, 300)
+    plot.getPlotItem().setXRange(1, 100, padding=0)
+    first = plot.add_marker("worker_lost", 50, "worker 1 killed @ 50")
+    second = plot.add_marker("worker_lost", 50, "worker 2 killed @ 50")
+    settle(plot)
+    assert first.pen.dashPattern() == second.pen.dashPattern() == [1.0, 1.0]
+    assert first.pen.dashOffset() == second.pen.dashOffset() == 0.0
+    assert first.label.isVisible() and second.label.isVisible()
+    assert first.label.orthoPos != second.label.orthoPos
+    top, below = first.label.sceneBoundingRect(), second.label.sceneBoundingRect()
+    assert not top.intersects(below) and top.bottom() <= below.top()
+    assert top.left() == pytest.approx(below.left())  # one above the other, left of the line

@@ -178,7 +178,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
     def add_marker(self, kind: str, step: float, label: str) -> MarkerLine:
         """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`.
         Its label (filled with the plot's background) and its line are drawn above every
-        curve and the validation points, the label above every marker's line too."""
+        curve and the validation points, the label above every marker's line too; markers of
+        one dash family at one step take turns along the line (`theme.dash_slots`)."""
         pen = theme.marker_pen(kind, self.presenting)
         # the label beside the line, on the side of the line of training it belongs to
         anchor = (0, 0.5) if kind in theme.BEGINNING_MARKERS else (1, 0.5)
@@ -189,7 +190,12 @@ class LossPlot(PlotLook, pg.PlotWidget):
         for item in line.items():
             self.getPlotItem().addItem(item, ignoreBounds=True)
         self.markers.append((kind, float(step), line))
-        self._style_marker(kind, line)
+        at_step = [(other_kind, other) for other_kind, at, other in self.markers
+                   if at == float(step)]
+        slots = theme.dash_slots([other_kind for other_kind, _ in at_step])
+        for (other_kind, other), slot in zip(at_step, slots, strict=True):
+            other.dash_slot = slot
+            self._style_marker(other_kind, other)
         self._layout_labels()
         return line
 

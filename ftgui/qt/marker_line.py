@@ -19,7 +19,9 @@ MARKER_LABEL_Z = MARKER_Z + 1  # every marker's label above every marker's line
 class MarkerLine(pg.InfiniteLine):
     """A vertical marker at `step` drawn with `pen`, labelled `label` (pyqtgraph's
     `InfLineLabel` with `label_options`); `stroke` is the item that draws the dashes, to be
-    added to the plot with it (`items()`). Pen and visibility are passed on to it."""
+    added to the plot with it (`items()`). Pen and visibility are passed on to it;
+    `dash_slot` is its (slot, sharing) among the markers of its family at its step
+    (`theme.dash_slots`)."""
 
     def __init__(self, step: float, pen, label: str, label_options: dict):
         self.stroke = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False)
@@ -27,6 +29,7 @@ class MarkerLine(pg.InfiniteLine):
         super().__init__(pos=step, angle=90, pen=pen, movable=False, label=label,
                          labelOpts=label_options)
         self.setZValue(MARKER_LABEL_Z)
+        self.dash_slot = (0, 1)
 
     def items(self) -> tuple[pg.InfiniteLine, pg.InfiniteLine]:
         """What the plot shows of this marker: its dashes, then its label."""

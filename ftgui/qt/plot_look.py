@@ -68,9 +68,10 @@ class PlotLook:
         self.getPlotItem().setLabel(side, text, **{"font-size": size})
 
     def _style_marker(self, kind: str, line: MarkerLine) -> None:
-        """The pen of a marker and its label's font, padding and fill: the plot's background,
-        opaque, so that no curve or validation point shows through the text."""
-        line.setPen(theme.marker_pen(kind, self.presenting))
+        """The pen of a marker (its turn among those at its step, `line.dash_slot`) and its
+        label's font, padding and fill: the plot's background, opaque, so that no curve or
+        validation point shows through the text."""
+        line.setPen(theme.marker_pen(kind, self.presenting, *line.dash_slot))
         label = line.label
         if self.presenting:
             size = theme.presenting_px("marker_label")

@@ -62,7 +62,8 @@ DOTTED_MARKERS = {"setting_changed", "worker_lost", "worker_back"}
 # fill the gaps of the others', so a crash and a resume at the same step both show.
 BEGINNING_MARKERS = {"resume", "fork", "worker_back", "setting_changed"}
 # Dash, gap (in pen widths) of dashed and dotted markers: equal, so one shifted by a dash
-# alternates with the other.
+# alternates with the other. Markers of N kinds of one family at one step take turns: a dash,
+# N - 1 dashes of gap, each kind shifted by one dash more (`dash_slots`, `marker_pen`).
 MARKER_DASHES = {"dashed": [4.0, 4.0], "dotted": [1.0, 1.0]}
 
 CURVE_COLOURS = {
@@ -227,19 +228,45 @@ def state_colour(state: str) -> str:
     return STATE_COLOURS.get(state, DEFAULT_STATE_COLOUR)
 
 
-def marker_pen(kind: str, presenting: bool = False) -> QPen:
+def marker_family(kind: str) -> str:
+    """The dash family of a `kind` marker: "dotted" (`DOTTED_MARKERS`) or "dashed"."""
+    return "dotted" if kind in DOTTED_MARKERS else "dashed"
+
+
+def marker_pen(kind: str, presenting: bool = False, slot: int = 0, sharing: int = 1) -> QPen:
     """The cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled: dashed, or
-    dotted for `DOTTED_MARKERS`, shifted by one dash for `BEGINNING_MARKERS`; thicker in the
-    presentation view."""
+    dotted for `DOTTED_MARKERS`; thicker in the presentation view. Alone at its step
+    (`sharing` 1) a `BEGINNING_MARKERS` one is shifted by one dash. When `sharing` markers of
+    one family are drawn at one step, this one (the `slot`-th, from 0) draws one dash in
+    every `sharing`, shifted by `slot` dashes: each colour shows in turn along the line."""
     pen = QPen(QColor(MARKER_COLOURS[kind]))
     pen.setCosmetic(True)
     pen.setWidthF(pen_width("marker", presenting))
-    dashes = MARKER_DASHES["dotted" if kind in DOTTED_MARKERS else "dashed"]
-    pen.setDashPattern(dashes)
+    dash, gap = MARKER_DASHES[marker_family(kind)]
     pen.setCapStyle(Qt.PenCapStyle.FlatCap)  # a square cap would lengthen each dash
-    if kind in BEGINNING_MARKERS:
-        pen.setDashOffset(dashes[0])
+    if sharing > 1:
+        pen.setDashPattern([dash, (sharing - 1) * dash])
+        pen.setDashOffset(slot * dash)
+    else:
+        pen.setDashPattern([dash, gap])
+        if kind in BEGINNING_MARKERS:
+            pen.setDashOffset(dash)
     return pen
+
+
+def dash_slots(kinds: list[str]) -> list[tuple[int, int]]:
+    """(slot, sharing) for `marker_pen` of each of the markers `kinds` drawn at one step, in
+    that order: the kinds of one dash family share the line in turns, those ending a line of
+    training first (a crash keeps the unshifted dashes, a resume the shifted ones); markers of
+    one kind (one colour) share a turn, so two workers lost at one step stay dotted."""
+    slots: list[tuple[int, int]] = [(0, 1)] * len(kinds)
+    for family in {marker_family(kind) for kind in kinds}:
+        turns = sorted(dict.fromkeys(kind for kind in kinds if marker_family(kind) == family),
+                       key=lambda kind: kind in BEGINNING_MARKERS)  # stable: then by order
+        for k, kind in enumerate(kinds):
+            if kind in turns:
+                slots[k] = (turns.index(kind), len(turns))
+    return slots
 
 
 class MarkerPens(Mapping):
