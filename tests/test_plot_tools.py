@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QApplication,
@@ -271,3 +271,79 @@ def test_a_label_that_fits_on_neither_side_of_its_line_is_hidden(qtbot):
     settle(plot)
     [(_, _, line)] = plot.markers
     assert not line.label.isVisible()
+
+
+# ------------------------------------------------------------ marker labels a room can read
+def _x_px(plot, step: float) -> float:
+    from PySide6.QtCore import QPointF
+
+    return plot.getPlotItem().getViewBox().mapViewToScene(QPointF(step, 0)).x()
+
+
+@pytest.mark.parametrize("presenting", [False, True])
+def test_a_marker_label_hides_what_is_behind_it_in_the_plots_background(qtbot, presenting):
+    """No curve or validation point shows through a label: it is filled with the plot's
+    background, opaque, a little beyond its text."""
+    from ftgui.qt import theme
+
+    plot = shown_plot(qtbot, 600, 300)
+    plot.set_presenting(presenting)
+    line = plot.add_marker("crash", 50, "worker 1 killed @ 50")
+    settle(plot)
+    fill = line.label.fill
+    assert fill.style() == Qt.BrushStyle.SolidPattern
+    assert fill.color() == plot.backgroundBrush().color()  # opaque: alpha 255 as the plot's
+    assert fill.color().getRgb() == QColor(theme.PLOT_BACKGROUND).getRgb()
+    padding = theme.presenting_px("marker_label_padding") if presenting \
+        else theme.MARKER_LABEL_PADDING_PX
+    assert line.label.textItem.document().documentMargin() == padding
+
+
+def test_no_marker_line_is_drawn_across_another_markers_label(qtbot):
+    """A worker killed at 62, resumed from 50: the crash's label, left of its line, reaches
+    over step 50; the resume line, added later, passes under it, not through its text."""
+    from ftgui.qt import theme
+
+    plot = shown_plot(qtbot, 600, 300)
+    plot.getPlotItem().setXRange(1, 100, padding=0)
+    crash = plot.add_marker("crash", 62, "worker 1 killed @ 62")
+    plot.add_marker("resume", 50, "resume ← 50")
+    settle(plot)
+    label = crash.label.sceneBoundingRect()
+    x = round(_x_px(plot, 50))
+    assert label.left() < x - 2 and x + 2 < label.right()  # the label does reach over it
+    image = plot.grab().toImage()
+    green = QColor(theme.MARKER_COLOURS["resume"])
+    for y in range(int(label.top()) + 1, int(label.bottom()) - 1):
+        for dx in (-1, 0, 1):
+            got = image.pixelColor(x + dx, y)
+            assert (abs(got.red() - green.red()) + abs(got.green() - green.green())
+                    + abs(got.blue() - green.blue())) > 60, (x + dx, y)
+
+
+def test_markers_of_one_dash_family_at_one_step_take_turns_along_the_line(qtbot):
+    """A crash, a preemption and a hang at step 50 (all dashed): each draws one dash in three,
+    shifted by a dash from the one before, so that all three colours show."""
+    plot = shown_plot(qtbot, 300, 240)
+    lines = [plot.add_marker(kind, 50, "") for kind in ("crash", "preemption", "hang")]
+    lone = plot.add_marker("crash", 80, "")
+    settle(plot)
+    assert [line.pen.dashPattern() for line in lines] == [[4.0, 8.0]] * 3
+    assert [line.pen.dashOffset() for line in lines] == [0.0, 4.0, 8.0]
+    assert [line.stroke.pen.dashOffset() for line in lines] == [0.0, 4.0, 8.0]
+    assert lone.pen.dashPattern() == [4.0, 4.0] and lone.pen.dashOffset() == 0.0
+
+
+def test_two_workers_lost_at_one_step_stay_dotted_and_their_labels_are_stacked(qtbot):
+    plot = shown_plot(qtbot, 600, 300)
+    plot.getPlotItem().setXRange(1, 100, padding=0)
+    first = plot.add_marker("worker_lost", 50, "worker 1 killed @ 50")
+    second = plot.add_marker("worker_lost", 50, "worker 2 killed @ 50")
+    settle(plot)
+    assert first.pen.dashPattern() == second.pen.dashPattern() == [1.0, 1.0]
+    assert first.pen.dashOffset() == second.pen.dashOffset() == 0.0
+    assert first.label.isVisible() and second.label.isVisible()
+    assert first.label.orthoPos != second.label.orthoPos
+    top, below = first.label.sceneBoundingRect(), second.label.sceneBoundingRect()
+    assert not top.intersects(below) and top.bottom() <= below.top()
+    assert top.left() == pytest.approx(below.left())  # one above the other, left of the line

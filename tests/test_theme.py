@@ -106,3 +106,16 @@ def test_every_state_and_marker_kind_has_a_colour():
     assert theme.state_colour("no such state") == theme.DEFAULT_STATE_COLOUR
     with pytest.raises(ValueError, match="marker kind: smoke is not one of crash"):
         theme.MarkerPens(kill="smoke")
+
+
+def test_markers_at_one_step_share_the_line_by_dash_family_and_kind():
+    # a crash and a resume: the crash's dashes first, the resume's in their gaps (as before)
+    assert theme.dash_slots(["resume", "crash"]) == [(1, 2), (0, 2)]
+    # dashed and dotted markers take turns within their own family only
+    assert theme.dash_slots(["crash", "worker_lost", "preemption", "worker_back"]) == [
+        (0, 2), (0, 2), (1, 2), (1, 2)]
+    # two markers of one kind (one colour) share a turn: two workers lost stay dotted
+    assert theme.dash_slots(["worker_lost", "worker_lost"]) == [(0, 1), (0, 1)]
+    alone, shared = theme.marker_pen("resume"), theme.marker_pen("hang", slot=2, sharing=3)
+    assert (alone.dashPattern(), alone.dashOffset()) == ([4.0, 4.0], 4.0)
+    assert (shared.dashPattern(), shared.dashOffset()) == ([4.0, 8.0], 8.0)

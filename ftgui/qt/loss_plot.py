@@ -25,6 +25,7 @@ from ftgui.core.smoothing import MAX_WEIGHT
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
 from ftgui.qt.branches import BranchLayer
+from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_look import PlotLook
 from ftgui.qt.plot_trace import Trace
 
@@ -32,7 +33,6 @@ from ftgui.qt.plot_trace import Trace
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
-MARKER_Z = 20_000  # above curves (z = attempt + 1), validation (1000) and branches (10,000 + i)
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 
 
@@ -44,7 +44,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
     the presentation view (`set_presenting`, from `PlotLook`)."""
 
     def __init__(self, parent=None):
-        super().__init__(parent=parent, background="w")
+        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND)
         self.setObjectName("lossPlot")
         item = self.getPlotItem()
         self.presenting = False  # the presentation view's large fonts, thick lines, y focus
@@ -67,7 +67,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         )
         self.validation_item.setZValue(1000)
         item.addItem(self.validation_item)
-        self.markers: list[tuple[str, float, pg.InfiniteLine]] = []
+        self.markers: list[tuple[str, float, MarkerLine]] = []
         self.regions: list[pg.LinearRegionItem] = []
         self.smoothing = 0.0
         self.log_y = False
@@ -108,7 +108,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         for trace in self.traces.values():
             trace.remove(self.getPlotItem())
             self._dirty.discard(trace)
-        for item in [line for _, _, line in self.markers] + self.regions:
+        for item in [item for _, _, line in self.markers for item in line.items()] + \
+                self.regions:
             self.getPlotItem().removeItem(item)
         self.regions.clear()
         self.traces.clear()
@@ -174,21 +175,27 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._validation_dirty = True
         self._legend_dirty |= self.validation.size == 1
 
-    def add_marker(self, kind: str, step: float, label: str) -> pg.InfiniteLine:
-        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`."""
+    def add_marker(self, kind: str, step: float, label: str) -> MarkerLine:
+        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.MARKER_KINDS`.
+        Its label (filled with the plot's background) and its line are drawn above every
+        curve and the validation points, the label above every marker's line too; markers of
+        one dash family at one step take turns along the line (`theme.dash_slots`)."""
         pen = theme.marker_pen(kind, self.presenting)
         # the label beside the line, on the side of the line of training it belongs to
         anchor = (0, 0.5) if kind in theme.BEGINNING_MARKERS else (1, 0.5)
-        options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor],
-                   "fill": theme.rgba(theme.MARKER_LABEL_FILL)}
-        line = pg.InfiniteLine(pos=step, angle=90, pen=pen, movable=False, label=label,
-                               labelOpts=options)
+        options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor]}
+        line = MarkerLine(step, pen, label, options)
         line.prefers_right = kind in theme.BEGINNING_MARKERS
         line.setVisible(self.x_axis == "step")
-        line.setZValue(MARKER_Z)  # its label over every curve and the validation points
-        self._style_marker(kind, line)
-        self.getPlotItem().addItem(line, ignoreBounds=True)
+        for item in line.items():
+            self.getPlotItem().addItem(item, ignoreBounds=True)
         self.markers.append((kind, float(step), line))
+        at_step = [(other_kind, other) for other_kind, at, other in self.markers
+                   if at == float(step)]
+        slots = theme.dash_slots([other_kind for other_kind, _ in at_step])
+        for (other_kind, other), slot in zip(at_step, slots, strict=True):
+            other.dash_slot = slot
+            self._style_marker(other_kind, other)
         self._layout_labels()
         return line
 

@@ -20,7 +20,8 @@ RECENT_FRACTION = 0.5  # without a restart: fit the y axis to the newest half of
 PAD_FRACTION = 0.12  # empty space above and below the fitted losses, of their span
 LEAD_FRACTION = 1.0  # show this much of a redone range's width before it too
 CLIP_MARGIN = 2.0  # curves are drawn clipped this many view heights beyond the view
-LABEL_MARGIN_PX, LABEL_GAP_PX = 6, 3  # above the top row of marker labels; between rows
+LABEL_MARGIN_PX, LABEL_GAP_PX = 6, 3  # above the top row of marker labels; left of the legend
+LABEL_ROW_GAP_PX = 1  # between rows of labels: their padding, filled, already sets them apart
 
 
 def focus_start(redone: Sequence[tuple[float, float]], last_step: float) -> float:
@@ -107,7 +108,7 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
     height = box.height()
     if not shown or height <= 0:
         return
-    row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_GAP_PX
+    row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_ROW_GAP_PX
     extents = []
     for line in list(shown):
         x = view_box.mapViewToScene(QPointF(line.value(), 0)).x()

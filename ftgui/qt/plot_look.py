@@ -5,8 +5,10 @@ interesting part of the run and marker labels are laid out apart (`ftgui.qt.plot
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtGui import QColor
 
 from ftgui.qt import theme
+from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
 
 
@@ -65,11 +67,24 @@ class PlotLook:
                 else f"{theme.font_pt():.1f}pt")
         self.getPlotItem().setLabel(side, text, **{"font-size": size})
 
-    def _style_marker(self, kind: str, line: pg.InfiniteLine) -> None:
-        line.setPen(theme.marker_pen(kind, self.presenting))
-        size = theme.presenting_px("marker_label") if self.presenting else round(
-            theme.font_pt() * 4 / 3)
-        line.label.setFont(theme.font_px(size, bold=self.presenting))
+    def _style_marker(self, kind: str, line: MarkerLine) -> None:
+        """The pen of a marker (its turn among those at its step, `line.dash_slot`) and its
+        label's font, padding and fill: the plot's background, opaque, so that no curve or
+        validation point shows through the text."""
+        line.setPen(theme.marker_pen(kind, self.presenting, *line.dash_slot))
+        label = line.label
+        if self.presenting:
+            size = theme.presenting_px("marker_label")
+            padding = theme.presenting_px("marker_label_padding")
+        else:
+            size = round(theme.font_pt() * 4 / 3)
+            padding = round(theme.MARKER_LABEL_PADDING_PX * theme.scale())
+        label.textItem.document().setDocumentMargin(padding)
+        label.setFont(theme.font_px(size, bold=self.presenting))  # places the text anew
+        fill = QColor(self.backgroundBrush().color())
+        fill.setAlpha(255)
+        label.fill = pg.mkBrush(fill)
+        label.update()
 
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),

@@ -62,7 +62,8 @@ DOTTED_MARKERS = {"setting_changed", "worker_lost", "worker_back"}
 # fill the gaps of the others', so a crash and a resume at the same step both show.
 BEGINNING_MARKERS = {"resume", "fork", "worker_back", "setting_changed"}
 # Dash, gap (in pen widths) of dashed and dotted markers: equal, so one shifted by a dash
-# alternates with the other.
+# alternates with the other. Markers of N kinds of one family at one step take turns: a dash,
+# N - 1 dashes of gap, each kind shifted by one dash more (`dash_slots`, `marker_pen`).
 MARKER_DASHES = {"dashed": [4.0, 4.0], "dotted": [1.0, 1.0]}
 
 CURVE_COLOURS = {
@@ -81,7 +82,7 @@ NOTICE_FILL = (255, 255, 255, 220)  # RGBA behind that line
 LEGEND_FRAME = "#c8c8c8"
 LEGEND_FILL = (255, 255, 255, 220)  # RGBA
 LEGEND_TEXT = TEXT
-MARKER_LABEL_FILL = (255, 255, 255, 200)  # RGBA behind a marker's label
+PLOT_BACKGROUND = "#ffffff"  # the loss plot's; a marker's label is filled with it, opaque
 REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again
 REDONE_SHADE_PRESENTING = (214, 39, 40, 45)  # stronger on a projector
 STORY_COLOUR = "#1b2a3a"  # the story line's text
@@ -97,7 +98,8 @@ VALIDATION_SYMBOL_PX = 7
 STORY_PX = 15  # the story line in the normal view
 # pixel sizes in the presentation view (at scale 1): ticks and banner legible from the back
 PRESENTING_PX = {"tick": 22, "axis_label": 24, "marker_label": 22, "legend": 20, "story": 32,
-                 "validation_symbol": 12}
+                 "validation_symbol": 12, "marker_label_padding": 6}
+MARKER_LABEL_PADDING_PX = 3  # around a marker label's text, inside its filled box
 MIN_WINDOW_WIDTH = 960  # pixels at scale 1: the window never gets narrower
 FALLBACK_FONT_PT = 9.0  # the base font size when no application exists yet to ask
 MIN_SCALE, MAX_SCALE = 0.5, 4.0
@@ -226,19 +228,45 @@ def state_colour(state: str) -> str:
     return STATE_COLOURS.get(state, DEFAULT_STATE_COLOUR)
 
 
-def marker_pen(kind: str, presenting: bool = False) -> QPen:
+def marker_family(kind: str) -> str:
+    """The dash family of a `kind` marker: "dotted" (`DOTTED_MARKERS`) or "dashed"."""
+    return "dotted" if kind in DOTTED_MARKERS else "dashed"
+
+
+def marker_pen(kind: str, presenting: bool = False, slot: int = 0, sharing: int = 1) -> QPen:
     """The cosmetic pen of a `kind` marker (a key of `MARKER_COLOURS`), scaled: dashed, or
-    dotted for `DOTTED_MARKERS`, shifted by one dash for `BEGINNING_MARKERS`; thicker in the
-    presentation view."""
+    dotted for `DOTTED_MARKERS`; thicker in the presentation view. Alone at its step
+    (`sharing` 1) a `BEGINNING_MARKERS` one is shifted by one dash. When `sharing` markers of
+    one family are drawn at one step, this one (the `slot`-th, from 0) draws one dash in
+    every `sharing`, shifted by `slot` dashes: each colour shows in turn along the line."""
     pen = QPen(QColor(MARKER_COLOURS[kind]))
     pen.setCosmetic(True)
     pen.setWidthF(pen_width("marker", presenting))
-    dashes = MARKER_DASHES["dotted" if kind in DOTTED_MARKERS else "dashed"]
-    pen.setDashPattern(dashes)
+    dash, gap = MARKER_DASHES[marker_family(kind)]
     pen.setCapStyle(Qt.PenCapStyle.FlatCap)  # a square cap would lengthen each dash
-    if kind in BEGINNING_MARKERS:
-        pen.setDashOffset(dashes[0])
+    if sharing > 1:
+        pen.setDashPattern([dash, (sharing - 1) * dash])
+        pen.setDashOffset(slot * dash)
+    else:
+        pen.setDashPattern([dash, gap])
+        if kind in BEGINNING_MARKERS:
+            pen.setDashOffset(dash)
     return pen
+
+
+def dash_slots(kinds: list[str]) -> list[tuple[int, int]]:
+    """(slot, sharing) for `marker_pen` of each of the markers `kinds` drawn at one step, in
+    that order: the kinds of one dash family share the line in turns, those ending a line of
+    training first (a crash keeps the unshifted dashes, a resume the shifted ones); markers of
+    one kind (one colour) share a turn, so two workers lost at one step stay dotted."""
+    slots: list[tuple[int, int]] = [(0, 1)] * len(kinds)
+    for family in {marker_family(kind) for kind in kinds}:
+        turns = sorted(dict.fromkeys(kind for kind in kinds if marker_family(kind) == family),
+                       key=lambda kind: kind in BEGINNING_MARKERS)  # stable: then by order
+        for k, kind in enumerate(kinds):
+            if kind in turns:
+                slots[k] = (turns.index(kind), len(turns))
+    return slots
 
 
 class MarkerPens(Mapping):
