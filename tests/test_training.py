@@ -302,7 +302,8 @@ def test_a_checkpoint_with_flipped_bytes_is_marked_damaged_and_recovery_takes_th
     data_file.write_bytes(bytes(damaged))
     assert checkpoints.newest_valid(run_dir).step == 60  # sizes alone cannot tell
 
-    assert cli.main(["train", str(run_dir), "--resume", "--steps", "70", "--auto-recover",
+    # without automatic recovery too: resuming promises the newest valid checkpoint
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "70",
                      "--restart-backoff", "0", "--quiet"]) == 0
     seen = events.read_all(run_dir)
     [failed] = [e for e in of_kind(seen, "process_exited") if e.get("exit_code") == 4]
@@ -374,3 +375,63 @@ def test_a_failed_background_save_stops_training_at_the_next_step_and_names_the_
         "checkpoint ckpt-200 was not written: "
         "/r/checkpoints/ckpt-200_temp/part-00000-of-00001; Operation not permitted")
     writer.close()
+
+
+def test_the_checkpoint_writer_thread_is_niced_and_runs_each_job_in_its_context():
+    import os
+    import threading
+
+    from ftgui.training.checkpoint_writer import OneWriter
+
+    seen = []
+
+    class Marked:
+        def __enter__(self):
+            seen.append("entered")
+
+        def __exit__(self, *exc):
+            seen.append("left")
+
+    def job():
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    writer = OneWriter(nice=5, context=Marked)
+    writer.submit(job)
+    writer.close()
+    assert seen == ["entered", min(base + 5, 19), "left"]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # only its own
+
+
+@pytest.mark.tf
+def test_the_shadow_copy_writes_single_threaded_unless_tensorflow_refuses(tmp_path, monkeypatch):
+    """The write and the forward pass run with TensorFlow's single-threaded executor; the file
+    restores to the same values; a forward pass with a TF1 `Switch` (which that executor
+    refuses) keeps the default executor instead of failing every save."""
+    import tensorflow as tf
+
+    from ftgui.training.__main__ import build
+    from ftgui.training.background_save import SINGLE_THREADED, ShadowState
+
+    config = RunConfig(strategy="default", steps=2)
+    dataset, _, state, _ = build(config)
+    shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
+                         config.learning_rate)
+    shadow.warm_up(dataset.x_val)
+    assert shadow.executor_type == SINGLE_THREADED
+    shadow.take()
+    with shadow.executor():
+        shadow.write(tmp_path / "ckpt-0")
+        single = shadow.evaluate(dataset.x_val, dataset.y_val)
+    assert single == shadow.evaluate(dataset.x_val, dataset.y_val)
+    before = [v.numpy() for v in state.model.variables]
+    for variable in state.model.trainable_variables:
+        variable.assign(variable + 1.0)
+    state.checkpoint.read(str(tmp_path / "ckpt-0")).assert_existing_objects_matched()
+    assert all(np.array_equal(v.numpy(), b) for v, b in zip(state.model.variables, before,
+                                                               strict=True))
+
+    switch = tf.function(lambda x: tf.raw_ops.Switch(data=x, pred=tf.reduce_all(x == x))[1])
+    monkeypatch.setattr(shadow, "_logits", switch)
+    shadow.warm_up(dataset.x_val)
+    assert shadow.executor_type is None

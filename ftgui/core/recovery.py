@@ -39,14 +39,21 @@ class RestartPolicy:
         self.due: float | None = None
         self.held = False  # the run is being stopped: no automatic restart
 
-    def worth_it(self, config: RunConfig | None, exit_fields: dict, user_stop: str) -> bool:
+    def worth_it(self, config: RunConfig | None, exit_fields: dict, user_stop: str,
+                 newest_restored: bool = False) -> bool:
         """A crash is worth a restart; a shutdown, a stop (`held`), a refused config or a
         diverged loss is not (the restarted trainer would refuse the same config, or diverge at
-        the same step)."""
+        the same step). A checkpoint found damaged at its restore is worth one even without
+        automatic recovery when the attempt was to restore the newest valid checkpoint
+        (`newest_restored`, not a fork the user pointed at one): the restart takes the newest
+        still valid, which is what resuming promises."""
         futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE)
         if self.held or user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
             return False
-        return bool(config and config.auto_recover and self.restarts < config.max_restarts)
+        if not config or self.restarts >= config.max_restarts:
+            return False
+        damaged = exit_fields.get("exit_code") == exitcodes.DAMAGED_CHECKPOINT
+        return config.auto_recover or (damaged and newest_restored)
 
     def schedule(self, config: RunConfig) -> float:
         """Plan the next restart `restart_backoff` × 2^restarts seconds from now; the delay."""

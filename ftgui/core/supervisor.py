@@ -80,6 +80,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._settled = False  # the current attempt's outcome is known; later exits only log
         self._pending: list[dict] = []
         self._memory = None  # the in-memory snapshot the current attempt restores (or None)
+        self._forked = False  # the current attempt restores the checkpoint the user picked
         self._starts: dict[str, int] = {}  # task name -> process starts seen in the run
         # (attempt, newest step its current line of training has a `step` event for, or the
         # step it restored): what a promoted just-in-time checkpoint may add (`task_launch`)
@@ -311,6 +312,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._end_old_attempt()
         self._drain()  # the attempt number and fired faults come from the whole history
         attempt = self.attempt + 1
+        self._forked = is_fork
         if is_fork and restore is not None:
             restore_point.archive_newer(self.run_dir, restore.step, attempt)
         self.processes = []
@@ -387,7 +389,7 @@ class Supervisor(FaultCommands, TaskLauncher):
             self._promote_just_in_time()
         self._set_state(state, reason)
         if state in ("killed", "failed", "preempted") and self._recovery.worth_it(
-                self.config, fields, self._user_stop):
+                self.config, fields, self._user_stop, newest_restored=not self._forked):
             delay = self._recovery.schedule(self.config)
             self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
             self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
