@@ -4,14 +4,16 @@ is lost, and the recovered run equals, to the bit, the run never killed."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from conftest import alive, fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoint_moves, checkpoints, events
+from ftgui.core import checkpoint_moves, checkpoints, events, peer_loss
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.loop import TrainingLoop
+from ftgui.training.peer_watch import PeerWatch
 
 # The issue's schedule scaled to test time: 400 steps / checkpoint every 100 / kill at 250
 # becomes 80 / 20 / 50 (a plain recovery would redo 10 steps).
@@ -46,6 +48,52 @@ def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
     (scratch / "ckpt-50.index").write_bytes(b"x")  # killed before its metadata
     assert checkpoint_moves.promote_just_in_time(run_dir) == []
     assert checkpoints.list_checkpoints(run_dir) == [] and not scratch.exists()
+
+
+class _Events:
+    def __init__(self, attempt):
+        self.attempt, self.emitted = attempt, []
+
+    def emit(self, event, **fields):
+        self.emitted.append({"event": event, **fields})
+
+
+def test_the_supervisors_notice_makes_the_watcher_abort_once_for_its_own_attempt(tmp_path):
+    aborts = []
+    other = PeerWatch(tmp_path, _Events(2), "worker", 0, abort=aborts.append, interval=0.01)
+    writer = _Events(3)
+    watch = PeerWatch(tmp_path, writer, "worker", 0, abort=aborts.append, interval=0.01)
+    time.sleep(0.05)
+    assert aborts == [] and watch.aborted is None  # no notice, no abort
+
+    peer_loss.announce(tmp_path, 3, "worker 1 ended by SIGKILL")
+    deadline = time.monotonic() + 5
+    while watch.aborted is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    watch.close()
+    other.close()
+    assert aborts == ["ftgui's supervisor reports: worker 1 ended by SIGKILL"]
+    [event] = writer.emitted
+    assert (event["event"], event["role"], event["index"]) == ("collectives_aborted", "worker", 0)
+    assert event["reason"] == "worker 1 ended by SIGKILL" and 0 <= event["notice_seconds"] < 5
+    assert not watch._thread.is_alive() and not other._thread.is_alive()
+    assert peer_loss.read(tmp_path, 3)["reason"] == "worker 1 ended by SIGKILL"
+    peer_loss.clear(tmp_path)
+    assert peer_loss.read(tmp_path, 3) is None and list(tmp_path.iterdir()) == []
+
+
+def test_a_watcher_that_cannot_abort_says_so_and_does_not_raise(tmp_path, capsys):
+    def failing(message):
+        raise RuntimeError("no context")
+
+    peer_loss.announce(tmp_path, 0, "worker 0 (chief) ended by SIGKILL")
+    writer = _Events(0)
+    watch = PeerWatch(tmp_path, writer, "worker", 1, abort=failing, interval=0.01)
+    watch._thread.join(timeout=5)
+    watch.close()
+    assert watch.aborted is None and writer.emitted == []
+    assert "could not abort the collectives" in capsys.readouterr().out
 
 
 class _FailsAfter:
