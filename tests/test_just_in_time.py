@@ -230,6 +230,38 @@ def test_a_lost_chief_costs_no_step_worker_1_saves_and_the_supervisor_promotes(
 
 
 @pytest.mark.tf
+def test_a_chief_waiting_for_a_hung_worker_is_told_and_saves_just_in_time(
+    tmp_path, never_killed
+):
+    """Worker 1 freezes (SIGSTOP) after step 50, its port open: the chief waits in step 51's
+    all-reduce, and TensorFlow would fail that only once the coordination service missed
+    worker 1's heartbeats (7-7.6 s here), after the 3 s watchdog had ended the cluster (a
+    resume from step 40). The supervisor's notice aborts the chief's collectives instead: the
+    chief saves step 50 within the grace, as when a peer's death leaves it waiting."""
+    from ftgui.core.task_launch import JUST_IN_TIME_GRACE_SECONDS
+
+    run_dir = tmp_path / "run"
+    flags = [*SCHEDULE, "--strategy", "multi-worker", "--workers", "2", "--hang-at-step",
+             str(KILL_STEP), "--fault-target", "worker:1", "--watchdog-seconds", "3",
+             "--auto-recover", "--restart-backoff", "0", "--quiet"]
+    assert cli.main(["train", str(run_dir), *flags]) == 0
+    seen = events.read_all(run_dir)
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["source"], resumed["from_step"]) == ("just_in_time", KILL_STEP), resumed
+    [hang] = of_kind(seen, "hang_detected")
+    [aborted] = of_kind(seen, "collectives_aborted")
+    assert (aborted["role"], aborted["index"], aborted["attempt"]) == ("worker", 0, 0)
+    assert aborted["reason"].startswith("hang: no progress")
+    [saved] = [e for e in of_kind(seen, "checkpoint_saved") if e.get("just_in_time")]
+    assert (saved["step"], saved["error"]) == (KILL_STEP, "UnavailableError")
+    assert saved["time"] - hang["time"] < JUST_IN_TIME_GRACE_SECONDS
+    chief_exit = [e for e in of_kind(seen, "process_exited", attempt=0) if e["index"] == 0]
+    assert chief_exit[0]["exit_code"] == 1 and chief_exit[0]["reason"].startswith("hang:")
+    _assert_recovered_exactly(run_dir, seen, never_killed)
+    assert not list(run_dir.glob(".peer-lost*"))  # the next attempt's launch removed it
+
+
+@pytest.mark.tf
 def test_a_standby_cluster_formed_in_advance_takes_over_after_a_lost_worker(tmp_path):
     """Multi-worker x2 with warm standby: a standby cluster of two workers forms (its own
     ports) while the run trains; worker 1 is killed once both members are prepared. The next

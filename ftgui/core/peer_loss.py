@@ -8,7 +8,7 @@ ring all-reduce (`RingReducer` waiting for its parts) until the coordination ser
 the peer's heartbeats, 7-7.5 s later: longer than the grace the supervisor gives a survivor
 for its just-in-time checkpoint (`task_launch.JUST_IN_TIME_GRACE_SECONDS`), so the restart
 took the periodic checkpoint. A frozen peer (SIGSTOP) holds the others the same way. The
-supervisor knows sooner: it sees the exit. It then writes a notice
+supervisor knows sooner: it sees the exit (or its watchdog fires). It then writes a notice
 file, `RUN/.peer-lost.attempt-N` (N: the attempt), and the watcher thread of each process of
 that attempt, polling for that file, aborts its collectives. The next attempt's launch
 removes the notices (`clear`).
