@@ -8,18 +8,20 @@ import math
 import stat
 import sys
 import textwrap
+import time
 
 import pytest
 from conftest import alive, fake_checkpoint, of_kind, poll_until_done
 
 from ftgui import cli
-from ftgui.core import checkpoint_moves, checkpoints, events, runs
+from ftgui.core import checkpoint_moves, checkpoints, events, peer_loss, runs
 from ftgui.core.config import RunConfig
 from ftgui.core.supervisor import Supervisor
 from ftgui.core.timeline import Timeline
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.tensorboard import _losses, unlogged_after
 from ftgui.training.loop import TrainingLoop
+from ftgui.training.peer_watch import PeerWatch
 
 # The issue's schedule scaled to test time: 400 steps / checkpoint every 100 / kill at 250
 # becomes 80 / 20 / 50 (a plain recovery would redo 10 steps).
@@ -237,6 +239,50 @@ def test_the_chiefs_own_event_arriving_after_the_recovered_one_is_no_second_poin
     timeline.feed([late])
     assert [s.series.x().tolist() for s in timeline.segments] == [[1, 2, 3, 4, 5, 6, 7]]
     assert events.final_losses([*_killed_attempt(), late])[7] == 1.0 / 7
+class _Events:
+    def __init__(self, attempt):
+        self.attempt, self.emitted = attempt, []
+
+    def emit(self, event, **fields):
+        self.emitted.append({"event": event, **fields})
+
+
+def test_the_supervisors_notice_makes_the_watcher_abort_once_for_its_own_attempt(tmp_path):
+    aborts = []
+    other = PeerWatch(tmp_path, _Events(2), "worker", 0, abort=aborts.append, interval=0.01)
+    writer = _Events(3)
+    watch = PeerWatch(tmp_path, writer, "worker", 0, abort=aborts.append, interval=0.01)
+    time.sleep(0.05)
+    assert aborts == [] and watch.aborted is None  # no notice, no abort
+
+    peer_loss.announce(tmp_path, 3, "worker 1 ended by SIGKILL")
+    deadline = time.monotonic() + 5
+    while watch.aborted is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    watch.close()
+    other.close()
+    assert aborts == ["ftgui's supervisor reports: worker 1 ended by SIGKILL"]
+    [event] = writer.emitted
+    assert (event["event"], event["role"], event["index"]) == ("collectives_aborted", "worker", 0)
+    assert event["reason"] == "worker 1 ended by SIGKILL" and 0 <= event["notice_seconds"] < 5
+    assert not watch._thread.is_alive() and not other._thread.is_alive()
+    assert peer_loss.read(tmp_path, 3)["reason"] == "worker 1 ended by SIGKILL"
+    peer_loss.clear(tmp_path)
+    assert peer_loss.read(tmp_path, 3) is None and list(tmp_path.iterdir()) == []
+
+
+def test_a_watcher_that_cannot_abort_says_so_and_does_not_raise(tmp_path, capsys):
+    def failing(message):
+        raise RuntimeError("no context")
+
+    peer_loss.announce(tmp_path, 0, "worker 0 (chief) ended by SIGKILL")
+    writer = _Events(0)
+    watch = PeerWatch(tmp_path, writer, "worker", 1, abort=failing, interval=0.01)
+    watch._thread.join(timeout=5)
+    watch.close()
+    assert watch.aborted is None and writer.emitted == []
+    assert "could not abort the collectives" in capsys.readouterr().out
 
 
 class _FailsAfter:
@@ -370,6 +416,38 @@ def test_a_lost_chief_costs_no_step_worker_1_saves_and_the_supervisor_promotes(
     assert promoted["promoted_from"] == written["path"]
     assert promoted["saved_by"] == "worker:1"
     _assert_recovered_exactly(tmp_path / "run", seen, never_killed)
+
+
+@pytest.mark.tf
+def test_a_chief_waiting_for_a_hung_worker_is_told_and_saves_just_in_time(
+    tmp_path, never_killed
+):
+    """Worker 1 freezes (SIGSTOP) after step 50, its port open: the chief waits in step 51's
+    all-reduce, and TensorFlow would fail that only once the coordination service missed
+    worker 1's heartbeats (7-7.6 s here), after the 3 s watchdog had ended the cluster (a
+    resume from step 40). The supervisor's notice aborts the chief's collectives instead: the
+    chief saves step 50 within the grace, as when a peer's death leaves it waiting."""
+    from ftgui.core.task_launch import JUST_IN_TIME_GRACE_SECONDS
+
+    run_dir = tmp_path / "run"
+    flags = [*SCHEDULE, "--strategy", "multi-worker", "--workers", "2", "--hang-at-step",
+             str(KILL_STEP), "--fault-target", "worker:1", "--watchdog-seconds", "3",
+             "--auto-recover", "--restart-backoff", "0", "--quiet"]
+    assert cli.main(["train", str(run_dir), *flags]) == 0
+    seen = events.read_all(run_dir)
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["source"], resumed["from_step"]) == ("just_in_time", KILL_STEP), resumed
+    [hang] = of_kind(seen, "hang_detected")
+    [aborted] = of_kind(seen, "collectives_aborted")
+    assert (aborted["role"], aborted["index"], aborted["attempt"]) == ("worker", 0, 0)
+    assert aborted["reason"].startswith("hang: no progress")
+    [saved] = [e for e in of_kind(seen, "checkpoint_saved") if e.get("just_in_time")]
+    assert (saved["step"], saved["error"]) == (KILL_STEP, "UnavailableError")
+    assert saved["time"] - hang["time"] < JUST_IN_TIME_GRACE_SECONDS
+    chief_exit = [e for e in of_kind(seen, "process_exited", attempt=0) if e["index"] == 0]
+    assert chief_exit[0]["exit_code"] == 1 and chief_exit[0]["reason"].startswith("hang:")
+    _assert_recovered_exactly(run_dir, seen, never_killed)
+    assert not list(run_dir.glob(".peer-lost*"))  # the next attempt's launch removed it
 
 
 @pytest.mark.tf

@@ -37,6 +37,18 @@ FAKE_TRAINER = textwrap.dedent(
     if mode.startswith("exit:"):
         events.emit("training_error", role="chief", index=0, error="stand-in failure")
         sys.exit(int(mode[5:]))
+    if mode == "survivor":  # a multi-worker process that ends when told a peer is gone
+        from ftgui.core import peer_loss
+        index = int(sys.argv[sys.argv.index("--index") + 1])
+        events.emit("step", step=1, loss=2.0)
+        for _ in range(6000):
+            notice = peer_loss.read(run_dir, attempt)
+            if notice is not None:
+                events.emit("training_error", role="worker", index=index,
+                            error="told: " + notice["reason"])
+                sys.exit(1)
+            time.sleep(0.01)
+        sys.exit(3)
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
     child = subprocess.Popen(sleeper)  # stays in the trainer's process group
     escaped = subprocess.Popen(sleeper, start_new_session=True)  # left the group
@@ -106,6 +118,37 @@ def test_kill_ends_the_trainer_and_every_process_it_started(tmp_path, fake_pytho
         "kill", "chief", "user", 1
     )
     assert supervisor.kill() is False  # nothing left to kill
+
+
+def test_a_lost_worker_is_announced_to_the_survivors_who_end_within_the_grace(
+    tmp_path, fake_python, monkeypatch
+):
+    """A killed member of a multi-worker cluster: the supervisor writes the notice of its
+    attempt (`peer_loss`) before it waits for the survivors, and the next launch removes it."""
+    from ftgui.core import peer_loss
+    from ftgui.core.task_launch import JUST_IN_TIME_GRACE_SECONDS
+
+    monkeypatch.setenv("FAKE_TRAINER", "survivor")
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(strategy="multi-worker", workers=3, global_batch_size=63,
+                               steps=10, auto_recover=True, restart_backoff=30))
+    seen = poll_until(supervisor, lambda ev: len(of_kind(ev, "step")) == 3)
+    assert supervisor.kill("worker:1")
+    seen += poll_until(supervisor, lambda _: supervisor.state == "recovering")
+    exits = of_kind(seen, "process_exited", attempt=0)
+    assert [(e["index"], e.get("signal"), e.get("exit_code")) for e in exits] == [
+        (1, 9, None), (0, None, 1), (2, None, 1)]  # the survivors ended on their own
+    assert exits[-1]["time"] - exits[0]["time"] < JUST_IN_TIME_GRACE_SECONDS
+    errors = {e["index"]: e["error"] for e in of_kind(seen, "training_error")}
+    assert errors == {0: "told: worker 1 ended by SIGKILL", 2: "told: worker 1 ended by SIGKILL"}
+    assert supervisor.state == "recovering"
+    assert peer_loss.read(run_dir, 0)["reason"] == "worker 1 ended by SIGKILL"
+    supervisor._recovery.due = 0  # restart now
+    seen += poll_until(supervisor, lambda ev: of_kind(ev, "process_started", attempt=1))
+    assert peer_loss.read(run_dir, 0) is None
+    supervisor.shutdown()
+    assert wait_gone(started_pids(seen)) == []
 
 
 def test_automatic_recovery_retries_with_doubling_backoff_then_gives_up(

@@ -210,6 +210,7 @@ class EventKind(str, enum.Enum):
     CHECKPOINT_REQUESTED = "checkpoint_requested"  # supervisor: step
     JUST_IN_TIME_SAVED = "just_in_time_saved"  # a worker: step, path (scratch), live_differs
     JUST_IN_TIME_SKIPPED = "just_in_time_skipped"  # a worker: step, reason
+    COLLECTIVES_ABORTED = "collectives_aborted"  # a worker told a peer is gone: reason
     FAULT_INJECTED = "fault_injected"  # kind, target, step, source (user, schedule, timer)
     PREEMPTED = "preempted"  # chief: step, checkpoint (saved on SIGTERM)
     NON_FINITE_LOSS = "non_finite_loss"  # chief: step
@@ -381,6 +382,8 @@ _DESCRIBERS = {
     f"({e.get('error')})",
     "just_in_time_skipped": lambda e, s: f"{who(e)}: no just-in-time checkpoint, "
     f"{e.get('reason')}",
+    "collectives_aborted": lambda e, s: f"{who(e)} stopped waiting for its peers "
+    f"({e.get('reason')})",
     "checkpoint_requested": lambda e, s: "checkpoint requested after step "
     f"{max(e.get('step') or 0, s or 0)}",
     "fault_injected": _fault_injected,

@@ -2,8 +2,9 @@
 the scheduled faults it fires itself on the chief's step, the timer fault and the watchdog.
 
 `FaultCommands` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
-supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief` and
-`_kill_all`, and writes `fault_injected`, `checkpoint_requested`, `thawed` and `hang_detected`.
+supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief`,
+`_await_just_in_time` and `_kill_all`, and writes `fault_injected`, `checkpoint_requested`,
+`thawed` and `hang_detected`.
 """
 
 from __future__ import annotations
@@ -85,7 +86,13 @@ class FaultCommands:
 
     def _check_watchdog(self) -> None:
         """Kill and recover an attempt whose chief reported no step for `watchdog_seconds`
-        (`STARTUP_GRACE_SECONDS` at least before its first step): a hang, not a crash."""
+        (`STARTUP_GRACE_SECONDS` at least before its first step): a hang, not a crash.
+
+        In a multi-worker cluster the processes that are not frozen are first told, and given
+        the grace, to save the last completed step just in time (`_await_just_in_time`): a
+        hung peer holds the others in a collective until TensorFlow misses its heartbeats
+        (7-7.6 s here); a shorter watchdog would otherwise cost every step since the last
+        periodic checkpoint."""
         limit = self.config.watchdog_seconds if self.config else 0
         chief = self._chief()
         if not limit or chief is None or self._settled:
@@ -98,6 +105,8 @@ class FaultCommands:
         self._stop_reason = f"hang: no progress for {silent:.1f} s (watchdog {limit:g} s)"
         self._emit("hang_detected", role=chief.role, index=chief.index,
                    seconds=silent, last_step=chief.last_step)
+        if self._progress_seen:  # the others may be waiting for the hung one
+            self._await_just_in_time(self._stop_reason)
         self._kill_all()
 
     def _fire_armed(self, step: int) -> None:

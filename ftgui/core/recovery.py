@@ -14,12 +14,13 @@ def exit_verdict(fields: dict, *, error: str | None = None, stop_reason: str = "
                  user_stop: str = "", cleanup: bool = False) -> tuple[str, str]:
     """(state, reason) of a process exit (`exit_code` or `signal` event fields), given what the
     supervisor knows: the process' own `training_error`, why the supervisor itself ended the
-    attempt (`stop_reason`: the watchdog), a user's stop in flight (`kill`, `preempt`,
-    `shutdown`), and whether the process was ended to clean up a cluster already over."""
+    attempt (`stop_reason`: the watchdog; it names every crash or failure that follows), a
+    user's stop in flight (`kill`, `preempt`, `shutdown`), and whether the process was ended
+    to clean up a cluster already over."""
     state, reason = state_from_exit(fields)
     if state == "failed" and error:
         reason = f"{reason}: {error}"
-    if stop_reason and state == "killed":
+    if stop_reason and state in ("killed", "failed"):  # also a survivor the abort failed
         state, reason = "failed", stop_reason
     if user_stop == "shutdown" and state == "killed":
         state, reason = "stopped", "stopped by ftgui (closed or interrupted)"

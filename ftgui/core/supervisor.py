@@ -24,6 +24,7 @@ from ftgui.core import (
     checkpoints,
     cluster,
     datasets,
+    peer_loss,
     restore_point,
     resume_check,
     user_code,
@@ -310,6 +311,7 @@ class Supervisor(FaultCommands, TaskLauncher):
     def _launch(self, restore, is_fork: bool, memory_allowed: bool = True) -> None:
         config = self.config
         self._end_old_attempt()
+        peer_loss.clear(self.run_dir)  # the old attempts' notices (their processes are gone)
         self._drain()  # the attempt number and fired faults come from the whole history
         attempt = self.attempt + 1
         self._forked = is_fork
@@ -384,7 +386,8 @@ class Supervisor(FaultCommands, TaskLauncher):
             # seconds and TensorFlow needs every process restarted; and the servers of a
             # parameter-server cluster never end on their own.
             if crashed and not proc.ended_by_supervisor:
-                self._await_just_in_time()
+                self._await_just_in_time(reason if not proc.is_chief
+                                         else f"{proc.label} {reason}")
             self._kill_all()
             self._promote_just_in_time()
         self._set_state(state, reason)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from ftgui.core import checkpoint_moves, cluster, training_process
+from ftgui.core import checkpoint_moves, cluster, peer_loss, training_process
 from ftgui.core.checkpoints import CheckpointInfo
 from ftgui.core.cluster import Task
 from ftgui.core.events import EventWriter
@@ -24,8 +24,9 @@ from ftgui.core.training_process import TrainingProcess
 
 LOG_DIR = "logs"
 EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart gets this long
-# A multi-worker survivor's step fails ~0.1 s after a peer's loss and its just-in-time
-# checkpoint takes ~0.2 s more: it gets this long to save and exit before the cluster is ended.
+# A multi-worker survivor's step fails ~0.1 s after a peer's loss (at once when told by a
+# notice, `peer_loss`) and its just-in-time checkpoint takes ~0.2 s more: it gets this long to
+# save and exit before the cluster is ended.
 JUST_IN_TIME_GRACE_SECONDS = 3.0
 
 
@@ -138,15 +139,21 @@ class TaskLauncher:
             if proc.alive and not proc.is_chief and not proc.frozen:
                 proc.last_step, proc.last_heartbeat = self.last_step, now
 
-    def _await_just_in_time(self) -> None:
-        """In a multi-worker cluster that lost a process, let the survivors save the last
+    def _await_just_in_time(self, reason: str) -> None:
+        """In a multi-worker cluster that lost a process (`reason`: what happened, e.g.
+        "worker 1 ended by SIGKILL"), tell the others (`peer_loss.announce`: each aborts its
+        collectives, so that none waits in one for the lost peer), then let them save the last
         completed step (`actions/just_in_time.py`) and exit on their own, for at most
-        `JUST_IN_TIME_GRACE_SECONDS` in all."""
+        `JUST_IN_TIME_GRACE_SECONDS` in all. A frozen process is not waited for."""
         if self.config.strategy != "multi-worker":
             return
+        try:
+            peer_loss.announce(self.run_dir, self.attempt, reason)
+        except OSError as exc:  # then only TensorFlow tells them, as before
+            self.reason = f"cannot tell the other workers that {reason}: {exc}"
         deadline = time.monotonic() + JUST_IN_TIME_GRACE_SECONDS
         for other in self.processes:
-            if other.alive:
+            if other.alive and not other.frozen:
                 try:
                     other.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:

@@ -6,6 +6,7 @@ and turns what follows into an exit status (no TensorFlow); `actions/` are the s
 after steps (step events and heartbeats, TensorBoard, NaN rollback, checkpoints, scheduled
 faults); `assemble` puts them together. Beside them: `data`, `models`, `strategies`,
 `parameter_server`, `background_save` and `checkpoint_writer` (checkpoints off the step path),
-`summaries`, `signals`, `fit_loop` (Keras `model.fit`, for comparison), `devices`,
+`summaries`, `signals`, `peer_watch` (a multi-worker process stops waiting for a peer the
+supervisor saw go), `fit_loop` (Keras `model.fit`, for comparison), `devices`,
 `inspect_checkpoint`.
 """

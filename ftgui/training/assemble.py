@@ -35,7 +35,8 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
     NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, in-memory
     snapshot, scheduled kill or hang (after the checkpoint and the snapshot, so that the same
-    schedule recovers the same way).
+    schedule recovers the same way). A multi-worker process also keeps a just-in-time copy
+    of each step and watches for the supervisor's word that a peer is gone (`peer_watch`).
     """
     batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed, start)
     start_step = state.global_step
@@ -62,9 +63,12 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     ]
     if config.strategy == "multi-worker":  # a survivor saves the last completed step
         from ftgui.training.actions.just_in_time import JustInTime
+        from ftgui.training.peer_watch import PeerWatch
 
         actions.insert(3, JustInTime(state, data, config, run_dir, events, batches.epoch_of,
                                      is_chief, role, index, batches.position_after))
+        # ... and does not wait in a collective for a peer the supervisor saw go
+        actions.append(PeerWatch(run_dir, events, role, index))
     return TrainingLoop(
         runner or SyncSteps(state, data), batches, config.steps, config.checkpoint_every,
         start_step, fault_hooks, actions, REQUESTS,
