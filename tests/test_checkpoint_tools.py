@@ -51,3 +51,31 @@ def test_inspect_evaluates_and_exports_a_real_checkpoint(tmp_path, baseline_run)
     assert export.stat().st_size > 0 and result["exported"] == str(export)
     with pytest.raises(LookupError, match="no checkpoint of step 41"):
         checkpoint_tools.inspect(run_dir, 41)
+
+
+def test_a_checkpoint_is_evaluated_as_the_trainer_scores_its_task():
+    """Regression: mean squared error and no accuracy (the Evaluate button assumed
+    classification: softmax cross-entropy of regression outputs, then a crash on the format)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ftgui.qt.checkpoint_dialog import validation_line
+    from ftgui.training.inspect_checkpoint import evaluate
+
+    outputs = np.array([[1.0], [3.0]], np.float32)
+    data = SimpleNamespace(x_val=outputs, y_val=np.array([[0.0], [1.0]], np.float32))
+    regression = evaluate(lambda x, training: x, data, SimpleNamespace(model="mlp",
+                                                                        task="regression"))
+    assert regression == {"val_loss": 2.5, "val_accuracy": None, "examples": 2}
+    assert validation_line(regression) == "Validation: loss <b>2.5000</b> on 2 examples"
+
+    logits = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]], np.float32)
+    data = SimpleNamespace(x_val=logits, y_val=np.array([0, 1, 1]))
+    scored = evaluate(lambda x, training: x, data, SimpleNamespace(model="mlp",
+                                                                    task="classification"))
+    expected = float(np.mean([np.log1p(np.exp(-2.0))] * 2 + [np.log1p(np.exp(2.0))]))
+    assert scored["val_accuracy"] == 2 / 3 and abs(scored["val_loss"] - expected) < 1e-6
+    assert validation_line({**scored, "metrics": {"auc": 0.75}}) == (
+        f"Validation: loss <b>{scored['val_loss']:.4f}</b>, accuracy <b>66.7%</b>, "
+        "auc <b>0.75</b> on 3 examples")

@@ -47,6 +47,17 @@ class CheckpointJob(QObject):
             self.failed.emit(str(exc))
 
 
+def validation_line(evaluation: dict) -> str:
+    """One rich-text line of a checkpoint's evaluation (`inspect_checkpoint.evaluate`): the
+    loss, the accuracy when the task has one (not regression), a model module's metrics."""
+    parts = [f"loss <b>{evaluation['val_loss']:.4f}</b>"]
+    if evaluation.get("val_accuracy") is not None:
+        parts.append(f"accuracy <b>{100 * evaluation['val_accuracy']:.1f}%</b>")
+    parts += [f"{name} <b>{value:.4g}</b>"
+              for name, value in (evaluation.get("metrics") or {}).items()]
+    return f"Validation: {', '.join(parts)} on {evaluation['examples']} examples"
+
+
 class CheckpointDialog(QDialog):
     """Variables of a checkpoint (name, shape, dtype, bytes) and its validation score."""
 
@@ -57,11 +68,9 @@ class CheckpointDialog(QDialog):
         layout = QVBoxLayout(self)
         evaluation = result.get("evaluation")
         if evaluation:
-            layout.addWidget(QLabel(
-                f"Validation: loss <b>{evaluation['val_loss']:.4f}</b>, accuracy "
-                f"<b>{100 * evaluation['val_accuracy']:.1f}%</b> on "
-                f"{evaluation['examples']} examples"
-            ))
+            label = QLabel(validation_line(evaluation))
+            label.setObjectName("checkpointEvaluation")
+            layout.addWidget(label)
         rows = [v for v in result["variables"] if v["name"] != "_CHECKPOINTABLE_OBJECT_GRAPH"]
         total = sum(v["bytes"] for v in rows)
         layout.addWidget(QLabel(f"{len(rows)} saved tensors, {total:,} bytes"))

@@ -32,7 +32,8 @@ def variables(prefix: str) -> list[dict]:
 
 
 def restored_model(run_dir: Path, prefix: str):
-    """The run's model with the checkpoint's weights (no optimizer), and the dataset."""
+    """The run's model with the checkpoint's weights (no optimizer), the dataset and the
+    run's config."""
     import tensorflow as tf
 
     from ftgui.core import config as configmod
@@ -43,20 +44,29 @@ def restored_model(run_dir: Path, prefix: str):
     dataset = datamod.load(config.dataset, config.task)
     model = models.build(config.model, dataset.input_shape, dataset.num_classes)
     tf.train.Checkpoint(model=model).restore(prefix).expect_partial()
-    return model, dataset
+    return model, dataset, config
 
 
-def evaluate(model, dataset) -> dict:
+def evaluate(model, dataset, config) -> dict:
+    """The checkpoint's validation figures, computed as the trainer computes them
+    (`models.evaluate_outputs`: softmax cross-entropy and accuracy for classification, mean
+    squared error and no accuracy for regression, a model module's own `loss` and
+    `metrics` when it defines them): val_loss, val_accuracy (None for regression),
+    metrics (name -> value, when the module has some) and examples (the validation rows)."""
     import numpy as np
 
-    logits = model(dataset.x_val, training=False).numpy()
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    return {
-        "val_loss": float(-log_probs[np.arange(len(dataset.y_val)), dataset.y_val].mean()),
-        "val_accuracy": float((logits.argmax(axis=1) == dataset.y_val).mean()),
-        "examples": int(len(dataset.y_val)),
-    }
+    from ftgui.training import models
+
+    outputs = np.asarray(model(dataset.x_val, training=False))
+    own = models.user_loss(config.model) is not None
+    loss = models.per_example_loss(config.model, config.task) if own else None
+    val_loss, val_accuracy = models.evaluate_outputs(outputs, dataset.y_val, config.task, loss)
+    result = {"val_loss": val_loss, "val_accuracy": val_accuracy,
+              "examples": int(len(dataset.y_val))}
+    metrics = models.user_metrics(config.model)
+    if metrics:
+        result["metrics"] = models.evaluate_metrics(metrics, outputs, dataset.y_val)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     prefix = str(checkpoints.tf_path(info.prefix))  # TensorFlow globs paths
     result = {"step": info.step, "path": info.relpath, "variables": variables(prefix)}
     if args.evaluate or args.export:
-        model, dataset = restored_model(args.run_dir, prefix)
+        model, dataset, config = restored_model(args.run_dir, prefix)
         if args.evaluate:
-            result["evaluation"] = evaluate(model, dataset)
+            result["evaluation"] = evaluate(model, dataset, config)
         if args.export:
             if args.export.suffix != ".keras":
                 print(json.dumps({"error": f"export: {args.export} must end in .keras"}))
