@@ -251,3 +251,15 @@ def ftgui_train(run_dir: Path, flags: list[str], out: Path, timeout: float = 240
         raise RuntimeError(f"ftgui train exited {figures['returncode']}: {tail.strip()}")
     figures["events"] = read_events(run_dir)
     return figures
+
+
+def poll_until(supervisor, condition, timeout: float = 300) -> list[dict]:
+    """Poll like `ftgui train` until `condition(events so far)` holds; the events."""
+    seen: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while not condition(seen):
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out waiting for the run")
+        seen += supervisor.poll()
+        time.sleep(0.02)
+    return seen

@@ -29,19 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, header  # noqa: E402
-
-
-def poll_until(supervisor, condition, timeout: float = 300) -> list[dict]:
-    """Poll like `ftgui train` until `condition(events so far)` holds; the events."""
-    seen: list[dict] = []
-    deadline = time.monotonic() + timeout
-    while not condition(seen):
-        if time.monotonic() > deadline:
-            raise RuntimeError("timed out waiting for the run")
-        seen += supervisor.poll()
-        time.sleep(0.02)
-    return seen
+from _common import Table, header, poll_until  # noqa: E402
 
 
 def killed_run(run_dir: Path, kills: int, target: str, seed: int) -> list[dict]:

@@ -4,6 +4,8 @@ that imports TensorFlow fails (the quick suite must stay quick)."""
 
 from __future__ import annotations
 
+import json
+import stat
 import sys
 import time
 from pathlib import Path
@@ -167,3 +169,21 @@ def of_kind(all_events: list[dict], kind: str, **match) -> list[dict]:
     """The events of type `kind` whose fields equal `match`."""
     return [e for e in all_events
             if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+def stand_in_python(tmp_path: Path, monkeypatch, source: str, plan_variable: str):
+    """A stand-in for the Python that runs trainers: a launcher script that runs `source` (a
+    trainer stand-in, no TensorFlow) with the trainer's arguments. Returns `with_plan(plan)`,
+    which puts `plan` (a dict, as JSON) in the environment variable `plan_variable` and gives
+    the launcher's path (for `Supervisor(python=…)`)."""
+    script = tmp_path / "stand_in_trainer.py"
+    script.write_text(source)
+    launcher = tmp_path / "fake-python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+
+    def with_plan(plan: dict) -> str:
+        monkeypatch.setenv(plan_variable, json.dumps(plan))
+        return str(launcher)
+
+    return with_plan

@@ -8,13 +8,11 @@ process does is a plan keyed by `role:index:attempt`: steps, heartbeats, a resto
 from __future__ import annotations
 
 import json
-import stat
-import sys
 import textwrap
 import time
 
 import pytest
-from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done
+from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done, stand_in_python
 
 from ftgui.core import config as configmod
 from ftgui.core import events
@@ -53,17 +51,7 @@ PLANNED_TRAINER = textwrap.dedent(
 @pytest.fixture
 def planned_python(tmp_path, monkeypatch):
     """A stand-in for Python running PLANNED_TRAINER; call it with the plan (a dict)."""
-    script = tmp_path / "planned_trainer.py"
-    script.write_text(PLANNED_TRAINER)
-    launcher = tmp_path / "fake-python"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
-
-    def with_plan(plan: dict) -> str:
-        monkeypatch.setenv("FAKE_PLAN", json.dumps(plan))
-        return str(launcher)
-
-    return with_plan
+    return stand_in_python(tmp_path, monkeypatch, PLANNED_TRAINER, "FAKE_PLAN")
 
 
 # ------------------------------------------------------------------------ counters

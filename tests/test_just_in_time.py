@@ -3,15 +3,12 @@ is lost, and the recovered run equals, to the bit, the run never killed."""
 
 from __future__ import annotations
 
-import json
 import math
-import stat
-import sys
 import textwrap
 import time
 
 import pytest
-from conftest import alive, fake_checkpoint, of_kind, poll_until_done
+from conftest import alive, fake_checkpoint, of_kind, poll_until_done, stand_in_python
 
 from ftgui import cli
 from ftgui.core import checkpoint_moves, checkpoints, events, peer_loss, runs
@@ -106,17 +103,7 @@ NEVER_KILLED = {step: 1.0 / step for step in range(1, 11)}  # the plan's losses
 @pytest.fixture
 def cluster_python(tmp_path, monkeypatch):
     """A stand-in for Python running CLUSTER_TRAINER; call it with the plan (a dict)."""
-    script = tmp_path / "cluster_trainer.py"
-    script.write_text(CLUSTER_TRAINER)
-    launcher = tmp_path / "fake-python"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
-
-    def with_plan(plan: dict) -> str:
-        monkeypatch.setenv("CLUSTER_PLAN", json.dumps(plan))
-        return str(launcher)
-
-    return with_plan
+    return stand_in_python(tmp_path, monkeypatch, CLUSTER_TRAINER, "CLUSTER_PLAN")
 
 
 def _chief_killed_at_7(cluster_python, run_dir, chief_logged: int) -> list[dict]:
