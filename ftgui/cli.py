@@ -272,6 +272,9 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"(run {supervisor.state}); `ftgui train {run_dir} --resume` goes on from the "
               "newest checkpoint", file=sys.stderr)
         return 128 + stop.signum
+    if not args.quiet:
+        for line in progress.summary():
+            print(line)
     if supervisor.state == "finished":
         print(f"finished: step {supervisor.last_step} of {config.steps}, "
               f"final loss {progress.last_loss}")

@@ -42,3 +42,17 @@ class Progress:
         elif not self.quiet:
             for note in changes.notes:
                 print(note.text, flush=True)
+
+    def summary(self) -> list[str]:
+        """The lines `ftgui train` ends with when the run had incidents: the story sentence
+        of its last one (what the window's banner says), and with more than one, the totals
+        over the run (`story.totals_line`). [] without incidents."""
+        from ftgui.core.story import story, totals_line
+
+        incidents = self.timeline.incidents
+        if not incidents:
+            return []
+        lines = [story(self.timeline)]
+        if len(incidents) > 1:
+            lines.append(f"{len(incidents)} incidents: {totals_line(self.timeline.totals())}")
+        return lines

@@ -42,3 +42,32 @@ def test_quiet_prints_nothing_but_keeps_the_last_loss(capsys):
     progress.show({"event": "run_finished", "step": 1, "loss": 0.5})
     assert capsys.readouterr().out == ""
     assert progress.last_loss == 0.5
+
+
+def test_a_run_with_incidents_ends_with_its_story_and_totals():
+    from test_story import CHIEF, ev, steps
+
+    progress = Progress(quiet=True)
+    assert progress.summary() == []
+    history = [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0)]
+    for attempt, (step, at) in enumerate([(20, 6.0), (24, 12.0)]):
+        history += [
+            ev("fault_injected", at, attempt, kind="preempt", target="chief", step=step,
+               source="user"),
+            ev("preempted", at + 0.25, attempt, step=step, checkpoint=f"checkpoints/ckpt-{step}"),
+            ev("process_exited", at + 0.5, attempt, pid=10 + attempt, last_step=step,
+               exit_code=42, decisive=True, shutdown=False, **CHIEF),
+            ev("process_started", at + 4.0, attempt + 1, pid=11 + attempt,
+               restore=f"checkpoints/ckpt-{step}", **CHIEF),
+            ev("resumed", at + 5.0, attempt + 1, from_step=step,
+               checkpoint=f"checkpoints/ckpt-{step}"),
+            *steps(step + 1, step + 4, at + 5.5, attempt=attempt + 1)]
+    history += [ev("run_finished", 19.5, 2, step=28, loss=0.04),
+                ev("process_exited", 19.75, 2, pid=12, last_step=28, exit_code=0,
+                   decisive=True, shutdown=False, **CHIEF)]
+    for event in history:
+        progress.show(event)
+    story_line, totals = progress.summary()
+    assert story_line.startswith("Finished at step 28 · preempted at step 24 → restored "
+                                 "checkpoint 24 → resumed: 0 steps redone")
+    assert totals.startswith("2 incidents: 0 steps redone, 11.0 s lost · goodput ")
