@@ -240,6 +240,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)
+    if args.from_step is not None:
+        try:
+            checkpoints.find(run_dir, args.from_step)
+        except LookupError as exc:
+            raise ConfigError(f"from_step (--from-step): {exc}") from None
     if args.from_step is not None and args.from_step >= config.steps:
         raise ConfigError(
             f"steps (--steps): a fork from step {args.from_step} has nothing to train with "

@@ -78,7 +78,8 @@ def test_a_fork_from_a_step_without_a_checkpoint_lists_the_steps_that_have_one(
     before = (finished_run / "events.jsonl").read_bytes()
     assert cli.main(["train", str(finished_run), "--resume", "--from-step", "15"]) == 2
     assert capsys.readouterr().err == (
-        "ftgui: no checkpoint of step 15; valid steps: 20, 30, 40, 50, 60\n"
+        "ftgui: from_step (--from-step): no checkpoint of step 15; valid steps: "
+        "20, 30, 40, 50, 60\n"
     )
     assert (finished_run / "events.jsonl").read_bytes() == before
     assert not (finished_run / "history").exists()
