@@ -53,6 +53,7 @@ def test_inspect_evaluates_and_exports_a_real_checkpoint(tmp_path, baseline_run)
         checkpoint_tools.inspect(run_dir, 41)
 
 
+@pytest.mark.tf
 def test_a_checkpoint_is_evaluated_as_the_trainer_scores_its_task():
     """Regression: mean squared error and no accuracy (the Evaluate button assumed
     classification: softmax cross-entropy of regression outputs, then a crash on the format)."""

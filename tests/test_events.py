@@ -165,6 +165,11 @@ def test_each_event_reads_as_one_sentence():
     kill = {"event": "fault_injected", "kind": "kill", "target": "chief", "step": 587,
             "source": "user"}
     assert describe(kill, step=606) == "kill of chief at step 606 (user)"
+    survivor = {"event": "training_error", "role": "worker", "index": 0,
+                "error": "UnavailableError: lost contact with another task of the cluster"}
+    assert describe(survivor) == "worker 0 lost contact with a peer (UnavailableError)"
+    assert describe({**survivor, "error": "ValueError: bad input"}) == (
+        "worker 0 error: ValueError: bad input")
     assert describe({"event": "recovery_scheduled", "delay": 0.5, "restart": 1}) == (
         "restart 1 in 0.5 s")
     assert describe({"event": "training_started", "role": "ps", "index": 0,

@@ -337,6 +337,15 @@ def _checkpoint_saved(event, step):
     return text + (" on request" if event.get("requested") else "")
 
 
+def _training_error(e: dict, step: int | None) -> str:
+    # A multi-worker survivor's collective failing because a peer is gone is the expected
+    # first half of a recovery (its just-in-time save follows), not a fault of its own.
+    error = e.get("error", "")
+    if error.startswith(("UnavailableError", "CancelledError")):
+        return f"{who(e)} lost contact with a peer ({error.split(':', 1)[0]})"
+    return f"{who(e)} error: {error}"
+
+
 def _fault_injected(event, step):
     at = max(event.get("step") or 0, step or 0)
     target = event.get("target", "chief")
@@ -395,7 +404,7 @@ _DESCRIBERS = {
     f"{_number(e.get('seconds'), 3)} s at step {e.get('last_step')}",
     "thawed": lambda e, s: f"{e.get('target', 'chief')} thawed at step "
     f"{max(e.get('step') or 0, s or 0)}",
-    "training_error": lambda e, s: f"{who(e)} error: {e.get('error', '')}",
+    "training_error": _training_error,
     "recovery_scheduled": lambda e, s: f"restart {e.get('restart')} in "
     f"{_number(e.get('delay'), 2)} s",
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
