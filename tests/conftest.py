@@ -171,19 +171,35 @@ def of_kind(all_events: list[dict], kind: str, **match) -> list[dict]:
             if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
 
 
-def stand_in_python(tmp_path: Path, monkeypatch, source: str, plan_variable: str):
-    """A stand-in for the Python that runs trainers: a launcher script that runs `source` (a
-    trainer stand-in, no TensorFlow) with the trainer's arguments. Returns `with_plan(plan)`,
-    which puts `plan` (a dict, as JSON) in the environment variable `plan_variable` and gives
-    the launcher's path (for `Supervisor(python=…)`)."""
+# What every stand-in trainer starts with: the trainer's command line (`python -m
+# ftgui.training RUN --role R --index I --attempt N ...`), its plan and its event writer.
+STAND_IN_PRELUDE = """
+import json, os, sys, time
+from ftgui.core.events import EventWriter
+
+argv = sys.argv
+run_dir = argv[3]
+role, index = argv[argv.index("--role") + 1], int(argv[argv.index("--index") + 1])
+attempt = int(argv[argv.index("--attempt") + 1])
+plan = json.loads(os.environ["STAND_IN_PLAN"]).get(f"{role}:{index}:{attempt}", [])
+writer = EventWriter(run_dir, attempt)
+"""
+
+
+def stand_in_python(tmp_path: Path, monkeypatch, source: str):
+    """A stand-in for the Python that runs trainers: a launcher script that runs
+    `STAND_IN_PRELUDE` then `source` (a trainer stand-in, no TensorFlow, acting on `plan`,
+    the list of [action, value] for its `role:index:attempt`) with the trainer's arguments.
+    Returns `with_plan(plan)`, which puts `plan` (a dict, as JSON) in the environment and
+    gives the launcher's path (for `Supervisor(python=…)`)."""
     script = tmp_path / "stand_in_trainer.py"
-    script.write_text(source)
+    script.write_text(STAND_IN_PRELUDE + source)
     launcher = tmp_path / "fake-python"
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
 
     def with_plan(plan: dict) -> str:
-        monkeypatch.setenv(plan_variable, json.dumps(plan))
+        monkeypatch.setenv("STAND_IN_PLAN", json.dumps(plan))
         return str(launcher)
 
     return with_plan

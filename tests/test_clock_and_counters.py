@@ -22,16 +22,7 @@ from ftgui.core.supervisor import Supervisor
 
 PLANNED_TRAINER = textwrap.dedent(
     """
-    # Stands in for `python -m ftgui.training RUN --role R --index I --attempt N ...`.
-    import json, os, sys, time
-    from ftgui.core.events import EventWriter
-
-    argv = sys.argv
-    run_dir = argv[3]
-    role, index = argv[argv.index("--role") + 1], int(argv[argv.index("--index") + 1])
-    attempt = int(argv[argv.index("--attempt") + 1])
-    plan = json.loads(os.environ["FAKE_PLAN"]).get(f"{role}:{index}:{attempt}", [])
-    writer = EventWriter(run_dir, attempt)
+    # Stands in for the trainer (conftest.STAND_IN_PRELUDE reads its arguments and plan).
     for action, value in plan:
         if action == "step":
             writer.emit("step", step=value, loss=1.0 / value, epoch=0)
@@ -51,7 +42,7 @@ PLANNED_TRAINER = textwrap.dedent(
 @pytest.fixture
 def planned_python(tmp_path, monkeypatch):
     """A stand-in for Python running PLANNED_TRAINER; call it with the plan (a dict)."""
-    return stand_in_python(tmp_path, monkeypatch, PLANNED_TRAINER, "FAKE_PLAN")
+    return stand_in_python(tmp_path, monkeypatch, PLANNED_TRAINER)
 
 
 # ------------------------------------------------------------------------ counters

@@ -60,16 +60,9 @@ def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
 # processes are stand-ins (no TensorFlow); each does what its plan for `role:index:attempt` says.
 CLUSTER_TRAINER = textwrap.dedent(
     """
-    import json, os, signal, sys, time
+    import signal
     from ftgui.core import checkpoint_moves, checkpoints
-    from ftgui.core.events import EVENTS_FILE, EventWriter, read_all
-
-    argv = sys.argv
-    run_dir = argv[3]
-    role, index = argv[argv.index("--role") + 1], int(argv[argv.index("--index") + 1])
-    attempt = int(argv[argv.index("--attempt") + 1])
-    plan = json.loads(os.environ["CLUSTER_PLAN"]).get(f"{role}:{index}:{attempt}", [])
-    writer = EventWriter(run_dir, attempt)
+    from ftgui.core.events import read_all
     for action, value in plan:
         if action == "step":  # the loss of every step is 1 / step, in every attempt
             writer.emit("step", step=value, loss=1.0 / value, epoch=value // 5)
@@ -103,7 +96,7 @@ NEVER_KILLED = {step: 1.0 / step for step in range(1, 11)}  # the plan's losses
 @pytest.fixture
 def cluster_python(tmp_path, monkeypatch):
     """A stand-in for Python running CLUSTER_TRAINER; call it with the plan (a dict)."""
-    return stand_in_python(tmp_path, monkeypatch, CLUSTER_TRAINER, "CLUSTER_PLAN")
+    return stand_in_python(tmp_path, monkeypatch, CLUSTER_TRAINER)
 
 
 def _chief_killed_at_7(cluster_python, run_dir, chief_logged: int) -> list[dict]:
