@@ -30,6 +30,7 @@ TIMED = [
     ("ftgui.core.checkpoints", "tf_files"),
     ("ftgui.core.checkpoints", "keep_newest"),
     ("ftgui.training.actions.checkpoint", "point_state_file"),
+    ("ftgui.core.retention", "Retention.after_save"),
     ("ftgui.training.summaries", "Summaries.flush"),
     ("ftgui.training.actions.checkpoint", "CheckpointAction._complete_save"),
     ("ftgui.training.background_save", "ShadowState.take"),

@@ -21,6 +21,7 @@ The writer thread itself is `checkpoint_writer.OneWriter`; the checkpoint action
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import keras
@@ -70,10 +71,15 @@ class ShadowState:
             raise ValueError("checkpoint shadow copy: the variables do not match the model's")
         # Both traced: the copy then costs ~1 ms on the step path (~6 ms eager), the write
         # ~4 ms (~12-19 ms eager); `warm_up` traces them (~0.25 s) on the writer thread.
+        # Once traced, the concrete functions are called: the polymorphic call's argument
+        # binding and trace lookup cost as much Python (holding the GIL the training thread
+        # needs) as the call itself, e.g. 0.41 against 0.28 ms for the copy, 2.2 against
+        # 1.7 ms of CPU for the write (benchmarks/bench_checkpoint.py, 2026-12-01).
         self._take = tf.function(self._copy)
         self._write = tf.function(self._write_on_one_device)
         self._logits = tf.function(lambda x: self.model(x, training=False))
-        self._traced_for: tuple[np.ndarray, tf.Tensor] | None = None  # (x, its tensor)
+        self._take_traced = self._write_traced = None
+        self._traced_for: tuple[np.ndarray, tf.Tensor, object] | None = None  # x, tensor, fn
 
     def _copy(self):
         for source, target in zip(self._sources, self._targets, strict=True):
@@ -84,27 +90,29 @@ class ShadowState:
         so that no checkpoint waits for TensorFlow's tracing; with `x_val` (the validation
         inputs), also the forward pass `evaluate` then runs on them (~0.4 ms for 359 rows
         against ~7 ms eager, bench_checkpoint.py)."""
-        self._take.get_concrete_function()
-        self._write.get_concrete_function(tf.TensorSpec([], tf.string))
+        self._take_traced = self._take.get_concrete_function()
+        self._write_traced = self._write.get_concrete_function(tf.TensorSpec([], tf.string))
         if x_val is not None:
             tensor = tf.constant(x_val)
-            self._logits.get_concrete_function(tensor)
-            self._traced_for = (x_val, tensor)
+            self._traced_for = (x_val, tensor, self._logits.get_concrete_function(tensor))
 
     def take(self) -> None:
         """Copy the original's current values into the shadow variables."""
-        self._take()
+        (self._take_traced or self._take)()
 
     def _write_on_one_device(self, prefix):
         # Traced without a device, the object-graph tensor would get a shard of its own.
         with tf.device(self.step.device):
             return self.checkpoint.write(prefix)
 
-    def write(self, prefix: Path) -> None:
+    def write(self, prefix: Path) -> dict[str, int]:
         """Write the copy as TensorFlow checkpoint files `prefix.index` and
-        `prefix.data-00000-of-00001` (creating the folder)."""
+        `prefix.data-00000-of-00001` (creating the folder); returns their sizes in bytes by
+        file name (two stats: cheaper than listing the folder, `checkpoints.tf_files`)."""
         prefix.parent.mkdir(parents=True, exist_ok=True)
-        self._write(tf.constant(str(prefix)))
+        (self._write_traced or self._write)(tf.constant(str(prefix)))
+        names = (f"{prefix.name}.index", f"{prefix.name}.data-00000-of-00001")
+        return {name: (prefix.parent / name).stat().st_size for name in names}
 
     def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float | None]:
         """Validation loss and accuracy of the copy (the state's `score`: `loss_and_accuracy`
@@ -112,7 +120,7 @@ class ShadowState:
         for 359 rows), since tracing at that moment (~0.12 s) would cost more than it saves
         (a just-in-time save evaluates once)."""
         if self._traced_for is not None and self._traced_for[0] is x:
-            logits = self._logits(self._traced_for[1])
+            logits = self._traced_for[2](self._traced_for[1])
         else:
             logits = self.model(tf.constant(x), training=False)
         return self._score(np.asarray(logits), y)
@@ -126,16 +134,24 @@ def point_state_file(directory: Path, valid: list[checkpoints.CheckpointInfo]) -
     After a crash or a fork the file can name missing or newer checkpoints, which a manager
     would later delete or renumber over.
     """
+    from google.protobuf import text_format
     from tensorflow.python.checkpoint import checkpoint_management
 
+    path = directory / "checkpoint"
     if not valid:
-        (directory / "checkpoint").unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         return
-    checkpoint_management.update_checkpoint_state_internal(
-        str(directory), valid[-1].prefix.name, save_relative_paths=True,
+    # TensorFlow's own state proto and text, as `update_checkpoint_state_internal` writes
+    # them; the file is written here with a temp file and os.replace, which release the GIL
+    # the training thread needs (TensorFlow's file layer holds it through the rename).
+    state = checkpoint_management.generate_checkpoint_state_proto(
+        str(directory), valid[-1].prefix.name,
         all_model_checkpoint_paths=[c.prefix.name for c in valid],
         all_model_checkpoint_timestamps=[c.time for c in valid],
     )
+    tmp = path.with_name("checkpoint.tmp")
+    tmp.write_text(text_format.MessageToString(state))
+    os.replace(tmp, path)
 
 
 def valid_up_to(directory: Path, step: int) -> list[checkpoints.CheckpointInfo]:

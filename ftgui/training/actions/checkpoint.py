@@ -179,13 +179,14 @@ class CheckpointAction(Action):
         started = time.perf_counter()
         if self.shadow is not None:
             try:
-                self.shadow.write(prefix)
+                files = self.shadow.write(prefix)
             except (tf.errors.OpError, OSError) as exc:
                 raise write_error(prefix, exc) from exc
         else:
             before = set(self.manager.checkpoints)
             self.manager.save(checkpoint_number=step)
             dropped = before - set(self.manager.checkpoints)
+            files = {p.name: p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step)}
         save_seconds = time.perf_counter() - started
         val_loss, val_accuracy = (self.shadow or self.state).evaluate(self.data.x_val,
                                                                       self.data.y_val)
@@ -199,7 +200,6 @@ class CheckpointAction(Action):
         # Before the metadata too: a valid periodic checkpoint then vouches that TensorBoard
         # has every loss up to its step (what a resume from memory relies on, `LossSummary`).
         self.summaries.flush()
-        files = {p.name: p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step)}
         meta = checkpoints.write_metadata(
             prefix, files, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
             time=fields["time"], epoch=fields["epoch"],

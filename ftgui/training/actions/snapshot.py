@@ -48,6 +48,7 @@ class StateBytes:
                        for (_, s, _), d in zip(self.layout, self._dtypes, strict=True)]
         self.nbytes = sum(self._sizes)
         self._read = tf.function(self._flat)
+        self._read_traced = None  # its concrete function: no argument binding on each call
 
     def _flat(self):
         parts = []
@@ -60,7 +61,9 @@ class StateBytes:
 
     def read(self) -> np.ndarray:
         """The state now, (nbytes,) uint8."""
-        return self._read().numpy()
+        if self._read_traced is None:
+            self._read_traced = self._read.get_concrete_function()
+        return self._read_traced().numpy()
 
     def load(self, payload) -> None:
         """Assign every variable from `payload` (bytes-like of `nbytes`, as `read` gave).
