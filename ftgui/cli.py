@@ -285,6 +285,9 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"final loss {progress.last_loss}")
         return 0
     print(f"ftgui: run {supervisor.state}: {supervisor.reason}", file=sys.stderr)
+    if supervisor.state in ("killed", "preempted"):
+        print(f"ftgui: `ftgui train {run_dir} --resume` goes on from the newest checkpoint",
+              file=sys.stderr)
     return 1
 
 

@@ -10,6 +10,8 @@ import time
 from ftgui.core.timeline import Timeline
 
 STEP_LINE_SECONDS = 2.0
+# `ftgui train` ends with its own line for these (`finished: step N of M, final loss …`)
+NOT_PRINTED = frozenset({"run_finished"})
 
 
 class Progress:
@@ -39,7 +41,7 @@ class Progress:
                 loss = "nan" if event["loss"] is None else event["loss"]  # null: non-finite
                 recovered = "  (from the checkpoint)" if event.get("from_checkpoint") else ""
                 print(f"step {event['step']}  loss {loss}{recovered}", flush=True)
-        elif not self.quiet:
+        elif not self.quiet and event["event"] not in NOT_PRINTED:
             for note in changes.notes:
                 print(note.text, flush=True)
 

@@ -49,6 +49,13 @@ def test_a_dataset_file_that_does_not_exist_is_refused_before_anything_is_writte
     assert not run_dir.exists()
 
 
+def test_a_model_name_that_is_no_built_in_is_named_as_typed_not_as_a_path(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", "rnn"]) == 2
+    assert capsys.readouterr().err == "ftgui: model (--model): 'rnn' is not one of mlp, cnn\n"
+    assert not run_dir.exists()
+
+
 def test_from_step_needs_resume(tmp_path, capsys):
     assert cli.main(["train", str(tmp_path / "run"), "--from-step", "20"]) == 2
     assert capsys.readouterr().err == "ftgui: from_step: --from-step needs --resume\n"

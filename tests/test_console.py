@@ -71,3 +71,13 @@ def test_a_run_with_incidents_ends_with_its_story_and_totals():
     assert story_line.startswith("Finished at step 28 · preempted at step 24 → restored "
                                  "checkpoint 24 → resumed: 0 steps redone")
     assert totals.startswith("2 incidents: 0 steps redone, 11.0 s lost · goodput ")
+
+
+def test_the_run_finished_sentence_is_left_to_the_commands_own_last_line(capsys):
+    progress = Progress()
+    progress.show({"event": "step", "attempt": 0, "time": 1.0, "step": 1, "loss": 0.5})
+    capsys.readouterr()
+    progress.show({"event": "run_finished", "attempt": 0, "time": 1.0, "step": 1, "loss": 0.5})
+    progress.show({"event": "process_exited", "attempt": 0, "time": 1.0, "role": "chief",
+                   "index": 0, "exit_code": 0, "decisive": True})
+    assert capsys.readouterr().out.splitlines() == ["chief finished at step 1"]

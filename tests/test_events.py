@@ -171,7 +171,9 @@ def test_each_event_reads_as_one_sentence():
     assert describe({**survivor, "error": "ValueError: bad input"}) == (
         "worker 0 error: ValueError: bad input")
     assert describe({"event": "recovery_scheduled", "delay": 0.5, "restart": 1}) == (
-        "restart 1 in 0.5 s")
+        "restarting in 0.5 s")
+    assert describe({"event": "recovery_scheduled", "delay": 1.0, "restart": 2}) == (
+        "restart 2 in a row, in 1 s")
     assert describe({"event": "training_started", "role": "ps", "index": 0,
                      "start_step": None, "strategy": "parameter-server"}) == (
         "ps 0 serving (parameter-server)")

@@ -196,7 +196,7 @@ def test_notes_tell_the_story_in_sentences(story):
                          "chief training from step 0 (mirrored, 2 replicas)",
                          "checkpoint 10 saved (0.4 MB)"]
     for sentence in ("NaN in the loss at step 25 (schedule)", "loss not finite at step 25",
-                     "rolled back from step 25 to checkpoint 20", "restart 1 in 0.5 s",
+                     "rolled back from step 25 to checkpoint 20", "restarting in 0.5 s",
                      "chief started (pid 101), restoring ckpt-40",
                      "resumed from checkpoint 40", "preemption of chief at step 68 (user)",
                      "preempted: checkpoint 70 saved, stopping", "chief preempted at step 70",

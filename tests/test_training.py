@@ -3,6 +3,8 @@ replica count, a fork keeps history, and the data position is a pure function of
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,13 +27,15 @@ from ftgui.training.data import StepBatches
 def killed_run(tmp_path_factory):
     """The baseline run crashed (SIGKILL) right after step 35, then `ftgui train RUN --resume`."""
     run_dir = tmp_path_factory.mktemp("killed") / "run"
-    kill_status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
-                            "--quiet"])
+    with contextlib.redirect_stderr(io.StringIO()) as kill_err:
+        kill_status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
+                                "--quiet"])
     newest_after_kill = checkpoints.newest_valid(run_dir)
     events_after_kill = events.read_all(run_dir)
     resume_status = cli.main(["train", str(run_dir), "--resume", "--quiet"])
     return SimpleNamespace(
-        run_dir=run_dir, kill_status=kill_status, newest_after_kill=newest_after_kill,
+        run_dir=run_dir, kill_status=kill_status, kill_err=kill_err.getvalue(),
+        newest_after_kill=newest_after_kill,
         events_after_kill=events_after_kill, resume_status=resume_status,
         events=events.read_all(run_dir),
     )
@@ -40,6 +44,8 @@ def killed_run(tmp_path_factory):
 @pytest.mark.tf
 def test_the_crash_at_step_35_stops_the_run_with_checkpoint_30_newest(killed_run):
     assert killed_run.kill_status == 1
+    assert killed_run.kill_err.splitlines()[-1] == (
+        f"ftgui: `ftgui train {killed_run.run_dir} --resume` goes on from the newest checkpoint")
     assert killed_run.newest_after_kill.step == 30
     logged = [e["step"] for e in of_kind(killed_run.events_after_kill, "step")]
     assert logged == list(range(1, 36))

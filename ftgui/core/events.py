@@ -288,6 +288,16 @@ def _setting_changed(event, step):
             f"{_short(event.get('old'))} to {_short(event.get('new'))} at step {at}")
 
 
+def restart_words(restart: int | None, delay: str) -> str:
+    """How an automatic restart is announced: "restarting in 0.5 s" for the first one since
+    training last went on, "restart 2 in a row, in 1.0 s" for a further one (restarts count
+    in a row: each run of `max_restarts` starts again once training goes on). `delay`: the
+    seconds, already formatted."""
+    if not restart or restart <= 1:
+        return f"restarting in {delay} s"
+    return f"restart {restart} in a row, in {delay} s"
+
+
 def _number(value, digits: int = 4) -> str:
     return "nan" if value is None else f"{value:.{digits}g}"
 
@@ -405,8 +415,8 @@ _DESCRIBERS = {
     "thawed": lambda e, s: f"{e.get('target', 'chief')} thawed at step "
     f"{max(e.get('step') or 0, s or 0)}",
     "training_error": _training_error,
-    "recovery_scheduled": lambda e, s: f"restart {e.get('restart')} in "
-    f"{_number(e.get('delay'), 2)} s",
+    "recovery_scheduled": lambda e, s: restart_words(e.get("restart"),
+                                                     _number(e.get("delay"), 2)),
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,

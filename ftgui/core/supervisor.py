@@ -31,7 +31,7 @@ from ftgui.core import (
 )
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.events import EventReader, EventWriter
+from ftgui.core.events import EventReader, EventWriter, restart_words
 from ftgui.core.fault_commands import FaultCommands
 from ftgui.core.fault_schedule import FaultSchedule
 from ftgui.core.processes import describe_exit, kill_tree
@@ -395,7 +395,7 @@ class Supervisor(FaultCommands, TaskLauncher):
                 self.config, fields, self._user_stop, newest_restored=not self._forked):
             delay = self._recovery.schedule(self.config)
             self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
-            self._set_state("recovering", f"restart {self.restarts} in {delay:.1f} s")
+            self._set_state("recovering", restart_words(self.restarts, f"{delay:.1f}"))
 
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""

@@ -41,7 +41,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ftgui.core import exitcodes, run_state
-from ftgui.core.events import describe, is_notable, setting_label, short_value, who
+from ftgui.core.events import (
+    describe,
+    is_notable,
+    restart_words,
+    setting_label,
+    short_value,
+    who,
+)
 from ftgui.core.incidents import Incident, IncidentTracker, Totals
 from ftgui.core.series import GrowingSeries
 
@@ -326,7 +333,7 @@ class Timeline:
 
     def _on_recovery_scheduled(self, event: dict, changes: Changes) -> None:
         delay = event.get("delay") or 0.0
-        self._set_state("recovering", f"restart {event.get('restart')} in {delay:.1f} s",
+        self._set_state("recovering", restart_words(event.get("restart"), f"{delay:.1f}"),
                         changes)
 
     def _on_run_finished(self, event: dict, changes: Changes) -> None:

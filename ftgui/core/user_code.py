@@ -74,12 +74,17 @@ def parse(name: str, text: str) -> Source:
 
 
 def absolute(text: str) -> str:
-    """`text` with its file made absolute (a built-in name is returned unchanged), so that
-    config.toml names the file from any working directory."""
-    if text in BUILTIN_MODELS or text in BUILTIN_DATASETS or not text:
+    """`text` with its file made absolute, so that config.toml names the file from any working
+    directory. A built-in name, and any text in none of the file forms (PATH.py:FUNCTION,
+    PATH.keras, PATH.npz), is returned unchanged, so that `parse` names it as it was typed."""
+    if text in BUILTIN_MODELS or text in BUILTIN_DATASETS or not _names_a_file(text):
         return text
     path_text, colon, function = text.rpartition(":") if ".py:" in text else (text, "", "")
     return f"{Path(path_text).absolute()}{colon}{function}"
+
+
+def _names_a_file(text: str) -> bool:
+    return ".py:" in text or text.endswith((".py", ".keras", ".npz"))
 
 
 def is_user_code(config) -> bool:
