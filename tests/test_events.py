@@ -165,6 +165,9 @@ def test_each_event_reads_as_one_sentence():
     kill = {"event": "fault_injected", "kind": "kill", "target": "chief", "step": 587,
             "source": "user"}
     assert describe(kill, step=606) == "kill of chief at step 606 (user)"
+    planned = {**kill, "target": "ps:0", "step": 60, "source": "schedule"}
+    assert describe(planned, step=100) == "kill of ps:0 at step 100 (schedule: step 60)"
+    assert describe(planned, step=60) == "kill of ps:0 at step 60 (schedule)"
     survivor = {"event": "training_error", "role": "worker", "index": 0,
                 "error": "UnavailableError: lost contact with another task of the cluster"}
     assert describe(survivor) == "worker 0 lost contact with a peer (UnavailableError)"

@@ -363,6 +363,10 @@ def _fault_injected(event, step):
     what = {"kill": f"kill of {target}", "preempt": f"preemption of {target}",
             "hang": f"freeze of {target}", "nan": "NaN in the loss"}.get(
         event.get("kind"), f"{event.get('kind')} of {target}")
+    planned = event.get("step")
+    if source == "schedule" and planned is not None and at > planned:
+        # steps arrive in chunks (parameter server) or a poll late: say which step was asked
+        source = f"schedule: step {planned}"
     return f"{what} at step {at} ({source})"
 
 
