@@ -8,8 +8,10 @@
    the first to the last `step` event. The stall per checkpoint = (T_every - T_never) /
    (checkpoints saved between those two events), shown as a percentage of one checkpoint
    interval (that many steps at the no-checkpoint rate). Target ≤ 2 % at the default interval.
-   A second estimate needs no subtraction: the gap between step k and k+1 after a checkpoint at
-   k, minus the median gap between ordinary steps; a third is what the trainer itself measured
+   The window estimate (`window_stalls`) and the half-interval one compare parts of the same
+   interval within one run. A further estimate needs no subtraction: the gap between step k
+   and k+1 after a checkpoint at k, minus the median gap between ordinary steps; another is
+   what the trainer itself measured
    on its step path (`stall_seconds` in `checkpoint_saved` events: the copy into the shadow
    variables; the write runs on a thread and costs CPU the other two estimates include).
 2. In one process (this script re-run with --inprocess; imports TensorFlow, not ftgui): the same
