@@ -362,3 +362,17 @@ def test_a_setting_changed_event_is_a_marker_and_a_sentence():
     assert [n.text for n in timeline.notes] == [
         "learning rate changed from 0.01 to 0.001 at step 10"]
     assert timeline.incidents == []
+
+
+def test_a_standby_ready_after_it_took_over_says_so():
+    timeline = feed(
+        {"event": "standby_ready", "pid": 11, "import_seconds": 4.0, "attempt": -1},
+        {"event": "process_started", "role": "chief", "index": 0, "pid": 12, "standby": True,
+         "attempt": 1},
+        {"event": "standby_ready", "pid": 12, "import_seconds": 5.5, "attempt": -1},
+        {"event": "standby_ready", "pid": 13, "import_seconds": 4.5, "attempt": -1},
+    )
+    assert [n.text for n in timeline.notes if n.kind == "standby_ready"] == [
+        "warm standby ready (TensorFlow imported in 4 s)",
+        "the warm standby that took over (pid 12) is ready (TensorFlow imported in 5.5 s)",
+        "warm standby ready (TensorFlow imported in 4.5 s)"]

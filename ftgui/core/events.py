@@ -391,7 +391,9 @@ _DESCRIBERS = {
     "run_started": _run_started,
     "process_started": _process_started,
     "remote_task": lambda e, s: f"start {who(e)} on {e.get('address')}: {e.get('command')}",
-    "standby_ready": lambda e, s: "warm standby ready (TensorFlow imported in "
+    "standby_ready": lambda e, s: (
+        f"the warm standby that took over (pid {e.get('pid')}) is ready" if e.get("took_over")
+        else "warm standby ready") + f" (TensorFlow imported in "
     f"{_number(e.get('import_seconds'), 2)} s)",
     "training_started": _training_started,
     "resumed": lambda e, s: f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} "

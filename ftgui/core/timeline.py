@@ -232,6 +232,7 @@ class Timeline:
         self._stopped_at = 0  # the step reached when the last attempt ended
         self._stop_cause = ""  # the marker kind of that end
         self._setup: tuple[int, dict] | None = None  # (attempt, strategy/replicas) last seen
+        self._took_over: set[int] = set()  # pids of warm standbys given a task
 
     # ------------------------------------------------------------ reading
     @property
@@ -318,6 +319,9 @@ class Timeline:
         changes.incidents |= self._tracker.observe(event)
         changes.checkpoints |= kind in _CHECKPOINT_KINDS
         if is_notable(kind):
+            if kind == "standby_ready" and event.get("pid") in self._took_over:
+                # given its task before it was ready: it trains as soon as its imports end
+                event = {**event, "took_over": True}
             note = Note(when if isinstance(when, (int, float)) else 0.0, attempt, kind,
                         describe(event, step=step, settled=settled))
             self.notes.append(note)
@@ -329,6 +333,8 @@ class Timeline:
         changes.validation = True
 
     def _on_process_started(self, event: dict, changes: Changes) -> None:
+        if event.get("standby"):
+            self._took_over.add(event.get("pid"))
         self._set_state("running", "", changes)
 
     def _on_recovery_scheduled(self, event: dict, changes: Changes) -> None:
