@@ -21,7 +21,6 @@ The writer thread itself is `checkpoint_writer.OneWriter`; the checkpoint action
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import keras
@@ -74,7 +73,7 @@ class ShadowState:
         # Once traced, the concrete functions are called: the polymorphic call's argument
         # binding and trace lookup cost as much Python (holding the GIL the training thread
         # needs) as the call itself, e.g. 0.41 against 0.28 ms for the copy, 2.2 against
-        # 1.7 ms of CPU for the write (benchmarks/bench_checkpoint.py, 2026-12-01).
+        # 1.7 ms of CPU for the write (measured in one process, 2026-12-01).
         self._take = tf.function(self._copy)
         self._write = tf.function(self._write_on_one_device)
         self._logits = tf.function(lambda x: self.model(x, training=False))
@@ -134,24 +133,16 @@ def point_state_file(directory: Path, valid: list[checkpoints.CheckpointInfo]) -
     After a crash or a fork the file can name missing or newer checkpoints, which a manager
     would later delete or renumber over.
     """
-    from google.protobuf import text_format
     from tensorflow.python.checkpoint import checkpoint_management
 
-    path = directory / "checkpoint"
     if not valid:
-        path.unlink(missing_ok=True)
+        (directory / "checkpoint").unlink(missing_ok=True)
         return
-    # TensorFlow's own state proto and text, as `update_checkpoint_state_internal` writes
-    # them; the file is written here with a temp file and os.replace, which release the GIL
-    # the training thread needs (TensorFlow's file layer holds it through the rename).
-    state = checkpoint_management.generate_checkpoint_state_proto(
-        str(directory), valid[-1].prefix.name,
+    checkpoint_management.update_checkpoint_state_internal(
+        str(directory), valid[-1].prefix.name, save_relative_paths=True,
         all_model_checkpoint_paths=[c.prefix.name for c in valid],
         all_model_checkpoint_timestamps=[c.time for c in valid],
     )
-    tmp = path.with_name("checkpoint.tmp")
-    tmp.write_text(text_format.MessageToString(state))
-    os.replace(tmp, path)
 
 
 def valid_up_to(directory: Path, step: int) -> list[checkpoints.CheckpointInfo]:
