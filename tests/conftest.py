@@ -34,9 +34,28 @@ def _no_tensorflow_in_the_quick_suite(request):
                     pytrace=False)
 
 
+# pyproject's addopts run the suite on 2 pytest-xdist workers: each worker reports whether it
+# imported TensorFlow (also while collecting) in its `workeroutput`, read by the controller.
+_WORKERS_IMPORTED_TF = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist, on the controller: note a worker that imported TensorFlow."""
+    if getattr(node, "workeroutput", {}).get("imported_tensorflow"):
+        node.config.stash[_WORKERS_IMPORTED_TF] = True
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A `-m "not tf"` run that imported TensorFlow anywhere (also while collecting) fails."""
-    if _quick_suite(session.config) and "tensorflow" in sys.modules:
+    """A `-m "not tf"` run that imported TensorFlow anywhere (also while collecting, also in
+    an xdist worker) fails."""
+    imported = "tensorflow" in sys.modules
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller decides
+        workeroutput["imported_tensorflow"] = imported
+        return
+    imported = imported or session.config.stash.get(_WORKERS_IMPORTED_TF, False)
+    if _quick_suite(session.config) and imported:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line('error: tensorflow was imported in a -m "not tf" run')

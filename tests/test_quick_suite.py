@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 IMPORTS_TENSORFLOW = '''
 import sys
+
+import pytest
 import types
 
 
@@ -47,3 +51,31 @@ def test_a_quick_test_that_imports_tensorflow_fails_and_is_named(tmp_path):
     assert 'error: tensorflow was imported in a -m "not tf" run' in quick.stdout
     assert full.returncode == 0, full.stdout
     assert "3 passed" in full.stdout
+
+
+IMPORTS_TENSORFLOW_WHILE_COLLECTED = '''
+import sys
+
+import pytest
+import types
+
+sys.modules["tensorflow"] = types.ModuleType("tensorflow")  # a module-level `import tensorflow`
+
+
+def test_clean():
+    pass
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "two xdist workers"])
+def test_a_quick_suite_that_imports_tensorflow_while_collecting_fails(tmp_path, workers):
+    """The guard also holds on pytest-xdist workers (pyproject's addopts use two), which
+    collect the tests themselves: each worker reports the import to the controller."""
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    (tmp_path / "test_sample.py").write_text(IMPORTS_TENSORFLOW_WHILE_COLLECTED)
+
+    quick = _pytest(tmp_path, "-m", "not tf", *workers)
+
+    assert "1 passed" in quick.stdout, quick.stdout
+    assert 'error: tensorflow was imported in a -m "not tf" run' in quick.stdout
+    assert quick.returncode == 1, quick.stdout
