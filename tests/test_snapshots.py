@@ -4,6 +4,7 @@ to the bit, the run never killed."""
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from ftgui import cli
 from ftgui.core import checkpoints, events, restore_point, snapshots
 from ftgui.core.config import RunConfig
 from ftgui.core.settings import SETTINGS
-from ftgui.core.supervisor import Supervisor
+from ftgui.core.supervisor import StartError, Supervisor
 from ftgui.core.trainer_command import trainer_args
 
 
@@ -30,7 +31,7 @@ def _payload(step: int, size: int) -> bytes:
 @pytest.fixture
 def snapshot_file(tmp_path):
     run_dir = tmp_path / "run"
-    made = snapshots.SnapshotFile.create(snapshots.snapshot_path(run_dir), 7, 4096)
+    made = snapshots.SnapshotFile.create(snapshots.snapshot_path(run_dir), 7, 4096, run_dir)
     yield run_dir, made
     made.close()
     snapshots.discard(run_dir)
@@ -52,6 +53,50 @@ def test_the_newest_consistent_slot_wins_and_a_bad_checksum_falls_back(snapshot_
     assert slot.reason == "checksum mismatch (torn write)"
     made.corrupt(0)
     assert snapshots.newest(run_dir) is None
+
+
+def test_a_snapshot_file_records_its_run_and_the_sweep_deletes_what_no_resume_can_use(
+        tmp_path):
+    """Shared memory is freed only by deleting the file: a file whose run directory is gone,
+    one of the old format (no run path) and a create killed long ago are deleted; a live
+    run's file and a create under way stay."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    kept, gone = tmp_path / "kept run", tmp_path / "deleted run"
+    kept.mkdir()
+    for run_dir in (kept, gone):
+        made = snapshots.SnapshotFile.create(shm / f"ftgui-{run_dir.name[:4]}.snapshot", 3, 64,
+                                             run_dir)
+        made.write(0, 9, 0.5, _payload(9, 64))
+        made.close()
+    opened = snapshots.SnapshotFile.open(shm / "ftgui-kept.snapshot")
+    assert opened.run_dir == kept and opened.newest().step == 9
+    old_format = shm / "ftgui-old.snapshot"
+    old_format.write_bytes(b"FTGSNAP1" + bytes(200))
+    killed_create, fresh_create = shm / "ftgui-a.snapshot.tmp", shm / "ftgui-b.snapshot.tmp"
+    killed_create.write_bytes(bytes(10))
+    fresh_create.write_bytes(bytes(10))
+    long_ago = time.time() - snapshots.STALE_TEMP_SECONDS - 1
+    os.utime(killed_create, (long_ago, long_ago))
+    (shm / "other.snapshot").write_bytes(bytes(10))  # not ftgui's
+
+    removed = snapshots.sweep(shm)
+
+    assert removed == sorted([shm / "ftgui-dele.snapshot", old_format, killed_create])
+    assert sorted(p.name for p in shm.iterdir()) == [
+        "ftgui-b.snapshot.tmp", "ftgui-kept.snapshot", "other.snapshot"]
+    assert snapshots.SnapshotFile.open(old_format) is None
+
+
+def test_starting_a_run_sweeps_the_snapshots_of_deleted_runs(tmp_path, monkeypatch):
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(snapshots, "snapshot_dir", lambda: shm)
+    gone = tmp_path / "deleted run"
+    snapshots.SnapshotFile.create(snapshots.snapshot_path(gone), 3, 64, gone).close()
+    with pytest.raises(StartError, match="has no config.toml"):  # refused after the sweep
+        Supervisor(tmp_path / "run").start()
+    assert list(shm.iterdir()) == []
 
 
 @pytest.mark.parametrize("cut", ["invalidated", "half copied", "header without checksum"])
@@ -83,7 +128,8 @@ def test_random_kills_of_a_writer_never_leave_a_torn_snapshot(tmp_path):
         import sys
         import numpy as np
         from ftgui.core import snapshots
-        made = snapshots.SnapshotFile.create(snapshots.snapshot_path({str(run_dir)!r}), 1, {size})
+        made = snapshots.SnapshotFile.create(snapshots.snapshot_path({str(run_dir)!r}), 1, {size},
+                                               {str(run_dir)!r})
         print("ready", flush=True)
         step = 0
         while True:

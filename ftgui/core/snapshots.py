@@ -6,8 +6,11 @@ run directory, so it outlives a killed trainer but not the machine. It holds two
 the trainer writes them in turn, so a kill in the middle of a copy leaves the other slot whole.
 
     file header  FILE_HEADER: magic, layout checksum (the variables' names, shapes and dtypes),
-                 capacity of one slot's payload (bytes)
+                 length of the run directory's path (bytes), capacity of one slot's payload
+                 (bytes)
     slot 0, 1    SLOT_HEADER: step, payload length (bytes), loss, checksum — then the payload
+    run path     the run directory's absolute path (`os.fsencode`), so that `sweep` can tell
+                 a file whose run is gone
 
 Writing a slot: its step is set to -1 (invalid), the payload is copied, then step, length and
 loss are written, and the checksum (CRC-32 of the payload and those three fields) LAST. A slot
@@ -22,12 +25,13 @@ import mmap
 import os
 import struct
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-MAGIC = b"FTGSNAP1"
-FILE_HEADER = struct.Struct("<8sIxxxxQ")  # magic, layout crc32, slot capacity (bytes)
+MAGIC = b"FTGSNAP2"  # 1: no run path (such files are swept, never restored)
+FILE_HEADER = struct.Struct("<8sIIQ")  # magic, layout crc32, run path length, slot capacity
 SLOT_HEADER = struct.Struct("<qqdI4x")  # step, length (bytes), loss, crc32 (written last)
 _CHECKSUM_OFFSET = 24  # of the crc32 inside SLOT_HEADER
 SLOTS = 2
@@ -49,6 +53,19 @@ def layout_checksum(layout: list[tuple[str, tuple[int, ...], str]]) -> int:
     """CRC-32 of the variables' (name, shape, dtype) in order: a snapshot restores only into
     state with the same layout."""
     return zlib.crc32(repr([(n, tuple(s), str(d)) for n, s, d in layout]).encode())
+
+
+def _header(data: bytes) -> tuple[int, int, int] | None:
+    """(layout checksum, run path length, slot capacity) of a file starting with `data`, or
+    None when it is not a snapshot file of this format."""
+    if len(data) < FILE_HEADER.size:
+        return None
+    magic, layout, run_length, capacity = FILE_HEADER.unpack_from(data)
+    return (layout, run_length, capacity) if magic == MAGIC else None
+
+
+def _run_path(raw: bytes) -> Path:
+    return Path(os.fsdecode(bytes(raw)))
 
 
 def _slot_offset(slot: int, capacity: int) -> int:
@@ -79,8 +96,9 @@ class Slot:
 class SnapshotFile:
     """A snapshot file opened for reading (`open`) or created for writing (`create`)."""
 
-    def __init__(self, path: Path, data, layout: int, capacity: int):
+    def __init__(self, path: Path, data, layout: int, capacity: int, run_dir: Path):
         self.path, self._data, self.layout, self.capacity = path, data, layout, capacity
+        self.run_dir = run_dir  # the run it belongs to (absolute)
 
     @classmethod
     def open(cls, path: Path) -> SnapshotFile | None:
@@ -89,18 +107,22 @@ class SnapshotFile:
             data = path.read_bytes()
         except OSError:
             return None
-        if len(data) < FILE_HEADER.size:
+        header = _header(data)
+        if header is None or len(data) != _slot_offset(SLOTS, header[2]) + header[1]:
             return None
-        magic, layout, capacity = FILE_HEADER.unpack_from(data)
-        if magic != MAGIC or len(data) < _slot_offset(SLOTS, capacity):
-            return None
-        return cls(path, memoryview(data), layout, capacity)
+        layout, run_length, capacity = header
+        run_dir = _run_path(data[_slot_offset(SLOTS, capacity):])
+        return cls(path, memoryview(data), layout, capacity, run_dir)
 
     @classmethod
-    def create(cls, path: Path, layout: int, capacity: int) -> SnapshotFile:
-        """A new, empty file at `path` (replacing any) mapped for writing: both slots empty.
-        Raises OSError when shared memory is short (its pages are reserved here)."""
-        size = _slot_offset(SLOTS, capacity)
+    def create(cls, path: Path, layout: int, capacity: int,
+               run_dir: str | os.PathLike) -> SnapshotFile:
+        """A new, empty file at `path` (replacing any) mapped for writing: both slots empty,
+        recording `run_dir` (made absolute). Raises OSError when shared memory is short (its
+        pages are reserved here)."""
+        run_dir = Path(run_dir).absolute()
+        run_bytes = os.fsencode(run_dir)
+        size = _slot_offset(SLOTS, capacity) + len(run_bytes)
         tmp = path.with_name(path.name + ".tmp")
         with tmp.open("w+b") as file:
             try:  # reserve the pages now: a full tmpfs then fails here, not with SIGBUS later
@@ -109,11 +131,12 @@ class SnapshotFile:
                 tmp.unlink(missing_ok=True)
                 raise
             data = mmap.mmap(file.fileno(), size)
-        FILE_HEADER.pack_into(data, 0, MAGIC, layout, capacity)
+        FILE_HEADER.pack_into(data, 0, MAGIC, layout, len(run_bytes), capacity)
         for slot in range(SLOTS):
             SLOT_HEADER.pack_into(data, _slot_offset(slot, capacity), -1, 0, 0.0, 0)
+        data[_slot_offset(SLOTS, capacity):] = run_bytes
         os.replace(tmp, path)  # a reader sees the old file or a whole empty one
-        return cls(path, data, layout, capacity)
+        return cls(path, data, layout, capacity, run_dir)
 
     def slot(self, index: int) -> Slot:
         """The header of slot `index` (0 or 1), its checksum verified against its payload."""
@@ -175,3 +198,40 @@ def discard(run_dir: str | os.PathLike) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+STALE_TEMP_SECONDS = 60.0  # a `.tmp` this old is a create that was killed, not one under way
+
+
+def sweep(directory: Path | None = None) -> list[Path]:
+    """Delete the snapshot files in `directory` (default `snapshot_dir()`) that no resume can
+    use: those whose run directory no longer exists, those of another format (ftgui before
+    run paths were recorded) and `.tmp` files left by a create killed over
+    `STALE_TEMP_SECONDS` ago. Shared memory is freed only by deleting: a killed run's file
+    would otherwise stay until the machine restarts. Returns the deleted paths; a file that
+    vanishes or cannot be read meanwhile is skipped."""
+    directory = snapshot_dir() if directory is None else directory
+    removed = []
+    for path in sorted(directory.glob("ftgui-*.snapshot*")):
+        try:
+            if _unusable(path):
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def _unusable(path: Path) -> bool:
+    if path.name.endswith(".snapshot.tmp"):
+        return time.time() - path.stat().st_mtime > STALE_TEMP_SECONDS
+    if not path.name.endswith(".snapshot"):
+        return False
+    with path.open("rb") as file:
+        header = _header(file.read(FILE_HEADER.size))
+        if header is None:
+            return True
+        _, run_length, capacity = header
+        file.seek(_slot_offset(SLOTS, capacity))
+        run_dir = _run_path(file.read(run_length))
+    return not run_dir.is_dir()

@@ -27,6 +27,7 @@ from ftgui.core import (
     peer_loss,
     restore_point,
     resume_check,
+    snapshots,
     user_code,
 )
 from ftgui.core import config as configmod
@@ -158,6 +159,7 @@ class Supervisor(FaultCommands, TaskLauncher):
             raise StartError(f"{self.run_dir} is already running; kill or preempt it first")
         if self.is_busy_elsewhere():  # before any other refusal: the run is someone else's
             raise busy_error(self.run_dir)
+        snapshots.sweep()  # the shared memory of deleted runs, which nothing else frees
         config = config or self.config
         if config is None and self.config_error:
             raise ConfigError(self.config_error)

@@ -91,7 +91,8 @@ class SnapshotAction(Action):
         self.every = every
         self.state_bytes = StateBytes(state)
         self.file = snapshots.SnapshotFile.create(
-            snapshots.snapshot_path(run_dir), self.state_bytes.checksum, self.state_bytes.nbytes)
+            snapshots.snapshot_path(run_dir), self.state_bytes.checksum, self.state_bytes.nbytes,
+            run_dir)
         self._slot = 0
         self.write_seconds = 0.0
         self.taken = 0
