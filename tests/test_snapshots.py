@@ -31,6 +31,7 @@ def _payload(step: int, size: int) -> bytes:
 @pytest.fixture
 def snapshot_file(tmp_path):
     run_dir = tmp_path / "run"
+    run_dir.mkdir()  # else any run started meanwhile (another xdist worker) sweeps the file
     made = snapshots.SnapshotFile.create(snapshots.snapshot_path(run_dir), 7, 4096, run_dir)
     yield run_dir, made
     made.close()
@@ -79,12 +80,16 @@ def test_a_snapshot_file_records_its_run_and_the_sweep_deletes_what_no_resume_ca
     long_ago = time.time() - snapshots.STALE_TEMP_SECONDS - 1
     os.utime(killed_create, (long_ago, long_ago))
     (shm / "other.snapshot").write_bytes(bytes(10))  # not ftgui's
+    os.mkfifo(shm / "ftgui-fifo.snapshot")  # opening it would block the start for good
+    (shm / "ftgui-link.snapshot").symlink_to(old_format)
+    (shm / "ftgui-folder.snapshot").mkdir()
 
     removed = snapshots.sweep(shm)
 
     assert removed == sorted([shm / "ftgui-dele.snapshot", old_format, killed_create])
     assert sorted(p.name for p in shm.iterdir()) == [
-        "ftgui-b.snapshot.tmp", "ftgui-kept.snapshot", "other.snapshot"]
+        "ftgui-b.snapshot.tmp", "ftgui-fifo.snapshot", "ftgui-folder.snapshot",
+        "ftgui-kept.snapshot", "ftgui-link.snapshot", "other.snapshot"]
     assert snapshots.SnapshotFile.open(old_format) is None
 
 
@@ -124,6 +129,7 @@ def test_random_kills_of_a_writer_never_leave_a_torn_snapshot(tmp_path):
     """A process writing 4 MB snapshots in turn is SIGKILLed at random moments; the newest
     consistent slot always holds exactly the bytes of its step."""
     run_dir, size = tmp_path / "run", 4_000_000
+    run_dir.mkdir()  # else any run started meanwhile (another xdist worker) sweeps the file
     writer = textwrap.dedent(f"""
         import sys
         import numpy as np

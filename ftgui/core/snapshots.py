@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
 import struct
 import tempfile
 import time
@@ -207,7 +208,8 @@ def sweep(directory: Path | None = None) -> list[Path]:
     """Delete the snapshot files in `directory` (default `snapshot_dir()`) that no resume can
     use: those whose run directory no longer exists, those of another format (ftgui before
     run paths were recorded) and `.tmp` files left by a create killed over
-    `STALE_TEMP_SECONDS` ago. Shared memory is freed only by deleting: a killed run's file
+    `STALE_TEMP_SECONDS` ago. Only regular files are looked at (never a FIFO, device,
+    folder or symbolic link). Shared memory is freed only by deleting: a killed run's file
     would otherwise stay until the machine restarts. Returns the deleted paths; a file that
     vanishes or cannot be read meanwhile is skipped."""
     directory = snapshot_dir() if directory is None else directory
@@ -223,8 +225,11 @@ def sweep(directory: Path | None = None) -> list[Path]:
 
 
 def _unusable(path: Path) -> bool:
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would block the open; a link is not ours
+        return False
     if path.name.endswith(".snapshot.tmp"):
-        return time.time() - path.stat().st_mtime > STALE_TEMP_SECONDS
+        return time.time() - info.st_mtime > STALE_TEMP_SECONDS
     if not path.name.endswith(".snapshot"):
         return False
     with path.open("rb") as file:
