@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, devices, fit_checkpoints
+from ftgui.core import checkpoints, devices, fit_checkpoints, restore_point
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.run_state import PREEMPT_TIMEOUT_S
@@ -274,8 +274,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if stop.signum is not None:
         name = signal.Signals(stop.signum).name
         print(f"ftgui: stopped by {name} at step {supervisor.last_step} "
-              f"(run {supervisor.state}); `ftgui train {run_dir} --resume` goes on from the "
-              "newest checkpoint", file=sys.stderr)
+              f"(run {supervisor.state}); `ftgui train {run_dir} --resume` goes on from "
+              f"{restore_point.resume_words(run_dir)}", file=sys.stderr)
         return 128 + stop.signum
     if not args.quiet:
         for line in progress.summary():
@@ -286,8 +286,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     print(f"ftgui: run {supervisor.state}: {supervisor.reason}", file=sys.stderr)
     if supervisor.state in ("killed", "preempted"):
-        print(f"ftgui: `ftgui train {run_dir} --resume` goes on from the newest checkpoint",
-              file=sys.stderr)
+        print(f"ftgui: `ftgui train {run_dir} --resume` goes on from "
+              f"{restore_point.resume_words(run_dir)}", file=sys.stderr)
     return 1
 
 

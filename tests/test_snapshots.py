@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import of_kind, poll_until, poll_until_done
+from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done
 
 from ftgui import cli
 from ftgui.core import checkpoints, events, restore_point, snapshots
@@ -81,16 +81,33 @@ def test_a_snapshot_file_records_its_run_and_the_sweep_deletes_what_no_resume_ca
     os.utime(killed_create, (long_ago, long_ago))
     (shm / "other.snapshot").write_bytes(bytes(10))  # not ftgui's
     os.mkfifo(shm / "ftgui-fifo.snapshot")  # opening it would block the start for good
+    huge = snapshots.FILE_HEADER.pack(snapshots.MAGIC, 0, 5, 2**62)  # a seek past any file
+    (shm / "ftgui-huge.snapshot").write_bytes(huge)
+    cut = shm / "ftgui-cut.snapshot"  # the kept run's file cut before its run path
+    cut.write_bytes((shm / "ftgui-kept.snapshot").read_bytes()[:-3])
     (shm / "ftgui-link.snapshot").symlink_to(old_format)
     (shm / "ftgui-folder.snapshot").mkdir()
 
     removed = snapshots.sweep(shm)
 
-    assert removed == sorted([shm / "ftgui-dele.snapshot", old_format, killed_create])
+    assert removed == sorted([shm / "ftgui-dele.snapshot", old_format, killed_create,
+                              shm / "ftgui-huge.snapshot", cut])
     assert sorted(p.name for p in shm.iterdir()) == [
         "ftgui-b.snapshot.tmp", "ftgui-fifo.snapshot", "ftgui-folder.snapshot",
         "ftgui-kept.snapshot", "ftgui-link.snapshot", "other.snapshot"]
     assert snapshots.SnapshotFile.open(old_format) is None
+    assert snapshots.SnapshotFile.open(shm / "ftgui-fifo.snapshot") is None  # no wait
+
+
+def test_a_run_reached_through_a_link_or_with_any_bytes_in_its_name_has_one_file(tmp_path):
+    real = tmp_path / os.fsdecode(b"run \xff\xc3\xa9")  # not UTF-8: surrogate escapes
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert snapshots.snapshot_path(link) == snapshots.snapshot_path(real)
+    made = snapshots.SnapshotFile.create(tmp_path / "file.snapshot", 1, 8, link)
+    assert made.run_dir == real and snapshots.SnapshotFile.open(made.path).run_dir == real
+    made.close()
 
 
 def test_starting_a_run_sweeps_the_snapshots_of_deleted_runs(tmp_path, monkeypatch):
@@ -102,6 +119,24 @@ def test_starting_a_run_sweeps_the_snapshots_of_deleted_runs(tmp_path, monkeypat
     with pytest.raises(StartError, match="has no config.toml"):  # refused after the sweep
         Supervisor(tmp_path / "run").start()
     assert list(shm.iterdir()) == []
+
+
+def test_the_resume_hint_names_what_a_resume_goes_on_from(tmp_path, monkeypatch):
+    """`ftgui train`'s last line after a kill: the snapshot when it is newer than every valid
+    checkpoint, else the newest checkpoint, else step 0."""
+    monkeypatch.setattr(snapshots, "snapshot_dir", lambda: tmp_path / "shm")
+    (tmp_path / "shm").mkdir()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert restore_point.resume_words(run_dir) == "step 0: nothing was saved"
+    made = snapshots.SnapshotFile.create(snapshots.snapshot_path(run_dir), 7, 64, run_dir)
+    made.write(0, 37, 0.5, _payload(37, 64))
+    assert restore_point.resume_words(run_dir) == "the in-memory snapshot of step 37"
+    fake_checkpoint(run_dir, 30)
+    assert restore_point.resume_words(run_dir) == "the in-memory snapshot of step 37"
+    fake_checkpoint(run_dir, 40)
+    assert restore_point.resume_words(run_dir) == "checkpoint 40"
+    made.close()
 
 
 @pytest.mark.parametrize("cut", ["invalidated", "half copied", "header without checksum"])

@@ -50,7 +50,7 @@ def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():
         "Starting → waiting for the first step",
         "Training: step 230 of 400 · loss 0.0043",
         "Killed at step 230 → waiting for the process to end",
-        "Killed at step 230 → stopped: Resume restores the newest checkpoint",
+        "Killed at step 230 → stopped: Resume restores the newest snapshot or checkpoint",
         "Killed at step 230 → restarting",
         "Killed at step 230 → restarting: importing TensorFlow to restore checkpoint 200",
         "Killed at step 230 → restored checkpoint 200 → waiting for the first step",

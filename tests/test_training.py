@@ -45,7 +45,7 @@ def killed_run(tmp_path_factory):
 def test_the_crash_at_step_35_stops_the_run_with_checkpoint_30_newest(killed_run):
     assert killed_run.kill_status == 1
     assert killed_run.kill_err.splitlines()[-1] == (
-        f"ftgui: `ftgui train {killed_run.run_dir} --resume` goes on from the newest checkpoint")
+        f"ftgui: `ftgui train {killed_run.run_dir} --resume` goes on from checkpoint 30")
     assert killed_run.newest_after_kill.step == 30
     logged = [e["step"] for e in of_kind(killed_run.events_after_kill, "step")]
     assert logged == list(range(1, 36))

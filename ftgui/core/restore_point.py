@@ -39,6 +39,19 @@ def memory_point(run_dir: Path, checkpoint, fresh: bool) -> snapshots.Slot | Non
     return slot
 
 
+def resume_words(run_dir: Path) -> str:
+    """What a plain resume of `run_dir` (same settings) goes on from, in words: "the in-memory
+    snapshot of step N" when it is newer than every valid checkpoint, else "checkpoint N", else
+    "step 0: nothing was saved"."""
+    checkpoint, _ = checkpoints.resume_point(run_dir)
+    slot = memory_point(run_dir, checkpoint, fresh=False)
+    if slot is not None:
+        return f"the in-memory snapshot of step {slot.step}"
+    if checkpoint is not None:
+        return f"checkpoint {checkpoint.step}"
+    return "step 0: nothing was saved"
+
+
 def archive_newer(run_dir: Path, step: int, attempt: int) -> list[int]:
     """Move the checkpoints newer than `step` to `RUN/history/fork-<attempt>/checkpoints/` and
     write a `forked` event (attempt `attempt`). Returns the steps moved; nothing is deleted."""

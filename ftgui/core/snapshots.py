@@ -45,8 +45,9 @@ def snapshot_dir() -> Path:
 
 
 def snapshot_path(run_dir: str | os.PathLike) -> Path:
-    """The snapshot file of the run in `run_dir` (one per absolute run directory path)."""
-    key = hashlib.sha1(str(Path(run_dir).absolute()).encode()).hexdigest()[:16]
+    """The snapshot file of the run in `run_dir` (one per run directory, symbolic links
+    resolved: a run reached through a link and by its own path has one file)."""
+    key = hashlib.sha1(os.fsencode(Path(run_dir).resolve())).hexdigest()[:16]
     return snapshot_dir() / f"ftgui-{key}.snapshot"
 
 
@@ -105,6 +106,8 @@ class SnapshotFile:
     def open(cls, path: Path) -> SnapshotFile | None:
         """The file at `path` read into memory, or None when absent or not a snapshot file."""
         try:
+            if not stat.S_ISREG(path.lstat().st_mode):  # a FIFO or device would block or flood
+                return None
             data = path.read_bytes()
         except OSError:
             return None
@@ -119,9 +122,9 @@ class SnapshotFile:
     def create(cls, path: Path, layout: int, capacity: int,
                run_dir: str | os.PathLike) -> SnapshotFile:
         """A new, empty file at `path` (replacing any) mapped for writing: both slots empty,
-        recording `run_dir` (made absolute). Raises OSError when shared memory is short (its
+        recording `run_dir` (resolved). Raises OSError when shared memory is short (its
         pages are reserved here)."""
-        run_dir = Path(run_dir).absolute()
+        run_dir = Path(run_dir).resolve()
         run_bytes = os.fsencode(run_dir)
         size = _slot_offset(SLOTS, capacity) + len(run_bytes)
         tmp = path.with_name(path.name + ".tmp")
@@ -237,6 +240,9 @@ def _unusable(path: Path) -> bool:
         if header is None:
             return True
         _, run_length, capacity = header
-        file.seek(_slot_offset(SLOTS, capacity))
+        run_offset = _slot_offset(SLOTS, capacity)
+        if run_length == 0 or info.st_size != run_offset + run_length:  # as `open` refuses
+            return True
+        file.seek(run_offset)
         run_dir = _run_path(file.read(run_length))
     return not run_dir.is_dir()

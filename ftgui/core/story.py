@@ -118,7 +118,9 @@ def _incident_now(timeline: Timeline, incident: Incident) -> str:
     if timeline.state == "recovering":
         return f"{fault}{ARROW}restarting"
     if timeline.state in ENDED_STATES:
-        return f"{fault}{ARROW}stopped: Resume restores the newest checkpoint"
+        # a preemption saves its step; after a crash the in-memory snapshot may be newer
+        saved = "checkpoint" if incident.kind == "preempt" else "snapshot or checkpoint"
+        return f"{fault}{ARROW}stopped: Resume restores the newest {saved}"
     return f"{fault}{ARROW}recovering"
 
 
