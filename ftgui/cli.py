@@ -253,8 +253,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
         devices.check_gpus(config.gpus)
     supervisor = Supervisor(run_dir)
-    supervisor.poll()  # the run's history: known to the supervisor, not printed again
+    history = supervisor.poll()  # known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
+    progress.prime(history)  # the summary then tells an earlier attempt's incident too
     stop = SignalStop(supervisor)
     try:
         supervisor.start(config, resume=args.resume, from_step=args.from_step)

@@ -25,6 +25,11 @@ class Progress:
         self.timeline = Timeline()
         self._last_print = 0.0
 
+    def prime(self, history: list[dict]) -> None:
+        """Take the run's earlier events (a resume's) into the timeline without printing
+        them, so that `summary` tells the incidents of the whole run, as the window does."""
+        self.timeline.feed(history)
+
     def show(self, event: dict) -> None:
         try:
             self._show(event)

@@ -81,3 +81,28 @@ def test_the_run_finished_sentence_is_left_to_the_commands_own_last_line(capsys)
     progress.show({"event": "process_exited", "attempt": 0, "time": 1.0, "role": "chief",
                    "index": 0, "exit_code": 0, "decisive": True})
     assert capsys.readouterr().out.splitlines() == ["chief finished at step 1"]
+
+
+def test_a_manual_resume_ends_with_the_story_of_the_kill_before_it(capsys):
+    """`ftgui train RUN --resume` primes its progress with the run's history (not printed):
+    the kill of the earlier command is the incident its summary tells."""
+    from test_story import CHIEF, ev, steps
+
+    killed = [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 37, 1.0),
+              ev("fault_injected", 6.0, kind="kill", target="chief", step=37,
+                 source="schedule"),
+              ev("process_exited", 6.25, pid=10, last_step=37, signal=9, decisive=True,
+                 shutdown=False, **CHIEF)]
+    resumed = [ev("process_started", 40.0, 1, pid=11, restore="checkpoints/ckpt-30", **CHIEF),
+               ev("resumed", 45.0, 1, from_step=30, checkpoint="checkpoints/ckpt-30"),
+               *steps(31, 40, 45.5, attempt=1),
+               ev("run_finished", 47.0, 1, step=40, loss=0.04)]
+    progress = Progress()
+    progress.prime(killed)
+    for event in resumed:
+        progress.show(event)
+    printed = capsys.readouterr().out
+    assert "killed" not in printed and "step 1 " not in printed  # the history is not repeated
+    [story_line] = progress.summary()
+    assert story_line.startswith("Finished at step 40 · killed at step 37 → restored "
+                                 "checkpoint 30 → resumed: 7 steps redone")
