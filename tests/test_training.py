@@ -381,3 +381,15 @@ def test_a_failed_background_save_stops_training_at_the_next_step_and_names_the_
         "checkpoint ckpt-200 was not written: "
         "/r/checkpoints/ckpt-200_temp/part-00000-of-00001; Operation not permitted")
     writer.close()
+
+
+@pytest.mark.tf
+def test_a_trainer_leaves_no_autograph_files_in_the_temporary_folder(tmp_path, monkeypatch):
+    """TensorFlow deletes its autograph files at interpreter exit, which the trainer's fast
+    exit (`os._exit`) skips: the trainer deletes them itself."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))  # the trainer's; this process's is cached
+    assert cli.main(["train", str(tmp_path / "run"), "--steps", "3", "--quiet"]) == 0
+    assert list(private.glob("__autograph_generated_file*")) == []
+    assert (tmp_path / "run" / "checkpoints").is_dir()  # it did train

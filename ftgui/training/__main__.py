@@ -336,7 +336,27 @@ def exit_now(code: int) -> None:
     them delays the supervisor noticing a preemption (all events and checkpoints are on disk)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    remove_autograph_files()
     os._exit(code)
+
+
+AUTOGRAPH_PREFIX = "__autograph_generated_file"  # tensorflow/python/autograph/pyct/loader.py
+
+
+def remove_autograph_files() -> int:
+    """Delete the temporary files TensorFlow's autograph wrote for this process's converted
+    functions (it imports each as a module named after its file, and deletes them in an
+    `atexit` handler, which `os._exit` skips). Returns how many were deleted."""
+    removed = 0
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) if name.startswith(AUTOGRAPH_PREFIX) else None
+        if path:
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def _run_entry() -> int:
