@@ -26,9 +26,11 @@ def pool(tmp_path):
 import json, os, sys
 order = sys.stdin.readline()
 index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-with open("{orders}/%d.json" % os.getpid(), "w") as out:
+path = "{orders}/%d.json" % os.getpid()
+with open(path + ".tmp", "w") as out:
     json.dump({{"index": index, "member": os.environ.get("FTGUI_STANDBY_MEMBER"),
                "order": order}}, out)
+os.replace(path + ".tmp", path)  # the test reads the file as soon as it exists
 """)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     standbys = StandbyPool(tmp_path / "run", tmp_path / "logs", python=str(fake))
