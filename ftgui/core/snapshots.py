@@ -57,13 +57,17 @@ def layout_checksum(layout: list[tuple[str, tuple[int, ...], str]]) -> int:
     return zlib.crc32(repr([(n, tuple(s), str(d)) for n, s, d in layout]).encode())
 
 
-def _header(data: bytes) -> tuple[int, int, int] | None:
-    """(layout checksum, run path length, slot capacity) of a file starting with `data`, or
-    None when it is not a snapshot file of this format."""
+def _header(data: bytes, size: int) -> tuple[int, int, int] | None:
+    """(layout checksum, slot capacity, offset of the run path) of a file of `size` bytes
+    starting with `data`, or None when it is not a whole snapshot file of this format (one
+    cut short, or whose header names sizes no file of `size` bytes holds)."""
     if len(data) < FILE_HEADER.size:
         return None
     magic, layout, run_length, capacity = FILE_HEADER.unpack_from(data)
-    return (layout, run_length, capacity) if magic == MAGIC else None
+    run_offset = _slot_offset(SLOTS, capacity)
+    if magic != MAGIC or run_length == 0 or size != run_offset + run_length:
+        return None
+    return layout, capacity, run_offset
 
 
 def _run_path(raw: bytes) -> Path:
@@ -100,7 +104,7 @@ class SnapshotFile:
 
     def __init__(self, path: Path, data, layout: int, capacity: int, run_dir: Path):
         self.path, self._data, self.layout, self.capacity = path, data, layout, capacity
-        self.run_dir = run_dir  # the run it belongs to (absolute)
+        self.run_dir = run_dir  # the run it belongs to (resolved)
 
     @classmethod
     def open(cls, path: Path) -> SnapshotFile | None:
@@ -111,12 +115,11 @@ class SnapshotFile:
             data = path.read_bytes()
         except OSError:
             return None
-        header = _header(data)
-        if header is None or len(data) != _slot_offset(SLOTS, header[2]) + header[1]:
+        header = _header(data, len(data))
+        if header is None:
             return None
-        layout, run_length, capacity = header
-        run_dir = _run_path(data[_slot_offset(SLOTS, capacity):])
-        return cls(path, memoryview(data), layout, capacity, run_dir)
+        layout, capacity, run_offset = header
+        return cls(path, memoryview(data), layout, capacity, _run_path(data[run_offset:]))
 
     @classmethod
     def create(cls, path: Path, layout: int, capacity: int,
@@ -236,13 +239,9 @@ def _unusable(path: Path) -> bool:
     if not path.name.endswith(".snapshot"):
         return False
     with path.open("rb") as file:
-        header = _header(file.read(FILE_HEADER.size))
-        if header is None:
+        header = _header(file.read(FILE_HEADER.size), info.st_size)
+        if header is None:  # `open` refuses it too
             return True
-        _, run_length, capacity = header
-        run_offset = _slot_offset(SLOTS, capacity)
-        if run_length == 0 or info.st_size != run_offset + run_length:  # as `open` refuses
-            return True
-        file.seek(run_offset)
-        run_dir = _run_path(file.read(run_length))
+        file.seek(header[2])
+        run_dir = _run_path(file.read())
     return not run_dir.is_dir()
