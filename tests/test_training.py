@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import psutil
 import pytest
 from conftest import BASELINE_FLAGS, of_kind, poll_until_done
 
@@ -336,10 +337,19 @@ def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept
     assert all(0 < e["stall_seconds"] for e in saved)
     kept = [c.step for c in checkpoints.list_checkpoints(baseline_run) if c.valid]
     assert kept == [20, 30, 40, 50, 60]  # keep = 5
-    state = tf.train.get_checkpoint_state(str(baseline_run / "checkpoints"))
+    directory = str(baseline_run / "checkpoints")
+    state = tf.train.get_checkpoint_state(directory)  # the state file the clerk wrote
     assert state.model_checkpoint_path.endswith("ckpt-60")
     assert [p.rsplit("/", 1)[-1] for p in state.all_model_checkpoint_paths] == [
         f"ckpt-{s}" for s in kept]
+    assert list(state.all_model_checkpoint_timestamps) == [
+        c.time for c in checkpoints.list_checkpoints(baseline_run) if c.valid]
+    assert tf.train.latest_checkpoint(directory) == f"{directory}/ckpt-60"
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(), directory, max_to_keep=5)
+    assert manager.checkpoints == [f"{directory}/ckpt-{s}" for s in kept]
+    # no checkpoint clerk of the run is left (it runs as `… checkpoint_clerk DIRECTORY KEEP`)
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if directory in (p.info["cmdline"] or [])]
 
 
 @pytest.mark.tf

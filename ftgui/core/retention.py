@@ -18,8 +18,7 @@ from pathlib import Path
 
 from ftgui.core import checkpoints
 from ftgui.core.checkpoints import CheckpointInfo
-
-STATE_FILE = "checkpoint"  # TensorFlow's state file, rewritten after every save
+from ftgui.core.state_file import STATE_FILE  # rewritten after every save
 
 
 class Retention:

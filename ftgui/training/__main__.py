@@ -117,9 +117,10 @@ def train(run_dir: Path, config, args, events) -> int:
     import tensorflow as tf  # the only package of ftgui that imports TensorFlow
 
     from ftgui.core import checkpoints
+    from ftgui.core.state_file import point_state_file
     from ftgui.training.actions.faults import Faults
     from ftgui.training.assemble import build_loop
-    from ftgui.training.background_save import point_state_file, valid_up_to
+    from ftgui.training.background_save import valid_up_to
     from ftgui.training.restore import (
         data_position,
         record_changes,

@@ -5,8 +5,9 @@ At a checkpoint step the training thread only copies every variable (model, opti
 iterations, global step) into a shadow copy with the same object structure - one traced function,
 about a millisecond for the built-in models - and goes on training. A single worker thread then
 writes the shadow copy with a traced `tf.train.Checkpoint.write`, evaluates it on the validation
-split and does the bookkeeping (metadata, retention, events). Because the structure is the same,
-the files restore into the real model with `assert_existing_objects_matched()`.
+split, reports it (events) and hands the bookkeeping (metadata, retention, state file) to the
+checkpoint clerk (`ftgui.core.checkpoint_clerk`), a helper process. Because the structure is the
+same, the files restore into the real model with `assert_existing_objects_matched()`.
 
 Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: in TF 2.21 it fails on the second
 save of a Keras 3 model ("tf.function only supports singleton tf.Variables"). Why a copy: the
@@ -123,26 +124,6 @@ class ShadowState:
         else:
             logits = self.model(tf.constant(x), training=False)
         return self._score(np.asarray(logits), y)
-
-
-def point_state_file(directory: Path, valid: list[checkpoints.CheckpointInfo]) -> None:
-    """Point TensorFlow's `checkpoint` state file in `directory` at the `valid` checkpoints
-    (oldest first), so `tf.train.latest_checkpoint` and `tf.train.CheckpointManager` see what
-    ftgui sees.
-
-    After a crash or a fork the file can name missing or newer checkpoints, which a manager
-    would later delete or renumber over.
-    """
-    from tensorflow.python.checkpoint import checkpoint_management
-
-    if not valid:
-        (directory / "checkpoint").unlink(missing_ok=True)
-        return
-    checkpoint_management.update_checkpoint_state_internal(
-        str(directory), valid[-1].prefix.name, save_relative_paths=True,
-        all_model_checkpoint_paths=[c.prefix.name for c in valid],
-        all_model_checkpoint_timestamps=[c.time for c in valid],
-    )
 
 
 def valid_up_to(directory: Path, step: int) -> list[checkpoints.CheckpointInfo]:

@@ -5,9 +5,10 @@ Only the chief writes into `RUN/checkpoints`; the other workers of a MultiWorker
 cluster take part in the collective save into their own scratch folder and delete it. Outside a
 cluster the chief's checkpoints are written in the background (`background_save`): the step
 path only copies the variables, so `validation` and `checkpoint_saved` of step N can follow a
-few `step` events after N. Before a preemption exit, a rollback, a scheduled kill or hang and
-the end of the run, the save in flight is waited for (`wait`): the same fault schedule always
-recovers from the same checkpoint.
+few `step` events after N; the writer thread hands the metadata, retention and state file to
+the checkpoint clerk, a helper process (`ftgui.core.checkpoint_clerk`). Before a preemption
+exit, a rollback, a scheduled kill or hang and the end of the run, the save in flight is waited
+for (`wait`): the same fault schedule always recovers from the same checkpoint.
 """
 
 from __future__ import annotations
@@ -20,32 +21,36 @@ from pathlib import Path
 import tensorflow as tf
 
 from ftgui.core import checkpoints, exitcodes
+from ftgui.core.checkpoint_clerk import Clerk
 from ftgui.core.config import RunConfig
-from ftgui.core.retention import Retention
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
-from ftgui.training.background_save import ShadowState, point_state_file
+from ftgui.training.background_save import ShadowState
 from ftgui.training.checkpoint_writer import OneWriter, write_error
 from ftgui.training.data import DataPosition, Dataset, StepBatches
 
 
-def run_record(config: RunConfig, state, data: Dataset, position: DataPosition,
+def run_record(config: RunConfig, state, data: Dataset, position: DataPosition | None,
                variables: dict | None = None) -> dict:
     """What a checkpoint records about the run that saved it (its metadata fields besides
     losses, time and files), for the resume check (`ftgui.core.resume_check`): the model and
     its variables (name -> shape list), the dataset (source, `dataset_info`: x/y shapes,
     classes, fingerprint), the strategy and replicas in sync, the global batch size, learning
     rate, seed and loop, and the data position after the step (`data_position`: epoch, offset,
-    examples_seen). `variables`: the shapes when already known (they never change).
+    examples_seen; left out when `position` is None). `variables`: the shapes when already
+    known (they never change).
     """
     if variables is None:
         variables = variable_shapes(state.model)
-    return {
+    record = {
         "model": config.model, "variables": variables,
         "dataset": config.dataset, "dataset_info": dict(data.info),
         "strategy": config.strategy, "replicas": state.strategy.num_replicas_in_sync,
         "global_batch_size": config.global_batch_size, "learning_rate": config.learning_rate,
-        "seed": config.seed, "loop": config.loop, "data_position": position.to_dict(),
+        "seed": config.seed, "loop": config.loop,
     }
+    if position is not None:
+        record["data_position"] = position.to_dict()
+    return record
 
 
 def variable_shapes(model) -> dict[str, list[int]]:
@@ -82,13 +87,17 @@ class CheckpointAction(Action):
         self.is_chief = is_chief
         self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
                           else run_dir / "scratch" / f"{role}-{index}")
-        self.shadow, self.writer, self.manager = None, None, None
+        self.shadow, self.writer, self.manager, self.clerk = None, None, None, None
+        from ftgui.core.user_code import checkpoint_fields
+
+        self.user_code_fields = checkpoint_fields(config, run_dir)  # files' paths and hashes
         if is_chief and not state.saves_collectively:
             # `shadow`: one a warm standby built (and traced) before its order
             self.shadow = shadow or ShadowState(state, config.model, data.input_shape,
                                                 data.num_classes, config.learning_rate)
             self.writer = OneWriter()
-            self.retention = Retention(self.directory, config.keep)
+            record = run_record(config, state, data, None, self.variables)
+            self.clerk = Clerk(self.directory, config.keep, {**record, **self.user_code_fields})
         else:
             self.manager = tf.train.CheckpointManager(
                 state.checkpoint, directory=str(checkpoints.tf_path(self.directory)),
@@ -97,9 +106,6 @@ class CheckpointAction(Action):
             )
         self.last_saved = -1
         self._warmed = False
-        from ftgui.core.user_code import checkpoint_fields
-
-        self.user_code_fields = checkpoint_fields(config, run_dir)  # files' paths and hashes
 
     def ran(self, steps: range) -> None:
         if self.writer is None:
@@ -108,7 +114,11 @@ class CheckpointAction(Action):
         if not self._warmed:
             # after the first step, never before it: a recovery waits for that step
             self._warmed = True
-            self.writer.submit(self.shadow.warm_up, self.data.x_val)
+            self.writer.submit(self._warm_up)
+
+    def _warm_up(self) -> None:
+        self.shadow.warm_up(self.data.x_val)
+        self.clerk.start()
 
     def __call__(self, output: StepOutput) -> None:
         if due(output.step, self.config.checkpoint_every, self.config.steps):
@@ -136,9 +146,13 @@ class CheckpointAction(Action):
         self.wait()
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self._remove_scratch()
+        try:
+            if self.writer is not None:
+                self.writer.close()
+        finally:
+            if self.clerk is not None:
+                self.clerk.close()
+            self._remove_scratch()
 
     def save(self, step: int, loss: float, requested: bool = False) -> None:
         """Checkpoint at `step` (numbered by step); on the chief also validate and write the
@@ -200,24 +214,26 @@ class CheckpointAction(Action):
         # Before the metadata too: a valid periodic checkpoint then vouches that TensorBoard
         # has every loss up to its step (what a resume from memory relies on, `LossSummary`).
         self.summaries.flush()
-        meta = checkpoints.write_metadata(
-            prefix, files, loss=fields["loss"], val_loss=val_loss, val_accuracy=val_accuracy,
-            time=fields["time"], epoch=fields["epoch"],
-            **run_record(self.config, self.state, self.data, fields["position"], self.variables),
-            **self.user_code_fields,
-        )
         size = sum(files.values())
+        record = {"loss": fields["loss"], "val_loss": val_loss, "val_accuracy": val_accuracy,
+                  "time": fields["time"], "epoch": fields["epoch"]}
+        if self.clerk is not None:
+            # metadata (which makes the checkpoint valid), retention and the state file
+            self.clerk.finish(step, files, {**record,
+                                            "data_position": fields["position"].to_dict()})
+        else:
+            checkpoints.write_metadata(
+                prefix, files, **record,
+                **run_record(self.config, self.state, self.data, fields["position"],
+                             self.variables),
+                **self.user_code_fields)
         if began is not None:
             stall_seconds = time.perf_counter() - began
         self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
                          loss=fields["loss"], size=size, save_seconds=save_seconds,
                          stall_seconds=stall_seconds, requested=fields["requested"],
                          background=self.shadow is not None)
-        if self.shadow is not None:
-            files[meta.name] = meta.stat().st_size
-            point_state_file(self.directory,
-                             self.retention.after_save(step, files, fields["time"]))
-        else:
+        if self.manager is not None:
             self._drop_metadata(dropped)
 
     def _remove_scratch(self) -> None:

@@ -25,8 +25,8 @@ import numpy as np
 import tensorflow as tf
 
 from ftgui.core import checkpoints, snapshots
+from ftgui.core.state_file import point_state_file
 from ftgui.training.actions import Action, StepOutput
-from ftgui.training.background_save import point_state_file
 
 
 class StateBytes:
