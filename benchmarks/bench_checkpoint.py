@@ -190,7 +190,7 @@ def breakdown(work: Path, steps: int) -> list[str]:
     lines = []
     order = ["CheckpointAction.save", "save/OneWriter.wait", "save/ShadowState.take",
              "save/train.CheckpointManager.save", "save/TrainState.evaluate",
-             "CheckpointAction._complete_save", "ShadowState.write", "ShadowState.evaluate",
+             "CheckpointAction._complete_save", "ShadowState.write_and_evaluate", "Clerk.finish",
              "list_checkpoints", "write_metadata", "tf_files",
              "TrainState.train_step", "EventWriter.emit", "StepBatches.indices"]
     for name in order + sorted(set(timings) - set(order)):

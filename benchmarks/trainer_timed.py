@@ -37,6 +37,7 @@ TIMED = [
     ("ftgui.training.background_save", "ShadowState.take"),
     ("ftgui.training.background_save", "ShadowState.write"),
     ("ftgui.training.background_save", "ShadowState.evaluate"),
+    ("ftgui.training.background_save", "ShadowState.write_and_evaluate"),
     ("ftgui.training.checkpoint_writer", "OneWriter.wait"),
     ("ftgui.core.events", "EventWriter.emit"),
     ("ftgui.training.data", "StepBatches.indices"),

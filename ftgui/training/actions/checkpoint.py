@@ -70,8 +70,9 @@ class CheckpointAction(Action):
     After a step: a periodic save when `due`. After a chunk: a preemption save of its last
     step (then `Exit(PREEMPTED)`), else a requested save. Events written by the chief:
     `validation` (step, val_loss, val_accuracy), `checkpoint_saved` (step, path, loss, size in
-    bytes, save_seconds, stall_seconds, requested, background) and `preempted` (step,
-    checkpoint). `summaries` receives val_loss and val_accuracy and is flushed after each save.
+    bytes, save_seconds: the write, in a background save with the validation forward pass
+    fused into it, stall_seconds, requested, background) and `preempted` (step, checkpoint).
+    `summaries` receives val_loss and val_accuracy and is flushed after each save.
     """
 
     def __init__(self, state, data: Dataset, config: RunConfig, run_dir: Path, events,
@@ -192,18 +193,19 @@ class CheckpointAction(Action):
         checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
         started = time.perf_counter()
         if self.shadow is not None:
-            try:
-                files = self.shadow.write(prefix)
+            try:  # the write and the validation forward pass, in one traced call
+                files, val_loss, val_accuracy = self.shadow.write_and_evaluate(
+                    prefix, self.data.x_val, self.data.y_val)
             except (tf.errors.OpError, OSError) as exc:
                 raise write_error(prefix, exc) from exc
+            save_seconds = time.perf_counter() - started
         else:
             before = set(self.manager.checkpoints)
             self.manager.save(checkpoint_number=step)
             dropped = before - set(self.manager.checkpoints)
             files = {p.name: p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step)}
-        save_seconds = time.perf_counter() - started
-        val_loss, val_accuracy = (self.shadow or self.state).evaluate(self.data.x_val,
-                                                                      self.data.y_val)
+            save_seconds = time.perf_counter() - started
+            val_loss, val_accuracy = self.state.evaluate(self.data.x_val, self.data.y_val)
         # The events go first: a kill right after the metadata (which makes the checkpoint
         # valid) must not leave a valid checkpoint whose validation was never reported.
         metrics = dict(getattr(self.state, "last_metrics", {}))  # a model module's `metrics`
