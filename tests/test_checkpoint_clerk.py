@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -165,3 +167,21 @@ def test_a_stopped_clerk_is_waited_for_only_so_long(tmp_path, clerk):
     process.send_signal(signal.SIGSTOP)
     clerk.close(grace=0.2)
     assert process.returncode == -signal.SIGKILL
+
+
+def test_the_clerk_of_a_trainer_killed_alone_exits(tmp_path):
+    """SIGKILL to the trainer's pid only (not its group): its end of the pipe closes."""
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from pathlib import Path\n"
+         "from ftgui.core.checkpoint_clerk import Clerk\n"
+         "clerk = Clerk(Path(sys.argv[1]), 2, {})\n"
+         "clerk.start()\n"
+         "print(clerk._process.pid, flush=True)\n"
+         "time.sleep(600)\n", str(tmp_path / "checkpoints")],
+        stdout=subprocess.PIPE, text=True)
+    clerk = psutil.Process(int(trainer.stdout.readline()))
+    trainer.kill()
+    trainer.wait()
+    clerk.wait(timeout=30)  # psutil.TimeoutExpired if it stays (not our child: no code)
+    assert not clerk.is_running()
