@@ -85,6 +85,7 @@ def analyse(events: list[dict], every: int) -> dict:
             "normal_gap": base,
             "half_stall": statistics.median(halves) if halves else None,
             "window_stall": statistics.median(windows) if windows else None,
+            "profile": bucket_profile(times, sorted(saved_steps), every),
             "save_seconds": median([e.get("save_seconds") for e in inside]),
             "stall_seconds": median(stalls) if stalls else None,
             "background": any(e.get("background") for e in inside)}
@@ -100,6 +101,24 @@ def window_stalls(times: dict[int, float], saved: list[int], every: int) -> list
     half = every // 2
     return [(times[k + WINDOW] - times[k]) - WINDOW * (times[k + every] - times[k + half]) / half
             for k in saved if k in times and k + every in times]
+
+
+def bucket_profile(times: dict[int, float], saved: list[int], every: int) -> list[float]:
+    """Where in the interval the stall falls: for the `every // WINDOW` buckets of WINDOW steps
+    after a checkpoint at k, the bucket's seconds minus the mean bucket of the interval's
+    second half, median over checkpoints. A stall confined to the first bucket (what the
+    window estimate sums) shows as one large first value and noise around 0 after it; a cost
+    spread later would show in the next buckets. [] when `every` < 4 x WINDOW."""
+    if every < 4 * WINDOW:
+        return []
+    n = every // WINDOW
+    rows = []
+    for k in saved:
+        if k in times and k + n * WINDOW in times:
+            buckets = [times[k + WINDOW * (i + 1)] - times[k + WINDOW * i] for i in range(n)]
+            base = statistics.mean(buckets[n // 2:])
+            rows.append([b - base for b in buckets])
+    return [statistics.median(row[i] for row in rows) for i in range(n)] if rows else []
 
 
 def run_variant(work: Path, every: int, steps: int, tag: str) -> dict:
@@ -302,6 +321,11 @@ def main() -> int:
                       f"{1000 * f['window']:.1f} ms = {f['window_pct']:.1f} %; each run "
                       f"against its own interval: median {f['window_own_pct']:.1f} %, "
                       f"{f['window_own_range'][0]:.1f}–{f['window_own_range'][1]:.1f} %")
+                profiles = [r["profile"] for r in results[name] if r["profile"]]
+                profile = [median([p[i] for p in profiles]) for i in range(len(profiles[0]))]
+                print(f"   where it falls, per {WINDOW} steps after a checkpoint (excess over "
+                      f"the second half's mean, ms): "
+                      + " ".join(f"{1000 * x:.2f}" for x in profile))
             print(f"   stall per checkpoint (difference of loop times / {f['checkpoints']:.0f} "
                   f"checkpoints): {1000 * f['per_ckpt']:.1f} ms = {f['pct']:.1f} % "
                   f"(process-to-process noise: the never runs' loop times spread "

@@ -2,13 +2,14 @@
 
 After TensorFlow wrote `ckpt-N` and the trainer validated it, three small jobs make it count:
 the metadata file (which makes the checkpoint valid), retention (deleting the checkpoints beyond
-`keep`) and TensorFlow's state file. Together ~2.6 ms of Python per save (benchmarks/
-trainer_timed.py). On the trainer's writer thread that Python holds the GIL the training
-thread needs between its TensorFlow calls, and training lost about its whole duration (window
-estimate of benchmarks/bench_checkpoint.py); the same CPU spent in another process at
-nice 19 cost a fifth of that (benchmarks/bench_checkpoint.py, 2026-12-01 ablation notes in
-issue 14). This is the GIL/CPU split of Gemini and CheckFreq's "persist" phase, kept to the
-part that needs no TensorFlow.
+`keep`) and TensorFlow's state file: about 2 ms of Python per save. On the trainer's writer
+thread that Python holds the GIL the training thread needs between its TensorFlow calls, and
+training lost more than its duration: 4 ms of pure Python there cost 6.5 ms. The same kind of
+work in another process at nice 19 costs little: 8 ms of pure Python per checkpoint there cost
+training 0.9 ms (window estimate of benchmarks/bench_checkpoint.py, interleaved runs,
+2026-12-01). With the clerk the writer thread's CPU per save fell from 4.7 to 2.6 ms
+(benchmarks/trainer_timed.py). It is CheckFreq's and Gemini's "persist in the background",
+limited to the part that needs no TensorFlow.
 
 `Clerk` is the trainer's side: it starts `python -m ftgui.core.checkpoint_clerk` in the
 trainer's process group (a kill of the trainer's group takes it too; a trainer that dies any
