@@ -12,7 +12,7 @@ import sys
 import psutil
 import pytest
 
-from ftgui.core import checkpoints
+from ftgui.core import checkpoint_clerk, checkpoints
 from ftgui.core.checkpoint_clerk import Clerk, ClerkError, serve
 from ftgui.core.state_file import point_state_file, state_text
 
@@ -74,7 +74,8 @@ def test_the_clerk_runs_at_the_lowest_priority_and_ignores_the_signals_sent_to_t
     save(clerk, directory, 10)  # the helper has started and read its first message
     process = psutil.Process(clerk._process.pid)
     assert process.nice() == 19
-    assert process.cmdline()[-3:] == ["ftgui.core.checkpoint_clerk", str(directory), "2"]
+    assert process.cmdline()[-4:] == ["ftgui.core.checkpoint_clerk", str(directory), "2",
+                                      str(os.getpid())]
     for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT):
         os.kill(process.pid, sig)  # a preemption or a save request to the trainer's group
     save(clerk, directory, 20)
@@ -113,11 +114,28 @@ def test_a_clerk_that_cannot_write_says_which_checkpoint_and_why(tmp_path, clerk
     directory = checkpoints.checkpoint_dir(tmp_path)
     files = tf_files(directory, 10)
     checkpoints.meta_path(directory / "ckpt-10").with_name("ckpt-10.meta.json.tmp").mkdir()
-    with pytest.raises(ClerkError, match=r"^checkpoint ckpt-10 was not recorded: Is a "
-                                         r"directory \(.*ckpt-10\.meta\.json\.tmp\)$"):
+    with pytest.raises(ClerkError, match=r"^checkpoint ckpt-10 was not saved: its metadata "
+                       r"could not be written: Is a directory \(.*ckpt-10\.meta\.json\.tmp\)$"
+                       ) as caught:
         clerk.finish(10, files, {"loss": 0.1, "time": 1.0})
+    assert caught.value.files is None
     assert clerk.running  # the next save is tried again
     assert not checkpoints.list_checkpoints(tmp_path)[0].valid
+
+
+def test_a_state_file_that_cannot_be_replaced_is_named_and_the_checkpoint_stays_valid(
+        tmp_path, clerk):
+    directory = checkpoints.checkpoint_dir(tmp_path)
+    (directory / "checkpoint" / "x").mkdir(parents=True)  # rename onto it fails
+    with pytest.raises(ClerkError) as caught:
+        save(clerk, directory, 10)
+    assert str(caught.value) == (
+        "checkpoint ckpt-10 is saved, but TensorFlow's state file could not be rewritten: "
+        f"Is a directory ({directory / 'checkpoint'})")
+    assert sorted(caught.value.files) == [
+        "ckpt-10.data-00000-of-00001", "ckpt-10.index", "ckpt-10.meta.json"]
+    assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(tmp_path)] == [(10, True)]
+    assert not list(directory.glob("checkpoint.tmp*"))
 
 
 def test_without_the_helper_the_same_work_is_done_here(tmp_path):
@@ -128,7 +146,8 @@ def test_without_the_helper_the_same_work_is_done_here(tmp_path):
     assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(tmp_path)] == [(20, True)]
     files = tf_files(directory, 30)
     checkpoints.meta_path(directory / "ckpt-30").with_name("ckpt-30.meta.json.tmp").mkdir()
-    with pytest.raises(ClerkError, match="^checkpoint ckpt-30 was not recorded: Is a dir"):
+    with pytest.raises(ClerkError, match="^checkpoint ckpt-30 was not saved: its metadata "
+                                         "could not be written: Is a dir"):
         clerk.finish(30, files, {"time": 1.0})
 
 
@@ -169,19 +188,41 @@ def test_a_stopped_clerk_is_waited_for_only_so_long(tmp_path, clerk):
     assert process.returncode == -signal.SIGKILL
 
 
-def test_the_clerk_of_a_trainer_killed_alone_exits(tmp_path):
-    """SIGKILL to the trainer's pid only (not its group): its end of the pipe closes."""
+@pytest.mark.parametrize("stopped", [False, True])
+def test_the_clerk_of_a_trainer_killed_alone_exits(tmp_path, stopped):
+    """SIGKILL to the trainer's pid only (not its group): its end of the pipe closes, and
+    Linux's parent-death signal kills a clerk even while it is stopped."""
     trainer = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\n"
          "from pathlib import Path\n"
          "from ftgui.core.checkpoint_clerk import Clerk\n"
-         "clerk = Clerk(Path(sys.argv[1]), 2, {})\n"
+         "directory = Path(sys.argv[1])\n"
+         "directory.mkdir()\n"
+         "(directory / 'ckpt-1.index').write_bytes(b'i')\n"
+         "clerk = Clerk(directory, 2, {})\n"
          "clerk.start()\n"
+         "clerk.finish(1, {'ckpt-1.index': 1}, {'time': 1.0})  # the clerk is up\n"
          "print(clerk._process.pid, flush=True)\n"
          "time.sleep(600)\n", str(tmp_path / "checkpoints")],
         stdout=subprocess.PIPE, text=True)
     clerk = psutil.Process(int(trainer.stdout.readline()))
+    if stopped:
+        clerk.send_signal(signal.SIGSTOP)
     trainer.kill()
     trainer.wait()
     clerk.wait(timeout=30)  # psutil.TimeoutExpired if it stays (not our child: no code)
     assert not clerk.is_running()
+
+
+def test_a_clerk_that_does_not_answer_is_killed_and_the_work_done_here(tmp_path, clerk,
+                                                                        monkeypatch, capfd):
+    directory = checkpoints.checkpoint_dir(tmp_path)
+    save(clerk, directory, 10)
+    monkeypatch.setattr(checkpoint_clerk, "REPLY_SECONDS", 0.3)
+    process = clerk._process
+    process.send_signal(signal.SIGSTOP)  # stopped or stuck, say on a hung file system
+    save(clerk, directory, 20)
+    assert process.returncode == -signal.SIGKILL and not clerk.running
+    assert "checkpoint clerk did not answer in 0.3 s and was stopped" in capfd.readouterr().out
+    assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(tmp_path)] == [
+        (10, True), (20, True)]

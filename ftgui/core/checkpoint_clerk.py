@@ -27,8 +27,10 @@ or `{"error": "one line"}`.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -39,10 +41,21 @@ from ftgui.core.retention import Retention
 from ftgui.core.state_file import point_state_file
 
 NICE = 19  # the clerk yields both cores to training; it has ~1 s until the next checkpoint
+# A reply takes milliseconds (seconds at nice 19 on a machine busy with other training); one
+# that has not come in this long means a stopped or stuck clerk, which must not stall training.
+REPLY_SECONDS = 20.0
 
 
 class ClerkError(RuntimeError):
-    """The clerk could not record a checkpoint (the message is its one-line reason)."""
+    """The clerk could not record a checkpoint; the message is the one-line reason.
+
+    `files`: None when the checkpoint is not valid (its metadata was not written), else its
+    files with the metadata (name -> bytes): it is valid, and what failed came after
+    (retention or the state file)."""
+
+    def __init__(self, message: str, files: dict[str, int] | None = None):
+        super().__init__(message)
+        self.files = files
 
 
 def finish(directory: Path, retention: Retention, step: int, files: dict[str, int],
@@ -50,11 +63,25 @@ def finish(directory: Path, retention: Retention, step: int, files: dict[str, in
     """Record checkpoint `step` of `directory` (a run's `checkpoints/`) whose TensorFlow files
     `files` (name -> bytes) are written: its metadata file with `fields` (which must hold
     `time`, Unix seconds), then `retention`, then the state file. Returns `files` plus the
-    metadata file. Raises OSError when the folder cannot be written."""
-    prefix = directory / f"{checkpoints.PREFIX}-{step}"
-    meta = checkpoints.write_metadata(prefix, files, **fields)
+    metadata file. Raises ClerkError naming the checkpoint, the step that failed and the
+    system's reason when the folder cannot be written."""
+    name = f"{checkpoints.PREFIX}-{step}"
+    try:
+        meta = checkpoints.write_metadata(directory / name, files, **fields)
+    except OSError as exc:
+        raise ClerkError(f"checkpoint {name} was not saved: its metadata could not be "
+                         f"written: {_reason(exc)}") from exc
     files = {**files, meta.name: meta.stat().st_size}
-    point_state_file(directory, retention.after_save(step, files, fields["time"]))
+    try:
+        kept = retention.after_save(step, files, fields["time"])
+    except OSError as exc:
+        raise ClerkError(f"checkpoint {name} is saved, but older checkpoints could not be "
+                         f"deleted: {_reason(exc)}", files) from exc
+    try:
+        point_state_file(directory, kept)
+    except OSError as exc:
+        raise ClerkError(f"checkpoint {name} is saved, but TensorFlow's state file could not "
+                         f"be rewritten: {_reason(exc)}", files) from exc
     return files
 
 
@@ -81,7 +108,7 @@ class Clerk:
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "ftgui.core.checkpoint_clerk", str(self.directory),
-                 str(self.keep)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                 str(self.keep), str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self._send({"record": self.record})
         except OSError as exc:
             print(f"checkpoint clerk not started ({exc}); bookkeeping stays on the writer "
@@ -90,28 +117,22 @@ class Clerk:
 
     def finish(self, step: int, files: dict[str, int], fields: dict) -> dict[str, int]:
         """Record checkpoint `step` like the module-level `finish` with `fields` merged over
-        the shared record; returns the files with the metadata file. Raises ClerkError with
-        the reason when it could not be recorded."""
+        the shared record; returns the files with the metadata file. Raises ClerkError as
+        `finish` does. A helper that has exited, or has not answered in REPLY_SECONDS (it is
+        killed), hands this and every later checkpoint back to the calling thread."""
         if self._process is not None:
-            try:
-                self._send({"step": step, "files": files, "fields": fields})
-                reply = self._process.stdout.readline()
-            except OSError:
-                reply = b""
+            reply, gone = self._ask({"step": step, "files": files, "fields": fields})
             if reply:
                 answer = json.loads(reply)
                 if "error" in answer:
-                    raise ClerkError(answer["error"])
+                    raise ClerkError(answer["error"], answer.get("files"))
                 return answer["files"]
-            print("checkpoint clerk exited; bookkeeping moves to the writer thread", flush=True)
-            self._stop()
+            print(f"checkpoint clerk {gone}; bookkeeping moves to the writer thread",
+                  flush=True)
+            self._stop(grace=0.0)
         if self._retention is None:
             self._retention = Retention(self.directory, self.keep)
-        try:
-            return finish(self.directory, self._retention, step, files,
-                          {**self.record, **fields})
-        except OSError as exc:
-            raise ClerkError(_reason(step, exc)) from exc
+        return finish(self.directory, self._retention, step, files, {**self.record, **fields})
 
     def close(self, grace: float = 5.0) -> None:
         """Let the helper process finish and exit (closing its pipe); kill it after `grace`
@@ -121,6 +142,18 @@ class Clerk:
     def _send(self, message: dict) -> None:
         self._process.stdin.write(json.dumps(message).encode() + b"\n")
         self._process.stdin.flush()
+
+    def _ask(self, message: dict) -> tuple[bytes, str]:
+        """Send `message`, wait for the reply line: (reply, '') or (b'', why there is none)."""
+        try:
+            self._send(message)
+            ready, _, _ = select.select([self._process.stdout], [], [], REPLY_SECONDS)
+            if not ready:
+                return b"", f"did not answer in {REPLY_SECONDS:g} s and was stopped"
+            reply = self._process.stdout.readline()
+        except OSError:
+            reply = b""
+        return reply, "" if reply else "exited"
 
     def _stop(self, grace: float = 5.0) -> None:
         process, self._process = self._process, None
@@ -138,9 +171,10 @@ class Clerk:
             process.wait()
 
 
-def _reason(step: int, exc: OSError) -> str:
-    return (f"checkpoint {checkpoints.PREFIX}-{step} was not recorded: "
-            f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}")
+def _reason(exc: OSError) -> str:
+    """The system's reason and the file it concerns (the target of a rename, not its temp)."""
+    path = exc.filename2 or exc.filename
+    return f"{exc.strerror or exc}{f' ({path})' if path else ''}"
 
 
 def serve(directory: Path, keep: int, lines, write) -> None:
@@ -153,20 +187,21 @@ def serve(directory: Path, keep: int, lines, write) -> None:
     for line in lines:
         job = json.loads(line)
         try:
-            files = finish(directory, retention, int(job["step"]), job["files"],
-                           {**record, **job["fields"]})
-            reply = {"files": files}
-        except OSError as exc:
-            reply = {"error": _reason(int(job["step"]), exc)}
+            reply = {"files": finish(directory, retention, int(job["step"]), job["files"],
+                                     {**record, **job["fields"]})}
+        except ClerkError as exc:
+            reply = {"error": str(exc), "files": exc.files}
         write(json.dumps(reply).encode() + b"\n")
 
 
 def main(argv: list[str]) -> int:
-    """The helper process (`argv`: the folder and `keep`): ignores the signals the supervisor
-    sends the trainer's group (a preemption, a save request) and exits when the trainer
-    closes its pipe."""
+    """The helper process (`argv`: the folder, `keep` and the trainer's pid): ignores the
+    signals the supervisor sends the trainer's group (a preemption, a save request), exits
+    when the trainer closes its pipe, and is killed by the kernel when the trainer dies even
+    while it is stopped (Linux's parent-death signal)."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_IGN)
+    _die_with_parent(int(argv[2]) if len(argv) > 2 else None)
     try:
         os.nice(NICE)
     except OSError:
@@ -182,6 +217,19 @@ def main(argv: list[str]) -> int:
     except (StopIteration, BrokenPipeError):
         pass  # the trainer went away
     return 0
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """Ask Linux for SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG); elsewhere, or if
+    the call fails, the closed pipe still ends the clerk unless it is stopped."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(0)  # the trainer died before the request took effect
 
 
 if __name__ == "__main__":

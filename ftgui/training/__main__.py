@@ -145,6 +145,10 @@ def train(run_dir: Path, config, args, events) -> int:
     # A cluster strategy's coordination service installs its own SIGTERM notifier, which
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
+    if is_chief:  # before a restore from memory writes its checkpoint (no process saves now)
+        removed = checkpoints.remove_leftovers(run_dir)
+        if removed:
+            print(f"removed leftovers of interrupted saves: {', '.join(removed)}", flush=True)
     memory = restore_memory(state, dataset, config, run_dir, args, events) \
         if args.restore_snapshot and is_chief and not state.saves_collectively else None
     if args.restore and memory is None:
@@ -170,9 +174,6 @@ def train(run_dir: Path, config, args, events) -> int:
     else:
         start = None
     if is_chief:
-        removed = checkpoints.remove_leftovers(run_dir)  # no other process saves now
-        if removed:
-            print(f"removed leftovers of interrupted saves: {', '.join(removed)}", flush=True)
         directory = checkpoints.checkpoint_dir(run_dir)
         point_state_file(directory, valid_up_to(directory, state.global_step))
     if config.loop == "fit":

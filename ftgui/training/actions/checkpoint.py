@@ -21,7 +21,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from ftgui.core import checkpoints, exitcodes
-from ftgui.core.checkpoint_clerk import Clerk
+from ftgui.core.checkpoint_clerk import Clerk, ClerkError
 from ftgui.core.config import RunConfig
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState
@@ -115,11 +115,10 @@ class CheckpointAction(Action):
         if not self._warmed:
             # after the first step, never before it: a recovery waits for that step
             self._warmed = True
-            self.writer.submit(self._warm_up)
-
-    def _warm_up(self) -> None:
-        self.shadow.warm_up(self.data.x_val)
-        self.clerk.start()
+            # From this thread, which lives as long as the process: the clerk's parent-death
+            # signal follows the thread that started it.
+            self.clerk.start()
+            self.writer.submit(self.shadow.warm_up, self.data.x_val)
 
     def __call__(self, output: StepOutput) -> None:
         if due(output.step, self.config.checkpoint_every, self.config.steps):
@@ -221,22 +220,33 @@ class CheckpointAction(Action):
                   "time": fields["time"], "epoch": fields["epoch"]}
         if self.clerk is not None:
             # metadata (which makes the checkpoint valid), retention and the state file
-            self.clerk.finish(step, files, {**record,
-                                            "data_position": fields["position"].to_dict()})
+            try:
+                self.clerk.finish(step, files, {**record,
+                                                "data_position": fields["position"].to_dict()})
+            except ClerkError as exc:
+                if exc.files is not None:  # valid: what failed came after its metadata
+                    self._report_saved(prefix, fields, size, save_seconds, began,
+                                       stall_seconds)
+                raise
         else:
             checkpoints.write_metadata(
                 prefix, files, **record,
                 **run_record(self.config, self.state, self.data, fields["position"],
                              self.variables),
                 **self.user_code_fields)
+        self._report_saved(prefix, fields, size, save_seconds, began, stall_seconds)
+        if self.manager is not None:
+            self._drop_metadata(dropped)
+
+    def _report_saved(self, prefix: Path, fields: dict, size: int, save_seconds: float,
+                      began: float | None, stall_seconds: float | None) -> None:
         if began is not None:
             stall_seconds = time.perf_counter() - began
-        self.events.emit("checkpoint_saved", step=step, path=f"checkpoints/{prefix.name}",
+        self.events.emit("checkpoint_saved", step=int(prefix.name.rsplit("-", 1)[1]),
+                         path=f"{checkpoints.CHECKPOINT_DIR}/{prefix.name}",
                          loss=fields["loss"], size=size, save_seconds=save_seconds,
                          stall_seconds=stall_seconds, requested=fields["requested"],
                          background=self.shadow is not None)
-        if self.manager is not None:
-            self._drop_metadata(dropped)
 
     def _remove_scratch(self) -> None:
         if not self.is_chief:
