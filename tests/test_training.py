@@ -403,3 +403,59 @@ def test_a_trainer_leaves_no_autograph_files_in_the_temporary_folder(tmp_path, m
     assert cli.main(["train", str(tmp_path / "run"), "--steps", "3", "--quiet"]) == 0
     assert list(private.glob("__autograph_generated_file*")) == []
     assert (tmp_path / "run" / "checkpoints").is_dir()  # it did train
+
+
+@pytest.mark.tf
+def test_a_leftover_in_the_way_of_a_restore_from_memory_is_removed_first(
+        tmp_path, baseline_losses):
+    """A folder named like the metadata temp file of the step a resume restores from memory
+    (what a save failed by it leaves, e.g. a folder made there by hand): the resume removes
+    the leftover before it writes that step's checkpoint, instead of failing every time."""
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--snapshot-every", "1",
+                     "--kill-at-step", "23", "--quiet"]) != 0
+    (run_dir / "checkpoints" / "ckpt-23.meta.json.tmp").mkdir()
+    supervisor = Supervisor(run_dir)
+    supervisor.start(RunConfig(steps=60, checkpoint_every=10, snapshot_every=1), resume=True)
+    seen = poll_until_done(supervisor)
+    [resumed] = of_kind(seen, "resumed")
+    assert (resumed["source"], resumed["from_step"]) == ("memory", 23)
+    assert checkpoints.find(run_dir, 23).valid
+    assert events.final_losses(seen) == baseline_losses
+    assert not (run_dir / "checkpoints" / "ckpt-23.meta.json.tmp").exists()
+
+
+@pytest.mark.tf
+def test_a_checkpoint_whose_state_file_fails_is_still_reported_saved(tmp_path):
+    """Retention or the state file failing after the metadata: the checkpoint is valid, so
+    `checkpoint_saved` is written before the error stops training."""
+    from ftgui.core.checkpoint_clerk import Clerk, ClerkError
+    from ftgui.training.actions.checkpoint import CheckpointAction
+    from ftgui.training.data import DataPosition
+
+    directory = tmp_path / "checkpoints"
+    (directory / "checkpoint" / "x").mkdir(parents=True)  # the state file cannot replace it
+
+    def write_and_evaluate(prefix, x, y):
+        for name in (f"{prefix.name}.index", f"{prefix.name}.data-00000-of-00001"):
+            (prefix.parent / name).write_bytes(b"x" * 10)
+        return ({f"{prefix.name}.index": 10, f"{prefix.name}.data-00000-of-00001": 10},
+                0.5, 0.75)
+
+    emitted = []
+    action = CheckpointAction.__new__(CheckpointAction)
+    action.directory, action.manager = directory, None
+    action.shadow = SimpleNamespace(write_and_evaluate=write_and_evaluate)
+    action.data = SimpleNamespace(x_val=None, y_val=None)
+    action.state = SimpleNamespace()
+    action.events = SimpleNamespace(emit=lambda kind, **f: emitted.append((kind, f)))
+    action.summaries = SimpleNamespace(scalar=lambda *a: None, flush=lambda: None)
+    action.clerk = Clerk(directory, 3, {})  # not started: the same work in this thread
+    fields = {"loss": 0.25, "time": 5.0, "epoch": 0, "requested": False,
+              "position": DataPosition(epoch=0, offset=40, examples_seen=40)}
+    with pytest.raises(ClerkError, match="^checkpoint ckpt-40 is saved, but TensorFlow's "
+                                         "state file could not be rewritten: Is a directory"):
+        action._complete_save(40, fields, None, 0.001)
+    assert [kind for kind, _ in emitted] == ["validation", "checkpoint_saved"]
+    assert emitted[1][1]["path"] == "checkpoints/ckpt-40" and emitted[1][1]["step"] == 40
+    assert checkpoints.inspect(directory / "ckpt-40").valid
