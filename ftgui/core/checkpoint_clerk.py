@@ -17,12 +17,12 @@ other way closes its pipe and the clerk exits), sends one JSON line per checkpoi
 for the reply on the writer thread. When the process cannot be started or has died, `Clerk`
 does the same work in the calling thread (`finish`), so a save never depends on it.
 
-The command line names the folder and `keep` (`python -m ftgui.core.checkpoint_clerk DIR
-KEEP`, so `ps` tells what the process is for). Protocol on its standard input and output, one
-JSON object per line: first `{"record"}` (the metadata fields every checkpoint of this trainer
-shares); then per checkpoint
-`{"step", "files", "fields"}` answered by `{"files": {name: bytes}}` (with the metadata file)
-or `{"error": "one line"}`.
+The command line names the folder, `keep` and the trainer's pid (`python -m
+ftgui.core.checkpoint_clerk DIR KEEP PID`, so `ps` tells what the process is for). Protocol on
+its standard input and output, one JSON object per line: first `{"record"}` (the metadata fields
+every checkpoint of this trainer shares); then per checkpoint `{"step", "files", "fields"}`
+answered by `{"files": {name: bytes}}` (with the metadata file) or `{"error": "one line",
+"files": …}` (`ClerkError`'s fields).
 """
 
 from __future__ import annotations

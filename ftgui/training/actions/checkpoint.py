@@ -225,7 +225,7 @@ class CheckpointAction(Action):
                                                 "data_position": fields["position"].to_dict()})
             except ClerkError as exc:
                 if exc.files is not None:  # valid: what failed came after its metadata
-                    self._report_saved(prefix, fields, size, save_seconds, began,
+                    self._report_saved(step, fields, size, save_seconds, began,
                                        stall_seconds)
                 raise
         else:
@@ -234,16 +234,16 @@ class CheckpointAction(Action):
                 **run_record(self.config, self.state, self.data, fields["position"],
                              self.variables),
                 **self.user_code_fields)
-        self._report_saved(prefix, fields, size, save_seconds, began, stall_seconds)
+        self._report_saved(step, fields, size, save_seconds, began, stall_seconds)
         if self.manager is not None:
             self._drop_metadata(dropped)
 
-    def _report_saved(self, prefix: Path, fields: dict, size: int, save_seconds: float,
+    def _report_saved(self, step: int, fields: dict, size: int, save_seconds: float,
                       began: float | None, stall_seconds: float | None) -> None:
         if began is not None:
             stall_seconds = time.perf_counter() - began
-        self.events.emit("checkpoint_saved", step=int(prefix.name.rsplit("-", 1)[1]),
-                         path=f"{checkpoints.CHECKPOINT_DIR}/{prefix.name}",
+        self.events.emit("checkpoint_saved", step=step,
+                         path=f"{checkpoints.CHECKPOINT_DIR}/{checkpoints.PREFIX}-{step}",
                          loss=fields["loss"], size=size, save_seconds=save_seconds,
                          stall_seconds=stall_seconds, requested=fields["requested"],
                          background=self.shadow is not None)
