@@ -209,8 +209,8 @@ class IncidentTracker:
         return True
 
     def _on_process_exited(self, event, when):
-        if event.get("shutdown"):
-            return False  # ftgui was closed or interrupted: not a fault of the run
+        if event.get("shutdown") or event.get("attempt", 0) in self._finished:
+            return False  # ftgui was closed or interrupted, or the run had already finished
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
         decisive = is_decisive(event)
         if not abnormal:

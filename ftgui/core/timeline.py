@@ -345,6 +345,9 @@ class Timeline:
             text = describe(event, step=step, settled=settled)
             if kind == "fault_injected" and attempt in self._finished:
                 text += ": ignored, the run had finished"
+            elif kind == "process_exited" and attempt in self._finished and not text.endswith(
+                    f"finished at step {step}"):
+                text += ", after the run had finished"
             note = Note(when if isinstance(when, (int, float)) else 0.0, attempt, kind, text)
             self.notes.append(note)
             changes.notes.append(note)
@@ -440,6 +443,8 @@ class Timeline:
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
         decisive = run_state.is_decisive(event)
+        if attempt in self._finished:
+            return  # the run had reached its last step: whatever ended it then is no fault
         if decisive and attempt not in self._settled:
             state, reason = run_state.state_from_exit(event)
             reason = event.get("reason") or reason
