@@ -155,3 +155,33 @@ def test_a_real_run_killed_and_recovered_prints_one_set_of_figures(tmp_path, cap
     assert f"<b>{redone}</b> steps redone · <b>{lost}</b> lost" in panel.totals.text()
     model = panel.model_
     assert model.data(model.index(0, 8)) == "disk"
+
+
+@pytest.mark.tf
+def test_case_12_a_real_run_killed_before_its_first_checkpoint_and_resumed(tmp_path, capsys):
+    """Issue 25 case 12 end to end: `--resume` after a kill before the first checkpoint
+    trains from step 0, and the steps done before the kill count as redone."""
+    from ftgui import cli
+
+    run_dir = tmp_path / "run"
+    flags = ["--steps", "30", "--checkpoint-every", "20", "--snapshot-every", "0"]
+    assert cli.main(["train", str(run_dir), *flags, "--kill-at-step", "6"]) != 0
+    capsys.readouterr()
+    assert cli.main(["train", str(run_dir), "--resume"]) == 0
+    printed = capsys.readouterr()
+    assert f"no valid checkpoint in {run_dir}; starting from step 0" in printed.out
+    timeline = reopened(run_dir)
+    [incident] = timeline.incidents
+    killed_at = incident.step
+    assert killed_at >= 6 and incident.resumed_step == 0 and incident.steps_lost == killed_at
+    assert incident.recovery_seconds is not None and incident.time_lost > 0
+    banner = story(timeline)
+    assert banner.startswith(f"Finished at step 30 · killed at step {killed_at} → restarted "
+                             f"from step 0 (no checkpoint yet) → resumed: {killed_at} steps "
+                             "redone, ")
+    assert banner in printed.out.splitlines()
+    redone, lost, goodput = banner_figures(banner)
+    assert goodput != "100 %" and lost != "0.0 s"
+    figures = report_figures(run_dir)
+    assert (figures["steps redone"], figures["time lost"], figures["goodput"]) == (
+        redone, lost, goodput)
