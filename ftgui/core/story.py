@@ -4,12 +4,19 @@
 "Killed at step 606 → restored checkpoint 500 → resumed: 106 steps redone, 7.7 s lost ·
 goodput 52 %". The figures are the incident table's (`ftgui.core.incidents`): the kill step is
 the incident's step, the steps redone its `steps_lost`, the seconds its `time_lost`, the goodput
-the run's `Totals`; `seconds`, `percent` and `totals_line` format them for both views.
+the run's `Totals`; `seconds`, `percent` and `totals_line` format them for every view (banner,
+Incidents tab, report, comparison, `ftgui train`), so that all print the same digits. A finished
+run with more than one incident ends on its totals (`incidents_line`).
 
 A restart is told phase by phase as its events arrive: restarting (`recovery_scheduled`),
-importing TensorFlow or waking the warm standby (`process_started` of the new attempt), restored
-checkpoint N (`resumed`), and "resumed" only once the first new step is in. The run is never
-called "training" before a step of the current attempt has arrived.
+importing TensorFlow, waking the warm standby or "the warm standby is still importing
+TensorFlow" (`process_started` of the new attempt, with `standby_warm`, or a `standby_ready`
+of its pid), restored checkpoint N / step N from memory / step N just in time (`resumed`), and
+"resumed" only once the first new step is in. The run is never called "training" before a step
+of the current attempt has arrived. Other faults have their own words: an in-process rollback
+("rolling back in the process"), a freeze ("frozen: …" until a watchdog or Thaw ends it; a
+thaw closes it), a parameter-server worker lost while TensorFlow's coordinator carries on with
+the others (no time lost); a synchronous cluster is never said to train on.
 """
 
 from __future__ import annotations
