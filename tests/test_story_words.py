@@ -60,6 +60,21 @@ def test_a_freeze_is_told_as_frozen_and_a_thaw_closes_it_before_a_later_kill():
     assert (kill.kind, kill.step) == ("kill", 30)
 
 
+def test_the_state_label_says_frozen_while_frozen(qtbot):
+    from ftgui.qt.top_bar import TopBar
+
+    bar = TopBar()
+    qtbot.addWidget(bar)
+    events = [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+              ev("fault_injected", 6.0, kind="hang", target="chief", step=20, source="user")]
+    timeline, _ = told(events)
+    bar.show_run(timeline, "running", "")  # the supervisor: its process is alive
+    assert bar.state_label.text() == "frozen — no progress until Thaw or Kill"
+    timeline.feed([ev("thawed", 8.0, target="chief", step=20), *steps(21, 22, 8.5)])
+    bar.show_run(timeline, "running", "")
+    assert bar.state_label.text() == "running"
+
+
 def test_a_freeze_under_a_watchdog_says_the_watchdog_will_end_it():
     _, said = told([ev("run_started", 0.0, config={"watchdog_seconds": 10.0}),
                     ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
@@ -202,6 +217,20 @@ def test_every_fault_command_after_the_end_does_nothing(tmp_path, monkeypatch, k
         name = {"kill": "Kill", "preempt": "Preempt", "hang": "Freeze"}[kind]
         assert supervisor.refusal == f"{name} ignored: the run has finished (step 2)"
         assert supervisor.checkpoint_now() is False
+        assert supervisor.refusal == "Checkpoint now ignored: the run has finished (step 2)"
     finally:
         supervisor.shutdown()
     assert [e for e in events.read_all(run_dir) if e["event"] == "fault_injected"] == []
+
+
+def test_the_window_says_why_a_kill_did_nothing(qtbot):
+    from types import SimpleNamespace
+
+    from ftgui.qt.controller import RunController
+
+    controller = RunController()
+    refused = "Kill ignored: the run has finished (step 2)"
+    controller.supervisor = SimpleNamespace(kill=lambda target: False, refusal=refused)
+    with qtbot.waitSignal(controller.logLine) as said:
+        assert controller.kill("chief") is False
+    assert said.args[0].endswith(f" {refused}")

@@ -46,7 +46,7 @@ class FaultCommands:
         """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
         workers of a cluster learn it in the same step. False if no chief is alive."""
         chief = self._chief()
-        if self._has_finished("checkpoint"):
+        if self._has_finished("Checkpoint now"):
             return False
         if chief is None or not self._progress_seen:
             return False  # before its first step the trainer may not handle SIGUSR1 yet
@@ -61,7 +61,7 @@ class FaultCommands:
 
     def thaw(self, target: str = "chief") -> bool:
         """Let a frozen `target` go on (SIGCONT). False if not alive."""
-        if self._has_finished("thaw"):
+        if self._has_finished("Thaw"):
             return False
         victims = [p for p in self.processes if p.alive and p.matches(target)]
         for proc in victims:
