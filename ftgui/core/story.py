@@ -101,12 +101,12 @@ def incident_line(incident: Incident) -> str:
 
 
 SOURCE_WORDS = {"memory": "memory", "just_in_time": "just in time", "disk": "disk",
-                "none": "none (from step 0)"}
+                "none": "none"}
 
 
 def source_words(incident: Incident) -> str:
     """What the recovery of `incident` restored from, as the Incidents tab's source column and
-    the report say it: memory, just in time, disk, none (from step 0: nothing saved yet); ""
+    the report say it: memory, just in time, disk, none (nothing saved yet: from step 0); ""
     when nothing was restored (a thawed freeze, a lone worker replaced, not yet recovered)."""
     if incident.lone or incident.thawed or incident.resumed_step is None:
         return ""
