@@ -107,8 +107,8 @@ def test_a_warm_standby_still_importing_tensorflow_is_said_so():
                                "importing TensorFlow (3 s) to restore checkpoint 200")
     timeline.feed([{"event": "standby_ready", "time": 1_700_000_071.0, "attempt": -1,
                     "pid": 11, "import_seconds": 6.1}])
-    assert story(timeline) == ("Killed at step 230 → restarting: waking the warm standby "
-                               "(TensorFlow already imported) to restore checkpoint 200")
+    assert story(timeline) == ("Killed at step 230 → restarting: the warm standby has "
+                               "imported TensorFlow to restore checkpoint 200")
 
 
 def test_a_standby_ready_before_the_handover_is_woken():

@@ -198,6 +198,8 @@ def _how_started(timeline: Timeline, started: dict) -> str:
         return "importing TensorFlow"
     warm = started.get("standby_warm")
     if started.get("pid") in timeline.ready_standbys:
+        if warm is False:  # handed its task while importing; its imports have ended since
+            return "the warm standby has imported TensorFlow"
         warm = True
     if warm is None:  # recorded before the supervisor said
         return "waking the warm standby"
