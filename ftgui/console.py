@@ -52,14 +52,19 @@ class Progress:
 
     def summary(self) -> list[str]:
         """The lines `ftgui train` ends with when the run had incidents: the story sentence
-        of its last one (what the window's banner says), and with more than one, the totals
-        over the run (`story.totals_line`). [] without incidents."""
-        from ftgui.core.story import story, totals_line
+        (what the window's banner says, to the character), and with more than one incident,
+        the totals over the run (`story.incidents_line`) — at the end of a finished run the
+        banner holds them, and the line before it tells the last incident. [] without
+        incidents."""
+        from ftgui.core.story import incident_line, incidents_line, story
 
         incidents = self.timeline.incidents
         if not incidents:
             return []
-        lines = [story(self.timeline)]
-        if len(incidents) > 1:
-            lines.append(f"{len(incidents)} incidents: {totals_line(self.timeline.totals())}")
-        return lines
+        banner = story(self.timeline)
+        if len(incidents) == 1:
+            return [banner]
+        totals = incidents_line(self.timeline.totals())
+        if banner.endswith(totals):
+            return [f"Last incident: {incident_line(incidents[-1])}", banner]
+        return [banner, totals[:1].upper() + totals[1:]]

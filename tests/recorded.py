@@ -58,3 +58,74 @@ def _steps(writer, first: int, last: int, start: float, step_seconds: float, eve
                         path=f"checkpoints/ckpt-{step}", loss=1.0 / step, size=1000,
                         save_seconds=0.8 * stall, stall_seconds=stall, requested=False)
     return when
+
+
+def crash_then_fork(run_dir: Path, step_seconds: float = 0.1) -> Path:
+    """A run killed after step 45 and recovered from checkpoint 40 (5 steps redone), trained
+    on to step 60 and stopped; then forked by the user from checkpoint 20 (`--resume
+    --from-step 20`) and trained to step 60 again: 40 steps of a new branch, none redone."""
+    configmod.save(run_dir, RunConfig(steps=60, checkpoint_every=10, auto_recover=True))
+    with EventWriter(run_dir, 0) as writer:
+        writer.emit("run_started", time=T0, config={"strategy": "mirrored", "steps": 60})
+        writer.emit("process_started", time=T0 + 0.1, role="chief", index=0, pid=101)
+        writer.emit("training_started", time=T0 + 0.9, role="chief", index=0, start_step=0,
+                    strategy="mirrored", replicas=2)
+        now = _steps(writer, 1, 45, T0 + 1.0, step_seconds, 10, 0.05)
+        writer.emit("fault_injected", time=now + 0.05, kind="kill", target="chief", step=45,
+                    source="user")
+        writer.emit("process_exited", time=now + 0.1, role="chief", index=0, pid=101,
+                    signal=9, signal_name="SIGKILL", decisive=True, chief=True)
+        writer.emit("recovery_scheduled", time=now + 0.11, delay=1.0, restart=1)
+    with EventWriter(run_dir, 1) as writer:
+        writer.emit("process_started", time=now + 1.2, role="chief", index=0, pid=102,
+                    restore="checkpoints/ckpt-40")
+        writer.emit("training_started", time=now + 1.9, role="chief", index=0, start_step=40,
+                    strategy="mirrored", replicas=2)
+        writer.emit("resumed", time=now + 1.95, from_step=40, checkpoint="checkpoints/ckpt-40")
+        end = _steps(writer, 41, 60, now + 2.1, step_seconds, 10, 0.05)
+        writer.emit("run_finished", time=end + 0.01, step=60, loss=1.0 / 60)
+        writer.emit("process_exited", time=end + 0.02, role="chief", index=0, pid=102,
+                    exit_code=0, decisive=True, chief=True)
+    with EventWriter(run_dir, 2) as writer:
+        start = end + 10.0
+        writer.emit("forked", time=start, from_step=20, archived_steps=[30, 40, 50, 60],
+                    archive="history/fork-2/checkpoints")
+        writer.emit("process_started", time=start + 0.1, role="chief", index=0, pid=103,
+                    restore="checkpoints/ckpt-20")
+        writer.emit("training_started", time=start + 0.9, role="chief", index=0,
+                    start_step=20, strategy="mirrored", replicas=2)
+        writer.emit("resumed", time=start + 0.95, from_step=20,
+                    checkpoint="checkpoints/ckpt-20")
+        end = _steps(writer, 21, 60, start + 1.0, step_seconds, 10, 0.05)
+        writer.emit("run_finished", time=end + 0.01, step=60, loss=1.0 / 60)
+        writer.emit("process_exited", time=end + 0.02, role="chief", index=0, pid=103,
+                    exit_code=0, decisive=True, chief=True)
+    return run_dir
+
+
+def killed_before_the_first_checkpoint(run_dir: Path, step_seconds: float = 0.1) -> Path:
+    """Issue 25 case 12: a run with a checkpoint every 10 steps killed after step 7, before
+    its first checkpoint, and restarted automatically with nothing to restore: attempt 1
+    trains again from step 0 (no `resumed` event) to step 20."""
+    configmod.save(run_dir, RunConfig(steps=20, checkpoint_every=10, auto_recover=True))
+    with EventWriter(run_dir, 0) as writer:
+        writer.emit("run_started", time=T0, config={"strategy": "mirrored", "steps": 20})
+        writer.emit("process_started", time=T0 + 0.1, role="chief", index=0, pid=101)
+        writer.emit("training_started", time=T0 + 0.9, role="chief", index=0, start_step=0,
+                    strategy="mirrored", replicas=2)
+        now = _steps(writer, 1, 7, T0 + 1.0, step_seconds, 10, 0.05)
+        writer.emit("fault_injected", time=now + 0.05, kind="kill", target="chief", step=7,
+                    source="user")
+        writer.emit("process_exited", time=now + 0.1, role="chief", index=0, pid=101,
+                    signal=9, signal_name="SIGKILL", decisive=True, chief=True)
+        writer.emit("recovery_scheduled", time=now + 0.11, delay=1.0, restart=1)
+    with EventWriter(run_dir, 1) as writer:
+        writer.emit("process_started", time=now + 1.2, role="chief", index=0, pid=102,
+                    restore=None)
+        writer.emit("training_started", time=now + 1.9, role="chief", index=0, start_step=0,
+                    strategy="mirrored", replicas=2)
+        end = _steps(writer, 1, 20, now + 2.1, step_seconds, 10, 0.05)
+        writer.emit("run_finished", time=end + 0.01, step=20, loss=1.0 / 20)
+        writer.emit("process_exited", time=end + 0.02, role="chief", index=0, pid=102,
+                    exit_code=0, decisive=True, chief=True)
+    return run_dir

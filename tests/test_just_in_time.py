@@ -381,6 +381,19 @@ def test_a_lost_worker_costs_no_step_the_chief_saves_the_last_completed_one(
     assert saved["loss"] == never_killed[saved["step"]]
     assert math.isfinite(saved["size"]) and saved["error"] == "UnavailableError"
     _assert_recovered_exactly(tmp_path / "run", seen, never_killed)
+    # the banner says just in time and what it cost (issue 24: it said "back after", and
+    # "the others train on" while the synchronous cluster was down)
+    from ftgui.core.story import source_words, story
+
+    timeline = Timeline()
+    timeline.feed(runs.read_history(tmp_path / "run"))
+    [incident] = timeline.incidents
+    resumed = of_kind(seen, "resumed")[0]["from_step"]
+    redone = incident.step - resumed
+    assert source_words(incident) == "just in time" and incident.steps_lost == redone <= 1
+    assert story(timeline).startswith(
+        f"Finished at step 80 · worker 1 killed at step {incident.step} → restored step "
+        f"{resumed} just in time → resumed: {redone} step{'' if redone == 1 else 's'} redone, ")
 
 
 @pytest.mark.tf

@@ -98,7 +98,7 @@ def test_a_nan_rollback_and_a_worker_lost_in_words():
     timeline = Timeline()
     timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 25, 1.0),
                    ev("non_finite_loss", 7.25, step=25)])
-    assert story(timeline) == "NaN loss at step 25 → recovering"
+    assert story(timeline) == "NaN loss at step 25 → rolling back in the process"
     timeline.feed([ev("rolled_back", 7.5, from_step=25, to_step=20,
                       checkpoint="checkpoints/ckpt-20")])
     assert story(timeline) == ("NaN loss at step 25 → rolled back to checkpoint 20 → waiting "

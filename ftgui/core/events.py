@@ -194,7 +194,9 @@ class EventKind(str, enum.Enum):
     """
 
     RUN_STARTED = "run_started"  # supervisor, first launch: config
-    PROCESS_STARTED = "process_started"  # supervisor: role, index, pid, restore, standby
+    # supervisor: role, index, pid, restore, standby (and standby_warm: it had imported
+    # TensorFlow; standby_age: seconds since it was started)
+    PROCESS_STARTED = "process_started"
     REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
     STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
     TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
@@ -329,6 +331,10 @@ def _process_started(event, step):
         text += f", restoring {event['restore'].rsplit('/', 1)[-1]}"
     if event.get("standby"):
         text += ", from a warm standby"
+        if event.get("standby_warm") is False:
+            age = event.get("standby_age")
+            so_far = f" ({age:.0f} s so far)" if isinstance(age, (int, float)) else ""
+            text += f" still importing TensorFlow{so_far}"
     return text
 
 

@@ -4,7 +4,9 @@ the scheduled faults it fires itself on the chief's step, the timer fault and th
 `FaultCommands` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
 supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief`,
 `_await_just_in_time` and `_kill_all`, and writes `fault_injected`, `checkpoint_requested`,
-`thawed` and `hang_detected`.
+`thawed` and `hang_detected`. A command on a run whose trainer has written `run_finished`
+does nothing, writes nothing, and says why in `refusal` (its processes may still be alive for a
+moment while they exit: a signal then would record a fault after the end).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from ftgui.core.processes import signal_tree
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
+FAULT_NAMES = {"kill": "Kill", "preempt": "Preempt", "hang": "Freeze"}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
 
 
@@ -43,6 +46,8 @@ class FaultCommands:
         """Ask the chief to save a checkpoint after its current step (SIGUSR1); the other
         workers of a cluster learn it in the same step. False if no chief is alive."""
         chief = self._chief()
+        if self._has_finished("Checkpoint now"):
+            return False
         if chief is None or not self._progress_seen:
             return False  # before its first step the trainer may not handle SIGUSR1 yet
         self._emit("checkpoint_requested", step=self.last_step)
@@ -56,6 +61,8 @@ class FaultCommands:
 
     def thaw(self, target: str = "chief") -> bool:
         """Let a frozen `target` go on (SIGCONT). False if not alive."""
+        if self._has_finished("Thaw"):
+            return False
         victims = [p for p in self.processes if p.alive and p.matches(target)]
         for proc in victims:
             signal_tree(proc.pid, signal.SIGCONT)
@@ -64,8 +71,20 @@ class FaultCommands:
             self._emit("thawed", target=target, step=self.last_step)
         return bool(victims)
 
+    def _has_finished(self, command: str, drain: bool = True) -> bool:
+        """True (and `refusal` says so) when the run has reached its last step. `drain`: read
+        the newest events first (not while they are being read: a scheduled fault)."""
+        if drain:
+            self._drain()  # a `run_finished` just written counts
+        finished = self._finished_attempt >= 0 and self._finished_attempt == self.attempt
+        self.refusal = (f"{command} ignored: the run has finished (step {self.last_step})"
+                        if finished else "")
+        return finished
+
     def _inject(self, kind: str, target: str, sig: int, source: str = "user",
                 step: int | None = None) -> bool:
+        if self._has_finished(FAULT_NAMES.get(kind, kind), drain=step is None):
+            return False
         victims = [p for p in self.processes if p.alive and p.matches(target)]
         if not victims:
             return False

@@ -7,7 +7,9 @@ An incident starts at a `fault_injected` event, or at an unplanned abnormal exit
 - steps lost: global steps computed again (step reached at the fault − step resumed from);
 - time lost: wall seconds from the fault to the first new step, plus the time the lost steps
   had taken the first time.
-Over the run, goodput = (wall time − time lost) / wall time, within 0–1. A fork (the user
+Over the run, goodput = (wall time − time lost) / wall time, within 0–1; `Totals` is the one
+place these figures are summed, and every view (story line, Incidents tab, report, comparison,
+`ftgui train`'s summary) prints it with `ftgui.core.story`'s formats. A fork (the user
 resumes from an older checkpoint, `forked`) is a branch, not a recovery: it opens no incident and
 lowers no goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the
 steps the user chose to abandon are charged to nobody.
@@ -18,7 +20,19 @@ on the same clock (`events.CLOCK`), else of their wall times, and never backward
 set back (NTP, a resumed VM) in a run without `mono` stamps is clamped and the incidents open at
 that moment say so (`clock_jumped`). Events are fed in file order
 (`observe`, or `observe_steps` for a block of step events), so a live run and a reopened one give
-the same numbers. `ftgui.core.timeline.Timeline` feeds one tracker; the run list feeds another
+the same numbers.
+
+Special cases, each told as what happened:
+- a lone parameter-server worker lost while TensorFlow's coordinator carries on with the others
+  (`lone`): nothing is redone and no training time is lost; it ends when its replacement serves;
+- a freeze (`hang`) thawed before any watchdog ended it: detected at the `thawed`, resumed at
+  the step it froze at, recovered at the first new step;
+- a restart with nothing to restore (killed before the first checkpoint, `training_started`
+  from step 0 with no `resumed`): every step done before the fault is redone;
+- a fault command written after the attempt's `run_finished` (a Kill pressed on a finished run,
+  in runs recorded before the supervisor refused it) is no incident.
+
+`ftgui.core.timeline.Timeline` feeds one tracker; the run list feeds another
 with the non-step events only (to count incidents).
 """
 
@@ -47,7 +61,9 @@ class Incident:
     recovered: float | None = None  # time of the first new step
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
     ended_by: str = ""  # "fork": the user branched from an older checkpoint instead
-    restore_source: str = ""  # what the resume restored: memory (snapshot) or disk
+    restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
+    lone: bool = False  # a parameter-server worker lost while the others trained on
+    thawed: bool = False  # a freeze let go (Thaw) before anything ended it
     # the same moments on the run clock (seconds since the run's first event, never backwards)
     at: float = 0.0
     at_detected: float | None = None
@@ -78,6 +94,8 @@ class Incident:
     def time_lost(self) -> float | None:
         if self.at_recovered is None:
             return None
+        if self.lone:  # the coordinator went on training with the remaining workers
+            return 0.0
         return self.at_recovered - self.at + self.redo_seconds
 
     @property
@@ -115,6 +133,8 @@ class IncidentTracker:
         self._last_step = 0
         self._open: Incident | None = None
         self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
+        self._finished: set[int] = set()  # attempts that wrote `run_finished`
+        self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
 
     def observe(self, event: dict) -> bool:
         """Take one event; True when an incident was opened or changed."""
@@ -146,6 +166,11 @@ class IncidentTracker:
         incident = self._open
         if jumped and incident is not None:
             incident.clock_jumped = changed = True
+        if incident is not None and incident.resumed_step is None and self._fresh is not None \
+                and incident.detected is not None and self._fresh[0] > incident.attempt:
+            # a restart with nothing to restore: it trains again from its start step
+            incident.restore_source = "none"
+            self._resume(self._fresh[1], float(times[0]))
         if incident is not None and incident.resumed_step is not None:
             incident.recovered = float(times[0])
             incident.at_recovered = float(run_times[0])
@@ -165,7 +190,13 @@ class IncidentTracker:
         )
 
     # ------------------------------------------------------------ event handlers
+    def _on_run_finished(self, event, when):
+        self._finished.add(event.get("attempt", 0))
+        return False
+
     def _on_fault_injected(self, event, when):
+        if event.get("attempt", 0) in self._finished:
+            return False  # pressed after the run had finished: nothing was left to fault
         if self._open is not None and self._open.detected is None:
             return False  # a second signal to the same failing attempt is the same incident
         self._open = Incident(
@@ -178,8 +209,8 @@ class IncidentTracker:
         return True
 
     def _on_process_exited(self, event, when):
-        if event.get("shutdown"):
-            return False  # ftgui was closed or interrupted: not a fault of the run
+        if event.get("shutdown") or event.get("attempt", 0) in self._finished:
+            return False  # ftgui was closed or interrupted, or the run had already finished
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
         decisive = is_decisive(event)
         if not abnormal:
@@ -209,14 +240,18 @@ class IncidentTracker:
         incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = incident.step = self._last_step
         incident.recovered = incident.at_recovered = None
+        incident.lone = True
         return True
 
     def _on_training_started(self, event, when):
         incident = self._open
-        if incident is not None and incident.detected is not None and (
-            incident.resumed_step == incident.step and incident.target == _target(event)
-            and incident.kind in ("kill", "hang")
-        ):  # the lost worker is back
+        start = event.get("start_step")
+        if start is not None:
+            self._fresh = (event.get("attempt", 0), int(start))
+            if self._line.time_of(int(start)) is None:  # the start of the line (step 0)
+                self._line.extend([int(start)], [self._clock.now])
+        if incident is not None and incident.lone and incident.target == _target(event):
+            # the lost worker's replacement serves again
             incident.recovered, incident.at_recovered = when, self._clock.now
             self._open = None
             return True
@@ -227,6 +262,17 @@ class IncidentTracker:
             self._open.detected, self._open.at_detected = when, self._clock.now
             return True
         return False
+
+    def _on_thawed(self, event, when):
+        """A freeze let go before a watchdog ended it: nothing to redo; it ends at the first
+        new step."""
+        incident = self._open
+        if incident is None or incident.kind != "hang" or incident.detected is not None:
+            return False
+        incident.detected, incident.at_detected = when, self._clock.now
+        incident.resumed_step = incident.step = max(incident.step, self._last_step)
+        incident.thawed = True
+        return True
 
     def _on_non_finite_loss(self, event, when):
         if self._open is None:  # a divergence nobody injected
@@ -241,6 +287,8 @@ class IncidentTracker:
         return True
 
     def _on_rolled_back(self, event, when):
+        if self._open is not None:
+            self._open.restore_source = "disk"
         return self._resume(event.get("to_step", 0), when)
 
     def _on_forked(self, event, when):
@@ -254,6 +302,7 @@ class IncidentTracker:
 
     def _on_resumed(self, event, when):
         step = event.get("from_step", 0)
+        self._fresh = None
         if event.get("attempt", 0) == self._fork_attempt:  # a new branch: nothing to recover
             self._line.keep_up_to(step)
             self._last_step = step

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 
 from ftgui import __version__
-from ftgui.core import checkpoints, run_notes
+from ftgui.core import checkpoints, run_notes, story
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.run_figures import RunFigures, read_run
@@ -90,13 +90,15 @@ def seconds(value: float | None) -> str:
 
 
 def figures_table(figures: RunFigures) -> str:
-    """Incidents, steps redone, time lost, checkpoint time, wall time and goodput."""
+    """Incidents, steps redone, time lost, checkpoint time, wall time and goodput; steps
+    redone, time lost and goodput printed as the window and `ftgui train` print them."""
+    shown = figures.shown()
     return _table(
         ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint time", "wall time",
          "goodput"],
-        [[str(figures.incidents), str(figures.steps_redone), seconds(figures.time_lost),
+        [[str(figures.incidents), shown["steps redone"], shown["time lost"],
           str(figures.checkpoints), seconds(figures.checkpoint_seconds), seconds(figures.wall),
-          f"{100 * figures.goodput:.1f} %"]], numeric=set(range(7)), name="figures")
+          shown["goodput"]]], numeric=set(range(7)), name="figures")
 
 
 def incidents_table(timeline: Timeline) -> str:
@@ -107,9 +109,11 @@ def incidents_table(timeline: Timeline) -> str:
              "—" if i.resumed_step is None else str(i.resumed_step),
              "—" if i.steps_lost is None else str(i.steps_lost),
              "in-process" if i.detected_in_process else seconds(i.detect_seconds),
-             seconds(i.recovery_seconds), seconds(i.time_lost)] for i in timeline.incidents]
+             seconds(i.recovery_seconds),
+             "—" if i.time_lost is None else story.seconds(i.time_lost),
+             story.source_words(i) or "—"] for i in timeline.incidents]
     return _table(["fault", "target", "source", "at step", "resumed from", "steps lost",
-                   "detected after", "recovery", "time lost"], rows,
+                   "detected after", "recovery", "time lost", "restored from"], rows,
                   numeric={3, 4, 5, 6, 7, 8}, name="incidents")
 
 

@@ -19,8 +19,10 @@ from ftgui.core.timeline import Timeline
 
 @dataclass(frozen=True)
 class RunFigures:
-    """One run's figures. Seconds are wall seconds; `goodput` is a fraction in [0, 1]
-    (`ftgui.core.incidents.Totals`); `steps_redone` sums the timeline's redone ranges."""
+    """One run's figures. Seconds are wall seconds; `goodput` is a fraction in [0, 1];
+    incidents, steps redone, time lost, wall and goodput are the timeline's `Totals` (the
+    figures the story line, the Incidents tab and `ftgui train` print), a fork counting as
+    neither an incident's cost nor redone work."""
 
     name: str
     incidents: int
@@ -32,6 +34,14 @@ class RunFigures:
     goodput: float
     last_step: int
     final_loss: float | None
+
+    def shown(self) -> dict[str, str]:
+        """Steps redone, time lost and goodput as every view prints them (`ftgui.core.story`'s
+        formats): {"steps redone": "5", "time lost": "2.2 s", "goodput": "56 %"}."""
+        from ftgui.core.story import percent, seconds
+
+        return {"steps redone": str(self.steps_redone), "time lost": seconds(self.time_lost),
+                "goodput": percent(self.goodput)}
 
 
 def checkpoint_seconds(event: dict) -> float:
@@ -50,7 +60,7 @@ def figures(name: str, timeline: Timeline, saves: list[dict]) -> RunFigures:
     totals = timeline.totals()
     return RunFigures(
         name=name, incidents=totals.incidents,
-        steps_redone=sum(r.end - r.start for r in timeline.redone),
+        steps_redone=totals.steps_lost,
         time_lost=totals.time_lost, checkpoints=len(saves),
         checkpoint_seconds=sum(checkpoint_seconds(e) for e in saves), wall=totals.wall,
         goodput=totals.goodput, last_step=timeline.last_step, final_loss=timeline.last_loss,

@@ -21,6 +21,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,7 @@ class StandbyPool:
         self._started = 0
         self._ready: set[int] = set()  # pids that sent `standby_ready`
         self._prepared: dict[int, str] = {}  # pid -> fingerprint of the config it built for
+        self._born: dict[int, float] = {}  # pid -> Unix time it was started
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
         """Note a standby's `standby_ready` event: it has TensorFlow imported, and built the
@@ -87,6 +89,12 @@ class StandbyPool:
         self._ready.add(pid)
         if prepared_for:
             self._prepared[pid] = prepared_for
+
+    def readiness(self, pid: int | None) -> tuple[bool, float | None]:
+        """(whether standby `pid` has written `standby_ready`, i.e. TensorFlow is imported;
+        seconds since it was started, None when not one of this pool's)."""
+        born = self._born.get(pid)
+        return pid in self._ready, None if born is None else max(time.time() - born, 0.0)
 
     def keep_cluster(self, workers: int) -> None:
         """Keep one standby cluster of `workers` MultiWorkerMirroredStrategy workers on fresh
@@ -106,6 +114,7 @@ class StandbyPool:
             env = {"TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
             popen = spawn(standby_argv(self.run_dir, self.python), log_path, env,
                           stdin_pipe=True)
+            self._born[popen.pid] = time.time()
             self.members.append(Member(popen, log_path, index, address))
 
     def cluster_ready(self, config: dict) -> bool:
@@ -145,6 +154,7 @@ class StandbyPool:
             self._started += 1
             log_path = self.log_dir / f"standby-{self._started}.log"
             popen = spawn(standby_argv(self.run_dir, self.python), log_path, stdin_pipe=True)
+            self._born[popen.pid] = time.time()
             self.standbys.append((popen, log_path))
 
     def hand_order(self, args: list[str], env: dict[str, str]):

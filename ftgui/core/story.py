@@ -4,17 +4,22 @@
 "Killed at step 606 → restored checkpoint 500 → resumed: 106 steps redone, 7.7 s lost ·
 goodput 52 %". The figures are the incident table's (`ftgui.core.incidents`): the kill step is
 the incident's step, the steps redone its `steps_lost`, the seconds its `time_lost`, the goodput
-the run's `Totals`; `seconds`, `percent` and `totals_line` format them for both views.
+the run's `Totals`; `seconds`, `percent` and `totals_line` format them for every view (banner,
+Incidents tab, report, comparison, `ftgui train`), so that all print the same digits. A finished
+run with more than one incident ends on its totals (`incidents_line`).
 
 A restart is told phase by phase as its events arrive: restarting (`recovery_scheduled`),
-importing TensorFlow or waking the warm standby (`process_started` of the new attempt), restored
-checkpoint N (`resumed`), and "resumed" only once the first new step is in. The run is never
-called "training" before a step of the current attempt has arrived.
+importing TensorFlow, waking the warm standby or "the warm standby is still importing
+TensorFlow" (`process_started` of the new attempt, with `standby_warm`, or a `standby_ready`
+of its pid), restored checkpoint N / step N from memory / step N just in time (`resumed`), and
+"resumed" only once the first new step is in. The run is never called "training" before a step
+of the current attempt has arrived. Other faults have their own words: an in-process rollback
+("rolling back in the process"), a freeze ("frozen: …" until a watchdog or Thaw ends it; a
+thaw closes it), a parameter-server worker lost while TensorFlow's coordinator carries on with
+the others (no time lost); a synchronous cluster is never said to train on.
 """
 
 from __future__ import annotations
-
-import re
 
 from ftgui.core.incidents import Incident, Totals
 from ftgui.core.timeline import Timeline
@@ -26,8 +31,6 @@ FAULT_WORDS = {"kill": "killed", "preempt": "preempted", "hang": "froze", "nan":
                "crash": "crashed"}
 ENDED_STATES = {"killed": "stopped", "failed": "stopped", "preempted": "stopped",
                 "stopped": "stopped by ftgui", "interrupted": "interrupted"}
-# `describe` of a process_started event names the checkpoint it restores ("restoring ckpt-500")
-_RESTORING = re.compile(r"restoring ckpt-(\d+)")
 NOTES_SEARCHED = 200  # a restart's notes are among the newest few dozen
 
 
@@ -50,10 +53,12 @@ def totals_line(totals: Totals) -> str:
 def story(timeline: Timeline, total_steps: int | None = None) -> str:
     """One sentence: the run's state and its last incident (see the module's docstring).
 
-    `total_steps` (the run's configured length) adds "of N" to the step while training.
+    `total_steps` (the run's configured length) adds "of N" to the step while training. At the
+    end of a run with more than one incident (or one never recovered) the sentence gives the
+    run's totals instead of the last incident: "Finished at step 1200 · 3 incidents: …".
     """
     incident = timeline.incidents[-1] if timeline.incidents else None
-    if incident is not None and not incident.closed:
+    if incident is not None and not _settled(incident):
         return _capital(_incident_now(timeline, incident))
     state = timeline.state
     if state == "finished":
@@ -68,12 +73,57 @@ def story(timeline: Timeline, total_steps: int | None = None) -> str:
         head = f"training: step {timeline.last_step}{of}{loss}"
     if incident is None:
         return _capital(head)
+    if state == "finished" and (len(timeline.incidents) > 1 or not incident.closed):
+        return _capital(f"{head}{DOT}{incidents_line(timeline.totals())}")
     return _capital(f"{head}{DOT}{_incident_done(timeline, incident)}"
                     if state == "finished" or not has_stepped(timeline)
                     else _incident_done(timeline, incident))
 
 
+def incidents_line(totals: Totals) -> str:
+    """`3 incidents: 95 steps redone, 3.6 s lost · goodput 34 %` (the run's totals)."""
+    count = totals.incidents
+    return f"{count} incident{'' if count == 1 else 's'}: {totals_line(totals)}"
+
+
+def incident_line(incident: Incident) -> str:
+    """What one settled incident cost, without the run's goodput: `killed at step 606 →
+    restored checkpoint 500 → resumed: 106 steps redone, 7.7 s lost`."""
+    fault = _fault(incident)
+    if incident.ended_by == "fork":
+        return f"{fault}{ARROW}not recovered: the run was forked from an older checkpoint"
+    if incident.lone:
+        return (f"{fault}{ARROW}TensorFlow's coordinator carried on with the remaining workers; "
+                f"{_who(incident)} restarted: 0 steps redone, {seconds(0.0)} lost")
+    how = "thawed" if incident.thawed else _restored(incident)
+    return (f"{fault}{ARROW}{how}{ARROW}resumed: {_steps(incident.steps_lost or 0)} redone, "
+            f"{seconds(incident.time_lost or 0.0)} lost")
+
+
+SOURCE_WORDS = {"memory": "memory", "just_in_time": "just in time", "disk": "disk",
+                "none": "none"}
+
+
+def source_words(incident: Incident) -> str:
+    """What the recovery of `incident` restored from, as the Incidents tab's source column and
+    the report say it: memory, just in time, disk, none (nothing saved yet: from step 0); ""
+    when nothing was restored (a thawed freeze, a lone worker replaced, not yet recovered)."""
+    if incident.lone or incident.thawed or incident.resumed_step is None:
+        return ""
+    return SOURCE_WORDS.get(incident.restore_source or "disk", incident.restore_source)
+
+
+def frozen(timeline: Timeline) -> bool:
+    """Whether the run's last incident is a freeze nothing has ended or thawed yet."""
+    incident = timeline.incidents[-1] if timeline.incidents else None
+    return incident is not None and incident.kind == "hang" and incident.detected is None
+
+
 # ------------------------------------------------------------------------------ incidents
+def _settled(incident: Incident) -> bool:
+    return incident.closed or bool(incident.ended_by)
+
+
 def _fault(incident: Incident) -> str:
     """`killed at step 606`, `worker 1 killed at step 352`."""
     words = FAULT_WORDS.get(incident.kind, incident.kind)
@@ -83,38 +133,41 @@ def _fault(incident: Incident) -> str:
 
 def _restored(incident: Incident) -> str:
     verb = "rolled back to" if incident.kind == "nan" else "restored"
-    if incident.restore_source == "memory":
+    source = incident.restore_source
+    if source == "memory":
         return f"{verb} step {incident.resumed_step} from memory"
+    if source == "just_in_time":
+        return f"{verb} step {incident.resumed_step} just in time"
+    if source == "none":
+        return f"restarted from step {incident.resumed_step} (no checkpoint yet)"
     return f"{verb} checkpoint {incident.resumed_step}"
 
 
 def _incident_done(timeline: Timeline, incident: Incident) -> str:
-    """A recovered incident and what it cost, with the run's goodput."""
-    if incident.resumed_step == incident.step and incident.target != "chief":
-        cost = f"back after {seconds(incident.time_lost or 0.0)}"  # a lone worker restarted
-        return f"{_fault(incident)}{ARROW}{cost}{DOT}goodput {percent(timeline.totals().goodput)}"
-    cost = (f"resumed: {_steps(incident.steps_lost or 0)} redone, "
-            f"{seconds(incident.time_lost or 0.0)} lost")
-    return (f"{_fault(incident)}{ARROW}{_restored(incident)}{ARROW}{cost}"
-            f"{DOT}goodput {percent(timeline.totals().goodput)}")
+    """A settled incident and what it cost, with the run's goodput."""
+    return f"{incident_line(incident)}{DOT}goodput {percent(timeline.totals().goodput)}"
 
 
 def _incident_now(timeline: Timeline, incident: Incident) -> str:
     """An incident still under way: the phase its recovery has reached."""
     fault = _fault(incident)
     if incident.detected is None:
-        return f"{fault}{ARROW}waiting for the process to end"
+        return f"{fault}{ARROW}{_undetected(timeline, incident)}"
     if incident.resumed_step is not None:
-        if incident.resumed_step == incident.step and incident.target != "chief":
-            return f"{fault}{ARROW}the others train on; restarting {_who(incident)}"
-        return f"{fault}{ARROW}{_restored(incident)}{ARROW}waiting for the first step"
-    started = _latest(timeline, "process_started", after=incident.attempt)
-    if started is not None:
-        match = _RESTORING.search(started.text)
-        target = f" to restore checkpoint {match.group(1)}" if match else ""
-        how = ("waking the warm standby" if "warm standby" in started.text
-               else "importing TensorFlow")
-        return f"{fault}{ARROW}restarting: {how}{target}"
+        if incident.lone:
+            return (f"{fault}{ARROW}TensorFlow's coordinator carries on with the remaining "
+                    f"workers; restarting {_who(incident)}")
+        how = "thawed" if incident.thawed else _restored(incident)
+        return f"{fault}{ARROW}{how}{ARROW}waiting for the first step"
+    if incident.kind == "nan" and incident.attempt == timeline.attempt:
+        return f"{fault}{ARROW}rolling back in the process"
+    started = timeline.started.get(timeline.attempt)
+    if started is not None and timeline.attempt > incident.attempt:
+        restore = started.get("restore")
+        snapshot = started.get("snapshot")
+        target = (f" to restore step {snapshot} from memory" if snapshot is not None else
+                  f" to restore checkpoint {restore.rsplit('-', 1)[-1]}" if restore else "")
+        return f"{fault}{ARROW}restarting: {_how_started(timeline, started)}{target}"
     if timeline.state == "recovering":
         return f"{fault}{ARROW}restarting"
     if timeline.state in ENDED_STATES:
@@ -122,6 +175,39 @@ def _incident_now(timeline: Timeline, incident: Incident) -> str:
         saved = "checkpoint" if incident.kind == "preempt" else "snapshot or checkpoint"
         return f"{fault}{ARROW}stopped: Resume restores the newest {saved}"
     return f"{fault}{ARROW}recovering"
+
+
+def _undetected(timeline: Timeline, incident: Incident) -> str:
+    """Between a fault and the moment it is known, in words true of that fault."""
+    if incident.kind == "nan":
+        return "rolling back in the process"
+    if incident.kind == "hang":
+        watchdog = timeline.config.get("watchdog_seconds") or 0
+        if watchdog:
+            return f"frozen: the watchdog ends it after {watchdog:g} s without progress"
+        return "frozen: no progress until Thaw or Kill"
+    if incident.kind == "preempt":
+        return "saving its step and stopping"
+    return "waiting for the process to end"
+
+
+def _how_started(timeline: Timeline, started: dict) -> str:
+    """How the restarted chief gets going: a cold start imports TensorFlow; a warm standby
+    has imported it already, or is still importing it (for `standby_age` seconds so far)."""
+    if not started.get("standby"):
+        return "importing TensorFlow"
+    warm = started.get("standby_warm")
+    if started.get("pid") in timeline.ready_standbys:
+        if warm is False:  # handed its task while importing; its imports have ended since
+            return "the warm standby has imported TensorFlow"
+        warm = True
+    if warm is None:  # recorded before the supervisor said
+        return "waking the warm standby"
+    if warm:
+        return "waking the warm standby (TensorFlow already imported)"
+    age = started.get("standby_age")
+    so_far = f" ({age:.0f} s)" if isinstance(age, (int, float)) else ""
+    return f"the warm standby is still importing TensorFlow{so_far}"
 
 
 # ------------------------------------------------------------------------------ phases
@@ -143,7 +229,8 @@ def _starting(timeline: Timeline) -> str:
         return f"starting{ARROW}waiting for the first step"
     started = _latest(timeline, "process_started", after=timeline.attempt - 1)
     if started is not None and "warm standby" in started.text:
-        return f"starting{ARROW}waking the warm standby"
+        event = timeline.started.get(timeline.attempt, {})
+        return f"starting{ARROW}{_how_started(timeline, {'standby': True, **event})}"
     return f"starting{ARROW}importing TensorFlow"
 
 

@@ -87,6 +87,8 @@ class Supervisor(FaultCommands, TaskLauncher):
         # (attempt, newest step its current line of training has a `step` event for, or the
         # step it restored): what a promoted just-in-time checkpoint may add (`task_launch`)
         self._line: tuple[int, int] = (-1, 0)
+        self._finished_attempt = -1  # the attempt that wrote `run_finished` (-1: none)
+        self.refusal = ""  # why the last fault command did nothing (a finished run)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -283,6 +285,8 @@ class Supervisor(FaultCommands, TaskLauncher):
                     proc.last_step = self.last_step
         elif kind == "fault_injected":
             self._faults.observe(event)
+        elif kind == "run_finished":
+            self._finished_attempt = max(self._finished_attempt, event.get("attempt", 0))
         elif kind == "process_started":
             role = event.get("role", "chief")
             name = "chief" if role == "chief" else f"{role}:{event.get('index', 0)}"

@@ -57,12 +57,14 @@ class TaskLauncher:
             self._kill_all()
             raise StartError(f"cannot start {task.name}: {exc}") from None
         self.processes.append(proc)
+        warm, age = self._standby.readiness(proc.pid) if proc.standby else (None, None)
         writer.emit(
             "process_started", role=task.role, index=task.index, pid=proc.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
             address=member.address if member else task.address,
             restore=restore.relpath if restore else None,
             log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
+            standby_warm=warm, standby_age=None if age is None else round(age, 2),
             snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
         )
         return proc

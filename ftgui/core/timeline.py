@@ -12,7 +12,8 @@ What it holds:
   growing float64 arrays of global step, loss (NaN for a non-finite one) and Unix time;
 - `validation`: validation loss per step;
 - `markers`: where a line of training ended or began (`MARKER_KINDS`), with a short label;
-- `redone`: step ranges computed a second time after a restart, rollback or fork;
+- `redone`: step ranges computed a second time after a restart or rollback (a fork's steps are
+  a new branch the user chose, not redone work);
 - `forks`: each branch from an older checkpoint (`Fork`); a fork is no incident: the segments'
   steps after the fork step are flagged `abandoned_after` (kept, drawn dashed), the new line of
   training is `branch` + 1, and the checkpoints the fork archived are named;
@@ -98,7 +99,7 @@ class Marker:
 @dataclass(frozen=True)
 class RedoneRange:
     """Steps `start`+1 … `end` were computed a second time; `cause` is the marker kind that
-    ended the first line of training (crash, preemption, hang, nan_rollback) or `fork`."""
+    ended the first line of training (crash, preemption, hang, nan_rollback)."""
 
     start: int
     end: int
@@ -233,6 +234,11 @@ class Timeline:
         self._stop_cause = ""  # the marker kind of that end
         self._setup: tuple[int, dict] | None = None  # (attempt, strategy/replicas) last seen
         self._took_over: set[int] = set()  # pids of warm standbys given a task
+        self.ready_standbys: set[int] = set()  # pids of standbys that have imported TensorFlow
+        self.started: dict[int, dict] = {}  # attempt -> its chief's `process_started` event
+        self.config: dict = {}  # the run's configuration as `run_started` recorded it
+        self._finished: set[int] = set()  # attempts that wrote `run_finished`
+        self._began: set[int] = set()  # attempts that resumed, rolled back or logged a step
 
     # ------------------------------------------------------------ reading
     @property
@@ -280,6 +286,7 @@ class Timeline:
         for start, end in zip(cuts[:-1], cuts[1:], strict=False):
             part = block.part(start, end)
             attempt = int(part.attempt[0])
+            self._restarted_fresh(attempt, int(part.step[0]), changes)
             segment, clock = self._segment_for(attempt), part.clock[0]
             part = _after(part, segment)
             if not len(part.step):
@@ -298,6 +305,19 @@ class Timeline:
             self.origin = float(finite[0])
         if live:  # not the step a just-in-time checkpoint recovers after its attempt ended
             self._set_state("running", "", changes)
+
+    def _restarted_fresh(self, attempt: int, first: int, changes: Changes) -> None:
+        """The first step of a restart that restored nothing (killed before the first
+        checkpoint): it starts again from `first` - 1, and what was done before is redone."""
+        if attempt in self._began or attempt <= 0:
+            return
+        self._began.add(attempt)
+        start = first - 1
+        if attempt in self._settled or attempt in self._forked or start >= self._stopped_at:
+            return
+        self._mark("resume", start, f"resume ← {start}", {"attempt": attempt}, changes)
+        self._redone(start, self._stopped_at, self._stop_cause, changes)
+        self._stopped_at = start
 
     def _segment_for(self, attempt: int) -> Segment:
         if self._split or not self.segments or self.segments[-1].attempt != attempt:
@@ -322,8 +342,13 @@ class Timeline:
             if kind == "standby_ready" and event.get("pid") in self._took_over:
                 # given its task before it was ready: it trains as soon as its imports end
                 event = {**event, "took_over": True}
-            note = Note(when if isinstance(when, (int, float)) else 0.0, attempt, kind,
-                        describe(event, step=step, settled=settled))
+            text = describe(event, step=step, settled=settled)
+            if kind == "fault_injected" and attempt in self._finished:
+                text += ": ignored, the run had finished"
+            elif kind == "process_exited" and attempt in self._finished and not text.endswith(
+                    f"finished at step {step}"):
+                text += ", after the run had finished"
+            note = Note(when if isinstance(when, (int, float)) else 0.0, attempt, kind, text)
             self.notes.append(note)
             changes.notes.append(note)
 
@@ -332,7 +357,13 @@ class Timeline:
         self.validation.append(event["step"], event.get("val_loss"), event.get("time"))
         changes.validation = True
 
+    def _on_run_started(self, event: dict, changes: Changes) -> None:
+        self.config = dict(event.get("config") or {})
+
     def _on_process_started(self, event: dict, changes: Changes) -> None:
+        attempt = event.get("attempt", 0)
+        if run_state.is_chief(event) or attempt not in self.started:
+            self.started[attempt] = event
         if event.get("standby"):
             self._took_over.add(event.get("pid"))
         self._set_state("running", "", changes)
@@ -343,7 +374,11 @@ class Timeline:
                         changes)
 
     def _on_run_finished(self, event: dict, changes: Changes) -> None:
+        self._finished.add(event.get("attempt", 0))
         self._set_state("finished", "reached the last step", changes)
+
+    def _on_standby_ready(self, event: dict, changes: Changes) -> None:
+        self.ready_standbys.add(event.get("pid"))
 
     def _on_forked(self, event: dict, changes: Changes) -> None:
         """A branch from an older checkpoint: flag what lies beyond it, start a new branch."""
@@ -369,10 +404,12 @@ class Timeline:
 
     def _on_resumed(self, event: dict, changes: Changes) -> None:
         start = event.get("from_step", 0)
+        self._began.add(event.get("attempt", 0))
         fork = event.get("attempt", 0) in self._forked
         name = "fork" if fork else "resume"
         self._mark(name, start, f"{name} ← {start}", event, changes)
-        self._redone(start, self._stopped_at, "fork" if fork else self._stop_cause, changes)
+        if not fork:  # a fork is a new branch, not work done again
+            self._redone(start, self._stopped_at, self._stop_cause, changes)
         self.last_step = start
         self._set_state("running", "", changes)
 
@@ -406,6 +443,8 @@ class Timeline:
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
         decisive = run_state.is_decisive(event)
+        if attempt in self._finished:
+            return  # the run had reached its last step: whatever ended it then is no fault
         if decisive and attempt not in self._settled:
             state, reason = run_state.state_from_exit(event)
             reason = event.get("reason") or reason

@@ -25,12 +25,14 @@ COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "chec
 
 
 def cells(figures: RunFigures) -> tuple[str, ...]:
-    """One table row: counts as whole numbers, seconds to the hundredth, goodput in percent."""
+    """One table row: counts as whole numbers, checkpoint and wall seconds to the hundredth;
+    steps redone, time lost and goodput as the story line prints them (`RunFigures.shown`)."""
     loss = figures.final_loss
-    return (figures.name, str(figures.incidents), str(figures.steps_redone),
-            f"{figures.time_lost:.2f} s", str(figures.checkpoints),
+    shown = figures.shown()
+    return (figures.name, str(figures.incidents), shown["steps redone"],
+            shown["time lost"], str(figures.checkpoints),
             f"{figures.checkpoint_seconds:.2f} s", f"{figures.wall:.2f} s",
-            f"{100 * figures.goodput:.1f} %",
+            shown["goodput"],
             "—" if loss is None or not math.isfinite(loss) else f"{loss:.4f}")
 
 

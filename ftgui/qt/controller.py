@@ -152,10 +152,18 @@ class RunController(QObject):
         self.tick()
 
     def kill(self, target: str = "chief") -> bool:
-        return bool(self.supervisor) and self.supervisor.kill(target)
+        return self._command(self.supervisor.kill, target) if self.supervisor else False
 
     def preempt(self, target: str = "chief") -> bool:
-        return bool(self.supervisor) and self.supervisor.preempt(target)
+        return self._command(self.supervisor.preempt, target) if self.supervisor else False
+
+    def _command(self, command, *args) -> bool:
+        """Run a fault command of the supervisor; when it refuses (the run has finished),
+        say why in the event log."""
+        done = command(*args)
+        if not done and self.supervisor.refusal:
+            self.logLine.emit(f"{time.strftime('%H:%M:%S')} {self.supervisor.refusal}")
+        return done
 
     def preempt_and_stop(self) -> bool:
         """Preempt the chief with no automatic restart after it (quitting while training).
@@ -163,7 +171,7 @@ class RunController(QObject):
         return bool(self.supervisor) and self.supervisor.preempt_and_stop()
 
     def checkpoint_now(self) -> bool:
-        return bool(self.supervisor) and self.supervisor.checkpoint_now()
+        return self._command(self.supervisor.checkpoint_now) if self.supervisor else False
 
     def inject_nan_now(self) -> bool:
         """Poison the loss of the chief's next step (SIGUSR2; custom loop only): the trainer
@@ -180,10 +188,10 @@ class RunController(QObject):
         return True
 
     def freeze(self, target: str = "chief") -> bool:
-        return bool(self.supervisor) and self.supervisor.freeze(target)
+        return self._command(self.supervisor.freeze, target) if self.supervisor else False
 
     def thaw(self, target: str = "chief") -> bool:
-        return bool(self.supervisor) and self.supervisor.thaw(target)
+        return self._command(self.supervisor.thaw, target) if self.supervisor else False
 
     def shutdown(self) -> None:
         """Kill everything of the run (the window is closing)."""

@@ -1,17 +1,20 @@
-"""The incident table: what each fault cost (detection, recovery, steps and time lost), as the
-run's `Timeline` counts it."""
+"""The incident table: what each fault cost (detection, recovery, steps and time lost, what the
+recovery restored from), as the run's `Timeline` counts it; the totals line is the run's
+`Totals` printed as the story line prints them, refreshed whenever the story line is."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
-from ftgui.core.story import percent, seconds
+from ftgui.core.story import percent, seconds, source_words
 from ftgui.core.timeline import Timeline
 from ftgui.qt.table_model import RowsModel, set_up_table
 
-COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost")
-HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost")  # short
+COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost",
+           "source")
+HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost",
+           "source")  # short
 TIPS = {"at step": "the last global step reached when the fault hit",
         "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
                   "found it itself, a non-finite loss)",
@@ -20,7 +23,10 @@ TIPS = {"at step": "the last global step reached when the fault hit",
         "time lost": "seconds from the fault to the first new step, plus the time the redone "
                      "steps had taken the first time (clock jumped: the wall clock was set back "
                      "meanwhile and the run has no monotonic stamps to measure by; the jump "
-                     "counts as 0 s)"}
+                     "counts as 0 s)",
+        "source": "what the recovery restored: memory (an in-memory snapshot), just in time (a "
+                  "checkpoint a survivor saved at the failure), disk (a periodic checkpoint), "
+                  "none (nothing saved yet: trained again from step 0)"}
 
 
 def _seconds(value: float | None) -> str:
@@ -75,9 +81,11 @@ class IncidentModel(RowsModel):
             if incident.ended_by:
                 return "—"
             return "…" if incident.steps_lost is None else str(incident.steps_lost)
+        if column == "source":
+            return source_words(incident) or "—"
         if incident.ended_by:
             return "—"
-        lost = _seconds(incident.time_lost)
+        lost = "…" if incident.time_lost is None else seconds(incident.time_lost)
         return f"{lost}, clock jumped" if incident.clock_jumped else lost
 
 
@@ -101,12 +109,21 @@ class IncidentPanel(QWidget):
         """Show the incidents of `timeline` and its totals."""
         self.model_.set_incidents(timeline.incidents)
         self.table.scrollToBottom()
+        self.show_totals(timeline)
+
+    def show_totals(self, timeline: Timeline) -> None:
+        """The totals line of `timeline` now (its wall time grows with every event: called
+        whenever the story line is, so that both give the same goodput), and the rows' figures."""
         totals = timeline.totals()
         if not totals.incidents:
-            self.totals.setText("no incidents")
-            return
-        self.totals.setText(
-            f"<b>{totals.incidents}</b> incident(s) · <b>{totals.steps_lost}</b> steps redone · "
-            f"<b>{seconds(totals.time_lost)}</b> lost of {seconds(totals.wall)} · "
-            f"goodput <b>{percent(totals.goodput)}</b>"
-        )
+            text = "no incidents"
+        else:
+            text = (f"<b>{totals.incidents}</b> incident(s) · <b>{totals.steps_lost}</b> steps "
+                    f"redone · <b>{seconds(totals.time_lost)}</b> lost of "
+                    f"{seconds(totals.wall)} · goodput <b>{percent(totals.goodput)}</b>")
+        if text != self.totals.text():
+            self.totals.setText(text)
+        rows = self.model_.rowCount()
+        if rows:  # an open incident's cells change as its recovery goes on
+            self.model_.dataChanged.emit(self.model_.index(0, 0),
+                                         self.model_.index(rows - 1, len(COLUMNS) - 1))

@@ -327,6 +327,7 @@ class MainWindow(QMainWindow):
         config = self.controller.supervisor.config if self.controller.supervisor else None
         self.top_bar.show_run(self.controller.timeline, *self._state,
                               total_steps=config.steps if config else None)
+        self.incident_panel.show_totals(self.controller.timeline)  # the banner's figures, now
 
     def _on_state(self, state: str, reason: str) -> None:
         supervisor = self.controller.supervisor

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from ftgui.core.story import has_stepped, story
+from ftgui.core.story import frozen, has_stepped, story
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
 
@@ -70,7 +70,9 @@ class TopBar(QWidget):
             self.story_banner.setText(text)
         if state == "running" and not has_stepped(timeline):
             state, reason = "starting", "waiting for the first step"
-        colour = "recovering" if state == "starting" else state  # amber until a step
+        if state == "running" and frozen(timeline):
+            state, reason = "frozen", "no progress until Thaw or Kill"
+        colour = "recovering" if state in ("starting", "frozen") else state  # amber
         if colour != self.state_label.property("state"):
             theme.set_state(self.state_label, colour)
         text = state + (f" — {reason}" if reason else "")
