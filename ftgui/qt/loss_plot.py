@@ -25,6 +25,7 @@ from ftgui.core.smoothing import MAX_WEIGHT
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
 from ftgui.qt.branches import BranchLayer
+from ftgui.qt.loss_axis import loss_axes
 from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_look import PlotLook
 from ftgui.qt.plot_trace import Trace
@@ -44,7 +45,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
     the presentation view (`set_presenting`, from `PlotLook`)."""
 
     def __init__(self, parent=None):
-        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND)
+        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND, axisItems=loss_axes())
         self.setObjectName("lossPlot")
         item = self.getPlotItem()
         self.presenting = False  # the presentation view's large fonts, thick lines, y focus
@@ -76,6 +77,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.timeline: Timeline | None = None
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._span: tuple[float, float] | None = None  # the y range the view was fitted to
+        self._flat = False  # y fitted by `_flat_span` (data too flat for auto-range)
+        self._refit = False  # look at the y range again at the next redraw, data new or not
         self._clip: tuple[float, float] | None = None  # y band the curves are drawn within
         self._dirty: set[Trace] = set()
         self._validation_dirty = False
@@ -295,7 +298,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         """Show all data again and follow new data (undoes mouse zoom and pan); in the
         presentation view the y axis goes on following the interesting part."""
         self.getPlotItem().enableAutoRange(x=True, y=not self.presenting)
-        self._span = None  # fit the y axis again at the next redraw
+        self._span, self._refit = None, True  # fit the y axis again at the next redraw
         self.redraw()
 
     # ------------------------------------------------------------ drawing

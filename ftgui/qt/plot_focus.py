@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from PySide6.QtCore import QPointF
 
+from ftgui.core.axis_range import is_flat, padded_range
+
 RECENT_FRACTION = 0.5  # without a restart: fit the y axis to the newest half of the steps
 PAD_FRACTION = 0.12  # empty space above and below the fitted losses, of their span
 LEAD_FRACTION = 1.0  # show this much of a redone range's width before it too
@@ -25,12 +27,15 @@ LABEL_ROW_GAP_PX = 1  # between rows of labels: their padding, filled, already s
 
 
 def focus_start(redone: Sequence[tuple[float, float]], last_step: float) -> float:
-    """The first step of the interesting part: a redone range's width before the newest redone
-    range, or the start of the newest `RECENT_FRACTION` of the steps up to `last_step`."""
+    """The first step of the interesting part: the start of the newest `RECENT_FRACTION` of the
+    steps up to `last_step`, or, when earlier, a redone range's width before the newest redone
+    range. So a resume never narrows the view to the redone steps alone: the whole resumed
+    curve stays in view (the redone range is magnified in the plot's inset instead)."""
+    recent = last_step * (1.0 - RECENT_FRACTION)
     if redone:
         start, end = redone[-1]
-        return max(start - LEAD_FRACTION * (end - start), 0.0)
-    return last_step * (1.0 - RECENT_FRACTION)
+        return min(max(start - LEAD_FRACTION * (end - start), 0.0), recent)
+    return recent
 
 
 def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
@@ -45,7 +50,9 @@ def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
             low, high = min(low, float(part.min())), max(high, float(part.max()))
     if not np.isfinite(low):
         return None
-    pad = (high - low) * PAD_FRACTION or max(abs(high) * PAD_FRACTION, 1e-6)
+    if is_flat(low, high):  # constant, or one point: ±10 % of the value (axis_range)
+        return padded_range(low, high)
+    pad = (high - low) * PAD_FRACTION
     return low - pad, high + pad
 
 
@@ -70,14 +77,21 @@ def label_rows(extents: Sequence[tuple[float, float]], rows: int,
 
 
 def focus_span(curves: Sequence[tuple[np.ndarray, np.ndarray]],
-               redone: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+               redone: Sequence[tuple[float, float]],
+               points: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> tuple[float, float] | None:
     """The y range (low, high) that shows the interesting part of `curves` ((x, y) of each
-    line of training, x ascending) given the `redone` ranges (`focus_start`, `focus_y`)."""
+    line of training, x ascending) given the `redone` ranges (`focus_start`, `focus_y`), and
+    the validation `points` (x, y) in that part too."""
     drawn = [(x, y) for x, y in curves if len(x)]
     if not drawn:
         return None
     last = max(float(np.nanmax(x[-1:])) for x, _y in drawn)
-    return focus_y(drawn, focus_start(redone, last))
+    start = focus_start(redone, last)
+    if points is not None and len(points[0]):
+        order = np.argsort(points[0], kind="stable")
+        drawn.append((points[0][order], points[1][order]))
+    return focus_y(drawn, start)
 
 
 def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None

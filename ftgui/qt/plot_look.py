@@ -4,9 +4,11 @@ interesting part of the run and marker labels are laid out apart (`ftgui.qt.plot
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
+from ftgui.core.axis_range import finite_extent, is_flat, padded_range
 from ftgui.qt import theme
 from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
@@ -27,6 +29,7 @@ class PlotLook:
         self._apply_look()
         if not on:
             self.getPlotItem().enableAutoRange(y=True)
+        self._span, self._refit = None, True  # fit y again for this view at the redraw
         self.redraw()
 
     def _apply_look(self, *_scale) -> None:
@@ -86,6 +89,19 @@ class PlotLook:
         label.fill = pg.mkBrush(fill)
         label.update()
 
+    def _flat_span(self) -> tuple[float, float] | None:
+        """The y range for data too flat for pyqtgraph's auto-range (a constant 1e30 loss gave
+        eight identical ticks): ±10 % of the value (`ftgui.core.axis_range`), in log10 units
+        on the log axis; None when the data varies (auto-range does well) or is empty."""
+        arrays = [trace.series.y() for trace in self._all_traces()] + [self.validation.y()]
+        if self.log_y:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                arrays = [np.log10(values[values > 0]) for values in arrays]
+        extent = finite_extent(arrays)
+        if extent is None or not is_flat(*extent):
+            return None
+        return padded_range(*extent)
+
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),
                              [line for _kind, _step, line in self.markers], self.legend)
@@ -104,9 +120,17 @@ class PlotLook:
             redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
             curves = [(self._x(t.series, self.time_origin), t.series.y())
                       for t in self.traces.values()]
-            span = focus_span([(x, y) for x, y in curves if x is not None], redone)
+            x = self._x(self.validation, self.time_origin)
+            points = None if x is None else (x, self.validation.y())
+            span = focus_span([(x, y) for x, y in curves if x is not None], redone, points)
+        elif self._dirty or self._validation_dirty or self._flat or self._refit:
+            span = self._flat_span()
+        self._refit = False
         if span is not None and span != self._span:
             self.getPlotItem().setYRange(*span, padding=0)
+        elif span is None and self._flat and not focused:
+            self.getPlotItem().enableAutoRange(y=True)  # no longer flat: pyqtgraph fits again
+        self._flat = span is not None and not focused
         self._span = span
         clip = clip_band(span, self._clip)
         if clip != self._clip:
