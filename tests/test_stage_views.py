@@ -136,3 +136,88 @@ def test_a_single_step_is_in_view(window, qtbot, tmp_path):
     settle(qtbot, window)
     view_low, view_high = window.plot.getPlotItem().getViewBox().viewRange()[1]
     assert (view_low, view_high) == pytest.approx((0.675, 0.825))
+
+
+LONG_STORY = ("Killed at step 650 → restored checkpoint 600 from disk → resumed: 50 steps redone, "
+              "7.9 s lost · the warm standby took over in 0.9 s · run totals: 2 incidents, "
+              "95 steps redone, 12.4 s lost · goodput 81 %")
+
+
+@pytest.mark.parametrize("presenting", [True, False])
+def test_the_story_line_takes_at_most_two_lines(window, qtbot, presenting):
+    from ftgui.qt.story_banner import MIN_FONT_FRACTION, line_count
+
+    window.set_presenting(presenting)
+    banner = window.story_banner
+    banner.set_story(LONG_STORY)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    width = banner.contentsRect().width()
+    assert line_count(banner.shown_text(), banner.font(), width) <= 2
+    assert banner.text() == LONG_STORY  # the whole sentence for readers and tests
+    base = banner.base_px()
+    assert banner.font().pixelSize() >= base * MIN_FONT_FRACTION
+    if banner.shown_text() != LONG_STORY:  # cut at a word: the whole sentence in the tooltip
+        assert banner.shown_text().endswith(" …")
+        assert LONG_STORY.startswith(banner.shown_text()[:-2])
+        assert banner.toolTip().startswith(LONG_STORY)
+    banner.set_story("Training: step 1 of 400 · loss 2.0000")
+    QApplication.processEvents()
+    assert banner.shown_text() == banner.text()
+    assert banner.font().pixelSize() == base  # a short sentence at the full size
+
+
+def write_chaos_run(run_dir, faults: int = 12) -> None:
+    """A 1200-step run killed every 90 steps and resumed each time from 10 steps back."""
+    configmod.save(run_dir, RunConfig(steps=1200, checkpoint_every=10))
+    step, time = 0, T0
+    for attempt in range(faults + 1):
+        with EventWriter(run_dir, attempt) as w:
+            if attempt == 0:
+                w.emit("run_started", time=time)
+            else:
+                w.emit("resumed", time=time, from_step=step - 10,
+                       checkpoint=f"checkpoints/ckpt-{step - 10}")
+                step -= 10
+            w.emit("process_started", time=time, pid=10 + attempt, restore=None,
+                   standby=False, role="chief", index=0, chief=True)
+            last = min(step + 100, 1200) if attempt < faults else 1200
+            for s in range(step + 1, last + 1):
+                time += 0.01
+                w.emit("step", time=time, step=s, loss=2.0 / s)
+            step = last
+            if attempt < faults:
+                w.emit("fault_injected", time=time, kind="kill", target="chief", step=step,
+                       source="chaos")
+                w.emit("process_exited", time=time + 0.1, pid=10 + attempt, last_step=step,
+                       signal=9, signal_name="SIGKILL", decisive=True, shutdown=False,
+                       role="chief", index=0, chief=True)
+                time += 1.0
+
+
+@pytest.mark.parametrize("presenting", [True, False])
+def test_many_faults_label_only_the_newest_in_a_strip_at_the_top(window, qtbot, tmp_path,
+                                                                 presenting):
+    from ftgui.qt.plot_focus import MAX_LABEL_ROWS, MAX_LABELLED
+
+    run_dir = tmp_path / "run"
+    write_chaos_run(run_dir)
+    window.open_run(run_dir)
+    window.set_presenting(presenting)
+    settle(qtbot, window)
+    plot = window.plot
+    assert len(plot.markers) == 24  # 12 kills, 12 resumes
+    shown = [line.label for _, _, line in plot.markers if line.label.isVisible()]
+    assert 2 <= len(shown) <= MAX_LABELLED
+    steps = sorted(line.value() for _, _, line in plot.markers)
+    newest = steps[-MAX_LABELLED:]
+    assert all(line.value() >= newest[0] for _, _, line in plot.markers
+               if line.label.isVisible())
+    rects = [label.sceneBoundingRect() for label in shown]
+    assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
+    box = plot.getPlotItem().getViewBox().sceneBoundingRect()
+    assert not plot.legend.sceneBoundingRect().intersects(box.adjusted(0, 0, 0, -box.height() / 2))
+    row = max(r.height() for r in rects)
+    lowest = box.top() + 6 + MAX_LABEL_ROWS * (row + 1)  # two rows under a margin of 6 px
+    assert all(r.bottom() <= lowest + 1 for r in rects), [r.bottom() for r in rects]
+    assert lowest - box.top() < box.height() / 4

@@ -54,7 +54,9 @@ class LossPlot(PlotLook, pg.PlotWidget):
         # points; benchmarks/bench_streaming.py). Right-click → Plot options turns it on.
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
-        self.legend = item.addLegend(offset=(-10, 10), labelTextColor=theme.LEGEND_TEXT,
+        # bottom left, where a falling loss leaves room: the top right is the newest
+        # markers' labels' (and the redone inset's) place
+        self.legend = item.addLegend(offset=(10, -10), labelTextColor=theme.LEGEND_TEXT,
                                      labelTextSize=f"{theme.LEGEND_FONT_PT}pt")
         self.legend.setBrush(pg.mkBrush(theme.rgba(theme.LEGEND_FILL)))
         self.legend.setPen(pg.mkPen(theme.LEGEND_FRAME))

@@ -24,6 +24,18 @@ LEAD_FRACTION = 1.0  # show this much of a redone range's width before it too
 CLIP_MARGIN = 2.0  # curves are drawn clipped this many view heights beyond the view
 LABEL_MARGIN_PX, LABEL_GAP_PX = 6, 3  # above the top row of marker labels; left of the legend
 LABEL_ROW_GAP_PX = 1  # between rows of labels: their padding, filled, already sets them apart
+MAX_LABEL_ROWS = 2  # marker labels stay in a strip at the top: never over half the plot
+MAX_LABELLED = 6  # only the newest markers are labelled (a chaos run has dozens)
+
+
+def label_strip_px(lines) -> float:
+    """The height in pixels of the strip at the top of the plot that the labels of the shown
+    marker `lines` take left of the legend (0 without one)."""
+    shown = [line for line in lines if line.isVisible() and line.label.isVisible()]
+    if not shown:
+        return 0.0
+    row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_ROW_GAP_PX
+    return LABEL_MARGIN_PX + min(MAX_LABEL_ROWS, len(shown)) * row_px
 
 
 def focus_start(redone: Sequence[tuple[float, float]], last_step: float) -> float:
@@ -116,8 +128,16 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
     (`label_rows`); a label with no room left is hidden until there is. A label goes on the
     side its line prefers (`line.prefers_right`, else its anchor), or on the other side when
     it would run past the edge of the plot there; one whose line is out of view, or that fits
-    on neither side, is hidden."""
+    on neither side, is hidden. Labels use at most `MAX_LABEL_ROWS` rows at the top, and only
+    the newest `MAX_LABELLED` markers (by step) are labelled: the lines of older ones stay,
+    their text is in the line's tooltip."""
     shown = [line for line in lines if line.isVisible()]
+    newest = sorted(shown, key=lambda line: line.value())[-MAX_LABELLED:]
+    for line in shown:
+        line.setToolTip(line.label.toPlainText())
+        if line not in newest:
+            line.label.setVisible(False)
+    shown = newest
     box = view_box.sceneBoundingRect()
     height = box.height()
     if not shown or height <= 0:
@@ -142,14 +162,21 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
         extents.append((x, x + width) if right_of_line else (x - width, x))
     if not shown:
         return
-    rows = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
+    fitting = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
     limits = []
     if legend is not None and legend.isVisible() and legend.items:
         rect = legend.sceneBoundingRect()
-        for row in range(rows):
+        for row in range(fitting):
             top = box.top() + LABEL_MARGIN_PX + row * row_px
             covered = top < rect.bottom() and top + row_px > rect.top()
             limits.append(rect.left() - LABEL_GAP_PX if covered else np.inf)
+    # rows from the top until MAX_LABEL_ROWS of them are free of the legend: a legend at the
+    # top pushes the labels right of its left edge just under it, never further down
+    rows, free = 0, 0
+    while rows < fitting and free < MAX_LABEL_ROWS:
+        free += rows >= len(limits) or limits[rows] == np.inf
+        rows += 1
+    limits = limits[:rows]
     for line, row in zip(shown, label_rows(extents, rows, limits), strict=True):
         line.label.setVisible(row is not None)
         if row is not None:
