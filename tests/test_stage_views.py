@@ -216,8 +216,64 @@ def test_many_faults_label_only_the_newest_in_a_strip_at_the_top(window, qtbot, 
     rects = [label.sceneBoundingRect() for label in shown]
     assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
     box = plot.getPlotItem().getViewBox().sceneBoundingRect()
-    assert not plot.legend.sceneBoundingRect().intersects(box.adjusted(0, 0, 0, -box.height() / 2))
-    row = max(r.height() for r in rects)
-    lowest = box.top() + 6 + MAX_LABEL_ROWS * (row + 1)  # two rows under a margin of 6 px
+    legend = plot.legend.sceneBoundingRect()
+    row = max(r.height() for r in rects) + 1
+    # presenting, the legend is at the bottom left: two rows under a margin of 6 px; else
+    # the rows beside the legend (top right) and two more under it
+    top = box.top() + 6 if presenting else max(legend.bottom(), box.top() + 6)
+    assert presenting == (legend.top() > box.center().y())
+    lowest = top + MAX_LABEL_ROWS * row + (0 if presenting else row)
     assert all(r.bottom() <= lowest + 1 for r in rects), [r.bottom() for r in rects]
-    assert lowest - box.top() < box.height() / 4
+    assert lowest - box.top() < box.height() / 2
+
+
+@pytest.mark.parametrize("presenting", [True, False])
+def test_after_a_resume_the_redone_steps_are_magnified_and_the_resumed_curve_stays(
+        window, qtbot, tmp_path, presenting):
+    from ftgui.qt.redone_inset import RedoneInset
+
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)  # killed at 230, resumed from 200, on to 260; loss 2/step
+    window.open_run(run_dir)
+    window.set_presenting(presenting)
+    settle(qtbot, window)
+    plot = window.plot
+    inset = plot.findChild(RedoneInset, "redoneInset")
+    assert inset.isVisible()
+    x_range, y_range = inset.getPlotItem().getViewBox().viewRange()
+    assert x_range == pytest.approx([200.0, 230.0])
+    low, high = 2.0 / 230, 2.0 / 200  # the redone losses, both lines of training
+    pad = (high - low) * 0.1
+    assert y_range == pytest.approx([low - pad, high + pad])
+    old_x, old_y = inset.old.getData()
+    new_x, new_y = inset.new.getData()
+    assert old_x.tolist() == list(range(200, 231))  # from the checkpoint's step on
+    assert new_x.tolist() == list(range(201, 231))  # the steps redone
+    assert old_y.tolist()[1:] == new_y.tolist() == [2.0 / s for s in range(201, 231)]
+    # the main view: the whole resumed curve in view, the inset within the plot, over no label
+    view_low, view_high = plot.getPlotItem().getViewBox().viewRange()[1]
+    assert view_low <= 2.0 / 260 and 2.0 / 201 <= view_high
+    box = plot.getPlotItem().getViewBox().sceneBoundingRect()
+    rect = inset.geometry()
+    assert box.contains(plot.mapToScene(rect).boundingRect())
+    for _kind, _step, line in plot.markers:
+        if line.label.isVisible():
+            label = plot.mapFromScene(line.label.sceneBoundingRect()).boundingRect()
+            assert not label.intersects(rect)
+
+
+def test_no_inset_before_a_resume_nor_on_the_time_axis(window, qtbot, tmp_path):
+    from ftgui.qt.redone_inset import RedoneInset
+
+    run_dir = tmp_path / "run"
+    write_constant_run(run_dir, 0.5)
+    window.open_run(run_dir)
+    settle(qtbot, window)
+    assert not window.plot.findChild(RedoneInset, "redoneInset").isVisible()
+    write_recovered_run(tmp_path / "crash")
+    window.open_run(tmp_path / "crash")
+    settle(qtbot, window)
+    assert window.plot.inset.isVisible()
+    window.plot.set_x_axis("time")
+    settle(qtbot, window)
+    assert not window.plot.inset.isVisible()

@@ -29,6 +29,7 @@ from ftgui.qt.loss_axis import loss_axes
 from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_look import PlotLook
 from ftgui.qt.plot_trace import Trace
+from ftgui.qt.redone_inset import RedoneInset
 
 # Colours, widths and font sizes come from the theme (ftgui.qt.theme), at its current scale.
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
@@ -54,9 +55,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         # points; benchmarks/bench_streaming.py). Right-click → Plot options turns it on.
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
-        # bottom left, where a falling loss leaves room: the top right is the newest
-        # markers' labels' (and the redone inset's) place
-        self.legend = item.addLegend(offset=(10, -10), labelTextColor=theme.LEGEND_TEXT,
+        self.legend = item.addLegend(offset=(-10, 10), labelTextColor=theme.LEGEND_TEXT,
                                      labelTextSize=f"{theme.LEGEND_FONT_PT}pt")
         self.legend.setBrush(pg.mkBrush(theme.rgba(theme.LEGEND_FILL)))
         self.legend.setPen(pg.mkPen(theme.LEGEND_FRAME))
@@ -80,6 +79,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._span: tuple[float, float] | None = None  # the y range the view was fitted to
         self._flat = False  # y fitted by `_flat_span` (data too flat for auto-range)
+        self._focus_from: float | None = None  # the presentation view's first fitted step
         self._refit = False  # look at the y range again at the next redraw, data new or not
         self._clip: tuple[float, float] | None = None  # y band the curves are drawn within
         self._dirty: set[Trace] = set()
@@ -95,6 +95,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._apply_look()
         theme.follow_scale(self, self._apply_look)
         self.branches = BranchLayer(self)  # forks: abandoned parts dashed, branch colours
+        self.inset = RedoneInset(self)  # the newest redone range magnified
+        self._inset_drawn: tuple | None = None  # what the inset shows: regions, sizes, view
 
     # ------------------------------------------------------------ compatibility views
     @property
@@ -356,7 +358,32 @@ class LossPlot(PlotLook, pg.PlotWidget):
             self._rebuild_legend()
         self._update_notice()
         self.branches.redraw()
+        self._update_inset()
         return updated
+
+    def inset_steps(self) -> tuple[float, float] | None:
+        """The redone range the inset magnifies (the newest shaded one, on the step axis, once
+        a later line of training exists), or None."""
+        if self.x_axis != "step" or not self.regions or len(self.traces) < 2:
+            return None
+        start, end = self.regions[-1].getRegion()
+        return float(start), float(end)
+
+    def _update_inset(self) -> None:
+        steps = self.inset_steps()
+        newest = max(self.traces) if self.traces else None
+        drawn = (steps, self.presenting, tuple(t.series.size for t in self.traces.values()))
+        if drawn == self._inset_drawn:
+            return
+        self._inset_drawn = drawn
+        if steps is None:
+            self.inset.hide()
+            return
+        earlier = [(trace.series.x(), trace.series.y()) for attempt, trace in
+                   self.traces.items() if attempt != newest]
+        resumed = self.traces[newest].series
+        if self.inset.show_range(*steps, earlier, (resumed.x(), resumed.y()), self.presenting):
+            self._place_inset()
 
     def _update_notice(self) -> None:
         untimed = self.x_axis == "time" and any(

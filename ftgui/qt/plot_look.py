@@ -11,7 +11,14 @@ from PySide6.QtGui import QColor
 from ftgui.core.axis_range import finite_extent, is_flat, padded_range
 from ftgui.qt import theme
 from ftgui.qt.marker_line import MarkerLine
-from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
+from ftgui.qt.plot_focus import (
+    clip_band,
+    focus_span,
+    focus_start,
+    label_strip_px,
+    layout_marker_labels,
+)
+from ftgui.qt.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
 
 
 class PlotLook:
@@ -49,6 +56,11 @@ class PlotLook:
         legend_size = (f"{theme.presenting_px('legend')}px" if presenting
                        else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")
         self.legend.opts["labelTextSize"] = legend_size
+        # where a falling loss leaves room: the top right of the whole run; the bottom left
+        # of the presentation view's fitted part (its early steps run above the view)
+        corner = ((0, 1), (10, -10)) if presenting else ((1, 0), (-10, 10))
+        if self.legend.parentItem() is not None:
+            self.legend.anchor(corner[0], corner[0], offset=corner[1])
         symbol = theme.presenting_px("validation_symbol") if presenting else round(
             theme.VALIDATION_SYMBOL_PX * theme.scale())
         self.validation_item.setSymbolSize(symbol)
@@ -105,6 +117,34 @@ class PlotLook:
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),
                              [line for _kind, _step, line in self.markers], self.legend)
+        self._place_inset()
+
+    def _place_inset(self) -> None:
+        """The redone inset under the marker labels' strip, in the view box's top middle."""
+        inset = getattr(self, "inset", None)
+        if inset is None or not inset.isVisible() and self.inset_steps() is None:
+            return
+        box = self.getPlotItem().getViewBox()
+        view = to_widget(self, box.sceneBoundingRect())
+        left = LEFT_FRACTION
+        if self.presenting and self._focus_from is not None:  # over the fitted part of the run
+            x_low, x_high = box.viewRange()[0]
+            left = (self._focus_from - x_low) / (x_high - x_low) if x_high > x_low else left
+        inset.place(view, label_strip_px([line for _kind, _step, line in self.markers]), left)
+
+    def _headroom(self, span: tuple[float, float]) -> tuple[float, float]:
+        """`span` with room added above the losses for the marker labels' strip and, once
+        there is a redone range, the inset under it (presentation view): neither covers the
+        curves there."""
+        height = self.getPlotItem().getViewBox().sceneBoundingRect().height()
+        if height <= 0:
+            return span
+        top = label_strip_px([line for _kind, _step, line in self.markers])
+        if self.inset_steps() is not None:
+            top += GAP_PX + height * HEIGHT_FRACTION
+        share = min(top / height, 0.6)
+        low, high = span
+        return low, high + (high - low) * share / (1 - share)
 
     def _focus_y(self) -> None:
         """In the presentation view on a linear axis: fit y to the interesting part (the steps
@@ -122,7 +162,11 @@ class PlotLook:
                       for t in self.traces.values()]
             x = self._x(self.validation, self.time_origin)
             points = None if x is None else (x, self.validation.y())
-            span = focus_span([(x, y) for x, y in curves if x is not None], redone, points)
+            curves = [(x, y) for x, y in curves if x is not None and len(x)]
+            span = focus_span(curves, redone, points)
+            self._focus_from = focus_start(redone, max(float(x[-1]) for x, _y in curves)) \
+                if curves else None
+            span = None if span is None else self._headroom(span)
         elif self._dirty or self._validation_dirty or self._flat or self._refit:
             span = self._flat_span()
         self._refit = False
