@@ -277,3 +277,59 @@ def test_no_inset_before_a_resume_nor_on_the_time_axis(window, qtbot, tmp_path):
     window.plot.set_x_axis("time")
     settle(qtbot, window)
     assert not window.plot.inset.isVisible()
+
+
+def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(window, qtbot,
+                                                                            tmp_path):
+    from test_compare import two_runs
+
+    from ftgui.core import runs
+    from ftgui.qt.compare_view import COMPARE_COLOURS
+
+    every_10, every_4 = two_runs(tmp_path / "runs")
+    window.open_run(every_10)
+    window.set_presenting(True)
+    view = window.run_history.compare([runs.summarize(every_10), runs.summarize(every_4)])
+    QApplication.processEvents()
+    assert not view.isWindow() and view.parent() is window.right_splitter  # no window on top
+    assert view.isVisible() and not window.plot_pane.isVisible()
+    assert not view.table.isVisible() and view.back.isVisible()
+    assert window.story_banner.isVisible()
+    text = view.figures.text()
+    assert "every-10: 4 steps redone · 2.4 s lost · goodput 54 %" in text
+    assert "every-4: 2 steps redone · 2.2 s lost · goodput 56 %" in text
+    assert "final loss 0.05: every-4 = every-10, bitwise" in text
+    assert "font-size:24px" in text
+    colours = [trace.colour for trace in view.plot.overlays.values()]
+    assert colours == list(COMPARE_COLOURS[:2])
+    widths = [trace.raw.opts["pen"].widthF() for trace in view.plot.overlays.values()]
+    assert widths[0] > widths[1] >= 3  # the first one wider: the other is seen lying on it
+    kinds = sorted(kind for kind, _step, _line in view.plot.markers)
+    assert kinds == ["crash", "crash", "resume", "resume"]
+    window.set_presenting(False)  # F5 again: the comparison in its own window
+    QApplication.processEvents()
+    assert view.isWindow() and view.isVisible() and window.plot_pane.isVisible()
+    assert view.table.isVisible() and not view.back.isVisible()
+    window.set_presenting(True)
+    QApplication.processEvents()
+    view.back.click()  # back to the run
+    QApplication.processEvents()
+    assert not view.isVisible() and window.plot_pane.isVisible()
+    view.close()
+
+
+def test_final_losses_that_differ_are_shown_in_full():
+    from ftgui.core.run_figures import RunFigures
+    from ftgui.qt.compare_view import final_line, loss_text
+
+    def run(name, loss):
+        return RunFigures(name, 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 10, loss)
+
+    a, b, c = run("a", 0.0118), run("b", 0.011800000000000001), run("c", 0.0118)
+    rows = [a, b, c]
+    assert loss_text(a, rows) == "0.0118"
+    assert loss_text(b, rows) == "0.011800000000000001"  # one bit apart: both in full
+    assert loss_text(c, rows) == "0.0118 = a, bitwise"
+    assert final_line(rows) == ("final loss a 0.0118 · b 0.011800000000000001 · "
+                                "c 0.0118 = a, bitwise")
+    assert loss_text(run("d", None), rows) == "—"

@@ -159,7 +159,8 @@ class PlotLook:
         if focused:
             redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
             curves = [(self._x(t.series, self.time_origin), t.series.y())
-                      for t in self.traces.values()]
+                      for t in self.traces.values()] or [  # a comparison: the runs compared
+                (self._x(t.series, t.origin), t.series.y()) for t in self.overlays.values()]
             x = self._x(self.validation, self.time_origin)
             points = None if x is None else (x, self.validation.y())
             curves = [(x, y) for x, y in curves if x is not None and len(x)]
