@@ -333,3 +333,53 @@ def test_final_losses_that_differ_are_shown_in_full():
     assert final_line(rows) == ("final loss a 0.0118 · b 0.011800000000000001 · "
                                 "c 0.0118 = a, bitwise")
     assert loss_text(run("d", None), rows) == "—"
+
+
+def test_a_stage_names_the_pane_its_text_points_at():
+    import tomllib
+
+    from ftgui.core import demos
+
+    found, _problems = demos.discover()
+    by_key = {demo.key: demo for demo in found}
+    crash = by_key["crash-and-recover"]
+    pointing = [stage for stage in crash.stages if "checkpoint table" in stage.text]
+    assert pointing and all(stage.show == "checkpoints" for stage in pointing)
+    for demo in found:  # every stage that tells the room to look at the table shows it
+        for stage in demo.stages:
+            if "checkpoint table" in stage.text:
+                assert stage.show == "checkpoints", (demo.key, stage.text[:40])
+    table = tomllib.loads(crash.path.read_text())
+    table["stages"][1]["show"] = "plot"
+    with pytest.raises(demos.DemoError,
+                       match=r"^stages\[1\]\.show: 'plot' is not one of checkpoints, incidents$"):
+        demos.parse(table, crash.path)
+
+
+def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot, tmp_path):
+    from ftgui.qt.view_modes import STAGE_PANE_PX, show_stage_pane
+
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)
+    window.open_run(run_dir)
+    window.set_presenting(True)
+    QApplication.processEvents()
+    assert not window.table.isVisible()
+    show_stage_pane(window, "checkpoints", window.presenting)
+    QApplication.processEvents()
+    assert window.table.isVisible() and not window.processes.isVisible()
+    assert not window.incident_panel.isVisible()
+    assert window.table.font().pixelSize() == STAGE_PANE_PX
+    assert window.plot.isVisible() and window.story_banner.isVisible()
+    show_stage_pane(window, "incidents", window.presenting)
+    QApplication.processEvents()
+    assert window.incident_panel.isVisible() and not window.table.isVisible()
+    show_stage_pane(window, "", window.presenting)
+    QApplication.processEvents()
+    assert not window.bottom.isVisible()
+    show_stage_pane(window, "checkpoints", window.presenting)
+    window.set_presenting(False)  # what the demo menu does when the view is left
+    show_stage_pane(window, "checkpoints", window.presenting)
+    QApplication.processEvents()
+    assert window.table.isVisible() and window.processes.parentWidget().isVisible()
+    assert window.table.font().pixelSize() != STAGE_PANE_PX
