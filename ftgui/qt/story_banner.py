@@ -21,7 +21,10 @@ MAX_LINES = 2
 MIN_FONT_FRACTION = 0.75  # the smallest font tried before the sentence is cut
 ELLIPSIS = " …"
 TOOLTIP = "The run's state and its last incident: the figures are the Incidents tab's"
-PADDING_PX = {False: 8, True: 12}  # left and right, as the theme's stylesheet pads it
+# QLabel paints wrapped text a little narrower than its contents (an indent of half an "x"
+# with a styled frame): a sentence measured to fit within 8 px of the width wrapped a word
+# onto a third line. Fit to this share of the width, less a few pixels.
+WIDTH_SLACK = (0.03, 8)
 
 
 def line_count(text: str, font: QFont, width: int) -> int:
@@ -92,8 +95,7 @@ class StoryBanner(QLabel):
                                                                     theme.scale())
 
     def refit(self) -> None:
-        presenting = bool(self.property("presenting"))
-        width = self.width() - 2 * PADDING_PX[presenting] - 2
+        width = round(self.contentsRect().width() * (1 - WIDTH_SLACK[0])) - WIDTH_SLACK[1]
         base = self.base_px()
         px, shown = fit(self._story, self.font(), width, base) if width > 40 else (
             base, self._story)
