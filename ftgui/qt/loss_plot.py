@@ -369,20 +369,35 @@ class LossPlot(PlotLook, pg.PlotWidget):
         start, end = self.regions[-1].getRegion()
         return float(start), float(end)
 
+    def _inset_curves(self):
+        """(start, end, earlier curves, resumed curve) for the inset: the newest shaded range
+        that a later line of training went over again (a fault that redid nothing, a
+        preemption, leaves the one before it), or None."""
+        if self.inset_steps() is None:
+            return None
+        attempts = sorted(self.traces)
+        for region in reversed(self.regions):
+            start, end = (float(v) for v in region.getRegion())
+            for position in range(len(attempts) - 1, 0, -1):
+                series = self.traces[attempts[position]].series
+                x = series.x()
+                if len(x) and x[0] <= start + 1 and np.any((x > start) & (x <= end)):
+                    earlier = [(self.traces[a].series.x(), self.traces[a].series.y())
+                               for a in attempts[:position]]
+                    return start, end, earlier, (x, series.y())
+        return None
+
     def _update_inset(self) -> None:
-        steps = self.inset_steps()
-        newest = max(self.traces) if self.traces else None
-        drawn = (steps, self.presenting, tuple(t.series.size for t in self.traces.values()))
+        drawn = (self.inset_steps(), len(self.regions), self.presenting,
+                 tuple(t.series.size for t in self.traces.values()))
         if drawn == self._inset_drawn:
             return
         self._inset_drawn = drawn
-        if steps is None:
+        found = self._inset_curves()
+        if found is None:
             self.inset.hide()
             return
-        earlier = [(trace.series.x(), trace.series.y()) for attempt, trace in
-                   self.traces.items() if attempt != newest]
-        resumed = self.traces[newest].series
-        if self.inset.show_range(*steps, earlier, (resumed.x(), resumed.y()), self.presenting):
+        if self.inset.show_range(*found, self.presenting):
             self._place_inset()
 
     def _update_notice(self) -> None:
