@@ -128,6 +128,8 @@ def test_a_constant_loss_gets_distinct_ticks_in_every_view(window, qtbot, tmp_pa
     exponent = np.log10(loss)
     pad = max(abs(exponent), 0) * 0.1 or 1.0
     assert (view_low, view_high) == pytest.approx((exponent - pad, exponent + pad))
+    x, y = window.plot.traces[0].raw.getData()  # the curve itself, drawn (log10 of the loss)
+    assert len(x) == 40 and y == pytest.approx(np.full(40, exponent))
 
 
 def test_a_single_step_is_in_view(window, qtbot, tmp_path):

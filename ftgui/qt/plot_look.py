@@ -177,7 +177,7 @@ class PlotLook:
             self.getPlotItem().enableAutoRange(y=True)  # no longer flat: pyqtgraph fits again
         self._flat = span is not None and not focused
         self._span = span
-        clip = clip_band(span, self._clip)
+        clip = clip_band(span if focused else None, self._clip)  # log or flat: no clipping
         if clip != self._clip:
             self._clip = clip
             self._dirty.update(self._all_traces())
