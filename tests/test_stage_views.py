@@ -169,8 +169,8 @@ def test_the_story_line_takes_at_most_two_lines(window, qtbot, presenting, story
     base = banner.base_px()
     assert banner.font().pixelSize() >= base * MIN_FONT_FRACTION
     if banner.shown_text() != story:  # cut at a word: the whole sentence in the tooltip
-        assert banner.shown_text().endswith(" …")
-        assert story.startswith(banner.shown_text()[:-2])
+        assert banner.shown_text().startswith("… ")  # the beginning cut: the figures stay
+        assert story.endswith(banner.shown_text()[2:])
         assert banner.toolTip().startswith(story)
     banner.set_story("Training: step 1 of 400 · loss 2.0000")
     QApplication.processEvents()
@@ -394,3 +394,17 @@ def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot,
     QApplication.processEvents()
     assert window.table.isVisible() and window.processes.parentWidget().isVisible()
     assert window.table.font().pixelSize() != STAGE_PANE_PX
+
+
+def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
+    window.set_presenting(True)
+    window.resize(960, 720)  # the narrowest window; a demo's panel takes as much again
+    banner = window.story_banner
+    banner.set_story(LONG_STORY + " · " + LONG_STORY)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    shown = banner.shown_text()
+    assert shown.startswith("… ") and shown.endswith("95 steps redone, 12.4 s lost · goodput 81 %")
+    assert banner.toolTip().startswith(LONG_STORY + " · " + LONG_STORY)
+    lines = QFontMetrics(banner.font()).lineSpacing()
+    assert banner.heightForWidth(banner.width()) < 2.5 * lines + 12

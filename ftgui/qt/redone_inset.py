@@ -25,7 +25,7 @@ GAP_PX = 6  # below the marker labels' strip
 PAD_FRACTION = 0.1  # above and below the redone losses
 MIN_SIZE_PX = (160, 110)  # smaller than this it is not shown
 TICK_PX = {False: 10, True: 16}
-TITLE_PX = {False: 11, True: 18}
+TITLE_PX = {False: 11, True: 17}
 
 
 def redone_part(x: np.ndarray, y: np.ndarray, start: float, end: float
@@ -116,7 +116,7 @@ class RedoneInset(pg.PlotWidget):
             axis.setTickFont(font)
             axis.setStyle(tickFont=font, tickTextOffset=2)
             axis.setTextPen(theme.TEXT)
-        item.setTitle(f"steps {start:.0f}–{end:.0f} magnified",
+        item.setTitle(f"{start:.0f}–{end:.0f} magnified",
                       color=theme.TEXT, size=f"{round(TITLE_PX[presenting] * scale)}px")
 
 

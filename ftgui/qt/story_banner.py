@@ -2,8 +2,9 @@
 
 A long sentence in the presentation view's 32 px wrapped to three lines at 1280 px and took
 the plot's height. Here the font is made smaller, down to `MIN_FONT_FRACTION` of its size, until
-the sentence fits in `MAX_LINES`; past that it is cut at a word with "…", and the whole sentence
-is in the tooltip. `text()` is always the whole sentence (what tests and screen readers read);
+the sentence fits in `MAX_LINES`; past that its beginning is cut at a word ("… "), as a story
+sentence ends on its figures (steps redone, seconds lost, goodput), and the whole sentence is
+in the tooltip. `text()` is always the whole sentence (what tests and screen readers read);
 `shown_text()` is what is painted.
 """
 
@@ -19,7 +20,7 @@ from ftgui.qt import theme
 
 MAX_LINES = 2
 MIN_FONT_FRACTION = 0.75  # the smallest font tried before the sentence is cut
-ELLIPSIS = " …"
+ELLIPSIS = "… "
 TOOLTIP = "The run's state and its last incident: the figures are the Incidents tab's"
 # QLabel paints wrapped text a little narrower than its contents (an indent of half an "x"
 # with a styled frame): a sentence measured to fit within 8 px of the width wrapped a word
@@ -39,7 +40,8 @@ def fit(text: str, font: QFont, width: int, base_px: int,
         max_lines: int = MAX_LINES) -> tuple[int, str]:
     """(pixel size, text to paint) that puts `text` in at most `max_lines` lines of `width`
     pixels: the largest size from `base_px` down to `MIN_FONT_FRACTION` of it at which the
-    whole text fits, else the smallest with the text cut at a word and `ELLIPSIS` added."""
+    whole text fits, else the smallest with the text's beginning cut at a word and `ELLIPSIS`
+    put in front (the figures a story sentence ends on stay)."""
     sized = QFont(font)
     floor = math.ceil(base_px * MIN_FONT_FRACTION)
     for px in range(base_px, floor - 1, -1):
@@ -47,14 +49,14 @@ def fit(text: str, font: QFont, width: int, base_px: int,
         if line_count(text, sized, width) <= max_lines:
             return px, text
     words = text.split(" ")
-    low, high = 0, len(words)  # the most words that fit with the ellipsis: binary search
+    low, high = 0, len(words)  # the most last words that fit after the ellipsis: bisection
     while low < high:
         middle = (low + high + 1) // 2
-        if line_count(" ".join(words[:middle]) + ELLIPSIS, sized, width) <= max_lines:
+        if line_count(ELLIPSIS + " ".join(words[-middle:]), sized, width) <= max_lines:
             low = middle
         else:
             high = middle - 1
-    return floor, " ".join(words[:low]) + ELLIPSIS
+    return floor, ELLIPSIS + " ".join(words[len(words) - low:])
 
 
 class StoryBanner(QLabel):
@@ -75,7 +77,7 @@ class StoryBanner(QLabel):
         return self._story
 
     def shown_text(self) -> str:
-        """What is painted: the sentence, or its beginning and "…" when it does not fit."""
+        """What is painted: the sentence, or "…" and its end when it does not fit."""
         return super().text()
 
     def set_story(self, text: str) -> None:
