@@ -326,6 +326,11 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     view.back.click()  # back to the run
     QApplication.processEvents()
     assert not view.isVisible() and window.plot_pane.isVisible()
+    window.run_history.compare([runs.summarize(every_10), runs.summarize(every_4)])
+    assert not window.plot_pane.isVisible()
+    window.controller.stateChanged.emit("running", "")  # the next run: its plot in place
+    QApplication.processEvents()
+    assert not view.isVisible() and window.plot_pane.isVisible()
     view.close()
 
 

@@ -120,6 +120,7 @@ class RunHistory:
         if self.compare_view is None:
             self.compare_view = CompareView(self.window)
             self.compare_view.backRequested.connect(self.end_stage_compare)
+            self.window.controller.stateChanged.connect(self._live_again)
             self.window.presentation.looks.append(self._compare_look)
         problems = self.compare_view.show_runs(selected)
         if problems:
@@ -146,6 +147,11 @@ class RunHistory:
         view.set_presenting(presenting)
         view.show()
         view.raise_()
+
+    def _live_again(self, state: str, _reason: str = "") -> None:
+        """A run trains again (the next demo, a resume): its plot comes back in place."""
+        if state in ("running", "recovering"):
+            self.end_stage_compare()
 
     def end_stage_compare(self) -> None:
         """Back from the comparison to the run's plot (the presentation view's Back button)."""
