@@ -370,9 +370,10 @@ class LossPlot(PlotLook, pg.PlotWidget):
         return float(start), float(end)
 
     def _inset_curves(self):
-        """(start, end, earlier curves, resumed curve) for the inset: the newest shaded range
-        that a later line of training went over again (a fault that redid nothing, a
-        preemption, leaves the one before it), or None."""
+        """(start, end, earlier curves, resumed curve, resumed points in the range) for the
+        inset: the newest shaded range that a later line of training went over again (a
+        fault that redid nothing, a preemption, leaves the one before it), or None. Found by
+        bisection (each line's steps ascend): it runs at every redraw."""
         if self.inset_steps() is None:
             return None
         attempts = sorted(self.traces)
@@ -381,23 +382,29 @@ class LossPlot(PlotLook, pg.PlotWidget):
             for position in range(len(attempts) - 1, 0, -1):
                 series = self.traces[attempts[position]].series
                 x = series.x()
-                if len(x) and x[0] <= start + 1 and np.any((x > start) & (x <= end)):
+                if not len(x) or x[0] > start + 1:
+                    continue
+                inside = int(np.searchsorted(x, end, side="right")
+                             - np.searchsorted(x, start, side="right"))
+                if inside > 0:
                     earlier = [(self.traces[a].series.x(), self.traces[a].series.y())
                                for a in attempts[:position]]
-                    return start, end, earlier, (x, series.y())
+                    return start, end, earlier, (x, series.y()), inside
         return None
 
     def _update_inset(self) -> None:
-        drawn = (self.inset_steps(), len(self.regions), self.presenting,
-                 tuple(t.series.size for t in self.traces.values()))
+        """Draw the inset anew when what it shows changed: its range, the view, or a resumed
+        step inside the range (steps past it change nothing there)."""
+        found = self._inset_curves()
+        drawn = None if found is None else (found[0], found[1], len(found[2]), found[4],
+                                            self.presenting, len(self.regions))
         if drawn == self._inset_drawn:
             return
         self._inset_drawn = drawn
-        found = self._inset_curves()
         if found is None:
             self.inset.hide()
             return
-        if self.inset.show_range(*found, self.presenting):
+        if self.inset.show_range(*found[:4], self.presenting):
             self._place_inset()
 
     def _update_notice(self) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF
-from PySide6.QtWidgets import QFrame
+from PySide6.QtWidgets import QFrame, QGraphicsItem
 
 from ftgui.core.axis_range import series_range
 from ftgui.qt import theme
@@ -62,10 +62,17 @@ class RedoneInset(pg.PlotWidget):
         item = self.getPlotItem()
         item.hideButtons()
         item.setMenuEnabled(False)
+        item.setDownsampling(auto=True, mode="peak")  # a long redone range: few segments
+        item.setClipToView(True)
         item.getViewBox().setMouseEnabled(False, False)
         self.old = pg.PlotDataItem([], [], connect="finite")
         self.new = pg.PlotDataItem([], [], connect="finite")
         self.new.setZValue(1)
+        for curve in (self.old, self.new):  # one bin per 2 px: the envelope under thick pens
+            curve.opts["autoDownsampleFactor"] = 0.5
+            # painted once into a pixmap: the main plot repaints under the inset at every new
+            # step, and the inset's thick curves cost 4 ms a frame drawn again each time
+            curve.curve.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         item.addItem(self.old)
         item.addItem(self.new)
         self.steps: tuple[float, float] | None = None  # the redone range shown
