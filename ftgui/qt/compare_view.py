@@ -17,6 +17,7 @@ import math
 from html import escape
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -40,6 +41,7 @@ COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "chec
 COMPARE_COLOURS = ("#1f77b4", "#e08e0b", "#7b3fa0", "#2a9d8f", "#8c564b", "#d4479b")
 MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "resume", "worker_lost")
 FIGURES_PX = {False: 13, True: 24}  # the large lines over the plot
+MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
 
 
@@ -174,9 +176,12 @@ class CompareView(QWidget):
         read = [read_run(run.path, run.name) for run in named]
         self.rows = [figures for _timeline, figures in read]
         self.model_.set_rows(self.rows)
+        drawn = set()  # two runs killed at one step: one marker, one label
         for (timeline, _figures) in read:
             for marker in timeline.markers:
-                if marker.kind in MARKER_KINDS:
+                key = (marker.kind, marker.step, marker.label)
+                if marker.kind in MARKER_KINDS and key not in drawn:
+                    drawn.add(key)
                     self.plot.add_marker(marker.kind, marker.step, marker.label)
         self._colour()
         self._show_figures()
@@ -206,8 +211,30 @@ class CompareView(QWidget):
                 trace.raw.setPen(pen)
         self.plot._rebuild_legend()
 
-    def _show_figures(self) -> None:
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._show_figures()
+
+    def _figures_px(self, lines: list[str]) -> int:
+        """The largest font size, from `FIGURES_PX` down to `MIN_FIGURES_PX`, at which every
+        line fits the label's width unwrapped (a wrapped line took the plot's height)."""
         px = round(FIGURES_PX[self.presenting] * theme.scale())
+        width = self.width() - (self.back.sizeHint().width() + 40 if self.presenting else 30)
+        font = theme.font_px(px, bold=True)
+        while px > MIN_FIGURES_PX:
+            font.setPixelSize(px)
+            metrics = QFontMetrics(font)
+            if max((metrics.horizontalAdvance(line) for line in lines), default=0) <= width:
+                break
+            px -= 1
+        return px
+
+    def _show_figures(self) -> None:
+        lines = [f"■ {headline(figures)}" for figures in self.rows]
+        if final_line(self.rows):
+            lines.append(final_line(self.rows))
+        px = self._figures_px(lines)
         lines = []
         for index, figures in enumerate(self.rows):
             colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
