@@ -413,3 +413,25 @@ def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
     assert banner.toolTip().startswith(LONG_STORY + " · " + LONG_STORY)
     lines = QFontMetrics(banner.font()).lineSpacing()
     assert banner.heightForWidth(banner.width()) < 2.5 * lines + 12
+
+
+def test_the_comparison_of_two_constant_huge_losses_has_a_drawable_range(qtbot, tmp_path):
+    from ftgui.core import runs
+    from ftgui.qt.compare_view import CompareView
+
+    for name in ("a", "b"):
+        write_constant_run(tmp_path / name, 1e30)
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1000, 640)
+    view.show()
+    assert view.show_runs([runs.summarize(tmp_path / "a"), runs.summarize(tmp_path / "b")]) == []
+    view.plot.redraw()
+    QApplication.processEvents()
+    low, high = view.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert (low, high) == pytest.approx((0.9e30, 1.1e30))
+    labels = tick_labels(view.plot)
+    assert len(labels) >= 3 and len(set(labels)) == len(labels)
+    model = view.table.model()
+    assert [model.index(row, len(model.columns) - 1).data() for row in (0, 1)] == [
+        "1e+30", "1e+30 = a, bitwise"]
