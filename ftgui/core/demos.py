@@ -84,13 +84,19 @@ class Fault:
 
 @dataclass(frozen=True)
 class Stage:
-    """Shown after `count` × `after` in run `run` (1-based); `wait`: asks for K."""
+    """Shown after `count` × `after` in run `run` (1-based); `wait`: asks for K; `show`: the
+    pane its text points at (one of `PANES`, "" for none), shown also in the presentation
+    view while the stage is on screen."""
 
     after: str
     text: str
     count: int = 1
     run: int = 1
     wait: bool = False
+    show: str = ""
+
+
+PANES = ("checkpoints", "incidents")  # a stage's `show`: the checkpoint table, the Incidents tab
 
 
 @dataclass(frozen=True)
@@ -284,7 +290,7 @@ def _stages(items: list[dict], runs: int) -> tuple[Stage, ...]:
     stages, run = [], 1
     for i, item in enumerate(items):
         where = f"stages[{i}]."
-        _no_unknown(item, {"after", "text", "count", "run", "wait"}, where)
+        _no_unknown(item, {"after", "text", "count", "run", "wait", "show"}, where)
         after = item.get("after")
         if after not in TRIGGERS:
             raise DemoError(f"{where}after: {after!r} is not one of {', '.join(TRIGGERS)}")
@@ -300,7 +306,10 @@ def _stages(items: list[dict], runs: int) -> tuple[Stage, ...]:
         wait = item.get("wait", False)
         if not isinstance(wait, bool):
             raise DemoError(f"{where}wait: {wait!r} is not true or false")
-        stages.append(Stage(after, text, count, run, wait))
+        show = item.get("show", "")
+        if show not in ("", *PANES):
+            raise DemoError(f"{where}show: {show!r} is not one of {', '.join(PANES)}")
+        stages.append(Stage(after, text, count, run, wait, show))
     return tuple(stages)
 
 

@@ -9,6 +9,7 @@ from html import escape
 
 import numpy as np
 
+from ftgui.core.axis_range import series_range
 from ftgui.core.timeline import Timeline
 
 WIDTH, HEIGHT = 900, 360  # px
@@ -31,15 +32,30 @@ def thin(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.ndar
     return x[keep], y[keep]
 
 
+def tick_step(low: float, high: float, count: int = 5) -> float:
+    """The round spacing (1, 2 or 5 times a power of ten) of about `count` ticks over
+    [low, high] (high > low)."""
+    raw = (high / 2 - low / 2) * 2 / count
+    step = 10.0 ** math.floor(math.log10(raw))
+    return step * next(m for m in (1, 2, 5, 10) if raw <= m * step)
+
+
 def ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round tick values covering [low, high] (about `count` of them)."""
     if not high > low:
         return [low]
-    raw = (high - low) / count
-    step = 10 ** math.floor(math.log10(raw))
-    step *= next(m for m in (1, 2, 5, 10) if raw <= m * step)
+    step = tick_step(low, high, count)
     first = math.ceil(low / step) * step
     return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
+
+
+def tick_label(value: float, step: float) -> str:
+    """`value` with enough significant digits that ticks `step` apart read differently
+    (at least 3): 1e+30 and 1.05e+30, 2.5 and 2.50001."""
+    if value == 0:
+        return "0"
+    digits = max(3, math.floor(math.log10(abs(value))) - math.floor(math.log10(step)) + 1)
+    return f"{value:.{digits}g}"
 
 
 def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
@@ -55,21 +71,19 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
     ys = [y for _, y in lines if len(y)]
     all_x = np.concatenate(xs) if xs else np.empty(0)
     x_low, x_high = (float(all_x.min()), float(all_x.max())) if len(all_x) else (0.0, 1.0)
-    y_low, y_high = (float(min(y.min() for y in ys)), float(max(y.max() for y in ys))) \
-        if ys else (0.0, 1.0)
     if x_high <= x_low:
         x_high = x_low + 1
-    if y_high <= y_low:
-        y_low, y_high = y_low - 0.5, y_high + 0.5
+    # constant, huge, tiny or one point: a range with distinct ticks (ftgui.core.axis_range)
+    y_low, y_high = series_range(ys) or (0.0, 1.0)
     left, top = MARGIN["left"], MARGIN["top"]
     right, bottom = WIDTH - MARGIN["right"], HEIGHT - MARGIN["bottom"]
 
     def sx(value):
         return left + (np.asarray(value, dtype=float) - x_low) / (x_high - x_low) * (right - left)
 
-    def sy(value):
-        return bottom - (np.asarray(value, dtype=float) - y_low) / (y_high - y_low) * (
-            bottom - top)
+    def sy(value):  # halves: no overflow for a range near the float maximum
+        share = (np.asarray(value, dtype=float) / 2 - y_low / 2) / (y_high / 2 - y_low / 2)
+        return bottom - share * (bottom - top)
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" '
@@ -111,9 +125,11 @@ def _axes(sx, sy, x_range, y_range, box) -> list[str]:
         x = float(sx(value))
         parts.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
                      f"{value:g}</text>")
+    step = tick_step(*y_range)
     for value in ticks(*y_range):
         y = float(sy(value))
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:.3g}</text>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                     f"{tick_label(value, step)}</text>")
     parts.append(f'<text x="{(left + right) / 2:.0f}" y="{bottom + 34}" '
                  'text-anchor="middle">global step</text>')
     parts.append(f'<text x="14" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '

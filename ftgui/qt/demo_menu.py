@@ -18,6 +18,7 @@ from ftgui.core.demos import Demo
 from ftgui.core.run_notes import RunNotes
 from ftgui.core.run_notes import save as save_notes
 from ftgui.qt.demo_panel import DemoPanel, make_dock
+from ftgui.qt.view_modes import show_stage_pane
 
 POLL_MS = 100
 PRESENTER_KEY = "demo/presenter"  # QSettings: faults with `wait` wait for K
@@ -43,6 +44,7 @@ class DemoMenu(QObject):
         self.dock = make_dock(self.panel, window)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         window.presentation.looks.append(self.panel.set_presenting)
+        window.presentation.looks.append(lambda _on: self._show_pane())
         self.menu = window.menuBar().addMenu("De&mo")
         self.menu.setObjectName("demoMenu")
         window.menuBar().insertMenu(window.menus.help_menu.menuAction(), self.menu)
@@ -263,9 +265,18 @@ class DemoMenu(QObject):
         stage = machine.stage
         self.panel.show_stage(session.demo.title, machine.current, len(machine.stages),
                               stage.text if stage else "")
+        self._show_pane()
         fault = session.pending_wait()
         self.panel.show_prompt(f"Press K when ready: {fault.describe()}." if fault else "")
         self._update_actions()
+
+    def _show_pane(self) -> None:
+        """Presenting, the pane the current stage points at (`Stage.show`) is shown under the
+        plot at the presentation's text size, and hidden again after its stage."""
+        session, window = self.session, self.window
+        stage = session.machine.stage if session is not None and not session.ended else None
+        pane = stage.show if stage is not None else ""
+        show_stage_pane(window, pane, window.presenting)
 
     def _update_actions(self) -> None:
         session = self.session

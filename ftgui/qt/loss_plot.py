@@ -25,9 +25,11 @@ from ftgui.core.smoothing import MAX_WEIGHT
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
 from ftgui.qt.branches import BranchLayer
+from ftgui.qt.loss_axis import loss_axes
 from ftgui.qt.marker_line import MarkerLine
 from ftgui.qt.plot_look import PlotLook
 from ftgui.qt.plot_trace import Trace
+from ftgui.qt.redone_inset import RedoneInset
 
 # Colours, widths and font sizes come from the theme (ftgui.qt.theme), at its current scale.
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
@@ -44,7 +46,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
     the presentation view (`set_presenting`, from `PlotLook`)."""
 
     def __init__(self, parent=None):
-        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND)
+        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND, axisItems=loss_axes())
         self.setObjectName("lossPlot")
         item = self.getPlotItem()
         self.presenting = False  # the presentation view's large fonts, thick lines, y focus
@@ -76,6 +78,9 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.timeline: Timeline | None = None
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._span: tuple[float, float] | None = None  # the y range the view was fitted to
+        self._flat = False  # y fitted by `_flat_span` (data too flat for auto-range)
+        self._focus_from: float | None = None  # the presentation view's first fitted step
+        self._refit = False  # look at the y range again at the next redraw, data new or not
         self._clip: tuple[float, float] | None = None  # y band the curves are drawn within
         self._dirty: set[Trace] = set()
         self._validation_dirty = False
@@ -90,6 +95,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._apply_look()
         theme.follow_scale(self, self._apply_look)
         self.branches = BranchLayer(self)  # forks: abandoned parts dashed, branch colours
+        self.inset = RedoneInset(self)  # the newest redone range magnified
+        self._inset_drawn: tuple | None = None  # what the inset shows: regions, sizes, view
 
     # ------------------------------------------------------------ compatibility views
     @property
@@ -295,7 +302,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         """Show all data again and follow new data (undoes mouse zoom and pan); in the
         presentation view the y axis goes on following the interesting part."""
         self.getPlotItem().enableAutoRange(x=True, y=not self.presenting)
-        self._span = None  # fit the y axis again at the next redraw
+        self._span, self._refit = None, True  # fit the y axis again at the next redraw
         self.redraw()
 
     # ------------------------------------------------------------ drawing
@@ -351,7 +358,54 @@ class LossPlot(PlotLook, pg.PlotWidget):
             self._rebuild_legend()
         self._update_notice()
         self.branches.redraw()
+        self._update_inset()
         return updated
+
+    def inset_steps(self) -> tuple[float, float] | None:
+        """The redone range the inset magnifies (the newest shaded one, on the step axis, once
+        a later line of training exists), or None."""
+        if self.x_axis != "step" or not self.regions or len(self.traces) < 2:
+            return None
+        start, end = self.regions[-1].getRegion()
+        return float(start), float(end)
+
+    def _inset_curves(self):
+        """(start, end, earlier curves, resumed curve, resumed points in the range) for the
+        inset: the newest shaded range that a later line of training went over again (a
+        fault that redid nothing, a preemption, leaves the one before it), or None. Found by
+        bisection (each line's steps ascend): it runs at every redraw."""
+        if self.inset_steps() is None:
+            return None
+        attempts = sorted(self.traces)
+        for region in reversed(self.regions):
+            start, end = (float(v) for v in region.getRegion())
+            for position in range(len(attempts) - 1, 0, -1):
+                series = self.traces[attempts[position]].series
+                x = series.x()
+                if not len(x) or x[0] > start + 1:
+                    continue
+                inside = int(np.searchsorted(x, end, side="right")
+                             - np.searchsorted(x, start, side="right"))
+                if inside > 0:
+                    earlier = [(self.traces[a].series.x(), self.traces[a].series.y())
+                               for a in attempts[:position]]
+                    return start, end, earlier, (x, series.y()), inside
+        return None
+
+    def _update_inset(self) -> None:
+        """Draw the inset anew when what it shows changed: its range, the view, or a resumed
+        step inside the range (steps past it change nothing there)."""
+        found = self._inset_curves()
+        drawn = None if found is None else (found[0], found[1], len(found[2]), found[4],
+                                            self.presenting, len(self.regions))
+        if drawn == self._inset_drawn:
+            return
+        self._inset_drawn = drawn
+        if found is None:
+            self.inset.hide()
+            return
+        if self.inset.show_range(*found[:4], self.presenting):
+            self._place_inset()
 
     def _update_notice(self) -> None:
         untimed = self.x_axis == "time" and any(

@@ -16,21 +16,38 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from PySide6.QtCore import QPointF
 
+from ftgui.core.axis_range import is_flat, padded_range
+
 RECENT_FRACTION = 0.5  # without a restart: fit the y axis to the newest half of the steps
 PAD_FRACTION = 0.12  # empty space above and below the fitted losses, of their span
 LEAD_FRACTION = 1.0  # show this much of a redone range's width before it too
 CLIP_MARGIN = 2.0  # curves are drawn clipped this many view heights beyond the view
 LABEL_MARGIN_PX, LABEL_GAP_PX = 6, 3  # above the top row of marker labels; left of the legend
 LABEL_ROW_GAP_PX = 1  # between rows of labels: their padding, filled, already sets them apart
+MAX_LABEL_ROWS = 2  # marker labels stay in a strip at the top: never over half the plot
+MAX_LABELLED = 6  # only the newest markers are labelled (a chaos run has dozens)
+
+
+def label_strip_px(lines) -> float:
+    """The height in pixels of the strip at the top of the plot that the labels of the shown
+    marker `lines` take left of the legend (0 without one)."""
+    shown = [line for line in lines if line.isVisible() and line.label.isVisible()]
+    if not shown:
+        return 0.0
+    row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_ROW_GAP_PX
+    return LABEL_MARGIN_PX + min(MAX_LABEL_ROWS, len(shown)) * row_px
 
 
 def focus_start(redone: Sequence[tuple[float, float]], last_step: float) -> float:
-    """The first step of the interesting part: a redone range's width before the newest redone
-    range, or the start of the newest `RECENT_FRACTION` of the steps up to `last_step`."""
+    """The first step of the interesting part: the start of the newest `RECENT_FRACTION` of the
+    steps up to `last_step`, or, when earlier, a redone range's width before the newest redone
+    range. So a resume never narrows the view to the redone steps alone: the whole resumed
+    curve stays in view (the redone range is magnified in the plot's inset instead)."""
+    recent = last_step * (1.0 - RECENT_FRACTION)
     if redone:
         start, end = redone[-1]
-        return max(start - LEAD_FRACTION * (end - start), 0.0)
-    return last_step * (1.0 - RECENT_FRACTION)
+        return min(max(start - LEAD_FRACTION * (end - start), 0.0), recent)
+    return recent
 
 
 def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
@@ -45,7 +62,9 @@ def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
             low, high = min(low, float(part.min())), max(high, float(part.max()))
     if not np.isfinite(low):
         return None
-    pad = (high - low) * PAD_FRACTION or max(abs(high) * PAD_FRACTION, 1e-6)
+    if is_flat(low, high):  # constant, or one point: ±10 % of the value (axis_range)
+        return padded_range(low, high)
+    pad = (high - low) * PAD_FRACTION
     return low - pad, high + pad
 
 
@@ -70,14 +89,21 @@ def label_rows(extents: Sequence[tuple[float, float]], rows: int,
 
 
 def focus_span(curves: Sequence[tuple[np.ndarray, np.ndarray]],
-               redone: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+               redone: Sequence[tuple[float, float]],
+               points: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> tuple[float, float] | None:
     """The y range (low, high) that shows the interesting part of `curves` ((x, y) of each
-    line of training, x ascending) given the `redone` ranges (`focus_start`, `focus_y`)."""
+    line of training, x ascending) given the `redone` ranges (`focus_start`, `focus_y`), and
+    the validation `points` (x, y) in that part too."""
     drawn = [(x, y) for x, y in curves if len(x)]
     if not drawn:
         return None
     last = max(float(np.nanmax(x[-1:])) for x, _y in drawn)
-    return focus_y(drawn, focus_start(redone, last))
+    start = focus_start(redone, last)
+    if points is not None and len(points[0]):
+        order = np.argsort(points[0], kind="stable")
+        drawn.append((points[0][order], points[1][order]))
+    return focus_y(drawn, start)
 
 
 def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
@@ -102,8 +128,16 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
     (`label_rows`); a label with no room left is hidden until there is. A label goes on the
     side its line prefers (`line.prefers_right`, else its anchor), or on the other side when
     it would run past the edge of the plot there; one whose line is out of view, or that fits
-    on neither side, is hidden."""
+    on neither side, is hidden. Labels use at most `MAX_LABEL_ROWS` rows at the top, and only
+    the newest `MAX_LABELLED` markers (by step) are labelled: the lines of older ones stay,
+    their text is in the line's tooltip."""
     shown = [line for line in lines if line.isVisible()]
+    newest = sorted(shown, key=lambda line: line.value())[-MAX_LABELLED:]
+    for line in shown:
+        line.setToolTip(line.label.toPlainText())
+        if line not in newest:
+            line.label.setVisible(False)
+    shown = newest
     box = view_box.sceneBoundingRect()
     height = box.height()
     if not shown or height <= 0:
@@ -128,14 +162,21 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
         extents.append((x, x + width) if right_of_line else (x - width, x))
     if not shown:
         return
-    rows = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
+    fitting = max(int((height - LABEL_MARGIN_PX) // row_px), 1)
     limits = []
     if legend is not None and legend.isVisible() and legend.items:
         rect = legend.sceneBoundingRect()
-        for row in range(rows):
+        for row in range(fitting):
             top = box.top() + LABEL_MARGIN_PX + row * row_px
             covered = top < rect.bottom() and top + row_px > rect.top()
             limits.append(rect.left() - LABEL_GAP_PX if covered else np.inf)
+    # rows from the top until MAX_LABEL_ROWS of them are free of the legend: a legend at the
+    # top pushes the labels right of its left edge just under it, never further down
+    rows, free = 0, 0
+    while rows < fitting and free < MAX_LABEL_ROWS:
+        free += rows >= len(limits) or limits[rows] == np.inf
+        rows += 1
+    limits = limits[:rows]
     for line, row in zip(shown, label_rows(extents, rows, limits), strict=True):
         line.label.setVisible(row is not None)
         if row is not None:

@@ -4,12 +4,21 @@ interesting part of the run and marker labels are laid out apart (`ftgui.qt.plot
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
+from ftgui.core.axis_range import finite_extent, is_flat, padded_range
 from ftgui.qt import theme
 from ftgui.qt.marker_line import MarkerLine
-from ftgui.qt.plot_focus import clip_band, focus_span, layout_marker_labels
+from ftgui.qt.plot_focus import (
+    clip_band,
+    focus_span,
+    focus_start,
+    label_strip_px,
+    layout_marker_labels,
+)
+from ftgui.qt.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
 
 
 class PlotLook:
@@ -27,6 +36,7 @@ class PlotLook:
         self._apply_look()
         if not on:
             self.getPlotItem().enableAutoRange(y=True)
+        self._span, self._refit = None, True  # fit y again for this view at the redraw
         self.redraw()
 
     def _apply_look(self, *_scale) -> None:
@@ -46,6 +56,11 @@ class PlotLook:
         legend_size = (f"{theme.presenting_px('legend')}px" if presenting
                        else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")
         self.legend.opts["labelTextSize"] = legend_size
+        # where a falling loss leaves room: the top right of the whole run; the bottom left
+        # of the presentation view's fitted part (its early steps run above the view)
+        corner = ((0, 1), (10, -10)) if presenting else ((1, 0), (-10, 10))
+        if self.legend.parentItem() is not None:
+            self.legend.anchor(corner[0], corner[0], offset=corner[1])
         symbol = theme.presenting_px("validation_symbol") if presenting else round(
             theme.VALIDATION_SYMBOL_PX * theme.scale())
         self.validation_item.setSymbolSize(symbol)
@@ -86,9 +101,50 @@ class PlotLook:
         label.fill = pg.mkBrush(fill)
         label.update()
 
+    def _flat_span(self) -> tuple[float, float] | None:
+        """The y range for data too flat for pyqtgraph's auto-range (a constant 1e30 loss gave
+        eight identical ticks): ±10 % of the value (`ftgui.core.axis_range`), in log10 units
+        on the log axis; None when the data varies (auto-range does well) or is empty."""
+        arrays = [trace.series.y() for trace in self._all_traces()] + [self.validation.y()]
+        if self.log_y:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                arrays = [np.log10(values[values > 0]) for values in arrays]
+        extent = finite_extent(arrays)
+        if extent is None or not is_flat(*extent):
+            return None
+        return padded_range(*extent)
+
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),
                              [line for _kind, _step, line in self.markers], self.legend)
+        self._place_inset()
+
+    def _place_inset(self) -> None:
+        """The redone inset under the marker labels' strip, in the view box's top middle."""
+        inset = getattr(self, "inset", None)
+        if inset is None or not inset.isVisible() and self.inset_steps() is None:
+            return
+        box = self.getPlotItem().getViewBox()
+        view = to_widget(self, box.sceneBoundingRect())
+        left = LEFT_FRACTION
+        if self.presenting and self._focus_from is not None:  # over the fitted part of the run
+            x_low, x_high = box.viewRange()[0]
+            left = (self._focus_from - x_low) / (x_high - x_low) if x_high > x_low else left
+        inset.place(view, label_strip_px([line for _kind, _step, line in self.markers]), left)
+
+    def _headroom(self, span: tuple[float, float]) -> tuple[float, float]:
+        """`span` with room added above the losses for the marker labels' strip and, once
+        there is a redone range, the inset under it (presentation view): neither covers the
+        curves there."""
+        height = self.getPlotItem().getViewBox().sceneBoundingRect().height()
+        if height <= 0:
+            return span
+        top = label_strip_px([line for _kind, _step, line in self.markers])
+        if self.inset_steps() is not None:
+            top += GAP_PX + height * HEIGHT_FRACTION
+        share = min(top / height, 0.6)
+        low, high = span
+        return low, high + (high - low) * share / (1 - share)
 
     def _focus_y(self) -> None:
         """In the presentation view on a linear axis: fit y to the interesting part (the steps
@@ -103,12 +159,25 @@ class PlotLook:
         if focused:
             redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
             curves = [(self._x(t.series, self.time_origin), t.series.y())
-                      for t in self.traces.values()]
-            span = focus_span([(x, y) for x, y in curves if x is not None], redone)
+                      for t in self.traces.values()] or [  # a comparison: the runs compared
+                (self._x(t.series, t.origin), t.series.y()) for t in self.overlays.values()]
+            x = self._x(self.validation, self.time_origin)
+            points = None if x is None else (x, self.validation.y())
+            curves = [(x, y) for x, y in curves if x is not None and len(x)]
+            span = focus_span(curves, redone, points)
+            self._focus_from = focus_start(redone, max(float(x[-1]) for x, _y in curves)) \
+                if curves else None
+            span = None if span is None else self._headroom(span)
+        elif self._dirty or self._validation_dirty or self._flat or self._refit:
+            span = self._flat_span()
+        self._refit = False
         if span is not None and span != self._span:
             self.getPlotItem().setYRange(*span, padding=0)
+        elif span is None and self._flat and not focused:
+            self.getPlotItem().enableAutoRange(y=True)  # no longer flat: pyqtgraph fits again
+        self._flat = span is not None and not focused
         self._span = span
-        clip = clip_band(span, self._clip)
+        clip = clip_band(span if focused else None, self._clip)  # log or flat: no clipping
         if clip != self._clip:
             self._clip = clip
             self._dirty.update(self._all_traces())

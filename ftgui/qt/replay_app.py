@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QAction
 
 from ftgui.qt.app import make_app, missing_display
 
@@ -28,19 +27,12 @@ def run_replay(run_dir: Path, speed: float, exit_when_done: bool = False,
     from ftgui.qt.main_window import MainWindow
 
     window = MainWindow()
-    if present:
-        action = window.findChild(QAction, "presentAction")
-        if action is None:
-            print("ftgui: --present: this build has no presentation view", file=sys.stderr)
-            return 2
-        if action.isCheckable():
-            action.setChecked(True)
-        else:
-            action.trigger()
     if not window.replay_run(run_dir, speed):
         print(f"ftgui: {window.statusBar().currentMessage()}", file=sys.stderr)
         return 2
     window.show()
+    if present:  # as F5 does (checking the action alone switched nothing)
+        window.set_presenting(True)
     if exit_when_done:
         controller = window.controller
 

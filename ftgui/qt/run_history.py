@@ -119,12 +119,48 @@ class RunHistory:
 
         if self.compare_view is None:
             self.compare_view = CompareView(self.window)
+            self.compare_view.backRequested.connect(self.end_stage_compare)
+            self.window.controller.stateChanged.connect(self._live_again)
+            self.window.presentation.looks.append(self._compare_look)
         problems = self.compare_view.show_runs(selected)
         if problems:
             self._say("; ".join(problems))
-        self.compare_view.show()
-        self.compare_view.raise_()
+        self._compare_look(self.window.presenting, asked=True)
         return self.compare_view
+
+    def _compare_look(self, presenting: bool, asked: bool = False) -> None:
+        """Presenting: the comparison in the window, in the plot's place, at the presentation's
+        sizes (a separate window covered the banner and the demo's claims); else its own
+        window. On a view switch only when the comparison is on screen (or `asked` for)."""
+        view, pane = self.compare_view, self.window.plot_pane
+        if view is None or not (asked or view.isVisible()):
+            return
+        splitter = self.window.right_splitter
+        if presenting:
+            if view.parent() is not splitter:
+                splitter.insertWidget(0, view)  # a child of the window: no longer a window
+            pane.hide()
+        else:
+            if view.parent() is splitter:
+                view.setParent(self.window, Qt.WindowType.Window)
+            pane.show()
+        view.set_presenting(presenting)
+        view.show()
+        view.raise_()
+
+    def _live_again(self, state: str, _reason: str = "") -> None:
+        """A run trains again (the next demo, a resume): its plot comes back in place."""
+        if state in ("running", "recovering"):
+            self.end_stage_compare()
+
+    def end_stage_compare(self) -> None:
+        """Back from the comparison to the run's plot (the presentation view's Back button)."""
+        view = self.compare_view
+        if view is not None and view.parent() is self.window.right_splitter:
+            view.hide()
+            view.setParent(self.window, Qt.WindowType.Window)
+            view.set_presenting(False)
+            self.window.plot_pane.show()
 
     def _compare_selected(self) -> None:
         selected = self.dock.selected_runs() if self.dock.isVisible() else []

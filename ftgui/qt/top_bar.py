@@ -3,11 +3,12 @@ story line under them (`storyBanner`: the state and the last incident in one sen
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ftgui.core.story import frozen, has_stepped, story
 from ftgui.core.timeline import Timeline
 from ftgui.qt import theme
+from ftgui.qt.story_banner import StoryBanner
 
 BUTTON_MIN_WIDTH = 90  # pixels at scale 1
 
@@ -32,14 +33,7 @@ class TopBar(QWidget):
                                          "Save a checkpoint after the current step (SIGUSR1)")
         self.state_label = QLabel("idle")
         self.state_label.setObjectName("stateLabel")
-        self.story_banner = QLabel(story(Timeline()))
-        self.story_banner.setObjectName("storyBanner")
-        self.story_banner.setWordWrap(True)
-        self.story_banner.setToolTip("The run's state and its last incident: the figures are "
-                                     "the Incidents tab's")
-        self.story_banner.setSizePolicy(QSizePolicy.Policy.Ignored,
-                                        QSizePolicy.Policy.Preferred)  # wraps, never widens
-        self.story_banner.setProperty("presenting", False)
+        self.story_banner = StoryBanner(story(Timeline()))  # at most two lines
 
         self.buttons_row = QWidget()
         row = QHBoxLayout(self.buttons_row)
@@ -67,7 +61,7 @@ class TopBar(QWidget):
         until then "starting" (TensorFlow imports, the checkpoint is restored)."""
         text = story(timeline, total_steps)
         if text != self.story_banner.text():
-            self.story_banner.setText(text)
+            self.story_banner.set_story(text)
         if state == "running" and not has_stepped(timeline):
             state, reason = "starting", "waiting for the first step"
         if state == "running" and frozen(timeline):
@@ -81,10 +75,12 @@ class TopBar(QWidget):
 
     def set_presenting(self, on: bool) -> None:
         """The story line at the presentation view's size (`on`) or the normal one."""
-        theme.set_property(self.story_banner, "presenting", bool(on))
+        self.story_banner.setProperty("presenting", bool(on))
+        self.story_banner.restyle()
 
     def _restyle(self, *_scale) -> None:
-        theme.style(self.kill_button, self.resume_button, self.state_label, self.story_banner)
+        theme.style(self.kill_button, self.resume_button, self.state_label)
+        self.story_banner.restyle()
         for button in self.buttons():
             button.setMinimumWidth(round(BUTTON_MIN_WIDTH * theme.scale()))
 

@@ -1,0 +1,120 @@
+"""The story line (`storyBanner`): one sentence of the run's state, in at most two lines.
+
+A long sentence in the presentation view's 32 px wrapped to three lines at 1280 px and took
+the plot's height. Here the font is made smaller, down to `MIN_FONT_FRACTION` of its size, until
+the sentence fits in `MAX_LINES`; past that its beginning is cut at a word ("… "), as a story
+sentence ends on its figures (steps redone, seconds lost, goodput), and the whole sentence is
+in the tooltip. `text()` is always the whole sentence (what tests and screen readers read);
+`shown_text()` is what is painted.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import QLabel, QSizePolicy
+
+from ftgui.qt import theme
+
+MAX_LINES = 2
+MIN_FONT_FRACTION = 0.75  # the smallest font tried before the sentence is cut
+ELLIPSIS = "… "
+TOOLTIP = "The run's state and its last incident: the figures are the Incidents tab's"
+# QLabel paints wrapped text a little narrower than its contents (an indent of half an "x"
+# with a styled frame): a sentence measured to fit within 8 px of the width wrapped a word
+# onto a third line. Fit to this share of the width, less a few pixels.
+WIDTH_SLACK = (0.03, 8)
+
+
+def line_count(text: str, font: QFont, width: int) -> int:
+    """Lines `text` takes when word-wrapped at `width` pixels in `font`."""
+    metrics = QFontMetrics(font)
+    rect = metrics.boundingRect(QRect(0, 0, max(width, 1), 1 << 20),
+                                int(Qt.TextFlag.TextWordWrap), text)
+    return max(1, round(rect.height() / metrics.lineSpacing()))
+
+
+def fit(text: str, font: QFont, width: int, base_px: int,
+        max_lines: int = MAX_LINES) -> tuple[int, str]:
+    """(pixel size, text to paint) that puts `text` in at most `max_lines` lines of `width`
+    pixels: the largest size from `base_px` down to `MIN_FONT_FRACTION` of it at which the
+    whole text fits, else the smallest with the text's beginning cut at a word and `ELLIPSIS`
+    put in front (the figures a story sentence ends on stay)."""
+    sized = QFont(font)
+    floor = math.ceil(base_px * MIN_FONT_FRACTION)
+    for px in range(base_px, floor - 1, -1):
+        sized.setPixelSize(px)
+        if line_count(text, sized, width) <= max_lines:
+            return px, text
+    words = text.split(" ")
+    low, high = 0, len(words)  # the most last words that fit after the ellipsis: bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        if line_count(ELLIPSIS + " ".join(words[-middle:]), sized, width) <= max_lines:
+            low = middle
+        else:
+            high = middle - 1
+    return floor, ELLIPSIS + " ".join(words[len(words) - low:])
+
+
+class StoryBanner(QLabel):
+    """The story line: `set_story(text)`; sized or cut to `MAX_LINES` at its width."""
+
+    def __init__(self, text: str = "", parent=None):
+        super().__init__(parent)
+        self.setObjectName("storyBanner")
+        self.setWordWrap(True)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored,
+                           QSizePolicy.Policy.Preferred)  # wraps, never widens
+        self.setProperty("presenting", False)
+        self._story = ""
+        self._px = 0  # the font size the stylesheet gives now (0: the theme's)
+        self.set_story(text)
+
+    def text(self) -> str:  # noqa: D102 (QLabel's; the whole sentence, not the cut one)
+        return self._story
+
+    def shown_text(self) -> str:
+        """What is painted: the sentence, or "…" and its end when it does not fit."""
+        return super().text()
+
+    def set_story(self, text: str) -> None:
+        self._story = text
+        self.setAccessibleName(text)
+        self.refit()
+
+    def restyle(self) -> None:
+        """The theme's stylesheet again (after a scale or view change), then fit."""
+        self._px = 0
+        self.setStyleSheet(theme.stylesheet())
+        self.refit()
+
+    def base_px(self) -> int:
+        presenting = bool(self.property("presenting"))
+        return theme.presenting_px("story") if presenting else round(theme.STORY_PX *
+                                                                    theme.scale())
+
+    def refit(self) -> None:
+        width = round(self.contentsRect().width() * (1 - WIDTH_SLACK[0])) - WIDTH_SLACK[1]
+        base = self.base_px()
+        px, shown = fit(self._story, self.font(), width, base) if width > 40 else (
+            base, self._story)
+        if px != (self._px or base):
+            self._px = px
+            self.setStyleSheet(theme.stylesheet() + "\n" + _size_rule(px))
+        if shown != super().text():
+            super().setText(shown)
+        self.setToolTip(TOOLTIP if shown == self._story else f"{self._story}\n\n{TOOLTIP}")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.refit()
+
+
+def _size_rule(px: int) -> str:
+    """A stylesheet rule after the theme's that sets the banner's font size in both views."""
+    return (f'QLabel#storyBanner, QLabel#storyBanner[presenting="true"] '
+            f"{{ font-size: {px}px; }}")
