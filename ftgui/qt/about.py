@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.qt.app import app_icon
+from ftgui.qt.app_icon import app_icon
 from ftgui.versions import stack_versions
 
 IMAGE_WIDTH = 880  # pixels: the README's screenshot, shrunk to the documentation window

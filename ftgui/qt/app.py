@@ -7,12 +7,13 @@ import signal
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QSize, QTimer
-from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from ftgui import __version__, icons
 from ftgui.qt import theme
+from ftgui.qt.app_icon import app_icon
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
@@ -26,14 +27,6 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     app.setWindowIcon(app_icon())
     QGuiApplication.setDesktopFileName(icons.ICON_NAME)  # Wayland: matches ftgui.desktop
     return app
-
-
-def app_icon() -> QIcon:
-    """ftgui's icon with every shipped PNG size (16 … 256 px), so Qt never scales one up."""
-    icon = QIcon()
-    for size in icons.ICON_SIZES:
-        icon.addFile(str(icons.png_path(size)), QSize(size, size))
-    return icon
 
 
 def missing_display(environ=None) -> str:

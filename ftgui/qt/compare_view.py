@@ -33,6 +33,7 @@ from ftgui.core.run_figures import RunFigures, read_run
 from ftgui.core.runs import RunSummary
 from ftgui.qt import theme
 from ftgui.qt.loss_plot import LossPlot
+from ftgui.qt.overlays import overlay_runs
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "checkpoint time",
@@ -169,7 +170,6 @@ class CompareView(QWidget):
     def show_runs(self, selected: list[RunSummary]) -> list[str]:
         """Compare `selected` (each shown by its name from `run.toml`, else its folder's);
         returns the problems met, one line per run that has no curve to draw."""
-        from ftgui.qt.run_history import overlay_runs
 
         named = [dataclasses.replace(run, name=run_notes.load(run.path).name or run.name)
                  for run in selected]

@@ -28,7 +28,7 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError
 from ftgui.core.supervisor import RunBusyError, StartError
 from ftgui.qt import theme
-from ftgui.qt.app import app_icon
+from ftgui.qt.app_icon import app_icon
 from ftgui.qt.checkpoint_commands import CheckpointCommands
 from ftgui.qt.checkpoint_table import CheckpointTable
 from ftgui.qt.config_panel import ConfigPanel

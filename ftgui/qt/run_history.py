@@ -19,28 +19,11 @@ from ftgui.core import export, report, runs
 from ftgui.core.config import ConfigError
 from ftgui.core.replay import MAX_SPEED
 from ftgui.core.runs import RunSummary
+from ftgui.qt.overlays import overlay_runs
 from ftgui.qt.runs_dock import RunsDock
 
 MESSAGE_MS = 10000  # how long a status-bar message stays
 DOCK_HEIGHT = 230  # pixels, when the dock is first shown
-
-
-def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
-    """Overlay each run's surviving training-loss curve on `plot` (a `LossPlot`); returns the
-    problems met (one line per run that could not be shown)."""
-    problems = []
-    for run in selected:
-        try:
-            curves = runs.read_curves(run.path)
-        except OSError as exc:
-            problems.append(f"{run.name}: cannot read its events ({exc.strerror or exc})")
-            continue
-        steps, times, losses = curves.surviving_train()
-        if not len(steps):
-            problems.append(f"{run.name}: no training steps logged yet")
-            continue
-        plot.add_overlay(str(run.path), run.name, steps, losses, times, curves.origin)
-    return problems
 
 
 class RunHistory:
