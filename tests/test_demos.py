@@ -317,20 +317,41 @@ def test_the_demo_panel_stays_in_the_presentation_view(window):
 
 
 def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
+    """K fires the fault only once training holds at the fault's step and the warm standby
+    is ready (before, K pressed is remembered and said); a K pressed at once used to kill
+    wherever the trainer was, 40-60 steps past the step on screen."""
     fired = []
     monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    from ftgui.core.supervisor import Supervisor
+
+    supervisor = Supervisor(tmp_path / "watched")  # held and ready set by hand below
+    ready = []
+    monkeypatch.setattr(supervisor, "standby_ready", lambda: bool(ready))
+    monkeypatch.setattr(window.controller, "supervisor", supervisor)
     menu = window.demos
     menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
     menu.session.next_run()
+    assert menu.session.holds_of(1) == {650: "presenter"}
     menu.session.feed(crash_events()[:4])
     menu._show()
     assert not menu.fire_action.isEnabled() and menu.panel.prompt.isHidden()
     menu.session.feed(crash_events()[4:5])  # the third checkpoint: the waiting stage
     menu._show()
     assert menu.panel.stage_label.text() == "stage 3 of 6"
-    assert menu.panel.prompt.text() == "Press K when ready: kill the chief."
+    assert menu.panel.prompt.text() == (
+        "Press K when ready: kill the chief (training will hold at step 650).")
     assert menu.fire_action.isEnabled()
     menu.fire_action.trigger()
+    assert fired == []  # training has not reached 650 yet
+    assert menu.panel.prompt.text() == (
+        "K pressed: kill the chief at step 650, once training is there.")
+    supervisor.held = (650, "presenter")
+    menu.tick()
+    assert fired == []
+    assert menu.panel.prompt.text() == (
+        "K pressed: kill the chief once the warm standby has imported TensorFlow.")
+    ready.append(True)
+    menu.tick()
     assert fired == ["chief"]
     assert menu.panel.prompt.isHidden() and not menu.fire_action.isEnabled()
     menu.next_action.trigger()  # Page Down
@@ -398,6 +419,7 @@ def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
     window.panel.set_config(window.panel.config().replace(steps=777, learning_rate=0.002))
     before, run_dir_text = window.panel.config(), window.panel.run_dir_edit.text()
     window.demos.runs_root = tmp_path / "runs"
+    window.demos.reading_seconds = 0.0  # each stage as soon as reached (see the paced test)
     demo = demos.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
     assert window.demos.start(demo, presenter=False)
     session = window.demos.session

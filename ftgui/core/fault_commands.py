@@ -4,7 +4,9 @@ the scheduled faults it fires itself on the chief's step, the timer fault and th
 `FaultCommands` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
 supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief`,
 `_await_just_in_time` and `_kill_all`, and writes `fault_injected`, `checkpoint_requested`,
-`thawed` and `hang_detected`.
+`thawed` and `hang_detected`; and it holds and lets go the trainers at planned steps
+(`ftgui.core.holds`): a fault injected into a held attempt lets it go, so the fault lands at
+the held step.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import time
 
+from ftgui.core import holds
 from ftgui.core.processes import signal_tree
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
@@ -78,6 +81,7 @@ class FaultCommands:
                    step=self.last_step if step is None else step, source=source)
         for proc in victims:
             signal_tree(proc.pid, sig)
+        self.release_hold("fault")  # after the signal: a killed chief takes no further step
         return True
 
     def _check_timer(self) -> None:
@@ -113,3 +117,35 @@ class FaultCommands:
         for fault in self._faults.due(step):
             self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
                          source="schedule", step=fault.step)
+            # the coordinator holds at the fault's step until now (`FaultSchedule.args_for`);
+            # written even before its `held` comes, and when the target was gone already
+            holds.release(self.run_dir, self.attempt, fault.step, "fault")
+
+    # ------------------------------------------------------------ holds (`ftgui.core.holds`)
+    def plan_hold(self, step: int, why: str = "presenter") -> None:
+        """Hold training after global `step` in the next attempts, once per run, until
+        `release_hold()` (`why` = `presenter`), or until a warm standby is ready (`standby`).
+        Call before `start`."""
+        self._faults.holds[step] = why
+
+    def release_hold(self, by: str = "presenter") -> bool:
+        """Let a held attempt go on (`by`: who, for its `hold_released` event); False when
+        nothing is held."""
+        if self.held is None:
+            return False
+        holds.release(self.run_dir, self.attempt, self.held[0], by)
+        self.held = None
+        return True
+
+    def standby_ready(self) -> bool:
+        """Whether a restart now would find its warm standby ready (TensorFlow imported; a
+        multi-worker standby cluster prepared for this run); True without `warm_standby`."""
+        config = self.config
+        if config is None or not config.warm_standby:
+            return True
+        return self._standby.ready_for(config, len(self._task_names))
+
+    def _check_holds(self) -> None:
+        """Let go a hold that waits for the warm standby once one is ready."""
+        if self.held is not None and self.held[1] == "standby" and self.standby_ready():
+            self.release_hold("standby")

@@ -233,6 +233,7 @@ class Timeline:
         self._stop_cause = ""  # the marker kind of that end
         self._setup: tuple[int, dict] | None = None  # (attempt, strategy/replicas) last seen
         self._took_over: set[int] = set()  # pids of warm standbys given a task
+        self.held: tuple[int, str] | None = None  # (step, why) while training is held
 
     # ------------------------------------------------------------ reading
     @property
@@ -333,6 +334,7 @@ class Timeline:
         changes.validation = True
 
     def _on_process_started(self, event: dict, changes: Changes) -> None:
+        self.held = None  # a new attempt, or a worker coming back: no process holds now
         if event.get("standby"):
             self._took_over.add(event.get("pid"))
         self._set_state("running", "", changes)
@@ -363,6 +365,16 @@ class Timeline:
         name = setting_label(event.get("setting", "?"))
         label = f"{name} {short_value(event.get('old'))} → {short_value(event.get('new'))}"
         self._mark("setting_changed", event.get("step", self.last_step), label, event, changes)
+
+    def _on_held(self, event: dict, changes: Changes) -> None:
+        if (event.get("step", 0), event.get("why", "")) != self.held:
+            self.held = (event.get("step", 0), event.get("why", ""))
+            changes.state = True
+
+    def _on_hold_released(self, event: dict, changes: Changes) -> None:
+        if self.held is not None:
+            self.held = None
+            changes.state = True
 
     def _on_hang_detected(self, event: dict, changes: Changes) -> None:
         self._hung.add(event.get("attempt", 0))
