@@ -498,12 +498,17 @@ def test_preemption_resumes_at_the_next_step_headless(tmp_path):
 
 
 def run_to_end(key: str, tmp_path) -> tuple[demo_results.DemoOutcome, list[list[dict]]]:
-    """Demo `key` run headless to its end, faults on schedule: every claim held and every
-    stage reached; the events of each run, and no process of any run left alive."""
+    """Demo `key` run headless to its end at its pace, faults on schedule: every claim held,
+    every stage reached and each on screen a reading time; the events of each run, and no
+    process of any run left alive."""
+    from ftgui.core.demo_session import READING_SECONDS
+
     demo = builtin(key)
-    outcome = demo_results.run_demo(demo, tmp_path)
+    outcome = demo_results.run_demo(demo, tmp_path, reading_seconds=READING_SECONDS)
     assert outcome.holds, demo_results.summary(outcome.claims)
     assert outcome.stages_reached == len(demo.stages)
+    assert [stage for stage, _ in outcome.shown] == list(range(len(demo.stages)))
+    assert all(seconds >= READING_SECONDS for _, seconds in shown_seconds(outcome.shown))
     assert len(outcome.run_dirs) == len(demo.runs)
     seen = [events.read_all(run_dir) for run_dir in outcome.run_dirs]
     for run in seen:
@@ -541,6 +546,14 @@ def test_the_worker_loss_demo_restarts_the_synchronous_cluster_only(tmp_path):
         ("chief", 0, 0), ("worker", 0, 0), ("worker", 1, 0), ("ps", 0, 0), ("worker", 1, 1),
     ]
     assert {e["attempt"] for e in parameter_server} == {0}  # the coordinator never restarted
+    # the coordinator held at 250 until the kill: it lands at the step asked for, not at the
+    # end of a 100-step block (300)
+    [fault] = of_kind(parameter_server, "fault_injected")
+    assert (fault["target"], fault["step"]) == ("worker:1", 250)
+    before = parameter_server[:parameter_server.index(fault)]
+    assert max(e["step"] for e in of_kind(before, "step")) == 250
+    [held] = of_kind(parameter_server, "held")
+    assert (held["role"], held["step"], held["why"]) == ("chief", 250, "worker:1")
     [finished] = of_kind(parameter_server, "run_finished")
     assert finished["step"] == 400
     [lost] = [e for e in of_kind(parameter_server, "process_exited", role="worker", index=1,
@@ -600,3 +613,44 @@ def test_the_chaos_demo_ends_with_the_weights_of_the_uninterrupted_run(tmp_path)
     assert all(losses[s] == reference[s] for s in range(1, 601))  # to the bit
     restarted = of_kind(chaos, "process_started")[1:]
     assert len(restarted) == 4 and any(e["standby"] for e in restarted)
+
+
+def shown_seconds(shown: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(stage, seconds on screen) of each stage shown but the last, from a machine's log."""
+    pairs = zip(shown[:-1], shown[1:], strict=True)
+    return [(stage, after - when) for (stage, when), (_, after) in pairs]
+
+
+def test_in_a_paced_demo_each_stage_stays_on_screen_a_reading_time():
+    """Events that reach a stage every 0.4 s (as the crash stages came before pace and
+    holds) still leave each stage READING_SECONDS on screen, in order, none skipped; Page
+    Down moves on at once."""
+    from ftgui.core.demo_session import READING_SECONDS
+
+    clock = [0.0]
+    demo = builtin("crash-and-recover")
+    session = DemoSession(demo, Path("/nonexistent"), reading_seconds=READING_SECONDS,
+                          clock=lambda: clock[0])
+    session.machine.begin_run(1)
+    stream = crash_events()
+    for event in stream:
+        session.feed([event])
+        clock[0] += 0.4
+        session.machine.tick()
+    session.finish()
+    while not session.machine.caught_up:
+        clock[0] += 0.1
+        session.machine.tick()
+    shown = session.machine.shown
+    assert [stage for stage, _ in shown] == list(range(len(demo.stages)))
+    assert all(seconds >= READING_SECONDS for _, seconds in shown_seconds(shown))
+    assert session.machine.previous() and session.machine.current == len(demo.stages) - 2
+    assert session.machine.next() and session.machine.shown[-1] == (len(demo.stages) - 1,
+                                                                   clock[0])
+
+
+def test_every_demo_file_sets_a_watchable_pace():
+    for key in KEYS:
+        demo = builtin(key)
+        for run in range(1, len(demo.runs) + 1):
+            assert 5 <= demo.config(run).pace <= 60, (key, run)

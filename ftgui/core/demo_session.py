@@ -56,6 +56,7 @@ class StageMachine:
         self.reading_seconds, self.clock = reading_seconds, clock
         self.shown_at = clock()
         self._skipped: set[int] = set()  # stages passed over by the end (never reached)
+        self.shown: list[tuple[int, float]] = []  # (stage, clock) each time one came on
         self.counts: dict[tuple[int, str], int] = {}
         self.reached = -1
         self.current = -1
@@ -113,8 +114,12 @@ class StageMachine:
         self.current = self.current + 1 if self.reading_seconds > 0 else self.reached
         while self.current in self._skipped and self.current < self.reached:
             self.current += 1
-        self.shown_at = self.clock()
+        self._shown()
         return True
+
+    def _shown(self) -> None:
+        self.shown_at = self.clock()
+        self.shown.append((self.current, self.shown_at))
 
     @property
     def caught_up(self) -> bool:
@@ -129,14 +134,14 @@ class StageMachine:
         if self.current + 1 >= len(self.stages):
             return False
         self.current += 1
-        self.shown_at = self.clock()
+        self._shown()
         return True
 
     def previous(self) -> bool:
         if self.current <= 0:
             return False
         self.current -= 1
-        self.shown_at = self.clock()
+        self._shown()
         return True
 
     @property
