@@ -6,6 +6,10 @@ the step of a worker's fault."""
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
 from ftgui.core import events, holds
 from ftgui.core.cluster import tasks
 from ftgui.core.config import RunConfig
@@ -118,3 +122,25 @@ def test_the_trainer_reads_a_hold_from_its_command_line():
     assert parse_arg("hold@650") == ("hold", 650)
     assert planned_holds([("kill", 650, "chief"), ("hold", 650, "presenter"),
                           ("hold", 250, "worker:1")]) == {650: "presenter", 250: "worker:1"}
+
+
+def test_the_state_label_says_held_for_the_presenter_until_the_run_goes_on(qtbot):
+    """From the events alone (live, reopened or replayed): `held` → the label says so;
+    `hold_released` → running again."""
+    from ftgui.core.timeline import Timeline
+    from ftgui.qt.top_bar import TopBar
+
+    bar = TopBar()
+    qtbot.addWidget(bar)
+    timeline = Timeline()
+    timeline.feed([{"event": "run_started", "time": 1.0, "attempt": 0},
+                   {"event": "process_started", "time": 1.0, "attempt": 0, "role": "chief"},
+                   {"event": "step", "time": 2.0, "attempt": 0, "step": 650, "loss": 0.3},
+                   {"event": "held", "time": 2.0, "attempt": 0, "step": 650,
+                    "why": "presenter", "role": "chief", "index": 0}])
+    bar.show_run(timeline, "running", "")
+    assert bar.state_label.text() == "held for the presenter — at step 650 (K fires the fault)"
+    timeline.feed([{"event": "hold_released", "time": 9.0, "attempt": 0, "step": 650,
+                    "by": "fault", "seconds": 7.0, "role": "chief", "index": 0}])
+    bar.show_run(timeline, "running", "")
+    assert bar.state_label.text() == "running"
