@@ -20,6 +20,7 @@ from ftgui.core.processes import signal_tree
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
+STANDBY_HOLD_SECONDS = 60.0  # the longest a fault waits for the warm standby (imports: 3-7 s)
 
 
 class FaultCommands:
@@ -146,6 +147,12 @@ class FaultCommands:
         return self._standby.ready_for(config, len(self._task_names))
 
     def _check_holds(self) -> None:
-        """Let go a hold that waits for the warm standby once one is ready."""
-        if self.held is not None and self.held[1] == "standby" and self.standby_ready():
+        """Let go a hold that waits for the warm standby once one is ready, or after
+        `STANDBY_HOLD_SECONDS` (a standby that cannot start must not stop the run)."""
+        if self.held is None or self.held[1] != "standby":
+            return
+        if self._held_since is None:
+            self._held_since = time.monotonic()
+        if self.standby_ready() or time.monotonic() - self._held_since > STANDBY_HOLD_SECONDS:
+            self._held_since = None
             self.release_hold("standby")

@@ -89,6 +89,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         # step it restored): what a promoted just-in-time checkpoint may add (`task_launch`)
         self._line: tuple[int, int] = (-1, 0)
         self.held: tuple[int, str] | None = None  # (step, why) while the attempt is held
+        self._held_since: float | None = None  # monotonic seconds a standby hold was seen
 
     # ----------------------------------------------------------------- queries
     @property
@@ -283,8 +284,8 @@ class Supervisor(FaultCommands, TaskLauncher):
             self._faults.observe(event)
             if event.get("attempt", 0) == self.attempt and self.processes:
                 self.held = (event.get("step", 0), event.get("why", ""))
-        elif kind == "hold_released":
-            self.held = None
+        elif kind == "hold_released" or (kind == "process_exited" and event.get("chief")):
+            self.held = None  # going on, or the held chief is gone
         elif kind in ("resumed", "rolled_back"):
             self.last_step = event.get("from_step" if kind == "resumed" else "to_step", 0)
             self._note_line(event.get("attempt", 0), self.last_step, restart=True)
@@ -335,7 +336,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._settled = False
         self._faults.new_attempt()
         holds.clear(self.run_dir)  # the old attempts' releases (their processes are gone)
-        self.held = None
+        self.held = self._held_since = None
         self._restore = restore
         self._memory = restore_point.memory_point(
             self.run_dir, restore, attempt == 0 or is_fork or not memory_allowed)
