@@ -108,3 +108,33 @@ def test_every_worker_holds_at_the_same_step_and_a_killed_worker_costs_nothing(t
     [resumed] = of_kind(seen, "resumed")
     assert resumed["from_step"] == 150  # the survivor saved the held step just in time
     assert of_kind(seen, "run_finished")[0]["step"] == 300
+
+
+def test_a_preemption_pressed_while_held_saves_exactly_the_held_step(tmp_path):
+    demo = demos.load(demos.BUILTIN_DIR / "preemption.toml")
+    session = DemoSession(demo, tmp_path, presenter=True)
+    run_dir, config = session.next_run()
+    supervisor = Supervisor(run_dir)
+    for step, why in session.holds_of(1).items():
+        supervisor.plan_hold(step, why)
+    supervisor.start(config.replace(pace=0.0))
+    seen: list[dict] = []
+    try:
+        poll_until(supervisor, lambda: supervisor.held is not None, seen, session)
+        assert supervisor.held == (730, "presenter")
+        fault = session.press()
+        poll_until(supervisor, lambda: session.to_fire(730, supervisor.standby_ready())
+                   is not None, seen, session)
+        assert supervisor.preempt(fault.target)
+        session.mark_fired(fault)
+        poll_until(supervisor, lambda: not supervisor.live, seen, session)
+    finally:
+        supervisor.shutdown()
+    seen = events.read_all(run_dir)
+    [preempted] = of_kind(seen, "preempted")
+    assert preempted["step"] == 730
+    [released] = of_kind(seen, "hold_released")
+    assert released["step"] == 730
+    assert [e["step"] for e in of_kind(seen, "step") if e["attempt"] == 1][0] == 731
+    claims = demo_results.check(demo, [run_dir])
+    assert all(claim.holds for claim in claims), demo_results.summary(claims)
