@@ -654,3 +654,18 @@ def test_every_demo_file_sets_a_watchable_pace():
         demo = builtin(key)
         for run in range(1, len(demo.runs) + 1):
             assert 5 <= demo.config(run).pace <= 60, (key, run)
+
+
+def test_faults_of_a_demo_with_a_warm_standby_wait_for_it(tmp_path):
+    """Chaos (seed 9: kill@143, hang@192, nan@275, kill@384, preempt@476) holds before each
+    fault that restarts a process until the standby is ready: at a kill's or hang's step,
+    and before a preemption's step (it is asked for before that step runs); the NaN rolls
+    back in process and does not wait. The uninterrupted run keeps no standby: no hold."""
+    session = DemoSession(builtin("chaos"), tmp_path)
+    assert session.holds_of(1) == {}
+    assert session.holds_of(2) == {143: "standby", 192: "standby", 384: "standby",
+                                   475: "standby"}
+    presenter = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    assert presenter.holds_of(1) == {650: "presenter"}
+    rehearsal = DemoSession(builtin("crash-and-recover"), tmp_path)
+    assert rehearsal.holds_of(1) == {650: "standby"}  # on schedule: waits for the standby only

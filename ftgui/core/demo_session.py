@@ -231,16 +231,19 @@ class DemoSession:
     def holds_of(self, run: int) -> dict[int, str]:
         """step -> why of the holds run `run` (1-based) plans (`Supervisor.plan_hold`): the
         step of each presenter's fault (`presenter`), and, where the run keeps a warm
-        standby, the step of each planned kill, hang or preemption (`standby`: the fault
-        waits until the standby is ready, as the demo's text says it is)."""
+        standby, the step of each planned kill or hang and the step before each planned
+        preemption (`standby`: the fault waits until the standby is ready, as the demo's
+        text says it is)."""
         config = self.configs[run - 1]
         planned: dict[int, str] = {}
         if config.warm_standby:
             names = [task.name for task in cluster.tasks(config)]
             for fault in faults.plan(config, names):
-                if fault.kind in ("kill", "hang", "preempt") and (
+                # a preemption is asked for before its step runs: hold after the step before
+                step = fault.step - 1 if fault.kind == "preempt" else fault.step
+                if fault.kind in ("kill", "hang", "preempt") and step >= 1 and (
                         config.strategy != "parameter-server" or fault.target == "chief"):
-                    planned[fault.step] = "standby"
+                    planned[step] = "standby"
         if self.presenter:
             planned.update({f.step: "presenter" for f in self.demo.faults_of(run) if f.wait})
         return planned
