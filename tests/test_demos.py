@@ -669,3 +669,27 @@ def test_faults_of_a_demo_with_a_warm_standby_wait_for_it(tmp_path):
     assert presenter.holds_of(1) == {650: "presenter"}
     rehearsal = DemoSession(builtin("crash-and-recover"), tmp_path)
     assert rehearsal.holds_of(1) == {650: "standby"}  # on schedule: waits for the standby only
+
+
+def test_page_down_at_a_held_waiting_stage_fires_the_fault(window, tmp_path, monkeypatch):
+    """A clicker has Page Down, not K: at the waiting stage, with training held there,
+    Page Down fires the fault; elsewhere it shows the next stage."""
+    from ftgui.core.supervisor import Supervisor
+
+    fired = []
+    monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    supervisor = Supervisor(tmp_path / "watched")
+    monkeypatch.setattr(supervisor, "standby_ready", lambda: True)
+    monkeypatch.setattr(window.controller, "supervisor", supervisor)
+    menu = window.demos
+    menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    menu.session.next_run()
+    menu.session.feed(crash_events()[:5])
+    menu._show()
+    assert menu.panel.stage_label.text() == "stage 3 of 6"
+    supervisor.held = (650, "presenter")
+    menu.next_action.trigger()
+    assert fired == ["chief"]
+    assert menu.panel.stage_label.text() == "stage 3 of 6"  # the kill's stage comes by itself
+    menu.next_action.trigger()
+    assert fired == ["chief"] and menu.panel.stage_label.text() == "stage 4 of 6"
