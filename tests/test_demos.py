@@ -317,20 +317,41 @@ def test_the_demo_panel_stays_in_the_presentation_view(window):
 
 
 def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
+    """K fires the fault only once training holds at the fault's step and the warm standby
+    is ready (before, K pressed is remembered and said); a K pressed at once used to kill
+    wherever the trainer was, 40-60 steps past the step on screen."""
     fired = []
     monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    from ftgui.core.supervisor import Supervisor
+
+    supervisor = Supervisor(tmp_path / "watched")  # held and ready set by hand below
+    ready = []
+    monkeypatch.setattr(supervisor, "standby_ready", lambda: bool(ready))
+    monkeypatch.setattr(window.controller, "supervisor", supervisor)
     menu = window.demos
     menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
     menu.session.next_run()
+    assert menu.session.holds_of(1) == {650: "presenter"}
     menu.session.feed(crash_events()[:4])
     menu._show()
     assert not menu.fire_action.isEnabled() and menu.panel.prompt.isHidden()
     menu.session.feed(crash_events()[4:5])  # the third checkpoint: the waiting stage
     menu._show()
     assert menu.panel.stage_label.text() == "stage 3 of 6"
-    assert menu.panel.prompt.text() == "Press K when ready: kill the chief."
+    assert menu.panel.prompt.text() == (
+        "Press K when ready: kill the chief (training will hold at step 650).")
     assert menu.fire_action.isEnabled()
     menu.fire_action.trigger()
+    assert fired == []  # training has not reached 650 yet
+    assert menu.panel.prompt.text() == (
+        "K pressed: kill the chief at step 650, once training is there.")
+    supervisor.held = (650, "presenter")
+    menu.tick()
+    assert fired == []
+    assert menu.panel.prompt.text() == (
+        "K pressed: kill the chief once the warm standby has imported TensorFlow.")
+    ready.append(True)
+    menu.tick()
     assert fired == ["chief"]
     assert menu.panel.prompt.isHidden() and not menu.fire_action.isEnabled()
     menu.next_action.trigger()  # Page Down
@@ -398,6 +419,7 @@ def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
     window.panel.set_config(window.panel.config().replace(steps=777, learning_rate=0.002))
     before, run_dir_text = window.panel.config(), window.panel.run_dir_edit.text()
     window.demos.runs_root = tmp_path / "runs"
+    window.demos.reading_seconds = 0.0  # each stage as soon as reached (see the paced test)
     demo = demos.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
     assert window.demos.start(demo, presenter=False)
     session = window.demos.session
@@ -476,12 +498,17 @@ def test_preemption_resumes_at_the_next_step_headless(tmp_path):
 
 
 def run_to_end(key: str, tmp_path) -> tuple[demo_results.DemoOutcome, list[list[dict]]]:
-    """Demo `key` run headless to its end, faults on schedule: every claim held and every
-    stage reached; the events of each run, and no process of any run left alive."""
+    """Demo `key` run headless to its end at its pace, faults on schedule: every claim held,
+    every stage reached and each on screen a reading time; the events of each run, and no
+    process of any run left alive."""
+    from ftgui.core.demo_session import READING_SECONDS
+
     demo = builtin(key)
-    outcome = demo_results.run_demo(demo, tmp_path)
+    outcome = demo_results.run_demo(demo, tmp_path, reading_seconds=READING_SECONDS)
     assert outcome.holds, demo_results.summary(outcome.claims)
     assert outcome.stages_reached == len(demo.stages)
+    assert [stage for stage, _ in outcome.shown] == list(range(len(demo.stages)))
+    assert all(seconds >= READING_SECONDS for _, seconds in shown_seconds(outcome.shown))
     assert len(outcome.run_dirs) == len(demo.runs)
     seen = [events.read_all(run_dir) for run_dir in outcome.run_dirs]
     for run in seen:
@@ -519,6 +546,14 @@ def test_the_worker_loss_demo_restarts_the_synchronous_cluster_only(tmp_path):
         ("chief", 0, 0), ("worker", 0, 0), ("worker", 1, 0), ("ps", 0, 0), ("worker", 1, 1),
     ]
     assert {e["attempt"] for e in parameter_server} == {0}  # the coordinator never restarted
+    # the coordinator held at 250 until the kill: it lands at the step asked for, not at the
+    # end of a 100-step block (300)
+    [fault] = of_kind(parameter_server, "fault_injected")
+    assert (fault["target"], fault["step"]) == ("worker:1", 250)
+    before = parameter_server[:parameter_server.index(fault)]
+    assert max(e["step"] for e in of_kind(before, "step")) == 250
+    [held] = of_kind(parameter_server, "held")
+    assert (held["role"], held["step"], held["why"]) == ("chief", 250, "worker:1")
     [finished] = of_kind(parameter_server, "run_finished")
     assert finished["step"] == 400
     [lost] = [e for e in of_kind(parameter_server, "process_exited", role="worker", index=1,
@@ -578,3 +613,83 @@ def test_the_chaos_demo_ends_with_the_weights_of_the_uninterrupted_run(tmp_path)
     assert all(losses[s] == reference[s] for s in range(1, 601))  # to the bit
     restarted = of_kind(chaos, "process_started")[1:]
     assert len(restarted) == 4 and any(e["standby"] for e in restarted)
+
+
+def shown_seconds(shown: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(stage, seconds on screen) of each stage shown but the last, from a machine's log."""
+    pairs = zip(shown[:-1], shown[1:], strict=True)
+    return [(stage, after - when) for (stage, when), (_, after) in pairs]
+
+
+def test_in_a_paced_demo_each_stage_stays_on_screen_a_reading_time():
+    """Events that reach a stage every 0.4 s (as the crash stages came before pace and
+    holds) still leave each stage READING_SECONDS on screen, in order, none skipped; Page
+    Down moves on at once."""
+    from ftgui.core.demo_session import READING_SECONDS
+
+    clock = [0.0]
+    demo = builtin("crash-and-recover")
+    session = DemoSession(demo, Path("/nonexistent"), reading_seconds=READING_SECONDS,
+                          clock=lambda: clock[0])
+    session.machine.begin_run(1)
+    stream = crash_events()
+    for event in stream:
+        session.feed([event])
+        clock[0] += 0.4
+        session.machine.tick()
+    session.finish()
+    while not session.machine.caught_up:
+        clock[0] += 0.1
+        session.machine.tick()
+    shown = session.machine.shown
+    assert [stage for stage, _ in shown] == list(range(len(demo.stages)))
+    assert all(seconds >= READING_SECONDS for _, seconds in shown_seconds(shown))
+    assert session.machine.previous() and session.machine.current == len(demo.stages) - 2
+    assert session.machine.next() and session.machine.shown[-1] == (len(demo.stages) - 1,
+                                                                   clock[0])
+
+
+def test_every_demo_file_sets_a_watchable_pace():
+    for key in KEYS:
+        demo = builtin(key)
+        for run in range(1, len(demo.runs) + 1):
+            assert 5 <= demo.config(run).pace <= 60, (key, run)
+
+
+def test_faults_of_a_demo_with_a_warm_standby_wait_for_it(tmp_path):
+    """Chaos (seed 9: kill@143, hang@192, nan@275, kill@384, preempt@476) holds before each
+    fault that restarts a process until the standby is ready: at a kill's or hang's step,
+    and before a preemption's step (it is asked for before that step runs); the NaN rolls
+    back in process and does not wait. The uninterrupted run keeps no standby: no hold."""
+    session = DemoSession(builtin("chaos"), tmp_path)
+    assert session.holds_of(1) == {}
+    assert session.holds_of(2) == {143: "standby", 192: "standby", 384: "standby",
+                                   475: "standby"}
+    presenter = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    assert presenter.holds_of(1) == {650: "presenter"}
+    rehearsal = DemoSession(builtin("crash-and-recover"), tmp_path)
+    assert rehearsal.holds_of(1) == {650: "standby"}  # on schedule: waits for the standby only
+
+
+def test_page_down_at_a_held_waiting_stage_fires_the_fault(window, tmp_path, monkeypatch):
+    """A clicker has Page Down, not K: at the waiting stage, with training held there,
+    Page Down fires the fault; elsewhere it shows the next stage."""
+    from ftgui.core.supervisor import Supervisor
+
+    fired = []
+    monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    supervisor = Supervisor(tmp_path / "watched")
+    monkeypatch.setattr(supervisor, "standby_ready", lambda: True)
+    monkeypatch.setattr(window.controller, "supervisor", supervisor)
+    menu = window.demos
+    menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    menu.session.next_run()
+    menu.session.feed(crash_events()[:5])
+    menu._show()
+    assert menu.panel.stage_label.text() == "stage 3 of 6"
+    supervisor.held = (650, "presenter")
+    menu.next_action.trigger()
+    assert fired == ["chief"]
+    assert menu.panel.stage_label.text() == "stage 3 of 6"  # the kill's stage comes by itself
+    menu.next_action.trigger()
+    assert fired == ["chief"] and menu.panel.stage_label.text() == "stage 4 of 6"

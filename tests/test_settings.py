@@ -19,7 +19,8 @@ DEFAULTS = {
     "model": "mlp", "task": "classification", "loop": "custom", "dataset": "digits",
     "global_batch_size": 64,
     "learning_rate": 0.01, "steps": 2000, "checkpoint_every": 100, "keep": 5, "seed": 42,
-    "auto_recover": False, "max_restarts": 3, "restart_backoff": 1.0, "warm_standby": False,
+    "pace": 0.0, "auto_recover": False, "max_restarts": 3, "restart_backoff": 1.0,
+    "warm_standby": False,
     "snapshot_every": 10,
     "kill_at_step": 0, "preempt_at_step": 0, "nan_at_step": 0, "hang_at_step": 0,
     "kill_after_seconds": 0.0, "watchdog_seconds": 0.0, "chaos_faults": 0,
@@ -37,7 +38,8 @@ def every_setting_changed(tmp_path) -> list[RunConfig]:
         cluster="chief=localhost:0;worker=localhost:0,localhost:0,gpu-box:2222;"
         "ps=localhost:0,localhost:0",
         model="cnn", dataset=str(dataset), global_batch_size=96, learning_rate=0.003,
-        steps=500, checkpoint_every=25, keep=7, seed=7, auto_recover=True, max_restarts=5,
+        steps=500, checkpoint_every=25, keep=7, seed=7, pace=12.5, auto_recover=True,
+        max_restarts=5,
         restart_backoff=0.25, warm_standby=True, snapshot_every=3,
         kill_at_step=100, preempt_at_step=200,
         nan_at_step=300, hang_at_step=400, kill_after_seconds=30.5, watchdog_seconds=12.5,
@@ -168,6 +170,7 @@ BAD_VALUES = [
     ("checkpoint_every", 0, "checkpoint_every: 0 is not a whole number from 1 to 100000000"),
     ("keep", 1001, "keep: 1001 is not a whole number from 1 to 1000"),
     ("seed", 2**31, "seed: 2147483648 is not a whole number from 0 to 2147483647"),
+    ("pace", -1.0, "pace: -1.0 is not in [0, 10000]"),
     ("auto_recover", "yes", "auto_recover: 'yes' is not true or false"),
     ("max_restarts", -1, "max_restarts: -1 is not a whole number from 0 to 1000"),
     ("restart_backoff", 601.0, "restart_backoff: 601.0 is not in [0, 600] seconds"),
@@ -208,4 +211,28 @@ def test_a_bad_flag_value_names_the_setting_and_its_flag(tmp_path, capsys):
     assert capsys.readouterr().err == (
         "ftgui: chaos_kinds (--chaos-kinds): 'boom' is not one of kill, preempt, nan, hang\n"
     )
+    assert not run_dir.exists()
+
+
+def test_pace_is_a_flag_a_panel_spin_and_a_line_of_config_toml(tmp_path, capsys, qtbot):
+    """`--pace 40` gives 40 steps per second; config.toml keeps it; the panel shows 0 as
+    "as fast as possible"; a negative pace is refused in one line naming the flag."""
+    from ftgui.qt.config_panel import ConfigPanel
+
+    args = cli.build_parser().parse_args(["train", str(tmp_path / "run"), "--pace", "40"])
+    config = cli.config_from_args(args, RunConfig())
+    assert config.pace == 40.0
+    configmod.save(tmp_path, config)
+    assert "pace = 40.0" in (tmp_path / "config.toml").read_text()
+    assert configmod.load(tmp_path).pace == 40.0
+    panel = ConfigPanel()
+    qtbot.addWidget(panel)
+    spin = panel.findChild(object, "paceSpin")
+    panel.set_config(RunConfig())
+    assert spin.value() == 0 and spin.text() == "as fast as possible"
+    panel.set_config(config)
+    assert panel.config().pace == 40.0
+    run_dir = tmp_path / "refused"
+    assert cli.main(["train", str(run_dir), "--pace", "-2"]) == 2
+    assert capsys.readouterr().err == "ftgui: pace (--pace): -2.0 is not in [0, 10000]\n"
     assert not run_dir.exists()

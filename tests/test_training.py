@@ -115,6 +115,25 @@ def test_automatic_recovery_finishes_a_crashed_run_in_one_command(
     assert (finished["step"], finished["loss"]) == (60, final_loss)
 
 
+@pytest.mark.tf
+def test_a_paced_run_crashed_and_recovered_has_the_losses_of_a_full_speed_run(
+    tmp_path, baseline_losses
+):
+    """`--pace 20`: the trainer waits between steps (29 steps take at least 29/20 s) and every
+    loss, the redone steps' too, equals the unpaced baseline's to the bit."""
+    run_dir = tmp_path / "run"
+    status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
+                       "--auto-recover", "--restart-backoff", "0.1", "--pace", "20",
+                       "--quiet"])
+    assert status == 0
+    all_events = events.read_all(run_dir)
+    assert events.final_losses(all_events) == baseline_losses
+    redone = {e["step"]: e["loss"] for e in of_kind(all_events, "step", attempt=1)}
+    assert redone == {step: baseline_losses[step] for step in range(31, 61)}
+    mono = {e["step"]: e["mono"] for e in of_kind(all_events, "step", attempt=1)}
+    assert mono[60] - mono[31] >= 29 / 20
+
+
 # ----------------------------------------------------------------- replicas
 
 

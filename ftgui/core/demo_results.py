@@ -184,38 +184,51 @@ def summary(claims: list[Claim]) -> str:
 @dataclass(frozen=True)
 class DemoOutcome:
     """A demo run headless: its folders, wall `seconds` from the first start to the last
-    exit, the stages reached (of how many), and its claims."""
+    exit, the stages reached (of how many), its claims, and `shown`: (stage index, seconds
+    of the monotonic clock) each time another stage came on screen."""
 
     run_dirs: list[Path]
     seconds: float
     stages_reached: int
     stages: int
     claims: list[Claim]
+    shown: tuple[tuple[int, float], ...] = ()
 
     @property
     def holds(self) -> bool:
         return all(c.holds for c in self.claims) and self.stages_reached == self.stages
 
 
-def run_demo(demo: Demo, root: Path, poll_seconds: float = 0.05) -> DemoOutcome:
-    """Run every run of `demo` under `root`, one after the other, faults on schedule, and
-    check its claims. Raises the supervisor's errors (`ConfigError`, `StartError`)."""
+def run_demo(demo: Demo, root: Path, poll_seconds: float = 0.05,
+             reading_seconds: float = 0.0) -> DemoOutcome:
+    """Run every run of `demo` under `root`, one after the other, faults on schedule (those
+    the text says find the warm standby wait for it: `DemoSession.holds_of`), at the demo's
+    pace, and check its claims. `reading_seconds`: the stage machine's (after the last run,
+    the stages still due are shown in turn). Raises the supervisor's errors (`ConfigError`,
+    `StartError`)."""
     from ftgui.core.supervisor import Supervisor  # the CLI's way to run
 
-    session = DemoSession(demo, root, presenter=False)
+    session = DemoSession(demo, root, presenter=False, reading_seconds=reading_seconds)
     began = time.monotonic()
     while (planned := session.next_run()) is not None:
         run_dir, config = planned
         supervisor = Supervisor(run_dir)
+        for step, why in session.holds_of(session.run).items():
+            supervisor.plan_hold(step, why)
         supervisor.start(config)
         try:
             while supervisor.live:
                 session.feed(supervisor.poll())
+                session.machine.tick()
                 time.sleep(poll_seconds)
             session.feed(supervisor.poll())
         finally:
             supervisor.shutdown()
     session.finish()
     seconds = time.monotonic() - began
+    while not session.machine.caught_up:
+        session.machine.tick()
+        time.sleep(poll_seconds)
     return DemoOutcome(session.run_dirs, seconds, session.machine.reached + 1,
-                       len(demo.stages), check(demo, session.run_dirs))
+                       len(demo.stages), check(demo, session.run_dirs),
+                       tuple(session.machine.shown))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from ftgui.core import exitcodes
+from ftgui.core import cluster, exitcodes, faults
 from ftgui.core.config import RunConfig
 from ftgui.core.demos import Demo, Fault, Stage
 from ftgui.core.events import EventReader
@@ -36,16 +37,26 @@ def triggers_of(event: dict, settled: set[int]) -> list[str]:
     return ["worker lost"] if event.get("signal") else []
 
 
+READING_SECONDS = 4.0  # the least time a stage's text stays on screen unless the presenter moves
+
+
 class StageMachine:
     """Which stage of `stages` to show, from the runs' events and the presenter's keys.
 
     `reached` is the furthest stage the events justify (stage i is reached once every stage
     before it is and its trigger happened `count` times in its run); `current` is the one
-    shown: it jumps forward to `reached`, and `next()` / `previous()` (Page Down / Page Up)
-    move it by one without changing `reached`."""
+    shown: it moves forward towards `reached` one stage at a time, each once the stage shown
+    has been on screen `reading_seconds` (of `clock`, seconds; `tick()` moves it when that time
+    has passed), and `next()` / `previous()` (Page Down / Page Up) move it by one at once,
+    without changing `reached`. `shown_at`: when the stage shown came on screen."""
 
-    def __init__(self, stages: tuple[Stage, ...]):
+    def __init__(self, stages: tuple[Stage, ...], reading_seconds: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.stages = stages
+        self.reading_seconds, self.clock = reading_seconds, clock
+        self.shown_at = clock()
+        self._skipped: set[int] = set()  # stages passed over by the end (never reached)
+        self.shown: list[tuple[int, float]] = []  # (stage, clock) each time one came on
         self.counts: dict[tuple[int, str], int] = {}
         self.reached = -1
         self.current = -1
@@ -82,17 +93,38 @@ class StageMachine:
         changed = self._count(0, "end")
         last = len(self.stages) - 1
         if self.stages and self.stages[last].after == "end" and self.reached < last:
-            self.reached = self.current = last
-            changed = True
+            self._skipped |= set(range(self.reached + 1, last))
+            self.reached = last
+            changed |= self.tick()
         return changed
 
     def _count(self, run: int, trigger: str) -> bool:
         self.counts[(run, trigger)] = self.counts.get((run, trigger), 0) + 1
-        before = self.current
         while self.reached + 1 < len(self.stages) and self._met(self.stages[self.reached + 1]):
             self.reached += 1
-        self.current = max(self.current, self.reached)
-        return self.current != before
+        return self.tick()
+
+    def tick(self) -> bool:
+        """Move the stage shown one forward when a reached stage waits and the one shown has
+        had its reading time (the very first stage comes at once); whether it moved."""
+        if self.current >= self.reached:
+            return False
+        if self.current >= 0 and self.clock() - self.shown_at < self.reading_seconds:
+            return False
+        self.current = self.current + 1 if self.reading_seconds > 0 else self.reached
+        while self.current in self._skipped and self.current < self.reached:
+            self.current += 1
+        self._shown()
+        return True
+
+    def _shown(self) -> None:
+        self.shown_at = self.clock()
+        self.shown.append((self.current, self.shown_at))
+
+    @property
+    def caught_up(self) -> bool:
+        """The stage shown is the furthest the events reached."""
+        return self.current >= self.reached
 
     def _met(self, stage: Stage) -> bool:
         run = 0 if stage.after == "end" else stage.run
@@ -102,12 +134,14 @@ class StageMachine:
         if self.current + 1 >= len(self.stages):
             return False
         self.current += 1
+        self._shown()
         return True
 
     def previous(self) -> bool:
         if self.current <= 0:
             return False
         self.current -= 1
+        self._shown()
         return True
 
     @property
@@ -136,17 +170,23 @@ def _slug(text: str) -> str:
 class DemoSession:
     """One showing of `demo`: its run folders (`run_dirs`, fresh, under `root`), each run's
     configuration (`configs`), the `machine`, which run is on (`run`, 1-based; 0 before) and
-    the presenter's faults still to fire. `presenter`: faults with `wait` wait for `fire()`;
-    otherwise every fault fires on its schedule."""
+    the presenter's faults still to fire. `presenter`: faults with `wait` wait for the
+    presenter: training holds at the fault's step (`holds_of`) and the fault fires when the
+    presenter asked (`press`) and the run holds there (`to_fire`); otherwise every fault fires
+    on its schedule. `reading_seconds`, `clock`: the stage machine's (the window gives
+    `READING_SECONDS`; 0, for headless runs and tests, shows each stage as soon as it is
+    reached)."""
 
     def __init__(self, demo: Demo, root: Path, presenter: bool = False,
-                 stamp: str | None = None):
+                 stamp: str | None = None, reading_seconds: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.demo, self.presenter = demo, presenter
         self.run_dirs = demo_dirs(demo, Path(root), stamp)
         self.configs = [demo.config(i, presenter) for i in range(1, len(demo.runs) + 1)]
-        self.machine = StageMachine(demo.stages)
+        self.machine = StageMachine(demo.stages, reading_seconds, clock)
         self.run = 0
         self.fired: list[tuple[int, Fault]] = []  # (run, fault) the presenter fired
+        self.pressed: Fault | None = None  # asked for by the presenter, not fired yet
         self.ended = False
         self._reader: EventReader | None = None
 
@@ -185,3 +225,42 @@ class DemoSession:
     def mark_fired(self, fault: Fault) -> None:
         """The presenter fired `fault` in the current run."""
         self.fired.append((self.run, fault))
+        if self.pressed == fault:
+            self.pressed = None
+
+    def holds_of(self, run: int) -> dict[int, str]:
+        """step -> why of the holds run `run` (1-based) plans (`Supervisor.plan_hold`): the
+        step of each presenter's fault (`presenter`), and, where the run keeps a warm
+        standby, the step of each planned kill or hang and the step before each planned
+        preemption (`standby`: the fault waits until the standby is ready, as the demo's
+        text says it is)."""
+        config = self.configs[run - 1]
+        planned: dict[int, str] = {}
+        if config.warm_standby:
+            names = [task.name for task in cluster.tasks(config)]
+            for fault in faults.plan(config, names):
+                # a preemption is asked for before its step runs: hold after the step before
+                step = fault.step - 1 if fault.kind == "preempt" else fault.step
+                if fault.kind in ("kill", "hang", "preempt") and step >= 1 and (
+                        config.strategy != "parameter-server" or fault.target == "chief"):
+                    planned[step] = "standby"
+        if self.presenter:
+            planned.update({f.step: "presenter" for f in self.demo.faults_of(run) if f.wait})
+        return planned
+
+    def press(self) -> Fault | None:
+        """The presenter pressed K (or Page Down at a waiting stage): the fault asked for,
+        which fires once `to_fire` says so; None when nothing waits."""
+        fault = self.pending_wait()
+        if fault is not None:
+            self.pressed = fault
+        return fault
+
+    def to_fire(self, held_step: int | None, standby_ready: bool) -> Fault | None:
+        """The pressed fault to fire now: training holds at its step (`held_step`: where the
+        run holds, None when it does not) and the warm standby, where there is one, is
+        ready (`standby_ready`)."""
+        fault = self.pressed
+        if fault is None or (self.run, fault) in self.fired or self.ended:
+            return None
+        return fault if held_step == fault.step and standby_ready else None

@@ -219,6 +219,10 @@ class EventKind(str, enum.Enum):
     ROLLED_BACK = "rolled_back"  # chief: from_step, to_step, checkpoint
     HANG_DETECTED = "hang_detected"  # supervisor's watchdog: role, index, seconds, last_step
     THAWED = "thawed"  # supervisor: target, step
+    # a trainer waits at a step boundary until the supervisor lets it go (`ftgui.core.holds`):
+    # step, role, index, why (presenter, standby, or the target of a fault the supervisor fires)
+    HELD = "held"
+    HOLD_RELEASED = "hold_released"  # the trainer goes on: step, role, index, seconds, by
     TRAINING_ERROR = "training_error"  # trainer: role, index, error
     PROCESS_EXITED = "process_exited"  # supervisor: role, index, exit_code or signal, decisive
     RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
@@ -376,6 +380,17 @@ def _fault_injected(event, step):
     return f"{what} at step {at} ({source})"
 
 
+_HOLD_ENDS = {"presenter": "the presenter moved on", "fault": "the fault was fired",
+              "standby": "the warm standby is ready", "preemption": "asked to stop"}
+
+
+def _held(event: dict) -> str:
+    why = event.get("why", "")
+    reason = {"presenter": "for the presenter", "standby": "until the warm standby is ready"}
+    return (f"{who(event)} held after step {event.get('step')} "
+            f"{reason.get(why, f'until the fault of {why} is fired')}")
+
+
 def _process_exited(event, step, settled=False):
     at = step if step is not None else event.get("last_step", 0)
     name = who(event)
@@ -424,6 +439,9 @@ _DESCRIBERS = {
     f"{e.get('to_step')}",
     "hang_detected": lambda e, s: f"{who(e)} hung: no progress for "
     f"{_number(e.get('seconds'), 3)} s at step {e.get('last_step')}",
+    "held": lambda e, s: _held(e),
+    "hold_released": lambda e, s: f"{who(e)} goes on after step {e.get('step')} "
+    f"({_HOLD_ENDS.get(e.get('by'), e.get('by'))}, held {_number(e.get('seconds'), 2)} s)",
     "thawed": lambda e, s: f"{e.get('target', 'chief')} thawed at step "
     f"{max(e.get('step') or 0, s or 0)}",
     "training_error": _training_error,

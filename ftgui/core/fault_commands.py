@@ -4,9 +4,11 @@ the scheduled faults it fires itself on the chief's step, the timer fault and th
 `FaultCommands` is a part of `ftgui.core.supervisor.Supervisor` (a mixin): it uses the
 supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief`,
 `_await_just_in_time` and `_kill_all`, and writes `fault_injected`, `checkpoint_requested`,
-`thawed` and `hang_detected`. A command on a run whose trainer has written `run_finished`
-does nothing, writes nothing, and says why in `refusal` (its processes may still be alive for a
-moment while they exit: a signal then would record a fault after the end).
+`thawed` and `hang_detected`; and it holds and lets go the trainers at planned steps
+(`ftgui.core.holds`): a fault injected into a held attempt lets it go, so the fault lands at
+the held step. A command on a run whose trainer has written `run_finished` does nothing,
+writes nothing, and says why in `refusal` (its processes may still be alive for a moment
+while they exit: a signal then would record a fault after the end).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import os
 import signal
 import time
 
+from ftgui.core import holds
 from ftgui.core.processes import signal_tree
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 FAULT_NAMES = {"kill": "Kill", "preempt": "Preempt", "hang": "Freeze"}
 STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports before a first step
+STANDBY_HOLD_SECONDS = 60.0  # the longest a fault waits for the warm standby (imports: 3-7 s)
 
 
 class FaultCommands:
@@ -97,6 +101,7 @@ class FaultCommands:
                    step=self.last_step if step is None else step, source=source)
         for proc in victims:
             signal_tree(proc.pid, sig)
+        self.release_hold("fault")  # after the signal: a killed chief takes no further step
         return True
 
     def _check_timer(self) -> None:
@@ -132,3 +137,41 @@ class FaultCommands:
         for fault in self._faults.due(step):
             self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
                          source="schedule", step=fault.step)
+            # the coordinator holds at the fault's step until now (`FaultSchedule.args_for`);
+            # written even before its `held` comes, and when the target was gone already
+            holds.release(self.run_dir, self.attempt, fault.step, "fault")
+
+    # ------------------------------------------------------------ holds (`ftgui.core.holds`)
+    def plan_hold(self, step: int, why: str = "presenter") -> None:
+        """Hold training after global `step` in the next attempts, once per run, until
+        `release_hold()` (`why` = `presenter`), or until a warm standby is ready (`standby`).
+        Call before `start`."""
+        self._faults.holds[step] = why
+
+    def release_hold(self, by: str = "presenter") -> bool:
+        """Let a held attempt go on (`by`: who, for its `hold_released` event); False when
+        nothing is held."""
+        if self.held is None:
+            return False
+        holds.release(self.run_dir, self.attempt, self.held[0], by)
+        self.held = None
+        return True
+
+    def standby_ready(self) -> bool:
+        """Whether a restart now would find its warm standby ready (TensorFlow imported; a
+        multi-worker standby cluster prepared for this run); True without `warm_standby`."""
+        config = self.config
+        if config is None or not config.warm_standby:
+            return True
+        return self._standby.ready_for(config, len(self._task_names))
+
+    def _check_holds(self) -> None:
+        """Let go a hold that waits for the warm standby once one is ready, or after
+        `STANDBY_HOLD_SECONDS` (a standby that cannot start must not stop the run)."""
+        if self.held is None or self.held[1] != "standby":
+            return
+        if self._held_since is None:
+            self._held_since = time.monotonic()
+        if self.standby_ready() or time.monotonic() - self._held_since > STANDBY_HOLD_SECONDS:
+            self._held_since = None
+            self.release_hold("standby")

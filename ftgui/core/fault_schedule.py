@@ -3,14 +3,17 @@
 A planned fault fires once per run, even when a restart replays its step (`ftgui.core.faults`).
 A process that counts steps fires its own faults (they go on its command line); a
 parameter-server worker or ps counts none, so its kill, hang and preempt are armed here and
-fired by the supervisor on the chief's step. `kill_after_seconds` is a timer kept here too.
+fired by the supervisor on the chief's step (the coordinator holds at that step until it is:
+`ftgui.core.holds`). Planned holds (`holds`: a demo's presenter, a fault waiting for the warm
+standby) go to every process that counts steps, and happen once per run like the faults.
+`kill_after_seconds` is a timer kept here too.
 """
 
 from __future__ import annotations
 
 import time
 
-from ftgui.core import faults
+from ftgui.core import faults, holds
 from ftgui.core.cluster import Task
 from ftgui.core.config import RunConfig
 
@@ -25,11 +28,15 @@ class FaultSchedule:
         self.fired: set[str] = set()
         self.armed: list[faults.Fault] = []
         self.timer_due: float | None = None
+        self.holds: dict[int, str] = {}  # planned holds: step -> why (`ftgui.core.holds`)
+        self.held: set[int] = set()  # steps the run already held at (a hold happens once)
 
     def observe(self, event: dict) -> None:
         """Note a `fault_injected` event of a planned fault (from any attempt's history)."""
         if event.get("event") == "fault_injected" and event.get("source") == "schedule":
             self.fired.add(f"{event.get('kind')}@{event.get('step')}:{event.get('target')}")
+        elif event.get("event") == "held":
+            self.held.add(event.get("step"))
 
     def new_attempt(self) -> None:
         """Forget the faults armed for the last attempt's processes."""
@@ -47,14 +54,34 @@ class FaultSchedule:
         runs_steps = config.strategy != "parameter-server" or task.role == "chief"
         own = []
         for fault in faults.plan(config, task_names):
-            hits = fault.target == task.name or (fault.target == "chief" and task.is_chief)
-            if not hits or fault.key in self.fired:
+            if runs_steps and not self._hits(fault, task) and self._armed_elsewhere(
+                    config, fault):
+                # the coordinator holds at the step of a worker's or ps' fault until the
+                # supervisor fired it, so the fault lands at its step, not a chunk later
+                own.extend(self._hold_arg(fault.step, fault.target))
+            if not self._hits(fault, task) or fault.key in self.fired:
                 continue
             if runs_steps:
                 own.append(fault.key)
             elif fault.kind in ("kill", "hang", "preempt"):
                 self.armed.append(fault)
+        if runs_steps:
+            for step, why in sorted(self.holds.items()):
+                own.extend(self._hold_arg(step, why))
         return own
+
+    @staticmethod
+    def _hits(fault: faults.Fault, task: Task) -> bool:
+        return fault.target == task.name or (fault.target == "chief" and task.is_chief)
+
+    def _armed_elsewhere(self, config: RunConfig, fault: faults.Fault) -> bool:
+        """A fault the supervisor fires itself on the chief's step (a parameter-server
+        worker's or ps' kill, hang or preempt), not fired yet."""
+        return (config.strategy == "parameter-server" and fault.target != "chief"
+                and fault.kind in ("kill", "hang", "preempt") and fault.key not in self.fired)
+
+    def _hold_arg(self, step: int, why: str) -> list[str]:
+        return [] if step in self.held else [f"{holds.KIND}@{step}:{why}"]
 
     def due(self, step: int) -> list[faults.Fault]:
         """The armed faults the chief's `step` reaches, now counted as fired."""

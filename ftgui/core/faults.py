@@ -63,8 +63,10 @@ def fired(events: list[dict]) -> set[str]:
 
 
 def parse_arg(text: str) -> tuple[str, int]:
-    """Parse the trainer's `kind@step`; raises `ValueError` for anything else."""
+    """Parse the trainer's `kind@step` (`hold`: wait there for the supervisor,
+    `ftgui.core.holds`); raises `ValueError` for anything else."""
     kind, _, step = text.partition("@")
-    if kind not in ("kill", "preempt", "nan", "hang") or not step.isdigit():
-        raise ValueError(f"fault: {text!r} is not kind@step with kind kill, preempt, nan or hang")
+    if kind not in ("kill", "preempt", "nan", "hang", "hold") or not step.isdigit():
+        raise ValueError(f"fault: {text!r} is not kind@step with kind kill, preempt, nan, hang "
+                         "or hold")
     return kind, int(step)

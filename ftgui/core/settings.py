@@ -260,6 +260,11 @@ class Settings:
         42, help="Seed of the weights and the data order (runs with one seed are repeatable)",
         flag="--seed", label="Seed", group="training", object_name="seedSpin",
         on_resume=REFUSED, low=0, high=MAX_SEED)
+    pace: float = setting(
+        0.0, help="Steps per second at most, for a room to watch (0: as fast as possible); "
+        "the trainer waits between steps, which changes no loss", flag="--pace",
+        label="Pace", group="training", object_name="paceSpin", on_resume=FREE,
+        unit="steps/s", low=0, high=10_000, decimals=1, off="as fast as possible")
     # -- faults and recovery
     auto_recover: bool = setting(
         False, help="After a crash, restart from the newest valid checkpoint",

@@ -145,6 +145,14 @@ class StandbyPool:
                 return None
         return members
 
+    def ready_for(self, config, tasks: int) -> bool:
+        """Whether a restart of `tasks` tasks of `config` (a `RunConfig`) would be warm: the
+        standby cluster is ready for it, or `tasks` standbys have TensorFlow imported."""
+        if wants_cluster(config):
+            return self.cluster_ready(config.to_dict())
+        ready = [p for p, _ in self.standbys if p.poll() is None and p.pid in self._ready]
+        return len(ready) >= tasks
+
     def keep(self, wanted: int) -> None:
         """Forget the standbys that ended; start one more if fewer than `wanted` are left
         (one per call: their imports should not compete with each other or the run).

@@ -24,6 +24,7 @@ from ftgui.core import (
     checkpoints,
     cluster,
     datasets,
+    holds,
     peer_loss,
     restore_point,
     resume_check,
@@ -89,6 +90,8 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._line: tuple[int, int] = (-1, 0)
         self._finished_attempt = -1  # the attempt that wrote `run_finished` (-1: none)
         self.refusal = ""  # why the last fault command did nothing (a finished run)
+        self.held: tuple[int, str] | None = None  # (step, why) while the attempt is held
+        self._held_since: float | None = None  # monotonic seconds a standby hold was seen
 
     # ----------------------------------------------------------------- queries
     @property
@@ -222,6 +225,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._check_timer()
         self._check_watchdog()
         self._keep_standbys()
+        self._check_holds()
         if self._recovery.take_due():
             try:
                 self._launch(restore_point.choose(self.run_dir, True, None)[0], False)
@@ -275,8 +279,15 @@ class Supervisor(FaultCommands, TaskLauncher):
             self._standby.mark_ready(event.get("pid"), event.get("prepared_for"))
         elif kind == "heartbeat":
             for proc in self.processes:
-                if proc.alive and proc.name == f"{event.get('role')}:{event.get('index')}":
+                if proc.alive and (proc.role, proc.index) == (event.get("role"),
+                                                              event.get("index", 0)):
                     proc.last_step, proc.last_heartbeat = event.get("step", 0), time.time()
+        elif kind == "held":
+            self._faults.observe(event)
+            if event.get("attempt", 0) == self.attempt and self.processes:
+                self.held = (event.get("step", 0), event.get("why", ""))
+        elif kind == "hold_released" or (kind == "process_exited" and event.get("chief")):
+            self.held = None  # going on, or the held chief is gone
         elif kind in ("resumed", "rolled_back"):
             self.last_step = event.get("from_step" if kind == "resumed" else "to_step", 0)
             self._note_line(event.get("attempt", 0), self.last_step, restart=True)
@@ -328,6 +339,8 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._recovery.held = False
         self._settled = False
         self._faults.new_attempt()
+        holds.clear(self.run_dir)  # the old attempts' releases (their processes are gone)
+        self.held = self._held_since = None
         self._restore = restore
         self._memory = restore_point.memory_point(
             self.run_dir, restore, attempt == 0 or is_fork or not memory_allowed)

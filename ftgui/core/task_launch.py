@@ -87,10 +87,13 @@ class TaskLauncher:
 
     def _keep_standbys(self) -> None:
         """Keep one warm standby per task, or one standby cluster, while the run lives
-        (started only once the attempt trains, so that imports do not compete with its
-        start)."""
+        (started once the attempt trains, so that imports do not compete with its start;
+        or at once when the attempt itself came from standbys and imports nothing, so that a
+        second fault soon after finds the next standby ready)."""
         config = self.config
-        if config and config.warm_standby and self._progress_seen and not self._settled:
+        warm_start = any(p.standby for p in self.processes)
+        if config and config.warm_standby and (self._progress_seen or warm_start) \
+                and not self._settled:
             if wants_cluster(config):
                 self._standby.keep_cluster(config.workers)
             else:

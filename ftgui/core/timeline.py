@@ -239,6 +239,7 @@ class Timeline:
         self.config: dict = {}  # the run's configuration as `run_started` recorded it
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
         self._began: set[int] = set()  # attempts that resumed, rolled back or logged a step
+        self.held: tuple[int, str] | None = None  # (step, why) while training is held
 
     # ------------------------------------------------------------ reading
     @property
@@ -361,6 +362,7 @@ class Timeline:
         self.config = dict(event.get("config") or {})
 
     def _on_process_started(self, event: dict, changes: Changes) -> None:
+        self.held = None  # a new attempt, or a worker coming back: no process holds now
         attempt = event.get("attempt", 0)
         if run_state.is_chief(event) or attempt not in self.started:
             self.started[attempt] = event
@@ -398,6 +400,16 @@ class Timeline:
         name = setting_label(event.get("setting", "?"))
         label = f"{name} {short_value(event.get('old'))} → {short_value(event.get('new'))}"
         self._mark("setting_changed", event.get("step", self.last_step), label, event, changes)
+
+    def _on_held(self, event: dict, changes: Changes) -> None:
+        if (event.get("step", 0), event.get("why", "")) != self.held:
+            self.held = (event.get("step", 0), event.get("why", ""))
+            changes.state = True
+
+    def _on_hold_released(self, event: dict, changes: Changes) -> None:
+        if self.held is not None:
+            self.held = None
+            changes.state = True
 
     def _on_hang_detected(self, event: dict, changes: Changes) -> None:
         self._hung.add(event.get("attempt", 0))

@@ -13,7 +13,7 @@ from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 
 from ftgui.core import demo_results, demos, runs
 from ftgui.core.config import ConfigError
-from ftgui.core.demo_session import DemoSession
+from ftgui.core.demo_session import READING_SECONDS, DemoSession
 from ftgui.core.demos import Demo
 from ftgui.core.run_notes import RunNotes
 from ftgui.core.run_notes import save as save_notes
@@ -38,6 +38,7 @@ class DemoMenu(QObject):
         self.window, self.folders = window, folders
         self.session: DemoSession | None = None
         self.runs_root = runs.runs_root()
+        self.reading_seconds = READING_SECONDS  # the least time each stage stays on screen
         self._saved: tuple | None = None  # the panel's config and run folder before the demo
         self._run_on = False
         self.panel = DemoPanel()
@@ -148,7 +149,8 @@ class DemoMenu(QObject):
         except ConfigError:
             saved_config = None
         self._saved = (saved_config, window.panel.run_dir_edit.text())
-        self.session = DemoSession(demo, self.runs_root, presenter)
+        self.session = DemoSession(demo, self.runs_root, presenter,
+                                   reading_seconds=self.reading_seconds)
         self.panel.show_result("")
         self.dock.show()
         self.window.resizeDocks([self.dock], [max(self.window.width() * 3 // 10, 300)],
@@ -165,7 +167,9 @@ class DemoMenu(QObject):
             return True
         run_dir, config = planned
         try:
-            window.controller.open(run_dir)
+            supervisor = window.controller.open(run_dir)
+            for step, why in session.holds_of(session.run).items():
+                supervisor.plan_hold(step, why)
             window.controller.start(config)
         except (ConfigError, RuntimeError, OSError) as exc:
             window.panel.show_error(f"demo {session.demo.key}: {exc}")
@@ -183,13 +187,23 @@ class DemoMenu(QObject):
         return True
 
     def tick(self) -> None:
-        """Follow the current run's events; start the next run, or finish, when it is over."""
+        """Follow the current run's events; fire the fault the presenter asked for once the
+        run holds at its step; start the next run, or finish, when it is over. After the
+        end, the stages still due come on screen, each after its reading time."""
         session = self.session
-        if session is None or session.ended:
+        if session is None:
             return
-        if session.poll():
+        if session.ended:
+            if session.machine.tick():
+                self._show()
+            if session.machine.caught_up:
+                self.timer.stop()
+            return
+        if session.poll() | session.machine.tick():
             self._show()
         supervisor = self.window.controller.supervisor
+        self._fire_pressed(supervisor)
+        self.panel.show_prompt(self._prompt())  # the hold comes, the standby gets ready
         if self._run_on and supervisor is not None and not supervisor.live:
             session.poll()
             self._run_on = False
@@ -201,7 +215,7 @@ class DemoMenu(QObject):
         session.finish()
         claims = demo_results.check(session.demo, session.run_dirs)
         self.panel.show_result(demo_results.summary(claims))
-        self._end(restore=True)
+        self._end(restore=True, stopped=False)
         if len(session.run_dirs) > 1:
             self.window.run_history.compare([runs.summarize(d) for d in session.run_dirs])
         self._show()
@@ -219,9 +233,12 @@ class DemoMenu(QObject):
             self.panel.show_result("stopped")
         self._end(restore=True)
 
-    def _end(self, restore: bool) -> None:
-        """The demo is over: give the panel back what it showed before (no setting leaks)."""
-        self.timer.stop()
+    def _end(self, restore: bool, stopped: bool = True) -> None:
+        """The demo is over: give the panel back what it showed before (no setting leaks).
+        Not `stopped` (it ended by itself): the timer goes on until the last stages had
+        their reading time."""
+        if stopped or self.session is None or self.session.machine.caught_up:
+            self.timer.stop()
         self._run_on = False
         if self.session is not None:
             self.session.ended = True
@@ -235,7 +252,14 @@ class DemoMenu(QObject):
 
     # ------------------------------------------------------------ the presenter's keys
     def next_stage(self) -> None:
-        if self.session is not None and self.session.machine.next():
+        """Page Down: at a waiting stage while training holds there, fire the fault (a
+        clicker has no K); otherwise the next stage."""
+        session = self.session
+        supervisor = self.window.controller.supervisor
+        if session is not None and session.pending_wait() is not None and \
+                supervisor is not None and supervisor.held is not None:
+            self.fire()
+        elif session is not None and session.machine.next():
             self._show()
 
     def previous_stage(self) -> None:
@@ -243,19 +267,31 @@ class DemoMenu(QObject):
             self._show()
 
     def fire(self) -> bool:
-        """Fire the fault the demo waits for (K); False when none waits."""
+        """K: ask for the fault the demo waits for; it fires at once when training holds at
+        its step (and the warm standby is ready), else as soon as it does. False when none
+        waits."""
         session = self.session
-        fault = session.pending_wait() if session is not None else None
+        fault = session.press() if session is not None else None
         if fault is None:
             return False
+        self._fire_pressed(self.window.controller.supervisor)
+        self._show()
+        return True
+
+    def _fire_pressed(self, supervisor) -> None:
+        session = self.session
+        if session is None or supervisor is None:
+            return
+        held = supervisor.held[0] if supervisor.held is not None else None
+        fault = session.to_fire(held, supervisor.standby_ready())
+        if fault is None:
+            return
         controller = self.window.controller
         fire = {"kill": controller.kill, "preempt": controller.preempt,
                 "hang": controller.freeze}[fault.kind]
-        if not fire(fault.target):
-            return False
-        session.mark_fired(fault)
-        self._show()
-        return True
+        if fire(fault.target):
+            session.mark_fired(fault)
+            self._show()
 
     def _show(self) -> None:
         session = self.session
@@ -266,8 +302,7 @@ class DemoMenu(QObject):
         self.panel.show_stage(session.demo.title, machine.current, len(machine.stages),
                               stage.text if stage else "")
         self._show_pane()
-        fault = session.pending_wait()
-        self.panel.show_prompt(f"Press K when ready: {fault.describe()}." if fault else "")
+        self.panel.show_prompt(self._prompt())
         self._update_actions()
 
     def _show_pane(self) -> None:
@@ -277,6 +312,21 @@ class DemoMenu(QObject):
         stage = session.machine.stage if session is not None and not session.ended else None
         pane = stage.show if stage is not None else ""
         show_stage_pane(window, pane, window.presenting)
+
+    def _prompt(self) -> str:
+        session = self.session
+        fault = session.pending_wait()
+        if fault is None:
+            return ""
+        supervisor = self.window.controller.supervisor
+        held = supervisor is not None and supervisor.held is not None
+        if session.pressed != fault:
+            where = "training holds here" if held else f"training will hold at step {fault.step}"
+            return f"Press K when ready: {fault.describe()} ({where})."
+        if not held:
+            return f"K pressed: {fault.describe()} at step {fault.step}, once training is there."
+        return (f"K pressed: {fault.describe()} once the warm standby has imported TensorFlow."
+                if not supervisor.standby_ready() else "")
 
     def _update_actions(self) -> None:
         session = self.session

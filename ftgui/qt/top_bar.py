@@ -66,7 +66,9 @@ class TopBar(QWidget):
             state, reason = "starting", "waiting for the first step"
         if state == "running" and frozen(timeline):
             state, reason = "frozen", "no progress until Thaw or Kill"
-        colour = "recovering" if state in ("starting", "frozen") else state  # amber
+        elif state == "running" and timeline.held is not None:
+            state, reason = held_words(*timeline.held)
+        colour = "recovering" if state in ("starting", "frozen", "held") else state  # amber
         if colour != self.state_label.property("state"):
             theme.set_state(self.state_label, colour)
         text = state + (f" — {reason}" if reason else "")
@@ -90,3 +92,12 @@ def _button(name: str, text: str, tip: str) -> QPushButton:
     button.setObjectName(name)
     button.setToolTip(tip)
     return button
+
+
+def held_words(step: int, why: str) -> tuple[str, str]:
+    """The state label's (state, reason) while training holds after `step` for `why`."""
+    if why == "presenter":
+        return "held for the presenter", f"at step {step} (K fires the fault)"
+    if why == "standby":
+        return "held", f"at step {step} until the warm standby is ready"
+    return "held", f"at step {step} until the fault of {why} is fired"

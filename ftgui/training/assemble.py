@@ -9,6 +9,8 @@ from ftgui.core.config import RunConfig
 from ftgui.core.events import EventWriter
 from ftgui.training.actions.checkpoint import CheckpointAction
 from ftgui.training.actions.faults import FaultHooks, Faults
+from ftgui.training.actions.hold import Hold, planned_holds
+from ftgui.training.actions.pace import Pace
 from ftgui.training.actions.rollback import NanRollback
 from ftgui.training.actions.step_events import StepEvents
 from ftgui.training.actions.tensorboard import LossSummary
@@ -34,9 +36,10 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
     NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, in-memory
-    snapshot, scheduled kill or hang (after the checkpoint and the snapshot, so that the same
-    schedule recovers the same way). A multi-worker process also keeps a just-in-time copy
-    of each step and watches for the supervisor's word that a peer is gone (`peer_watch`).
+    snapshot, a planned hold (`ftgui.core.holds`), scheduled kill or hang (after the
+    checkpoint and the snapshot, so that the same schedule recovers the same way), then the
+    wait of `pace`. A multi-worker process also keeps a just-in-time copy of each step and
+    watches for the supervisor's word that a peer is gone (`peer_watch`).
     """
     batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed, start)
     start_step = state.global_step
@@ -59,8 +62,12 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
                     is_chief),
         checkpoint,
         *_snapshots(state, config, run_dir, is_chief and runner is None),
+        # before the faults: a fault planned at the step of a hold lands once it is released
+        Hold(planned_holds(faults.planned), run_dir, events, REQUESTS, role, index),
         fault_hooks,
     ]
+    if config.pace:  # last: a paced step is let go once every other action is done
+        actions.append(Pace(config.pace))
     if config.strategy == "multi-worker":  # a survivor saves the last completed step
         from ftgui.training.actions.just_in_time import JustInTime
         from ftgui.training.peer_watch import PeerWatch

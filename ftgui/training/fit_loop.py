@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from ftgui.core import exitcodes, fit_checkpoints
+from ftgui.training.actions.pace import Pace
 from ftgui.training.data import Dataset, StepBatches
 from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 
@@ -39,7 +40,7 @@ class EventsCallback(keras.callbacks.Callback):
     faults; stops after `steps` global steps. Must come after ModelCheckpoint in the list."""
 
     def __init__(self, events, steps: int, steps_per_epoch: int, faults, run_dir: Path,
-                 strategy: str = ""):
+                 strategy: str = "", pace: float = 0.0):
         super().__init__()
         self.events, self.steps, self.steps_per_epoch = events, steps, steps_per_epoch
         self.faults, self.run_dir, self.strategy = faults, run_dir, strategy
@@ -47,6 +48,7 @@ class EventsCallback(keras.callbacks.Callback):
         self.epoch = 0
         self.started = False
         self.last_loss = math.nan
+        self.pace = Pace(pace) if pace else None  # `pace` steps/s at most (0: off)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
@@ -70,6 +72,8 @@ class EventsCallback(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
         if step >= self.steps:
             self.model.stop_training = True
+        elif self.pace is not None:  # the wait after a step; the loss is not touched
+            self.pace(None)
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
@@ -119,7 +123,8 @@ def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
             str(run_dir / CHECKPOINT_DIR / "epoch-{epoch:03d}.weights.h5"),
             save_weights_only=True,
         ),
-        EventsCallback(events, config.steps, steps_per_epoch, faults, run_dir, config.strategy),
+        EventsCallback(events, config.steps, steps_per_epoch, faults, run_dir, config.strategy,
+                       config.pace),
     ]
     started = time.perf_counter()
     print(f"model.fit: {epochs} epochs of {steps_per_epoch} steps; restores to {RESTORES}",
