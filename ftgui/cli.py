@@ -14,6 +14,7 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.run_state import PREEMPT_TIMEOUT_S
 from ftgui.core.settings import SETTINGS
+from ftgui.streams import make_console_safe
 
 # command-line flag (argparse dest) <-> RunConfig field, from the settings schema
 FIELD_FLAGS = {name: setting.flag for name, setting in SETTINGS.items()}
@@ -143,6 +144,7 @@ def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    make_console_safe()  # a C or cp1252 locale gets ASCII look-alikes, never a traceback
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.present and args.command not in (None, "open", "replay"):

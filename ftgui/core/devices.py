@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,7 +18,8 @@ def list_devices(timeout: float = 120.0) -> list[dict]:
     """
     result = subprocess.run(
         [sys.executable, "-m", "ftgui.training.devices"],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True, encoding="utf-8", errors="replace", timeout=timeout,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines() or ["no output"]

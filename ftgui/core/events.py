@@ -31,7 +31,8 @@ def _clock_id() -> str:
     """Which monotonic clock this process' `mono` values are on: this boot of this machine
     (Linux: the first 8 hex digits of its boot id; elsewhere the host name and boot time)."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii")
+        return boot_id.strip().replace("-", "")[:8]
     except OSError:
         import socket
 

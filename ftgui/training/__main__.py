@@ -54,6 +54,9 @@ def planned_faults(args: argparse.Namespace) -> list[tuple[str, int, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ftgui.streams import make_console_safe
+
+    make_console_safe()  # a task started by hand (`ftgui worker`) has the user's locale
     args = parse_args(argv)
     from ftgui.core import config as configmod
     from ftgui.core.events import EventWriter
