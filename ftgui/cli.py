@@ -168,10 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_devices(args)
         if args.command == "worker":
             return cmd_worker(args)
-        if args.command == "replay":
-            return cmd_replay(args)
         if args.command == "report":
             return cmd_report(args)
+        _refuse_missing_qt_libraries()
+        if args.command == "replay":
+            return cmd_replay(args)
         from ftgui.qt.app import run_app
 
         return run_app(getattr(args, "run_dir", None), present=args.present)
@@ -181,6 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RuntimeError, OSError, LookupError) as exc:
         print(f"ftgui: {exc}", file=sys.stderr)
         return 2
+
+
+def _refuse_missing_qt_libraries() -> None:
+    """Raise ConfigError (one line naming the Debian packages) before Qt would abort for want
+    of its X11 platform's libraries (`ftgui.qt.platform_libs`)."""
+    from ftgui.qt.platform_libs import missing_line
+
+    missing = missing_line()
+    if missing:
+        raise ConfigError(missing)
 
 
 def cmd_desktop_entry(args: argparse.Namespace) -> int:
