@@ -136,6 +136,11 @@ def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path,
             seen += supervisor.poll()
         [task] = of_kind(seen, "remote_task")
         assert (task["role"], task["index"], task["address"]) == ("worker", 1, far)
+        # said once, before the tasks start: the local worker's port is open to the network
+        [exposed] = of_kind(seen, "cluster_exposed")
+        assert seen.index(exposed) < seen.index(of_kind(seen, "process_started")[0])
+        assert exposed["line"].startswith("the cluster's ports are open to the network (")
+        assert far in exposed["addresses"]
         assert task["command"].startswith("TF_CONFIG=")
         assert [p.name for p in supervisor.processes] == ["worker:0"]  # only the local task
         # play the other machine: run the printed command, its `ftgui` as this Python's

@@ -197,6 +197,8 @@ class EventKind(str, enum.Enum):
     RUN_STARTED = "run_started"  # supervisor, first launch: config
     PROCESS_STARTED = "process_started"  # supervisor: role, index, pid, restore, standby
     REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
+    # supervisor, once before a cluster with remote tasks starts: `addresses`, `line`
+    CLUSTER_EXPOSED = "cluster_exposed"
     STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
     TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
     RESUMED = "resumed"  # chief: from_step, checkpoint (restored)
@@ -392,6 +394,7 @@ _DESCRIBERS = {
     "run_started": _run_started,
     "process_started": _process_started,
     "remote_task": lambda e, s: f"start {who(e)} on {e.get('address')}: {e.get('command')}",
+    "cluster_exposed": lambda e, s: e.get("line") or "the cluster's ports are open to the network",
     "standby_ready": lambda e, s: (
         f"the warm standby that took over (pid {e.get('pid')}) is ready" if e.get("took_over")
         else "warm standby ready") + f" (TensorFlow imported in "

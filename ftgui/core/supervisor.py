@@ -87,6 +87,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         # (attempt, newest step its current line of training has a `step` event for, or the
         # step it restored): what a promoted just-in-time checkpoint may add (`task_launch`)
         self._line: tuple[int, int] = (-1, 0)
+        self._first_launch = True  # the next launch is the first of a start
 
     # ----------------------------------------------------------------- queries
     @property
@@ -168,6 +169,8 @@ class Supervisor(FaultCommands, TaskLauncher):
         config.validate()
         datasets.check(config)
         cluster.check_ports(config)
+        if cluster.isolated(config):  # then no other machine reaches its ports
+            self.hold_namespace()
         resume = resume or from_step is not None
         if not resume and self.has_history():
             raise StartError(
@@ -184,6 +187,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._config = config
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
+        self._first_launch = True  # of this start: says once that its ports are open
         # The in-memory snapshot records no settings: a resume that changes one that applies
         # from the resume step (learning rate, batch size) restores from disk, where the change
         # is checked, applied and recorded.
@@ -206,6 +210,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
         self.dismiss_standbys()
+        self.release_namespace()
         self.poll()
         self._lock.release()
 
@@ -333,11 +338,13 @@ class Supervisor(FaultCommands, TaskLauncher):
         start = self._memory.step if self._memory is not None else (
             restore.step if restore is not None else 0)
         self._line = (attempt, start)
-        tasks = cluster.tasks(config)
+        tasks = cluster.tasks(config, free_port=self._free_port())
         self._task_names = [task.name for task in tasks]
         with EventWriter(self.run_dir, attempt) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
+            self._isolate(tasks, writer, first=self._first_launch)
+            self._first_launch = False
             handed = self._hand_standby_cluster(tasks)
             for task in tasks:
                 if task.local:
