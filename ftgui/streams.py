@@ -13,6 +13,10 @@ import codecs
 import sys
 
 ERRORS = "ftgui-ascii"
+# The environment of every Python process ftgui starts: UTF-8 mode (file names and argv are
+# decoded as UTF-8 whatever the locale, so a run folder named `rün` reaches TensorFlow whole)
+# and UTF-8 output, which ftgui reads back as UTF-8.
+CHILD_ENV = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}
 
 ASCII_LOOKALIKES = {
     "→": "->", "←": "<-", "↳": "->", "·": "-", "…": "...", "—": "-", "–": "-", "−": "-",

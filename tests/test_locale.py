@@ -122,3 +122,15 @@ def test_a_users_error_in_non_ascii_text_is_one_line_and_check_log_is_utf8(tmp_p
     assert b"ValueError: Schichtgr\\xf6\\xdfe -> 0 ist ung\\xfcltig" in done.stderr
     log = (run / "logs" / "check.log").read_text(encoding="utf-8")
     assert "ValueError: Schichtgröße → 0 ist ungültig" in log
+
+
+@pytest.mark.tf
+def test_a_run_folder_with_a_non_ascii_name_trains_under_a_c_locale(tmp_path):
+    """The trainer is started in Python's UTF-8 mode: it decodes the folder's name from its
+    command line as UTF-8 (the C locale would make it ASCII with escapes TensorFlow refuses)."""
+    run = tmp_path / "Läufe" / "rün"
+    done = ftgui_under(C_LOCALE, "train", run, "--steps", "3", "--checkpoint-every", "1")
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    assert done.stdout.decode("ascii").splitlines()[-1].startswith(
+        "finished: step 3 of 3, final loss ")
+    assert (run / "checkpoints" / "ckpt-3.index").is_file()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from ftgui.core.config import ConfigError
+from ftgui.streams import CHILD_ENV
 
 
 def list_devices(timeout: float = 120.0) -> list[dict]:
@@ -19,7 +20,7 @@ def list_devices(timeout: float = 120.0) -> list[dict]:
     result = subprocess.run(
         [sys.executable, "-m", "ftgui.training.devices"],
         capture_output=True, encoding="utf-8", errors="replace", timeout=timeout,
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        env={**os.environ, **CHILD_ENV},
     )
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines() or ["no output"]

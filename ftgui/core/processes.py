@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psutil
 
+from ftgui.streams import CHILD_ENV
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -33,7 +35,7 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
     `PR_SET_PDEATHSIG`). Raises `OSError` if the program cannot be started.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
+    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, **(env or {})}
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             argv,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ftgui.core.settings import ConfigError
+from ftgui.streams import CHILD_ENV
 
 CHECK_LOG = "check.log"  # RUN/logs/check.log: the full traceback of a refused check
 BUILTIN_MODELS = ("mlp", "cnn")
@@ -189,8 +190,7 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
     train; its full traceback is then in `RUN/logs/check.log`, the only file written in RUN.
     Takes seconds (the helper imports TensorFlow).
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8",
-           "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, "TF_CPP_MIN_LOG_LEVEL": "2"}
     done = subprocess.run(
         [python, "-m", "ftgui.training.check_user_code", json.dumps(config.to_dict())],
         capture_output=True, encoding="utf-8", errors="replace", env=env, check=False,
