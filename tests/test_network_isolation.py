@@ -75,6 +75,10 @@ def test_the_same_port_twice_in_a_cluster_is_refused_naming_both_tasks():
                    "ps=far:2").with_cluster_counts()
     with pytest.raises(ConfigError, match=r"^cluster: worker 0 and ps 0 both use port 2 on far "):
         ps.validate()
+    shouted = RunConfig(strategy="multi-worker",
+                        cluster="worker=LocalHost:2222,localhost:2222").with_cluster_counts()
+    with pytest.raises(ConfigError, match=r"^cluster: worker 0 and worker 1 both use port 2222"):
+        shouted.validate()  # host names have no case
     any_port = RunConfig(strategy="multi-worker", cluster="worker=localhost:0,localhost:0")
     any_port.with_cluster_counts().validate()  # port 0: each task gets its own free port
 

@@ -62,7 +62,8 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+LOCAL_HOSTS = {name.lower() for name in ("localhost", "127.0.0.1", "::1", socket.gethostname(),
+                                          socket.getfqdn())}
 
 
 def check_ports(config: RunConfig) -> None:
@@ -142,8 +143,9 @@ def exposure_line(spec: dict[str, list[str]]) -> str | None:
 
 
 def is_local(address: str) -> bool:
-    """True when `host:port` is this machine (ftgui starts the task itself)."""
-    return address.rpartition(":")[0] in LOCAL_HOSTS
+    """True when `host:port` is this machine (ftgui starts the task itself); host names are
+    compared without case, as DNS does."""
+    return address.rpartition(":")[0].lower() in LOCAL_HOSTS
 
 
 def cluster_spec(config: RunConfig, host: str = "localhost",
