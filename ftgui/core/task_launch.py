@@ -117,8 +117,10 @@ class TaskLauncher:
         self._standby.namespace = self._namespace
 
     def release_namespace(self) -> None:
-        """Let go of the cluster's network namespace (its processes have ended)."""
+        """Let go of the cluster's network namespace (its processes have ended); the standbys
+        started inside it go too (they could not serve a cluster outside it)."""
         if self._namespace is not None:
+            self._standby.dismiss()
             self._namespace.close()
             self._namespace = self._standby.namespace = None
 
