@@ -213,3 +213,25 @@ def test_a_restart_of_a_cluster_with_remote_tasks_names_the_local_port_another_p
         f"cannot restart: cluster: localhost:{free}: port {free} on localhost is in use "
         "(Address already in use); pick a free port, or port 0 to let ftgui pick one")
     assert supervisor._namespace is None  # a cluster with remote tasks is not isolated
+
+
+def test_a_local_cluster_where_no_namespace_can_be_made_is_refused_before_anything_starts(
+        tmp_path, monkeypatch):
+    from ftgui.core import loopback_ns
+    from ftgui.core.supervisor import StartError, Supervisor
+
+    def refused(*args, **kwargs):
+        raise loopback_ns.NamespaceError(1, "the system refuses a network namespace (unshare: "
+                                            "Operation not permitted)")
+
+    monkeypatch.setattr(loopback_ns.LoopbackNamespace, "create", refused)
+    supervisor = Supervisor(tmp_path / "run")
+    with pytest.raises(StartError) as raised:
+        supervisor.start(RunConfig(strategy="multi-worker", workers=2))
+    assert str(raised.value) == (
+        "cannot keep the cluster's TensorFlow servers off the network: the system refuses a "
+        "network namespace (unshare: Operation not permitted); ftgui starts a cluster of this "
+        "machine only in a loopback-only network namespace (as root, or with unprivileged user "
+        "namespaces allowed: sysctl kernel.unprivileged_userns_clone=1)")
+    assert not (tmp_path / "run" / "config.toml").exists()
+    assert supervisor.processes == []
