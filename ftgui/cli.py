@@ -14,6 +14,7 @@ from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.run_state import PREEMPT_TIMEOUT_S
 from ftgui.core.settings import SETTINGS
+from ftgui.streams import make_console_safe
 
 # command-line flag (argparse dest) <-> RunConfig field, from the settings schema
 FIELD_FLAGS = {name: setting.flag for name, setting in SETTINGS.items()}
@@ -143,6 +144,7 @@ def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    make_console_safe()  # a C or cp1252 locale gets ASCII look-alikes, never a traceback
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.present and args.command not in (None, "open", "replay"):
@@ -166,10 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_devices(args)
         if args.command == "worker":
             return cmd_worker(args)
-        if args.command == "replay":
-            return cmd_replay(args)
         if args.command == "report":
             return cmd_report(args)
+        _refuse_missing_qt_libraries()
+        if args.command == "replay":
+            return cmd_replay(args)
         from ftgui.qt.app import run_app
 
         return run_app(getattr(args, "run_dir", None), present=args.present)
@@ -179,6 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RuntimeError, OSError, LookupError) as exc:
         print(f"ftgui: {exc}", file=sys.stderr)
         return 2
+
+
+def _refuse_missing_qt_libraries() -> None:
+    """Raise ConfigError (one line naming the Debian packages) before Qt would abort for want
+    of its X11 platform's libraries (`ftgui.qt.platform_libs`)."""
+    from ftgui.qt.platform_libs import missing_line
+
+    missing = missing_line()
+    if missing:
+        raise ConfigError(missing)
 
 
 def cmd_desktop_entry(args: argparse.Namespace) -> int:

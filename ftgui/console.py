@@ -35,7 +35,7 @@ class Progress:
             self._show(event)
         except BrokenPipeError:  # `ftgui train … | head`: the reader left; training goes on
             self.quiet = True
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the rest of the process)
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
 
     def _show(self, event: dict) -> None:
         changes = self.timeline.feed([event])

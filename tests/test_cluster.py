@@ -91,6 +91,31 @@ def test_cluster_addresses_are_parsed_and_checked():
         cluster.cluster_spec(remote_any_port)
 
 
+def as_this_python(command: str) -> tuple[list[str], dict]:
+    """`TF_CONFIG=… ftgui worker ARGS` as (`[sys.executable, "-m", "ftgui", "worker", ARGS]`,
+    environment): the same command, started without looking `ftgui` up on PATH."""
+    import os
+    import re
+    import shlex
+    import sys
+
+    words = shlex.split(command)
+    env = dict(os.environ)
+    while re.match(r"[A-Z_]+=", words[0]):  # the shell's VAR=value before the program
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    assert words[0] == "ftgui"
+    return [sys.executable, "-m", "ftgui", *words[1:]], {"env": env}
+
+
+def test_a_printed_remote_command_runs_with_this_python_not_a_path_lookup():
+    import sys
+
+    argv, options = as_this_python("TF_CONFIG='{\"a\": 1}' ftgui worker '/r un' --role worker")
+    assert argv == [sys.executable, "-m", "ftgui", "worker", "/r un", "--role", "worker"]
+    assert options["env"]["TF_CONFIG"] == '{"a": 1}'
+
+
 @pytest.mark.tf
 def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path, baseline_losses):
     import shlex
@@ -111,10 +136,17 @@ def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path,
             seen += supervisor.poll()
         [task] = of_kind(seen, "remote_task")
         assert (task["role"], task["index"], task["address"]) == ("worker", 1, far)
+        # said once, before the tasks start: the local worker's port is open to the network
+        [exposed] = of_kind(seen, "cluster_exposed")
+        assert seen.index(exposed) < seen.index(of_kind(seen, "process_started")[0])
+        assert exposed["line"].startswith("the cluster's ports are open to the network (")
+        assert far in exposed["addresses"]
         assert task["command"].startswith("TF_CONFIG=")
         assert [p.name for p in supervisor.processes] == ["worker:0"]  # only the local task
-        # play the other machine: run exactly the printed command
-        remote = subprocess.Popen(["bash", "-c", task["command"]], stdout=subprocess.DEVNULL,
+        # play the other machine: run the printed command, its `ftgui` as this Python's
+        # (a virtual environment that is not activated has no `ftgui` on PATH)
+        argv, options = as_this_python(task["command"])
+        remote = subprocess.Popen(argv, **options, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         while supervisor.live:
             seen += supervisor.poll()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ftgui.core import checkpoints
+from ftgui.streams import CHILD_ENV
 
 
 def inspect_command(run_dir: Path, step: int, evaluate: bool = False,
@@ -40,7 +41,8 @@ def inspect(run_dir: Path, step: int, evaluate: bool = False, export: Path | Non
     Runs TensorFlow in a helper process (3–6 s). Raises `RuntimeError` or `LookupError`."""
     checkpoints.find(run_dir, step)  # a clear error before paying for TensorFlow
     result = subprocess.run(inspect_command(run_dir, step, evaluate, export),
-                            capture_output=True, text=True, timeout=timeout)
+                            capture_output=True, encoding="utf-8", errors="replace",
+                            env={**os.environ, **CHILD_ENV}, timeout=timeout)
     return parse_result(result.stdout)
 
 

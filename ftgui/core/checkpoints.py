@@ -82,7 +82,8 @@ def mark_damaged(prefix: Path, reason: str) -> Path:
     """Record that checkpoint `prefix` failed to restore, so it is never offered again (its
     files stay on disk for a post-mortem). Returns the marker's path."""
     path = damage_path(prefix)
-    path.write_text(reason.strip().splitlines()[0][:500] if reason.strip() else "unreadable")
+    path.write_text(reason.strip().splitlines()[0][:500] if reason.strip() else "unreadable",
+                    encoding="utf-8")
     return path
 
 
@@ -208,7 +209,7 @@ def write_metadata(prefix: Path, files: dict[str, int] | None = None, **fields) 
     record = {"step": step, **fields, "files": files}
     path = meta_path(prefix)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1))
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     os.replace(tmp, path)
     return path
 
@@ -227,7 +228,7 @@ def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
     if index is not None:
         info.time = index.st_mtime
     try:
-        meta = json.loads(meta_path(prefix).read_text())
+        meta = json.loads(meta_path(prefix).read_text(encoding="utf-8"))
     except FileNotFoundError:
         info.reason = "no metadata: the save did not finish"
         return info
@@ -239,7 +240,7 @@ def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
     info.reason = _file_problem(prefix, meta, present)
     damaged = damage_path(prefix)
     if not info.reason and damaged.exists():
-        info.reason = f"damaged: {damaged.read_text(errors='replace')}"
+        info.reason = f"damaged: {damaged.read_text(encoding='utf-8', errors='replace')}"
     info.valid = not info.reason
     return info
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ftgui.core.config import ConfigError, RunConfig, parse_cluster
@@ -61,7 +62,8 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+LOCAL_HOSTS = {name.lower() for name in ("localhost", "127.0.0.1", "::1", socket.gethostname(),
+                                          socket.getfqdn())}
 
 
 def check_ports(config: RunConfig) -> None:
@@ -76,25 +78,81 @@ def check_ports(config: RunConfig) -> None:
         host, _, port = address.rpartition(":")
         if not is_local(address) or port == "0":
             continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(("", int(port)))
-            except OSError as exc:
-                raise ConfigError(
-                    f"cluster: {address}: port {port} on {host} is in use ({exc.strerror}); "
-                    "pick a free port, or port 0 to let ftgui pick one"
-                ) from None
+        problem = port_problem(int(port))
+        if problem:
+            raise ConfigError(
+                f"cluster: {address}: port {port} on {host} is in use ({problem}); "
+                "pick a free port, or port 0 to let ftgui pick one"
+            )
+
+
+def port_problem(port: int) -> str | None:
+    """Why TCP `port` cannot be listened on here, on every interface as TensorFlow's server
+    does (the system's reason, "Address already in use"), or None when it can. SO_REUSEADDR:
+    connections of an ended run (TIME_WAIT) do not count."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def name_grpc_port(error: str, tf_config: str | None) -> str:
+    """`error` (a task's one-line error) with the task's own port named when TensorFlow could
+    not start its gRPC server, which it says without naming the port. `tf_config`: the task's
+    `TF_CONFIG` (JSON), or None."""
+    if "Could not start gRPC server" not in error or not tf_config:
+        return error
+    try:
+        config = json.loads(tf_config)
+        task = config["task"]
+        address = config["cluster"][task["type"]][task["index"]]
+        port = int(address.rpartition(":")[2])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return error
+    problem = port_problem(port) if port else None
+    why = f"in use ({problem})" if problem else "taken, or not an address of this machine"
+    return f"{error}: this task's port {port} ({address}) is {why}"
+
+
+def isolated(config: RunConfig) -> bool:
+    """Whether `config` is a cluster (multi-worker, parameter-server) whose tasks all run on
+    this machine: its processes then run in a loopback-only network namespace
+    (`ftgui.core.loopback_ns`), unreachable from any other machine."""
+    if config.strategy not in ("multi-worker", "parameter-server"):
+        return False
+    if not config.cluster:
+        return True
+    spec = parse_cluster(config.cluster)
+    return all(is_local(a) for addresses in spec.values() for a in addresses)
+
+
+def exposure_line(spec: dict[str, list[str]]) -> str | None:
+    """The sentence said once before a cluster with tasks on other machines starts: its
+    TensorFlow servers listen on every interface of each machine (TensorFlow binds
+    `0.0.0.0`), with no authorization. None when no task is remote (`spec`: job -> addresses,
+    as `cluster_spec` gives them)."""
+    addresses = [a for job in ("chief", "worker", "ps") for a in spec.get(job, [])]
+    if all(is_local(a) for a in addresses):
+        return None
+    return (f"the cluster's ports are open to the network ({', '.join(addresses)}): "
+            "TensorFlow's servers listen on every interface, accept any connection and run "
+            "the graphs they are sent; use it only on a network you trust")
 
 
 def is_local(address: str) -> bool:
-    """True when `host:port` is this machine (ftgui starts the task itself)."""
-    return address.rpartition(":")[0] in LOCAL_HOSTS
+    """True when `host:port` is this machine (ftgui starts the task itself); host names are
+    compared without case, as DNS does."""
+    return address.rpartition(":")[0].lower() in LOCAL_HOSTS
 
 
-def cluster_spec(config: RunConfig, host: str = "localhost") -> dict[str, list[str]]:
+def cluster_spec(config: RunConfig, host: str = "localhost",
+                 free_port: Callable[[], int] = free_port) -> dict[str, list[str]]:
     """Addresses per TensorFlow job for `config`: the configured `cluster` (port 0 of a local
-    host becomes a free port), or every task on this machine on fresh free ports."""
+    host becomes a free port), or every task on this machine on fresh free ports.
+    `free_port` picks each (the cluster's namespace's own, for an isolated cluster)."""
     if config.cluster:
         spec = parse_cluster(config.cluster)
         for address in (a for addresses in spec.values() for a in addresses):
@@ -117,11 +175,13 @@ def cluster_spec(config: RunConfig, host: str = "localhost") -> dict[str, list[s
     return {}
 
 
-def tasks(config: RunConfig, spec: dict[str, list[str]] | None = None) -> list[Task]:
-    """The processes `config` needs, chief first. `spec` defaults to `cluster_spec(config)`."""
+def tasks(config: RunConfig, spec: dict[str, list[str]] | None = None,
+          free_port: Callable[[], int] = free_port) -> list[Task]:
+    """The processes `config` needs, chief first. `spec` defaults to `cluster_spec(config)`
+    with ports from `free_port`."""
     if config.strategy not in ("multi-worker", "parameter-server"):
         return [Task("chief", 0, True)]
-    spec = spec if spec is not None else cluster_spec(config)
+    spec = spec if spec is not None else cluster_spec(config, free_port=free_port)
     out = []
     for job in ("chief", "worker", "ps"):
         for index in range(len(spec.get(job, []))):

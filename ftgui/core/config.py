@@ -177,6 +177,27 @@ def _check_cluster(config: RunConfig) -> None:
             )
     if config.strategy == "multi-worker" and set(jobs) != {"worker"}:
         raise ConfigError("cluster: multi-worker takes only worker=… addresses")
+    _refuse_shared_addresses(jobs)
+
+
+def _refuse_shared_addresses(jobs: dict[str, list[str]]) -> None:
+    """Two tasks at one host:port (port 0 excepted: each gets its own free port) cannot both
+    listen there. The names of this machine (localhost, 127.0.0.1, its host name) are one."""
+    from ftgui.core.cluster import is_local  # cluster imports this module
+
+    seen: dict[tuple[str, str], str] = {}
+    for job, addresses in jobs.items():
+        for index, address in enumerate(addresses):
+            host, _, port = address.rpartition(":")
+            if port == "0":
+                continue
+            key = ("this machine" if is_local(address) else host.lower(), port)
+            task = f"{job} {index}"
+            if key in seen:
+                raise ConfigError(f"cluster: {seen[key]} and {task} both use port {port} on "
+                                  f"{key[0]} ({address}); give each task its own port, or "
+                                  "port 0 to let ftgui pick one")
+            seen[key] = task
 
 
 # ---------------------------------------------------------------- raw values -> RunConfig

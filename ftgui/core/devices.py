@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 from ftgui.core.config import ConfigError
+from ftgui.streams import CHILD_ENV
 
 
 def list_devices(timeout: float = 120.0) -> list[dict]:
@@ -17,7 +19,8 @@ def list_devices(timeout: float = 120.0) -> list[dict]:
     """
     result = subprocess.run(
         [sys.executable, "-m", "ftgui.training.devices"],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True, encoding="utf-8", errors="replace", timeout=timeout,
+        env={**os.environ, **CHILD_ENV},
     )
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines() or ["no output"]

@@ -31,7 +31,8 @@ def _clock_id() -> str:
     """Which monotonic clock this process' `mono` values are on: this boot of this machine
     (Linux: the first 8 hex digits of its boot id; elsewhere the host name and boot time)."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii")
+        return boot_id.strip().replace("-", "")[:8]
     except OSError:
         import socket
 
@@ -198,6 +199,8 @@ class EventKind(str, enum.Enum):
     # TensorFlow; standby_age: seconds since it was started)
     PROCESS_STARTED = "process_started"
     REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
+    # supervisor, once before a cluster with remote tasks starts: `addresses`, `line`
+    CLUSTER_EXPOSED = "cluster_exposed"
     STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
     TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
     RESUMED = "resumed"  # chief: from_step, checkpoint (restored)
@@ -412,6 +415,7 @@ _DESCRIBERS = {
     "run_started": _run_started,
     "process_started": _process_started,
     "remote_task": lambda e, s: f"start {who(e)} on {e.get('address')}: {e.get('command')}",
+    "cluster_exposed": lambda e, s: e.get("line") or "the cluster's ports are open to the network",
     "standby_ready": lambda e, s: (
         f"the warm standby that took over (pid {e.get('pid')}) is ready" if e.get("took_over")
         else "warm standby ready") + f" (TensorFlow imported in "

@@ -44,7 +44,7 @@ def write_curves_csv(run_dir: str | os.PathLike, out: str | os.PathLike) -> int:
     order = np.argsort(columns["line"], kind="stable")  # file order across both kinds
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "w", newline="") as handle:
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(COLUMNS)
         for kind, attempt, step, when, loss in zip(

@@ -26,7 +26,7 @@ def write_fit_metadata(path: Path, **fields) -> Path:
     meta = _fit_meta_path(path)
     meta.parent.mkdir(exist_ok=True)
     tmp = meta.with_name(meta.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1))
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     os.replace(tmp, meta)
     return meta
 
@@ -49,7 +49,7 @@ def list_fit_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
                               time=stat.st_mtime, meta={"restores": FIT_RESTORES,
                                                         "epoch": int(match.group(1)) - 1})
         try:
-            info.meta.update(json.loads(_fit_meta_path(path).read_text()))
+            info.meta.update(json.loads(_fit_meta_path(path).read_text(encoding="utf-8")))
         except FileNotFoundError:
             info.reason = "no metadata: the save did not finish"
         except (OSError, ValueError):

@@ -36,7 +36,7 @@ def release(run_dir: str | os.PathLike, attempt: int, step: int, by: str) -> Pat
     `fault`, `standby`). Written atomically; returns the path. Raises `OSError`."""
     path = release_path(run_dir, attempt, step)
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps({"by": by, "time": time.time()}))
+    temporary.write_text(json.dumps({"by": by, "time": time.time()}), encoding="utf-8")
     os.replace(temporary, path)
     return path
 
@@ -44,7 +44,7 @@ def release(run_dir: str | os.PathLike, attempt: int, step: int, by: str) -> Pat
 def released_by(run_dir: str | os.PathLike, attempt: int, step: int) -> str | None:
     """Who let `attempt` go on after `step` (`presenter`, …), or None while it is held."""
     try:
-        text = release_path(run_dir, attempt, step).read_text()
+        text = release_path(run_dir, attempt, step).read_text(encoding="utf-8")
     except OSError:
         return None
     try:

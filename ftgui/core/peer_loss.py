@@ -46,7 +46,7 @@ def announce(run_dir: str | os.PathLike, attempt: int, reason: str) -> Path:
     path = notice_path(run_dir, attempt)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps({"attempt": attempt, "reason": reason,
-                                     "time": time.time()}))
+                                     "time": time.time()}), encoding="utf-8")
     os.replace(temporary, path)
     return path
 
@@ -55,7 +55,7 @@ def read(run_dir: str | os.PathLike, attempt: int) -> dict | None:
     """The notice of `attempt` (its JSON object), or None while there is none. A notice that
     cannot be parsed counts as one with an empty reason (its existence is the message)."""
     try:
-        text = notice_path(run_dir, attempt).read_text()
+        text = notice_path(run_dir, attempt).read_text(encoding="utf-8")
     except OSError:
         return None
     try:

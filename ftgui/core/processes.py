@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psutil
 
+from ftgui.streams import CHILD_ENV
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -24,15 +26,16 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
-          stdin_pipe: bool = False) -> subprocess.Popen:
+          stdin_pipe: bool = False, namespace=None) -> subprocess.Popen:
     """Start `argv` in a new session (its own process group), stdout+stderr appended to `log_path`.
 
     `stdin_pipe` gives the child a pipe on stdin (`popen.stdin`) instead of /dev/null.
-    The child is killed by the kernel if this process dies first (Linux `PR_SET_PDEATHSIG`).
-    Raises `OSError` if the program cannot be started.
+    `namespace` (a `loopback_ns.LoopbackNamespace`): the child runs inside it, reachable only
+    from its own loopback. The child is killed by the kernel if this process dies first (Linux
+    `PR_SET_PDEATHSIG`). Raises `OSError` if the program cannot be started.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", **(env or {})}
+    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, **(env or {})}
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             argv,
@@ -41,8 +44,15 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
             stderr=subprocess.STDOUT,
             env=child_env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent if namespace is None else _in_namespace(namespace),
         )
+
+
+def _in_namespace(namespace):
+    def prepare() -> None:  # in the child between fork and exec: an error fails the Popen
+        _die_with_parent()
+        namespace.join()
+    return prepare
 
 
 def descendants(pid: int) -> list[psutil.Process]:

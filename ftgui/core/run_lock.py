@@ -95,7 +95,8 @@ def is_busy(run_dir: str | os.PathLike) -> bool:
 def owner_pid(run_dir: str | os.PathLike) -> int | None:
     """The pid the lock's holder wrote into `RUN/.lock`, or None when unreadable."""
     try:
-        text = (Path(run_dir) / LOCK_FILE).read_text(errors="replace")[:32].strip()
+        text = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8", errors="replace")
+        text = text[:32].strip()
     except OSError:
         return None
     return int(text) if text.isdigit() else None

@@ -82,6 +82,7 @@ class StandbyPool:
         self._ready: set[int] = set()  # pids that sent `standby_ready`
         self._prepared: dict[int, str] = {}  # pid -> fingerprint of the config it built for
         self._born: dict[int, float] = {}  # pid -> Unix time it was started
+        self.namespace = None  # the run's loopback-only network namespace, where standbys start
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
         """Note a standby's `standby_ready` event: it has TensorFlow imported, and built the
@@ -105,7 +106,8 @@ class StandbyPool:
             self._end_cluster()
         if self.members:
             return
-        addresses = [f"localhost:{free_port()}" for _ in range(workers)]
+        pick = self.namespace.free_port if self.namespace is not None else free_port
+        addresses = [f"localhost:{pick()}" for _ in range(workers)]
         self._started += 1
         for index, address in enumerate(addresses):
             tf_config = {"cluster": {"worker": addresses},
@@ -113,7 +115,7 @@ class StandbyPool:
             log_path = self.log_dir / f"standby-{self._started}-worker-{index}.log"
             env = {"TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
             popen = spawn(standby_argv(self.run_dir, self.python), log_path, env,
-                          stdin_pipe=True)
+                          stdin_pipe=True, namespace=self.namespace)
             self._born[popen.pid] = time.time()
             self.members.append(Member(popen, log_path, index, address))
 
@@ -161,7 +163,8 @@ class StandbyPool:
         if len(self.standbys) < wanted:
             self._started += 1
             log_path = self.log_dir / f"standby-{self._started}.log"
-            popen = spawn(standby_argv(self.run_dir, self.python), log_path, stdin_pipe=True)
+            popen = spawn(standby_argv(self.run_dir, self.python), log_path, stdin_pipe=True,
+                          namespace=self.namespace)
             self._born[popen.pid] = time.time()
             self.standbys.append((popen, log_path))
 

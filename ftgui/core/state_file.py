@@ -47,7 +47,7 @@ def point_state_file(directory: Path, valid: list[CheckpointInfo]) -> None:
         return
     tmp = path.with_name(f"{STATE_FILE}.tmp{uuid.uuid4().hex}")
     try:
-        tmp.write_text(state_text(valid))
+        tmp.write_text(state_text(valid), encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

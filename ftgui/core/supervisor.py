@@ -92,6 +92,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self.refusal = ""  # why the last fault command did nothing (a finished run)
         self.held: tuple[int, str] | None = None  # (step, why) while the attempt is held
         self._held_since: float | None = None  # monotonic seconds a standby hold was seen
+        self._first_launch = True  # the next launch is the first of a start
 
     # ----------------------------------------------------------------- queries
     @property
@@ -173,6 +174,8 @@ class Supervisor(FaultCommands, TaskLauncher):
         config.validate()
         datasets.check(config)
         cluster.check_ports(config)
+        if cluster.isolated(config):  # then no other machine reaches its ports
+            self.hold_namespace()
         resume = resume or from_step is not None
         if not resume and self.has_history():
             raise StartError(
@@ -189,6 +192,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._config = config
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
+        self._first_launch = True  # of this start: says once that its ports are open
         # The in-memory snapshot records no settings: a resume that changes one that applies
         # from the resume step (learning rate, batch size) restores from disk, where the change
         # is checked, applied and recorded.
@@ -211,6 +215,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         self._kill_all()
         self.dismiss_standbys()
+        self.release_namespace()
         self.poll()
         self._lock.release()
 
@@ -350,11 +355,13 @@ class Supervisor(FaultCommands, TaskLauncher):
         start = self._memory.step if self._memory is not None else (
             restore.step if restore is not None else 0)
         self._line = (attempt, start)
-        tasks = cluster.tasks(config)
+        tasks = cluster.tasks(config, free_port=self._free_port())
         self._task_names = [task.name for task in tasks]
         with EventWriter(self.run_dir, attempt) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
+            self._isolate(tasks, writer, first=self._first_launch)
+            self._first_launch = False
             handed = self._hand_standby_cluster(tasks)
             for task in tasks:
                 if task.local:

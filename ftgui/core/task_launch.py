@@ -17,7 +17,9 @@ import time
 from ftgui.core import checkpoint_moves, cluster, peer_loss, training_process
 from ftgui.core.checkpoints import CheckpointInfo
 from ftgui.core.cluster import Task
+from ftgui.core.config import ConfigError
 from ftgui.core.events import EventWriter
+from ftgui.core.loopback_ns import LoopbackNamespace, NamespaceError
 from ftgui.core.standby import Member, wants_cluster
 from ftgui.core.trainer_command import remote_command, trainer_args
 from ftgui.core.training_process import TrainingProcess
@@ -52,7 +54,8 @@ class TaskLauncher:
                 task, self._trainer_args(task), self._task_env(task), log_path, self._standby,
                 self.python, restarts=restarts, rejoins=rejoins,
                 start_step=self.last_step if rejoins else (restore.step if restore else 0),
-                handed=(member.popen, member.log_path) if member else None)
+                handed=(member.popen, member.log_path) if member else None,
+                namespace=self._namespace)
         except OSError as exc:
             self._kill_all()
             raise StartError(f"cannot start {task.name}: {exc}") from None
@@ -68,6 +71,60 @@ class TaskLauncher:
             snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
         )
         return proc
+
+    _namespace: LoopbackNamespace | None = None  # the cluster's, while one is held
+
+    def _isolate(self, tasks: list[Task], writer: EventWriter, first: bool) -> None:
+        """Before the tasks of an attempt start: a cluster all on this machine gets (or keeps)
+        its loopback-only network namespace, so that no other machine can reach its ports;
+        one with remote tasks says once (`first`: the first attempt of this start) that its
+        ports are open to the network, and before a restart checks that no other program took
+        a local task's port. Raises `StartError` naming the reason or the port."""
+        if cluster.isolated(self.config):
+            self.hold_namespace()
+            return
+        self.release_namespace()
+        spec = tasks[0].tf_config["cluster"] if tasks and tasks[0].tf_config else {}
+        line = cluster.exposure_line(spec)
+        if line and first:
+            writer.emit("cluster_exposed", addresses=[a for job in spec.values() for a in job],
+                        line=line)
+        if not first:
+            try:
+                cluster.check_ports(self.config)
+            except ConfigError as exc:
+                raise StartError(f"cannot restart: {exc}") from None
+
+    def _free_port(self):
+        """Where this attempt's free ports come from: the cluster's namespace when it has one
+        (ports there are not this machine's), else this machine."""
+        if cluster.isolated(self.config):
+            self.hold_namespace()
+            return self._namespace.free_port
+        return cluster.free_port
+
+    def hold_namespace(self) -> None:
+        """Make the loopback-only network namespace of a cluster all on this machine (kept
+        until `release_namespace`), where its tasks and standbys start. Raises `StartError`
+        with the reason where the system allows none."""
+        if self._namespace is None:
+            try:
+                self._namespace = LoopbackNamespace.create()  # this Python, not the trainers
+            except NamespaceError as exc:
+                raise StartError(
+                    "cannot keep the cluster's TensorFlow servers off the network: "
+                    f"{exc.strerror or exc}; ftgui starts a cluster of this machine only in a "
+                    "loopback-only network namespace (as root, or with unprivileged user "
+                    "namespaces allowed: sysctl kernel.unprivileged_userns_clone=1)") from None
+        self._standby.namespace = self._namespace
+
+    def release_namespace(self) -> None:
+        """Let go of the cluster's network namespace (its processes have ended); the standbys
+        started inside it go too (they could not serve a cluster outside it)."""
+        if self._namespace is not None:
+            self._standby.dismiss()
+            self._namespace.close()
+            self._namespace = self._standby.namespace = None
 
     def _announce_remote(self, task: Task, writer: EventWriter) -> str:
         """Write the command that starts `task` on its own machine (a `remote_task` event).

@@ -80,16 +80,17 @@ class TrainingProcess:
 def start(task: Task, args: list[str], env: dict[str, str], log_path: Path,
           standbys: StandbyPool, python: str = sys.executable,
           restarts: int = 0, rejoins: int = 0, start_step: int = 0,
-          handed: tuple | None = None) -> TrainingProcess:
+          handed: tuple | None = None, namespace=None) -> TrainingProcess:
     """Start `task` with the trainer's `args` and extra `env`: hand them to a warm standby of
     `standbys` (whose log it keeps), else start `python -m ftgui.training` logging to
     `log_path`. `handed`: (process, log path) of a standby already given this order (a
     standby cluster's member). `restarts`, `rejoins`, `start_step`: see `TrainingProcess`
-    (`start_step` is its first `last_step`). Raises `OSError` if the program cannot be
-    started."""
+    (`start_step` is its first `last_step`). `namespace`: the cluster's loopback-only network
+    namespace, which a cold start joins (the standbys are already in it). Raises `OSError` if
+    the program cannot be started."""
     popen, standby_log = handed or standbys.hand_order(args, env)
     if popen is None:
-        popen = spawn(trainer_argv(args, python), log_path, env)
+        popen = spawn(trainer_argv(args, python), log_path, env, namespace=namespace)
     return TrainingProcess(task, popen, standby_log or log_path, restarts=restarts,
                            rejoins=rejoins, last_step=start_step,
                            standby=standby_log is not None)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ftgui.core.settings import ConfigError
+from ftgui.streams import CHILD_ENV
 
 CHECK_LOG = "check.log"  # RUN/logs/check.log: the full traceback of a refused check
 BUILTIN_MODELS = ("mlp", "cnn")
@@ -189,10 +190,10 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
     train; its full traceback is then in `RUN/logs/check.log`, the only file written in RUN.
     Takes seconds (the helper imports TensorFlow).
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, "TF_CPP_MIN_LOG_LEVEL": "2"}
     done = subprocess.run(
         [python, "-m", "ftgui.training.check_user_code", json.dumps(config.to_dict())],
-        capture_output=True, text=True, env=env, check=False,
+        capture_output=True, encoding="utf-8", errors="replace", env=env, check=False,
     )
     answer = _last_json(done.stdout)
     if done.returncode == 0 and answer is not None and answer.get("ok"):
@@ -202,7 +203,7 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
     log = Path(run_dir) / "logs" / CHECK_LOG
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"{error}\n\n{(answer or {}).get('traceback', '')}\n"
-                   f"--- helper stderr ---\n{done.stderr}")
+                   f"--- helper stderr ---\n{done.stderr}", encoding="utf-8")
     raise UserCodeError(error)
 
 

@@ -243,7 +243,7 @@ def functions_in(path: Path) -> list[str]:
     """Names of the top-level functions of Python file `path` (read, never imported); []
     when it cannot be read or parsed."""
     try:
-        tree = ast.parse(path.read_text())
+        tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return []
     return [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]

@@ -54,6 +54,9 @@ def planned_faults(args: argparse.Namespace) -> list[tuple[str, int, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ftgui.streams import make_console_safe
+
+    make_console_safe()  # a task started by hand (`ftgui worker`) has the user's locale
     args = parse_args(argv)
     from ftgui.core import config as configmod
     from ftgui.core.events import EventWriter
@@ -68,10 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return train(run_dir, config, args, events)
     except Exception as exc:  # the traceback goes to the log; the supervisor shows this line
+        from ftgui.core.cluster import name_grpc_port
         from ftgui.core.process_output import error_sentence
 
+        error = error_sentence(type(exc).__name__, str(exc))
         events.emit("training_error", role=args.role, index=args.index,
-                    error=error_sentence(type(exc).__name__, str(exc)))
+                    error=name_grpc_port(error, os.environ.get("TF_CONFIG")))
         raise
 
 

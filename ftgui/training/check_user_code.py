@@ -233,7 +233,7 @@ def _function_line(path: Path, function: str) -> int:
     import ast
 
     try:
-        tree = ast.parse(path.read_text())
+        tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return 0
     for node in ast.walk(tree):
