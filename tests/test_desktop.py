@@ -271,7 +271,8 @@ def test_about_names_the_versions_without_importing_tensorflow(make_window):
     assert ("tensorflow" in sys.modules) == tensorflow_before
 
 
-def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_window):
+def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_window,
+                                                                          monkeypatch):
     # It showed the README; the manual moved to docs/ (issue 26), so it shows those pages.
     from ftgui.qt import about
 
@@ -295,9 +296,19 @@ def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_wi
     pages.setCurrentRow(titles.index("Getting started"))
     assert about.fit_images(browser.document(), 100) == 1
     # a link between pages is followed in place, and the list follows it
-    browser.setSource(QUrl.fromLocalFile(str(docs / "faults.md")))
+    dialog.follow(QUrl("faults.md#what-is-exact-and-why"))
+    assert browser.source().toLocalFile() == str(docs / "faults.md")
     assert titles[pages.currentRow()] == "Faults and recovery"
     assert "In-memory snapshots" in browser.toPlainText()
+    # anything else (a web page, an example module) goes to the system, not into the browser
+    opened = []
+    monkeypatch.setattr(about.QDesktopServices, "openUrl", opened.append)
+    dialog.follow(QUrl("../resources/examples/functional_dropout.py"))
+    dialog.follow(QUrl("https://www.mkdocs.org/"))
+    assert [url.toString() for url in opened] == [
+        QUrl.fromLocalFile(str(docs.parent / "resources/examples/functional_dropout.py"))
+        .toString(), "https://www.mkdocs.org/"]
+    assert browser.source().toLocalFile() == str(docs / "faults.md")
 
 
 def test_documentation_without_the_docs_folder_shows_the_readme(monkeypatch, tmp_path,

@@ -15,7 +15,14 @@ from importlib import metadata
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QUrl
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QTextCursor, QTextDocument
+from PySide6.QtGui import (
+    QAction,
+    QDesktopServices,
+    QGuiApplication,
+    QKeySequence,
+    QTextCursor,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -33,7 +40,7 @@ from PySide6.QtWidgets import (
 from ftgui.qt.app import app_icon
 from ftgui.versions import stack_versions
 
-IMAGE_WIDTH = 880  # pixels: the README's screenshot, shrunk to the documentation window
+IMAGE_WIDTH = 880  # pixels: the screenshots of the pages, shrunk to the documentation window
 ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the ftgui package
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"  # the documentation site's Markdown pages
@@ -131,7 +138,8 @@ class DocumentationDialog(QDialog):
         self.pages = doc_pages()
         self.browser = QTextBrowser()
         self.browser.setObjectName("documentationBrowser")
-        self.browser.setOpenExternalLinks(True)
+        self.browser.setOpenLinks(False)  # `follow` decides: a page here, anything else outside
+        self.browser.anchorClicked.connect(self.follow)
         self.browser.sourceChanged.connect(self._page_shown)
         self.page_list = QListWidget()
         self.page_list.setObjectName("documentationPages")
@@ -164,6 +172,19 @@ class DocumentationDialog(QDialog):
             url = QUrl.fromLocalFile(str(self.pages[row][1]))
             if self.browser.source() != url:
                 self.browser.setSource(url, QTextDocument.ResourceType.MarkdownResource)
+
+    def follow(self, url: QUrl) -> None:
+        """A clicked link: another page of the docs (a local `.md` file) or an anchor of this
+        one is shown here; a web address or another file (an example module, an image) opens
+        in the system's browser or viewer."""
+        if not url.scheme() and not url.path() and url.fragment():
+            self.browser.scrollToAnchor(url.fragment())
+            return
+        target = self.browser.source().resolved(url) if url.isRelative() else url
+        if target.isLocalFile() and target.toLocalFile().endswith(".md"):
+            self.browser.setSource(target, QTextDocument.ResourceType.MarkdownResource)
+        else:
+            QDesktopServices.openUrl(target)
 
     def _page_shown(self, url: QUrl) -> None:
         fit_images(self.browser.document(), IMAGE_WIDTH)
