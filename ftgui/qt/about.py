@@ -4,7 +4,7 @@ Documentation is shown inside ftgui, rendered from Markdown, so it works without
 pages of the project's `docs/` folder, listed in the order of `mkdocs.yml`'s nav, when ftgui runs
 from a source checkout or an editable install (both lie beside the ftgui package, as README.md
 does); else the README text every installed package carries in its metadata (pyproject's
-`readme`), the front page whose links lead to the site.
+`readme`), the front page alone.
 """
 
 from __future__ import annotations
