@@ -154,6 +154,7 @@ def _check_platform() -> None:
     if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
         raise DesktopEntryError(
             "install-desktop-entry: launcher entries are a Linux/BSD (freedesktop) feature; "
-            "on macOS and Windows see the README's 'Launcher and icon' section"
+            "on macOS and Windows see docs/window.md, 'Desktop: version, launcher, recent runs, "
+            "quitting'"
         )
 

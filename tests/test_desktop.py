@@ -271,13 +271,72 @@ def test_about_names_the_versions_without_importing_tensorflow(make_window):
     assert ("tensorflow" in sys.modules) == tensorflow_before
 
 
-def test_open_documentation_shows_the_readme(make_window):
+def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_window,
+                                                                          monkeypatch):
+    # It showed the README; the manual moved to docs/ (issue 26), so it shows those pages.
+    from ftgui.qt import about
+
     window = make_window()
     window.help_menu.docs_action.trigger()
-    browser = window.help_menu.documentation.browser
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert readme.splitlines()[0].lstrip("# ") in browser.toPlainText()
+    dialog = window.help_menu.documentation
+    browser, pages = dialog.browser, dialog.page_list
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    titles = [pages.item(row).text() for row in range(pages.count())]
+    assert titles[:3] == ["Home", "Getting started", "The window"]
+    assert titles[-2:] == ["Glossary", "Benchmark history"]
+    assert [path for _, path in dialog.pages][:2] == [docs / "index.md",
+                                                     docs / "getting-started.md"]
+    first = (docs / "index.md").read_text()
+    assert pages.currentRow() == 0
+    assert first.splitlines()[0].lstrip("# ") in browser.toPlainText()
+    pages.setCurrentRow(titles.index("The window"))
+    assert browser.source() == QUrl.fromLocalFile(str(docs / "window.md"))
     assert "install-desktop-entry" in browser.toPlainText()
+    # the screenshot of Getting started, relative to the page (../resources/), is loaded
+    pages.setCurrentRow(titles.index("Getting started"))
+    assert about.fit_images(browser.document(), 100) == 1
+    # a link between pages is followed in place, and the list follows it
+    dialog.follow(QUrl("faults.md#what-is-exact-and-why"))
+    assert browser.source().toLocalFile() == str(docs / "faults.md")
+    assert titles[pages.currentRow()] == "Faults and recovery"
+    assert "In-memory snapshots" in browser.toPlainText()
+    # anything else (a web page, an example module) goes to the system, not into the browser
+    opened = []
+    monkeypatch.setattr(about.QDesktopServices, "openUrl", opened.append)
+    dialog.follow(QUrl("../resources/examples/functional_dropout.py"))
+    dialog.follow(QUrl("https://www.mkdocs.org/"))
+    assert [url.toString() for url in opened] == [
+        QUrl.fromLocalFile(str(docs.parent / "resources/examples/functional_dropout.py"))
+        .toString(), "https://www.mkdocs.org/"]
+    assert browser.source().toLocalFile() == str(docs / "faults.md")
+
+
+def test_documentation_without_the_docs_folder_shows_the_readme(monkeypatch, tmp_path,
+                                                                qtbot):
+    from ftgui.qt import about
+
+    monkeypatch.setattr(about, "DOCS", tmp_path / "docs")  # an installed wheel has no docs/
+    dialog = about.DocumentationDialog()
+    qtbot.addWidget(dialog)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert dialog.pages == [] and dialog.page_list.isHidden()
+    assert readme.splitlines()[0].lstrip("# ") in dialog.browser.toPlainText()
+
+
+def test_doc_pages_follow_the_nav_and_leave_out_missing_files(tmp_path):
+    from ftgui.qt import about
+
+    docs = tmp_path / "docs"
+    (docs / "notes").mkdir(parents=True)
+    for name in ("index.md", "b.md", "notes/c.md"):
+        (docs / name).write_text("# x\n")
+    mkdocs = tmp_path / "mkdocs.yml"
+    mkdocs.write_text("site_name: x\nnav:\n  - Home: index.md\n  - Gone: gone.md\n"
+                      "  - Notes:\n      - Sea: notes/c.md\n  - Bee: b.md\n")
+    assert about.doc_pages(docs, mkdocs) == [("Home", docs / "index.md"),
+                                             ("Sea", docs / "notes" / "c.md"),
+                                             ("Bee", docs / "b.md")]
+    assert about.doc_pages(tmp_path / "none", mkdocs) == []
 
 
 def test_documentation_falls_back_to_the_readme_in_the_package_metadata(monkeypatch,

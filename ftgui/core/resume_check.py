@@ -199,8 +199,9 @@ _NOTES = {
 
 
 def readme_table() -> str:
-    """The README's table "Changing settings on resume", one row per setting of the schema
-    (a test keeps the README equal to it)."""
+    """The table of docs/settings.md (the README's "Changing settings on resume" before the
+    manual moved to docs/), one row per setting of the schema (a test keeps the page equal to
+    it)."""
     rows = ["| setting | flag | on resume | what happens |", "|---|---|---|---|"]
     for name, setting in SETTINGS.items():
         what = _WHAT_HAPPENS[setting.on_resume]

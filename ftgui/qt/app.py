@@ -38,7 +38,7 @@ def missing_display(environ=None) -> str:
         return ""
     return ("no display: DISPLAY and WAYLAND_DISPLAY are not set. Run ftgui in a desktop "
             "session or under `xvfb-run ftgui`; to train without a window use "
-            "`ftgui train RUN` (see README).")
+            "`ftgui train RUN` (see docs/getting-started.md).")
 
 
 def run_app(run_dir: Path | None = None, present: bool = False) -> int:
