@@ -205,17 +205,24 @@ def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
         )
 
 
-def _resume_base(run_dir: Path, from_step: int | None) -> dict:
+def _resume_base(run_dir: Path, from_step: int | None,
+                 given: set[str] | frozenset[str] = frozenset()) -> dict:
     """The raw settings a resume starts from: `RUN/config.toml`, or, when that file is empty,
-    the run's own record (`resume_check.rebuilt_config`), said in one line. Raises ConfigError
-    when it is empty and the run has no record: defaults are never taken silently."""
+    the run's own record (`resume_check.rebuilt_config`), said in one line; a setting the file
+    lacks or cannot read (and not `given` as a flag) also comes from the record, said in one
+    line (`resume_check.fill_from_record`). Raises ConfigError when the run has no record of
+    a setting needed: defaults are never taken silently."""
     from ftgui.core import resume_check
 
     values = configmod.load_values(run_dir)
-    if values:
-        return values
     path = run_dir / configmod.CONFIG_FILE
     restore = checkpoints.newest_valid(run_dir, at_most=from_step)
+    if values:
+        values, line = resume_check.fill_from_record(
+            run_dir, values, restore.meta if restore else None, skip=given)
+        if line:
+            print(line, flush=True)
+        return values
     rebuilt = resume_check.rebuilt_config(run_dir, restore.meta if restore else None)
     if not rebuilt:
         raise ConfigError(f"run_dir: {path} is empty and the run has no record of its settings "
@@ -236,7 +243,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError("from_step: --from-step needs --resume")
     if args.resume and not existing:
         raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
-    base = _resume_base(run_dir, args.from_step) if args.resume else RunConfig()
+    given = {field for flag, field in FLAG_FIELDS.items()
+             if getattr(args, flag, None) is not None}
+    base = _resume_base(run_dir, args.from_step, given) if args.resume else RunConfig()
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)

@@ -73,6 +73,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
         self.config_error = ""  # why RUN/config.toml holds no valid configuration
+        self.config_note = ""  # which settings it lacked and came from the run's record
         self._bad_config_stamp: int | None = None  # its modification time when it did not
         self._faults = FaultSchedule()
         self._task_names: list[str] = []  # the processes of the current attempt
@@ -117,12 +118,27 @@ class Supervisor(FaultCommands, TaskLauncher):
             if stamp == self._bad_config_stamp:
                 return None
             try:
-                self._config = configmod.load(self.run_dir)
+                self._config = self._load_config()
             except (ConfigError, OSError) as exc:
                 self._bad_config_stamp, self.config_error = stamp, str(exc)
                 return None
             self.config_error = ""
         return self._config
+
+    def _load_config(self) -> RunConfig:
+        """`RUN/config.toml`; for a run that trained, a setting the file lacks or cannot read
+        comes from the run's own record (`resume_check.fill_from_record`; `config_note` then
+        says which), never from a default. Raises ConfigError naming the file, or OSError."""
+        values = configmod.load_values(self.run_dir)
+        self.config_note = ""
+        if self.has_history():
+            restore = checkpoints.newest_valid(self.run_dir)
+            values, self.config_note = resume_check.fill_from_record(
+                self.run_dir, values, restore.meta if restore else None)
+        try:
+            return configmod.from_dict(values)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (in {self.run_dir / configmod.CONFIG_FILE})") from None
 
     @property
     def standbys(self) -> list[tuple[subprocess.Popen, Path]]:
