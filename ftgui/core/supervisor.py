@@ -37,6 +37,7 @@ from ftgui.core.fault_commands import FaultCommands
 from ftgui.core.fault_schedule import FaultSchedule
 from ftgui.core.processes import describe_exit, kill_tree
 from ftgui.core.recovery import RestartPolicy, exit_verdict
+from ftgui.core.run_folder import RunFolder
 from ftgui.core.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.run_state import is_decisive, state_from_exit
 from ftgui.core.standby import StandbyPool
@@ -88,6 +89,9 @@ class Supervisor(FaultCommands, TaskLauncher):
         # (attempt, newest step its current line of training has a `step` event for, or the
         # step it restored): what a promoted just-in-time checkpoint may add (`task_launch`)
         self._line: tuple[int, int] = (-1, 0)
+        # the run folder this supervisor started the run in, and why it is gone ('' while not)
+        self._folder: RunFolder | None = None
+        self._folder_lost = ""
 
     # ----------------------------------------------------------------- queries
     @property
@@ -197,6 +201,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self.user_check = user_code.check_start(config, self.run_dir, restore)
         previous = self.config if resume else None
         self._lock.acquire()
+        self._folder, self._folder_lost = RunFolder(self.run_dir), ""
         self._config = config
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
@@ -220,7 +225,8 @@ class Supervisor(FaultCommands, TaskLauncher):
         """Kill every process of the run, cancel pending restarts and release the directory."""
         self._recovery.due = self._faults.timer_due = None
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
-        self._kill_all()
+        if not (self._folder_lost or self._check_folder()):  # a lost folder gets no events
+            self._kill_all()
         self.dismiss_standbys()
         self.poll()
         self._lock.release()
@@ -228,6 +234,9 @@ class Supervisor(FaultCommands, TaskLauncher):
     # ----------------------------------------------------------------- the watch loop
     def poll(self) -> list[dict]:
         """Reap exited processes, start due restarts, and return the run's new events."""
+        if self._folder_lost or self._check_folder():
+            new, self._pending = self._pending, []
+            return new
         self._drain()
         for proc in self.processes:
             if proc.alive and proc.popen.poll() is not None:
@@ -248,6 +257,35 @@ class Supervisor(FaultCommands, TaskLauncher):
             self._set_state("interrupted", "its supervisor ended without recording an exit")
         new, self._pending = self._pending, []
         return new
+
+    def _check_folder(self) -> bool:
+        """While the run is this supervisor's: when the run folder was removed, moved away or
+        replaced since the start (`RunFolder`), end every process at once, write nothing
+        (the folder is not re-created), set the state `failed` with the one-line reason and
+        return True."""
+        if self._folder is None or not (self.live or self._lock.held):
+            return False
+        problem = self._folder.problem()
+        if not problem:
+            return False
+        self._folder_lost = problem
+        self._recovery.due = self._faults.timer_due = None
+        self._user_stop = "shutdown"
+        for proc in self.processes:
+            if proc.alive:
+                proc.ended_by_supervisor = True
+                kill_tree(proc.pid)
+                try:
+                    proc.popen.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    problem += f"; {proc.name} (pid {proc.pid}) did not end after SIGKILL"
+                    continue
+                proc.returncode = proc.popen.returncode
+        self.dismiss_standbys()
+        self._lock.release()
+        self._settled = True
+        self._set_state("failed", problem)
+        return True
 
     def load_history(self, history) -> None:
         """Take a run's history read the fast way (`ftgui.core.runs.read_history`) instead of
@@ -351,7 +389,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         self._line = (attempt, start)
         tasks = cluster.tasks(config)
         self._task_names = [task.name for task in tasks]
-        with EventWriter(self.run_dir, attempt) as writer:
+        with EventWriter(self.run_dir, attempt, folder=self._folder) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
             handed = self._hand_standby_cluster(tasks)
@@ -385,7 +423,7 @@ class Supervisor(FaultCommands, TaskLauncher):
         rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
                   and self.config.strategy == "parameter-server" and proc.role == "worker")
         decisive = not self._settled and not rejoin and (proc.is_chief or crashed)
-        with EventWriter(self.run_dir, self.attempt) as writer:
+        with EventWriter(self.run_dir, self.attempt, folder=self._folder) as writer:
             writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
                         chief=proc.is_chief, last_step=proc.last_step, reason=reason,
                         decisive=decisive, shutdown=self._user_stop == "shutdown", **fields)
@@ -431,7 +469,7 @@ class Supervisor(FaultCommands, TaskLauncher):
 
     def _emit(self, event: str, /, **fields) -> None:
         """Write one event of the supervisor's own, as attempt `self.attempt`."""
-        with EventWriter(self.run_dir, self.attempt) as writer:
+        with EventWriter(self.run_dir, self.attempt, folder=self._folder) as writer:
             writer.emit(event, **fields)
 
     def _chief(self) -> TrainingProcess | None:

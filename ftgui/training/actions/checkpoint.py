@@ -187,6 +187,9 @@ class CheckpointAction(Action):
         """Write checkpoint `step` (the shadow copy, or the real state through the manager),
         validate it, write its metadata and report it. `began`: when the step path started
         the save (it stalls until this returns), else `stall_seconds` is how long it did."""
+        folder = getattr(self.events, "folder", None)  # the trainer's `RunFolder`
+        if folder is not None:  # TensorFlow's save would re-create a removed run folder
+            folder.check()
         prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
         checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
         checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
