@@ -52,3 +52,11 @@ class RunFolder:
         problem = self.problem()
         if problem:
             raise RunFolderGone(problem)
+
+
+def check_writer(events) -> None:
+    """Raise RunFolderGone when `events` (an `EventWriter`) guards a run folder that is gone:
+    called before a checkpoint write, which (TensorFlow's save) would re-create the folder."""
+    folder = getattr(events, "folder", None)
+    if folder is not None:
+        folder.check()

@@ -40,6 +40,7 @@ from ftgui.core.recovery import RestartPolicy, exit_verdict
 from ftgui.core.run_folder import RunFolder
 from ftgui.core.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.run_state import is_decisive, state_from_exit
+from ftgui.core.settings import SETTINGS
 from ftgui.core.standby import StandbyPool
 from ftgui.core.task_launch import LOG_DIR, StartError, TaskLauncher
 from ftgui.core.training_process import TrainingProcess
@@ -135,6 +136,11 @@ class Supervisor(FaultCommands, TaskLauncher):
         says which), never from a default. Raises ConfigError naming the file, or OSError."""
         values = configmod.load_values(self.run_dir)
         self.config_note = ""
+        try:
+            if set(SETTINGS) <= set(values):  # complete: the record is not read
+                return configmod.from_dict(values)
+        except ConfigError:
+            pass  # an unreadable value: from the record too
         if self.has_history():
             restore = checkpoints.newest_valid(self.run_dir)
             values, self.config_note = resume_check.fill_from_record(
