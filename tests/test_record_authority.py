@@ -130,3 +130,26 @@ def test_a_complete_config_toml_is_read_as_it_is(tmp_path, capsys):
     assert capsys.readouterr().out == ""
     supervisor = Supervisor(run_dir)
     assert supervisor.config == configmod.load(run_dir) and supervisor.config_note == ""
+
+
+@pytest.mark.tf
+def test_a_resume_with_deleted_keys_trains_on_with_the_runs_settings(tmp_path, capsys):
+    from conftest import of_kind
+
+    run_dir = tmp_path / "c"
+    assert cli.main(["train", str(run_dir), "--strategy", "default", "--steps", "20",
+                     "--checkpoint-every", "10", "--batch-size", "32", "--lr", "0.005",
+                     "--keep", "2", "--quiet"]) == 0
+    _without(run_dir, "learning_rate", "global_batch_size", "keep")
+    capsys.readouterr()
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "30", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (f"{run_dir / 'config.toml'} lacks global_batch_size, learning_rate, keep: "
+                      "taken from the run's own record (the run_started event and checkpoint "
+                      "ckpt-20): global_batch_size 32, learning_rate 0.005, keep 2")
+    assert out[-1].startswith("finished: step 30 of 30")
+    config = configmod.load(run_dir)
+    assert (config.global_batch_size, config.learning_rate, config.keep) == (32, 0.005, 2)
+    seen = events.read_all(run_dir)
+    assert of_kind(seen, "setting_changed") == []  # no "changed from 0.005 to 0.01"
+    assert [c.step for c in checkpoints.list_checkpoints(run_dir)] == [20, 30]  # keep 2
