@@ -118,8 +118,8 @@ def test_without_a_record_a_missing_key_is_refused_not_defaulted(tmp_path):
     with pytest.raises(ConfigError) as raised:
         cli._resume_base(run_dir, None)
     assert str(raised.value) == (
-        f"steps: {run_dir / 'config.toml'} lacks it (or cannot read it) and the run's own "
-        "record does not say what the run trained with; write it there to resume")
+        f"steps: {run_dir / 'config.toml'} lacks it and the run's own record does not say "
+        "what the run trained with; write it there to resume")
     supervisor = Supervisor(run_dir)
     assert supervisor.config is None and supervisor.config_error == str(raised.value)
 

@@ -227,8 +227,9 @@ def fill_from_record(run_dir: str | os.PathLike, values: dict, meta: dict | None
     over it). Settings in `skip` (given again as flags) are left as they are.
 
     Returns (settings, line): the line says which settings came from the record and their
-    values ('' when none did). Raises `ConfigError` naming the settings when the run has no
-    record of them: a default is never taken silently for a run that trained.
+    values ('' when none did); an unreadable value the record does not know stays (its own
+    error names it). Raises `ConfigError` naming the first missing setting the run has no
+    record of: a default is never taken silently for a run that trained.
     """
     from ftgui.core.config import from_dict
 
@@ -244,12 +245,15 @@ def fill_from_record(run_dir: str | os.PathLike, values: dict, meta: dict | None
         return dict(values), ""
     record = rebuilt_config(run_dir, meta)
     path = Path(run_dir) / "config.toml"
-    wanted = [*missing, *unreadable]
-    unknown = [name for name in wanted if name not in record]
+    # an unreadable value the record cannot replace stays: its own error names it
+    unreadable = {name: why for name, why in unreadable.items() if name in record}
+    unknown = [name for name in missing if name not in record]
     if unknown:
-        raise ConfigError(f"{unknown[0]}: {path} lacks it (or cannot read it) and the run's "
-                          f"own record does not say what the run trained with; write it there "
-                          f"to resume")
+        raise ConfigError(f"{unknown[0]}: {path} lacks it and the run's own record does not "
+                          f"say what the run trained with; write it there to resume")
+    if not missing and not unreadable:
+        return dict(values), ""
+    wanted = [*missing, *unreadable]
     taken = {name: record[name] for name in wanted}
     what = []
     if missing:

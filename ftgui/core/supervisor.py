@@ -136,12 +136,13 @@ class Supervisor(FaultCommands, TaskLauncher):
         says which), never from a default. Raises ConfigError naming the file, or OSError."""
         values = configmod.load_values(self.run_dir)
         self.config_note = ""
-        try:
-            if set(SETTINGS) <= set(values):  # complete: the record is not read
-                return configmod.from_dict(values)
-        except ConfigError:
-            pass  # an unreadable value: from the record too
-        if self.has_history():
+        if set(SETTINGS) <= set(values):  # complete: the record is not read
+            try:
+                return configmod.load(self.run_dir)
+            except ConfigError:
+                if not self.has_history():
+                    raise
+        if self.has_history():  # a setting missing or unreadable: from the record
             restore = checkpoints.newest_valid(self.run_dir)
             values, self.config_note = resume_check.fill_from_record(
                 self.run_dir, values, restore.meta if restore else None)
