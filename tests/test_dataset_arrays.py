@@ -66,3 +66,15 @@ def test_real_arrays_still_load(tmp_path):
     np.savez(path, x=np.ones((ROWS, 3), np.float32), y=_labels())
     loaded = data.load(str(path))
     assert (loaded.num_classes, loaded.input_shape, len(loaded.x_train)) == (4, (3,), 32)
+
+
+def test_fit_needs_a_validation_row_per_replica(tmp_path, capsys):
+    path = tmp_path / "six.npz"
+    np.savez(path, x=np.ones((6, 3), np.float32), y=np.arange(6) % 3)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--loop", "fit", "--dataset", str(path),
+                     "--batch-size", "2", "--replicas", "2", "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: dataset: {path} leaves 1 validation row(s), fewer than the 2 replicas that "
+        "--loop fit validates on; give it at least 10 rows or fewer replicas\n")
+    assert not run_dir.exists()

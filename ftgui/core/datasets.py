@@ -6,6 +6,7 @@ so a global batch must fit in the training split: 1,437 examples for the built-i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,13 @@ def check(config: RunConfig) -> int | None:
             f"global_batch_size: {config.global_batch_size} is larger than the {train} training "
             f"examples of {config.dataset}"
         )
+    validation = examples - train
+    if config.loop == "fit" and validation < config.num_replicas:
+        # Keras cannot split a first validation batch unevenly (`fit_loop.validation_batch`)
+        raise ConfigError(
+            f"dataset: {config.dataset} leaves {validation} validation row(s), fewer than the "
+            f"{config.num_replicas} replicas that --loop fit validates on; give it at least "
+            f"{math.ceil(config.num_replicas / VALIDATION_FRACTION)} rows or fewer replicas")
     return train
 
 
