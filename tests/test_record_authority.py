@@ -153,3 +153,16 @@ def test_a_resume_with_deleted_keys_trains_on_with_the_runs_settings(tmp_path, c
     seen = events.read_all(run_dir)
     assert of_kind(seen, "setting_changed") == []  # no "changed from 0.005 to 0.01"
     assert [c.step for c in checkpoints.list_checkpoints(run_dir)] == [20, 30]  # keep 2
+
+
+def test_a_deleted_config_toml_is_rebuilt_from_the_record(tmp_path, capsys):
+    run_dir = _run(tmp_path / "run")
+    (run_dir / "config.toml").unlink()
+    values = cli._resume_base(run_dir, None)
+    assert capsys.readouterr().out == (
+        f"{run_dir / 'config.toml'} is missing; settings rebuilt from the run's own record "
+        "(the run_started event and checkpoint ckpt-60)\n")
+    assert configmod.from_dict(values) == FIRST.replace(learning_rate=0.005)
+    (run_dir / "events.jsonl").unlink()  # no record, no config.toml: nothing to resume
+    assert cli.main(["train", str(run_dir), "--resume", "--quiet"]) == 2
+    assert capsys.readouterr().err == f"ftgui: run_dir: {run_dir} has no config.toml to resume\n"
