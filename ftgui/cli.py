@@ -218,24 +218,35 @@ def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
         )
 
 
-def _resume_base(run_dir: Path, from_step: int | None) -> dict:
-    """The raw settings a resume starts from: `RUN/config.toml`, or, when that file is empty,
-    the run's own record (`resume_check.rebuilt_config`), said in one line. Raises ConfigError
-    when it is empty and the run has no record: defaults are never taken silently."""
+def _resume_base(run_dir: Path, from_step: int | None,
+                 given: set[str] | frozenset[str] = frozenset()) -> dict:
+    """The raw settings a resume starts from: `RUN/config.toml`, or, when that file is empty
+    or missing, the run's own record (`resume_check.rebuilt_config`), said in one line; a
+    setting the file lacks or cannot read (and not `given` as a flag) also comes from the
+    record, said in one line (`resume_check.fill_from_record`). Raises ConfigError when the
+    run has no record of a setting needed: defaults are never taken silently."""
     from ftgui.core import resume_check
 
-    values = configmod.load_values(run_dir)
-    if values:
-        return values
     path = run_dir / configmod.CONFIG_FILE
+    try:
+        values = configmod.load_values(run_dir)
+        state = "is empty"
+    except FileNotFoundError:  # deleted: the record still knows the run's settings
+        values, state = {}, "is missing"
     restore = checkpoints.newest_valid(run_dir, at_most=from_step)
+    if values:
+        values, line = resume_check.fill_from_record(
+            run_dir, values, restore.meta if restore else None, skip=given)
+        if line:
+            print(line, flush=True)
+        return values
     rebuilt = resume_check.rebuilt_config(run_dir, restore.meta if restore else None)
     if not rebuilt:
-        raise ConfigError(f"run_dir: {path} is empty and the run has no record of its settings "
+        raise ConfigError(f"run_dir: {path} {state} and the run has no record of its settings "
                           "(no run_started event); write its settings there to resume")
     source = "the run_started event" + (f" and checkpoint {restore.prefix.name}"
                                         if restore else "")
-    print(f"{path} is empty; settings rebuilt from the run's own record ({source})", flush=True)
+    print(f"{path} {state}; settings rebuilt from the run's own record ({source})", flush=True)
     return rebuilt
 
 
@@ -247,9 +258,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     existing = (run_dir / configmod.CONFIG_FILE).is_file()
     if args.from_step is not None and not args.resume:
         raise ConfigError("from_step: --from-step needs --resume")
-    if args.resume and not existing:
+    if args.resume and not existing and not (run_dir / "events.jsonl").is_file():
         raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
-    base = _resume_base(run_dir, args.from_step) if args.resume else RunConfig()
+    given = {field for flag, field in FLAG_FIELDS.items()
+             if getattr(args, flag, None) is not None}
+    base = _resume_base(run_dir, args.from_step, given) if args.resume else RunConfig()
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)

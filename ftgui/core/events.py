@@ -55,11 +55,20 @@ class EventWriter:
     clocks are never subtracted). To keep the many step lines short, only a writer's first
     `step` event names its `clock`: a step without one is on the clock of the step before it.
     An event given its own `time` gets no `mono` and `clock`.
+
+    `folder` (a `run_folder.RunFolder`, for a writer of a run that trains): the folder is never
+    created, and before the file is opened and before each event it must still be the one the
+    run started in, else `RunFolderGone` is raised and nothing is written.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, attempt: int):
+    def __init__(self, run_dir: str | os.PathLike, attempt: int, folder=None):
         self.path = Path(run_dir) / EVENTS_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self._fd = -1
+        if folder is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            folder.check()
         self.attempt = attempt
         self._clock_named = False  # a step event of this writer has named its clock
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -74,6 +83,8 @@ class EventWriter:
             if event != "step" or not self._clock_named:
                 record["clock"] = CLOCK
                 self._clock_named = self._clock_named or event == "step"
+        if self.folder is not None:
+            self.folder.check()  # one stat: a removed or replaced run folder gets no event
         os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         return record
 

@@ -31,18 +31,29 @@ class CheckpointJob(QObject):
                  export: Path | None = None, parent=None):
         super().__init__(parent)
         argv = checkpoint_tools.inspect_command(run_dir, step, evaluate, export)
+        self._run_dir, self._step = Path(run_dir), step
+        self._checks_files = evaluate or export is not None
         self.process = QProcess(self)
         self.process.setProgram(argv[0])
         self.process.setArguments(argv[1:])
         self.process.finished.connect(self._finished)
 
     def start(self) -> None:
+        """Start the helper; an evaluation or export whose model or dataset file changed
+        since the checkpoint was saved is refused first (`failed`, no process)."""
+        if self._checks_files:
+            try:
+                checkpoint_tools.check_files(self._run_dir, self._step)
+            except (RuntimeError, LookupError) as exc:
+                self.failed.emit(str(exc))
+                return
         self.process.start()
 
     def _finished(self, exit_code: int, exit_status) -> None:
         stdout = bytes(self.process.readAllStandardOutput()).decode(errors="replace")
+        stderr = bytes(self.process.readAllStandardError()).decode(errors="replace")
         try:
-            self.done.emit(checkpoint_tools.parse_result(stdout))
+            self.done.emit(checkpoint_tools.parse_result(stdout, stderr, exit_code))
         except (RuntimeError, ValueError) as exc:
             self.failed.emit(str(exc))
 

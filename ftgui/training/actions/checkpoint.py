@@ -23,6 +23,7 @@ import tensorflow as tf
 from ftgui.core import checkpoints, exitcodes
 from ftgui.core.checkpoint_clerk import Clerk, ClerkError
 from ftgui.core.config import RunConfig
+from ftgui.core.run_folder import check_writer
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState
 from ftgui.training.checkpoint_writer import OneWriter, write_error
@@ -187,6 +188,7 @@ class CheckpointAction(Action):
         """Write checkpoint `step` (the shadow copy, or the real state through the manager),
         validate it, write its metadata and report it. `began`: when the step path started
         the save (it stalls until this returns), else `stall_seconds` is how long it did."""
+        check_writer(self.events)  # TensorFlow's save would re-create a removed run folder
         prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
         checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
         checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn

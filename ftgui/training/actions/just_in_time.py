@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from ftgui.core import checkpoint_moves, checkpoints
+from ftgui.core.run_folder import check_writer
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.checkpoint import run_record
 from ftgui.training.background_save import ShadowState
@@ -83,6 +84,7 @@ class JustInTime(Action):
         started = time.perf_counter()
         differs = self._live_differs()
         prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
+        check_writer(self.events)  # a removed run folder is not re-created by the save
         checkpoints.meta_path(prefix).unlink(missing_ok=True)
         self.shadow.write(prefix)
         save_seconds = time.perf_counter() - started
