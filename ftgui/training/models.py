@@ -15,7 +15,8 @@ from ftgui.core import user_code
 def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """`mlp`: Flatten → Dense(64, relu) → Dense(num_classes).
     `cnn`: Conv(16, 3×3) → MaxPool(2) → Conv(32, 3×3) → global average → Dense(num_classes).
-    `PATH.py:FUNCTION`: `FUNCTION(input_shape, num_classes)`, the user's uncompiled model.
+    `PATH.py:FUNCTION`: `FUNCTION(input_shape, num_classes)`, the user's uncompiled model
+    (built on one zero example when it builds lazily, `build_lazily`).
     `PATH.keras`: the saved model with its weights (uncompiled).
 
     Create it inside `strategy.scope()`. Raises `ValueError` for an unknown name, a CNN on
@@ -53,7 +54,21 @@ def _user_model(source: user_code.Source, input_shape, num_classes: int) -> kera
     if not isinstance(model, keras.Model):
         raise ValueError(f"model: {source.path}:{source.function} returned "
                          f"{type(model).__name__}, not a keras.Model")
+    if not model.built or not model.variables:
+        build_lazily(model, input_shape)
     return model
+
+
+def build_lazily(model: keras.Model, input_shape) -> None:
+    """Create the variables of a model that builds on its first call (a subclassed
+    `keras.Model` given no input shape) by calling it on one zero example (1, *input_shape)
+    float32, in inference mode, so that the optimizer is built on them. Raises
+    `ValueError` naming the model when it still has no trainable variables."""
+    model(np.zeros((1, *input_shape), dtype=np.float32), training=False)
+    if not model.trainable_variables:
+        raise ValueError(f"model: {model.name} has no trainable variables after a call on one "
+                         f"example of shape {tuple(input_shape)}; create its layers in "
+                         f"__init__ or build()")
 
 
 def user_loss(name: str):
