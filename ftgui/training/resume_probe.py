@@ -23,9 +23,9 @@ from ftgui.training.state_variables import name_of, state_variables, unsaved_in
 
 def probe(state, dataset, config) -> tuple[str, bool]:
     """('' when a save and restore anywhere in the run resumes exactly, else why not as one
-    sentence naming the variables or the save that differs; whether the difference showed when
-    restoring the state's own checkpoint, i.e. the step itself is not a function of the
-    state: the caller then looks for stateful random ops)."""
+    sentence naming the variables or the save; whether the state came back whole and the
+    step after it still differed, i.e. the step is not a function of the state: the caller
+    then looks for stateful random ops)."""
     from ftgui.training.actions.snapshot import StateBytes
     from ftgui.training.background_save import ShadowState
 
@@ -42,11 +42,13 @@ def probe(state, dataset, config) -> tuple[str, bool]:
     snapshot = StateBytes(state)
     shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
                          config.learning_rate)
+    names = [name_of(v) for v in saved]
     with tempfile.TemporaryDirectory(prefix="ftgui-check-") as scratch:
         own = Path(state.checkpoint.write(str(Path(scratch) / "own-1")))
         shadow.take()
         shadow.write(Path(scratch) / "shadow-1")
         payload = snapshot.read()
+        at_save = _values(saved)
         reference = _step(state, saved, dataset, second)
         restores = {"checkpoint": lambda: state.restore(own),
                     "background save's checkpoint": lambda: state.restore(
@@ -54,19 +56,27 @@ def probe(state, dataset, config) -> tuple[str, bool]:
                     "in-memory snapshot": lambda: snapshot.load(payload)}
         for what, restore in restores.items():
             restore()
-            differs = _differences(reference, _step(state, saved, dataset, second), saved)
+            lost = _differences(at_save, _values(saved), names)
+            if lost:
+                return (f"a restore from the {what} does not bring back "
+                        f"{', '.join(lost)}: that save misses them", False)
+            differs = _differences(reference, _step(state, saved, dataset, second),
+                                   ["the loss", *names])
             if differs:
                 return (f"one training step after a restore from the {what} gave other "
                         f"results than without the restore ({', '.join(differs[:5])} "
-                        f"differ{'s' if len(differs) == 1 else ''})", what == "checkpoint")
+                        f"differ{'s' if len(differs) == 1 else ''})", True)
     return "", False
+
+
+def _values(saved: list) -> list[bytes]:
+    return [np.asarray(v.numpy()).tobytes() for v in saved]
 
 
 def _step(state, saved: list, dataset, rows) -> list[bytes]:
     loss, _ = state.train_step(dataset.x_train[rows], dataset.y_train[rows])
-    return [np.float32(loss).tobytes()] + [np.asarray(v.numpy()).tobytes() for v in saved]
+    return [np.float32(loss).tobytes(), *_values(saved)]
 
 
-def _differences(reference: list[bytes], result: list[bytes], saved: list) -> list[str]:
-    names = ["the loss", *(name_of(v) for v in saved)]
+def _differences(reference: list[bytes], result: list[bytes], names: list[str]) -> list[str]:
     return [name for name, a, b in zip(names, reference, result, strict=True) if a != b]

@@ -22,11 +22,11 @@ def _is_variable(value) -> bool:
     return isinstance(value, (tf.Variable, keras.Variable))
 
 
-def graph_variables(checkpoint: tf.train.Checkpoint) -> list:
-    """Every variable that `checkpoint`'s object graph reaches (what `checkpoint.write`
-    saves, save counter aside), breadth-first from the root, each once."""
+def graph_variables(root) -> list:
+    """Every variable that the object graph of `root` (a `tf.train.Checkpoint`, a model)
+    reaches (for a checkpoint: what `checkpoint.write` saves), breadth-first, each once."""
     seen, found = set(), []
-    for value in tf.train.TrackableView(checkpoint).descendants():
+    for value in tf.train.TrackableView(root).descendants():
         if _is_variable(value) and id(value) not in seen:
             seen.add(id(value))
             found.append(value)
