@@ -296,3 +296,59 @@ def test_the_check_finds_a_save_that_misses_a_variable(monkeypatch):
     assert resume_probe.probe(state, dataset, config) == (
         "a restore from the in-memory snapshot does not bring back warmup/warmup_steps: "
         "that save misses them", False)
+
+
+MIXED_STATE = """
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+class Counters(layers.Layer):
+    def build(self, input_shape):
+        self.seen = tf.Variable(False, trainable=False)
+        self.small = tf.Variable(0, dtype=tf.int8, trainable=False)
+        self.big = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    def call(self, x, training=False):
+        if training:
+            self.seen.assign(True)
+            self.small.assign_add(1)
+            self.big.assign_add(3)
+        return x * tf.cast(self.small, x.dtype)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Counters(name="counters")(layers.Dense(8)(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+@pytest.mark.tf
+def test_bool_int8_and_int64_variables_of_a_layer_are_snapshotted_and_restored(tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from ftgui.core.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.actions.snapshot import StateBytes
+    from ftgui.training.step import TrainState
+
+    model = tmp_path / "mixed.py"
+    model.write_text(MIXED_STATE)
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", model=f"{model}:build")
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    assert resume_probe.probe(state, dataset, config) == ("", False)
+    layer = state.model.get_layer("counters")
+    snapshot = StateBytes(state)
+    payload = snapshot.read()
+    held = (bool(layer.seen.numpy()), int(layer.small.numpy()), int(layer.big.numpy()))
+    assert held == (True, 2, 6)  # after steps 1 and 2 (the probe restores before each 2)
+    layer.seen.assign(False), layer.small.assign(-7), layer.big.assign(2 ** 40)
+    snapshot.load(payload)
+    assert (bool(layer.seen.numpy()), int(layer.small.numpy()), int(layer.big.numpy())) == held
+    assert np.array_equal(snapshot.read(), payload)

@@ -1,14 +1,14 @@
 """The user-code check's proof of exact resume: step, save, restore, step again, compare.
 
-Run on the helper's `step.TrainState` (`check_user_code`). After one training step (so that
-state a save misses is no longer at its initial value), the state is saved the three ways a
-run saves it: checkpoint files of the state's own `tf.train.Checkpoint` (periodic saves under a
-cluster, a restore from memory persisted), the background save's shadow copy written as files
+Run on the helper's `step.TrainState` (`check_user_code`). After one training step (so that state a
+save misses is no longer at its initial value), the state is saved the three ways a run saves it:
+checkpoint files of the state's own `tf.train.Checkpoint` (periodic saves under a cluster, a restore
+from memory persisted), the background save's shadow copy written as files
 (`background_save.ShadowState`, also the just-in-time save) and an in-memory snapshot's bytes
-(`actions.snapshot.StateBytes`). Then step 2 is run from the live state, and again after
-restoring each save: the loss and every variable must be equal, bit for bit. Before that, the
-variables that the traced step reads or writes are compared with what is saved: one that no
-save holds (a `tf.Variable` kept outside the model's object graph) is named.
+(`actions.snapshot.StateBytes`, when snapshots are on). Then step 2 is run from the live state, and
+again after restoring each save: the loss and every variable must be equal, bit for bit. Before
+that, the variables that the traced step reads or writes are compared with what is saved: one that
+no save holds (a `tf.Variable` kept outside the model's object graph) is named.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def probe(state, dataset, config) -> tuple[str, bool]:
                 f"(outside the model's and optimizer's object graph): {', '.join(unsaved)}",
                 False)
     _ = state.checkpoint.save_counter  # created now, so that it is written and restored too
-    snapshot = StateBytes(state)
+    snapshot = StateBytes(state) if config.snapshot_every else None
     shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
                          config.learning_rate)
     names = [name_of(v) for v in saved]
@@ -47,13 +47,15 @@ def probe(state, dataset, config) -> tuple[str, bool]:
         own = Path(state.checkpoint.write(str(Path(scratch) / "own-1")))
         shadow.take()
         shadow.write(Path(scratch) / "shadow-1")
-        payload = snapshot.read()
+        payload = snapshot.read() if snapshot else None
         at_save = _values(saved)
         reference = _step(state, saved, dataset, second)
         restores = {"checkpoint": lambda: state.restore(own),
                     "background save's checkpoint": lambda: state.restore(
                         Path(scratch) / "shadow-1"),
                     "in-memory snapshot": lambda: snapshot.load(payload)}
+        if snapshot is None:  # --snapshot-every 0
+            del restores["in-memory snapshot"]
         for what, restore in restores.items():
             restore()
             lost = _differences(at_save, _values(saved), names)

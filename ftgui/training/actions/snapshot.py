@@ -27,7 +27,7 @@ import tensorflow as tf
 from ftgui.core import checkpoints, snapshots
 from ftgui.core.state_file import point_state_file
 from ftgui.training.actions import Action, StepOutput
-from ftgui.training.state_variables import state_variables
+from ftgui.training.state_variables import name_of, state_variables
 
 
 class StateBytes:
@@ -46,6 +46,12 @@ class StateBytes:
                        for i, v in enumerate(self.variables)]
         self.checksum = snapshots.layout_checksum(self.layout)
         self._dtypes = [tf.as_dtype(d) for _, _, d in self.layout]
+        for variable, dtype in zip(self.variables, self._dtypes, strict=True):
+            if not (dtype.is_numpy_compatible and (dtype.is_bool or dtype.is_floating
+                                                   or dtype.is_integer or dtype.is_complex)):
+                raise ValueError(f"snapshot_every: variable {name_of(variable)} holds "
+                                 f"{dtype.name}, which an in-memory snapshot cannot copy; "
+                                 f"train with --snapshot-every 0")
         self._sizes = [int(np.prod(s, dtype=np.int64)) * d.size
                        for (_, s, _), d in zip(self.layout, self._dtypes, strict=True)]
         self.nbytes = sum(self._sizes)
@@ -56,7 +62,9 @@ class StateBytes:
         parts = []
         for variable in self.variables:
             value = tf.convert_to_tensor(variable)
-            if value.dtype.size > 1:
+            if value.dtype == tf.bool:  # one byte, 0 or 1: a view as bool gives it back
+                value = tf.cast(value, tf.uint8)
+            elif value.dtype != tf.uint8:
                 value = tf.bitcast(value, tf.uint8)
             parts.append(tf.reshape(value, [-1]))
         return tf.concat(parts, axis=0)
