@@ -352,3 +352,62 @@ def test_bool_int8_and_int64_variables_of_a_layer_are_snapshotted_and_restored(t
     snapshot.load(payload)
     assert (bool(layer.seen.numpy()), int(layer.small.numpy()), int(layer.big.numpy())) == held
     assert np.array_equal(snapshot.read(), payload)
+
+
+HELD = """
+import types
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+class Holder(layers.Layer):
+    def build(self, input_shape):
+        self.in_list = [tf.Variable(0.0, trainable=False, name="in_list")]
+        self.in_dict = {"c": tf.Variable(0.0, trainable=False, name="in_dict")}
+        self.elsewhere = types.SimpleNamespace(c=tf.Variable(0.0, trainable=False,
+                                                             name="in_namespace"))
+
+    def call(self, x, training=False):
+        counters = [self.in_list[0], self.in_dict["c"]{namespace}]
+        if training:
+            for counter in counters:
+                counter.assign_add(1.0)
+        return x * tf.minimum(1.0, (tf.add_n(counters) + 1.0) / 50.0)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Holder(name="holder")(layers.Dense(8)(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+@pytest.mark.tf
+def test_variables_a_layer_keeps_in_a_list_or_dict_are_saved_and_one_elsewhere_is_named(
+        tmp_path):
+    """Keras wraps a layer's list and dict attributes in containers TensorFlow's checkpoint
+    does not follow: ftgui adds their variables to the checkpoint (the probe's save, restore
+    and step is exact); a variable in any other object is named."""
+    import tensorflow as tf
+
+    from ftgui.core.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.state_variables import name_of, state_variables
+    from ftgui.training.step import TrainState
+
+    answers = []
+    for namespace in ("", ", self.elsewhere.c"):
+        model = tmp_path / f"held{len(answers)}.py"
+        model.write_text(HELD.replace("{namespace}", namespace))
+        tf.keras.utils.set_random_seed(0)
+        config = RunConfig(strategy="default", model=f"{model}:build")
+        dataset = datamod.load(config.dataset, config.task)
+        state = TrainState(tf.distribute.get_strategy(), config, dataset)
+        assert {"holder/in_list", "holder/in_dict"} <= {name_of(v)
+                                                        for v in state_variables(state)}
+        answers.append(resume_probe.probe(state, dataset, config))
+    assert answers == [("", False), (
+        "the training step uses variables that no checkpoint or snapshot holds (outside the "
+        "model's and optimizer's object graph): holder/in_namespace", False)]

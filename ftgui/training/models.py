@@ -142,10 +142,33 @@ def evaluate_metrics(metrics: list, outputs: np.ndarray, y: np.ndarray) -> dict[
 
 
 def checkpointed_state(model: keras.Model) -> dict:
-    """Extra objects a `tf.train.Checkpoint` of `model` must hold for exact resume: the states
-    of its Keras seed generators (a seeded `Dropout`'s), which `tf.train.Checkpoint(model=…)`
-    does not reach in Keras 3.15 (only `model.variables` lists them). {} when there are none,
-    so the built-in models' checkpoints keep their structure."""
+    """Extra objects a `tf.train.Checkpoint` of `model` must hold for exact resume, which
+    `tf.train.Checkpoint(model=…)` does not reach in Keras 3.15: the states of its Keras seed
+    generators (a seeded `Dropout`'s; only `model.variables` lists them) and the plain
+    `tf.Variable`s a layer keeps in a list, tuple or dict attribute (Keras wraps those in its
+    own tracked containers, which TensorFlow's object graph does not follow). {} when there are
+    none, so the built-in models' checkpoints keep their structure."""
     states = [generator.state for layer in model._flatten_layers()
               for generator in getattr(layer, "_seed_generators", [])]
-    return {"seed_states": states} if states else {}
+    held = _held_variables(model)
+    return {**({"seed_states": states} if states else {}),
+            **({"layer_variables": held} if held else {})}
+
+
+def _held_variables(model: keras.Model) -> list:
+    """Plain `tf.Variable`s in the list, tuple or dict attributes of the model's layers, in
+    layer order and attribute order, each once."""
+    found, seen = [], set()
+    for layer in model._flatten_layers():
+        for value in list(vars(layer).values()):
+            if isinstance(value, dict):
+                items = list(value.values())
+            elif isinstance(value, (list, tuple)):
+                items = list(value)
+            else:
+                continue
+            for item in items:
+                if isinstance(item, tf.Variable) and id(item) not in seen:
+                    seen.add(id(item))
+                    found.append(item)
+    return found
