@@ -156,11 +156,15 @@ def checkpointed_state(model: keras.Model) -> dict:
 
 
 def _held_variables(model: keras.Model) -> list:
-    """Plain `tf.Variable`s in the list, tuple or dict attributes of the model's layers, in
-    layer order and attribute order, each once."""
-    found, seen = [], set()
+    """Plain `tf.Variable`s in the list, tuple or dict attributes of the model's layers that
+    the model's object graph does not reach, in layer order and attribute order, each once."""
+    from ftgui.training.state_variables import graph_variables
+
+    found, seen = [], {id(v) for v in graph_variables(model)}
     for layer in model._flatten_layers():
-        for value in list(vars(layer).values()):
+        for name, value in list(vars(layer).items()):
+            if name.startswith("_self_"):  # TensorFlow's own tracking of the graph's children
+                continue
             if isinstance(value, dict):
                 items = list(value.values())
             elif isinstance(value, (list, tuple)):
