@@ -411,3 +411,49 @@ def test_variables_a_layer_keeps_in_a_list_or_dict_are_saved_and_one_elsewhere_i
     assert answers == [("", False), (
         "the training step uses variables that no checkpoint or snapshot holds (outside the "
         "model's and optimizer's object graph): holder/in_namespace", False)]
+
+
+METRIC_IN_A_LAYER = """
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+class Tracked(layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen = keras.metrics.Sum(name="seen")
+
+    def call(self, x, training=False):
+        if training:
+            self.seen.update_state(1.0)
+        return x * tf.minimum(1.0, (self.seen.result() + 1.0) / 50.0)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Tracked(name="tracked")(layers.Dense(8)(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+@pytest.mark.tf
+def test_a_keras_metric_a_layer_updates_in_training_is_saved(tmp_path):
+    """A `keras.metrics.Sum` kept by a layer is in neither `model.variables` nor TensorFlow's
+    object graph of the model; ftgui saves it (the probe is exact, the variable is listed)."""
+    import tensorflow as tf
+
+    from ftgui.core.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.state_variables import name_of, state_variables
+    from ftgui.training.step import TrainState
+
+    model = tmp_path / "metric_layer.py"
+    model.write_text(METRIC_IN_A_LAYER)
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", model=f"{model}:build")
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    assert "seen/total" in [name_of(v) for v in state_variables(state)]
+    assert resume_probe.probe(state, dataset, config) == ("", False)

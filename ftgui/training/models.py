@@ -156,11 +156,15 @@ def checkpointed_state(model: keras.Model) -> dict:
 
 
 def _held_variables(model: keras.Model) -> list:
-    """Plain `tf.Variable`s in the list, tuple or dict attributes of the model's layers that
-    the model's object graph does not reach, in layer order and attribute order, each once."""
+    """The variables of Keras metrics the model's layers keep (`metrics_variables`: a
+    `keras.metrics.Sum` counting steps) and the plain `tf.Variable`s in the list, tuple or dict
+    attributes of its layers, that neither the model's object graph nor `model.variables`
+    reaches; in layer order and attribute order, each once."""
     from ftgui.training.state_variables import graph_variables
 
-    found, seen = [], {id(v) for v in graph_variables(model)}
+    seen = {id(v) for v in (*graph_variables(model), *model.variables)}
+    found = [v for v in model.metrics_variables if id(v) not in seen]
+    seen.update(id(v) for v in found)
     for layer in model._flatten_layers():
         for name, value in list(vars(layer).items()):
             if name.startswith("_self_"):  # TensorFlow's own tracking of the graph's children
