@@ -55,8 +55,14 @@ def run_record(config: RunConfig, state, data: Dataset, position: DataPosition |
 
 
 def variable_shapes(model) -> dict[str, list[int]]:
-    """Every variable of a Keras model: its path (name) -> shape as a list."""
-    return {getattr(v, "path", v.name): [int(d) for d in v.shape] for v in model.variables}
+    """Every variable of a Keras model, with those its object graph tracks beyond
+    `model.variables` (a layer's plain `tf.Variable`): its path (name) -> shape as a list."""
+    from ftgui.training.state_variables import graph_variables, name_of
+
+    listed = {id(v) for v in model.variables}
+    extras = [v for v in graph_variables(model) if id(v) not in listed]
+    return {**{getattr(v, "path", v.name): [int(d) for d in v.shape] for v in model.variables},
+            **{name_of(v): [int(d) for d in v.shape] for v in extras}}
 
 
 def due(step: int, every: int, last_step: int) -> bool:

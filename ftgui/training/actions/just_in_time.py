@@ -32,6 +32,7 @@ from ftgui.core.run_folder import check_writer
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.checkpoint import run_record
 from ftgui.training.background_save import ShadowState
+from ftgui.training.state_variables import state_variables
 
 # What a surviving worker's step raises when a peer of the collective is gone.
 PEER_LOST = (tf.errors.UnavailableError, tf.errors.CancelledError,
@@ -120,9 +121,7 @@ class JustInTime(Action):
 
     def _live_differs(self) -> int:
         """How many live variables differ from the copy of the last completed step."""
-        live = [*self.state.model.variables, *self.state.optimizer.variables, self.state.step]
-        copy = [*self.shadow.model.variables, *self.shadow.optimizer.variables,
-                self.shadow.step]
+        live, copy = state_variables(self.state), state_variables(self.shadow)
         return sum(not np.array_equal(a.numpy(), b.numpy())
                    for a, b in zip(live, copy, strict=True))
 
