@@ -68,3 +68,50 @@ def test_steps_have_no_thousands_separator():
 ])
 def test_a_loss_has_four_decimals_or_four_significant_digits(value, text):
     assert fmt.loss(value) == text
+
+
+def test_one_checkpoint_reads_the_same_size_in_table_dialog_log_and_cli(qtbot, tmp_path,
+                                                                       capsys):
+    """The issue's checkpoint of 61,074 bytes was "61 kB" in the log, "59.6 KB" in the
+    table, "57,748 bytes" (its tensors) in the dialog and 61074 in the CLI."""
+    from PySide6.QtWidgets import QLabel
+
+    from ftgui import cli
+    from ftgui.core import checkpoints, events
+    from ftgui.qt.checkpoint_dialog import CheckpointDialog
+    from ftgui.qt.checkpoint_table import COLUMNS, CheckpointTable
+
+    directory = checkpoints.checkpoint_dir(tmp_path)
+    directory.mkdir(parents=True)
+    (directory / "ckpt-25.index").write_bytes(b"i" * 1_074)
+    (directory / "ckpt-25.data-00000-of-00001").write_bytes(b"d" * 60_000)
+    checkpoints.write_metadata(directory / "ckpt-25", loss=0.5, time=1_000_000.0)
+    info = checkpoints.find(tmp_path, 25)
+    assert info.valid and info.size == 61_074
+
+    table = CheckpointTable()
+    qtbot.addWidget(table)
+    table.refresh(tmp_path)
+    model = table.model()
+    in_table = model.data(model.index(0, COLUMNS.index("size")))
+
+    # what the trainer's `checkpoint_saved` carries: the sum of the TensorFlow files
+    saved = sum(p.stat().st_size for p in checkpoints.tf_files(directory, 25))
+    in_log = events.describe({"event": "checkpoint_saved", "step": 25, "size": saved})
+
+    # the helper's answer (`inspect_checkpoint` puts the checkpoint's `size` beside its tensors)
+    result = {"step": 25, "path": info.relpath, "size": info.size,
+              "variables": [{"name": "w", "shape": [14437], "dtype": "float32",
+                             "bytes": 57_748}]}
+    dialog = CheckpointDialog(result)
+    qtbot.addWidget(dialog)
+    in_dialog = dialog.findChild(QLabel, "checkpointSize")
+
+    assert cli.main(["checkpoints", str(tmp_path)]) == 0
+    in_cli = capsys.readouterr().out.splitlines()[1]
+
+    assert in_table == "61.1 kB"
+    assert in_log == "checkpoint 25 saved (61.1 kB)"
+    assert in_dialog.text() == ("Files 61.1 kB (61,074 bytes) · 1 saved tensor, "
+                                "57.7 kB (57,748 bytes)")
+    assert "  61.1 kB  yes (newest)" in in_cli

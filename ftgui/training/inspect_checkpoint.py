@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"error": str(exc)}))
         return 2
     prefix = str(checkpoints.tf_path(info.prefix))  # TensorFlow globs paths
-    result = {"step": info.step, "path": info.relpath, "variables": variables(prefix)}
+    result = {"step": info.step, "path": info.relpath, "size": info.size,
+              "variables": variables(prefix)}
     if args.evaluate or args.export:
         model, dataset, config = restored_model(args.run_dir, prefix)
         if args.evaluate:
