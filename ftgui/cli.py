@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, devices, fit_checkpoints, restore_point
+from ftgui.core import checkpoints, devices, fit_checkpoints, formatting, restore_point
 from ftgui.core import config as configmod
 from ftgui.core.config import ConfigError, RunConfig
 from ftgui.core.run_state import PREEMPT_TIMEOUT_S
@@ -431,20 +431,21 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     newest = checkpoints.newest_valid(args.run_dir)
-    print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'bytes':>10}  valid")
+    print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'size':>10}  valid")
     for row in rows:
         mark = " (newest)" if newest and row["step"] == newest.step else ""
         mark += f" ({row['restores']})" if "restores" in row else ""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
+        valid = "yes" if row["valid"] else "no: " + row["reason"]
         print(f"{row['step']:>8} {_num(row['loss']):>10} {_num(row['val_loss']):>10} {when:>19} "
-              f"{row['size']:>10}  {'yes' if row['valid'] else 'no: ' + row['reason']}{mark}")
+              f"{formatting.size(row['size']):>10}  {valid}{mark}")
     if not rows:
         print("(no checkpoints)")
     return 0
 
 
 def _num(value) -> str:
-    return "-" if value is None else f"{value:.6f}"
+    return "-" if value is None else formatting.loss(value)  # "-": plain ASCII for pipes
 
 
 def cmd_devices(args: argparse.Namespace) -> int:

@@ -40,6 +40,7 @@ def test_inspect_evaluates_and_exports_a_real_checkpoint(tmp_path, baseline_run)
     export = tmp_path / "model.keras"
     result = checkpoint_tools.inspect(run_dir, 40, evaluate=True, export=export)
     names = {v["name"]: v for v in result["variables"]}
+    assert result["size"] == checkpoints.find(run_dir, 40).size  # the dialog's "Files" figure
     # the MLP's first kernel (64 inputs × 64 units) and Adam's two slots for it
     kernels = [v for v in result["variables"] if v["shape"] == [64, 64]]
     assert [(v["dtype"], v["bytes"]) for v in kernels] == [("float32", 64 * 64 * 4)] * 3
@@ -78,7 +79,7 @@ def test_a_checkpoint_is_evaluated_as_the_trainer_scores_its_task():
     expected = float(np.mean([np.log1p(np.exp(-2.0))] * 2 + [np.log1p(np.exp(2.0))]))
     assert scored["val_accuracy"] == 2 / 3 and abs(scored["val_loss"] - expected) < 1e-6
     assert validation_line({**scored, "metrics": {"auc": 0.75}}) == (
-        f"Validation: loss <b>{scored['val_loss']:.4f}</b>, accuracy <b>66.7%</b>, "
+        f"Validation: loss <b>{scored['val_loss']:.4f}</b>, accuracy <b>66.7 %</b>, "
         "auc <b>0.75</b> on 3 examples")
 
 

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from ftgui.core import run_state
+from ftgui.core import formatting, run_state
 from ftgui.core.settings import SETTINGS
 from ftgui.core.tail import Tail
 
@@ -308,24 +308,25 @@ def _setting_changed(event, step):
             f"{_short(event.get('old'))} to {_short(event.get('new'))} at step {at}")
 
 
-def restart_words(restart: int | None, delay: str) -> str:
+def restart_words(restart: int | None, delay: float | None) -> str:
     """How an automatic restart is announced: "restarting in 0.5 s" for the first one since
     training last went on, "restart 2 in a row, in 1.0 s" for a further one (restarts count
-    in a row: each run of `max_restarts` starts again once training goes on). `delay`: the
-    seconds, already formatted."""
+    in a row: each run of `max_restarts` starts again once training goes on). `delay`: in
+    seconds."""
     if not restart or restart <= 1:
-        return f"restarting in {delay} s"
-    return f"restart {restart} in a row, in {delay} s"
+        return f"restarting in {formatting.seconds(delay)}"
+    return f"restart {restart} in a row, in {formatting.seconds(delay)}"
 
 
-def _number(value, digits: int = 4) -> str:
-    return "nan" if value is None else f"{value:.{digits}g}"
+def _loss(value) -> str:
+    # an event's null loss is a non-finite one (JSON has no NaN)
+    return "nan" if value is None else formatting.loss(value)
 
 
 def _size(size) -> str:
-    if not isinstance(size, (int, float)):
+    if not isinstance(size, (int, float)) or isinstance(size, bool):
         return ""
-    return f" ({size / 1e6:.1f} MB)" if size >= 1e5 else f" ({size / 1e3:.0f} kB)"
+    return f" ({formatting.size(size)})"
 
 
 def _run_started(event, step):
@@ -351,7 +352,7 @@ def _process_started(event, step):
         text += ", from a warm standby"
         if event.get("standby_warm") is False:
             age = event.get("standby_age")
-            so_far = f" ({age:.0f} s so far)" if isinstance(age, (int, float)) else ""
+            so_far = f" ({formatting.seconds(age)} so far)" if isinstance(age, (int, float)) else ""
             text += f" still importing TensorFlow{so_far}"
     return text
 
@@ -430,14 +431,14 @@ _DESCRIBERS = {
     "standby_ready": lambda e, s: (
         f"the warm standby that took over (pid {e.get('pid')}) is ready" if e.get("took_over")
         else "warm standby ready") + f" (TensorFlow imported in "
-    f"{_number(e.get('import_seconds'), 2)} s)",
+    f"{formatting.seconds(e.get('import_seconds'))})",
     "training_started": _training_started,
     "resumed": lambda e, s: f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} "
     f"{e.get('from_step')}",
-    "step": lambda e, s: f"step {e.get('step')}: loss {_number(e.get('loss'))}",
+    "step": lambda e, s: f"step {e.get('step')}: loss {_loss(e.get('loss'))}",
     "heartbeat": lambda e, s: f"{who(e)} at step {e.get('step')}",
     "validation": lambda e, s: f"validation at step {e.get('step')}: loss "
-    f"{_number(e.get('val_loss'))}",
+    f"{_loss(e.get('val_loss'))}",
     "checkpoint_saved": _checkpoint_saved,
     "just_in_time_saved": lambda e, s: f"{who(e)} saved step {e.get('step')} just in time "
     f"({e.get('error')})",
@@ -453,20 +454,19 @@ _DESCRIBERS = {
     "rolled_back": lambda e, s: f"rolled back from step {e.get('from_step')} to checkpoint "
     f"{e.get('to_step')}",
     "hang_detected": lambda e, s: f"{who(e)} hung: no progress for "
-    f"{_number(e.get('seconds'), 3)} s at step {e.get('last_step')}",
+    f"{formatting.seconds(e.get('seconds'))} at step {e.get('last_step')}",
     "held": lambda e, s: _held(e),
     "hold_released": lambda e, s: f"{who(e)} goes on after step {e.get('step')} "
-    f"({_HOLD_ENDS.get(e.get('by'), e.get('by'))}, held {_number(e.get('seconds'), 2)} s)",
+    f"({_HOLD_ENDS.get(e.get('by'), e.get('by'))}, held {formatting.seconds(e.get('seconds'))})",
     "thawed": lambda e, s: f"{e.get('target', 'chief')} thawed at step "
     f"{max(e.get('step') or 0, s or 0)}",
     "training_error": _training_error,
-    "recovery_scheduled": lambda e, s: restart_words(e.get("restart"),
-                                                     _number(e.get("delay"), 2)),
+    "recovery_scheduled": lambda e, s: restart_words(e.get("restart"), e.get("delay")),
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,
     "determinism_warning": lambda e, s: "exact resume is not guaranteed: "
     f"{e.get('reason', '')}",
     "run_finished": lambda e, s: f"run finished at step {e.get('step')}, final loss "
-    f"{_number(e.get('loss'))}",
+    f"{_loss(e.get('loss'))}",
 }

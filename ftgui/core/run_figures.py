@@ -36,9 +36,10 @@ class RunFigures:
     final_loss: float | None
 
     def shown(self) -> dict[str, str]:
-        """Steps redone, time lost and goodput as every view prints them (`ftgui.core.story`'s
-        formats): {"steps redone": "5", "time lost": "2.2 s", "goodput": "56 %"}."""
-        from ftgui.core.story import percent, seconds
+        """Steps redone, time lost and goodput as every view prints them
+        (`ftgui.core.formatting`): {"steps redone": "5", "time lost": "2.2 s",
+        "goodput": "56 %"}."""
+        from ftgui.core.formatting import percent, seconds
 
         return {"steps redone": str(self.steps_redone), "time lost": seconds(self.time_lost),
                 "goodput": percent(self.goodput)}

@@ -482,7 +482,7 @@ class Supervisor(FaultCommands, TaskLauncher):
                 self.config, fields, self._user_stop, newest_restored=not self._forked):
             delay = self._recovery.schedule(self.config)
             self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
-            self._set_state("recovering", restart_words(self.restarts, f"{delay:.1f}"))
+            self._set_state("recovering", restart_words(self.restarts, delay))
 
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""

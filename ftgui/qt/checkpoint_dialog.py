@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from ftgui.core import checkpoint_tools
+from ftgui.core import checkpoint_tools, formatting
 
 
 class CheckpointJob(QObject):
@@ -61,12 +61,23 @@ class CheckpointJob(QObject):
 def validation_line(evaluation: dict) -> str:
     """One rich-text line of a checkpoint's evaluation (`inspect_checkpoint.evaluate`): the
     loss, the accuracy when the task has one (not regression), a model module's metrics."""
-    parts = [f"loss <b>{evaluation['val_loss']:.4f}</b>"]
+    parts = [f"loss <b>{formatting.loss(evaluation['val_loss'])}</b>"]
     if evaluation.get("val_accuracy") is not None:
-        parts.append(f"accuracy <b>{100 * evaluation['val_accuracy']:.1f}%</b>")
+        parts.append(f"accuracy <b>{formatting.percent(evaluation['val_accuracy'], 1)}</b>")
     parts += [f"{name} <b>{value:.4g}</b>"
               for name, value in (evaluation.get("metrics") or {}).items()]
     return f"Validation: {', '.join(parts)} on {evaluation['examples']} examples"
+
+
+def size_line(result: dict, tensors: list[dict]) -> str:
+    """The checkpoint's size (its files, the figure of the table, the log and `ftgui
+    checkpoints`) and the bytes of its saved tensors (`tensors`, less than the files: the
+    files hold an index and the object graph too): "Files 61.1 kB (61,074 bytes) · 12 saved
+    tensors, 57.7 kB (57,748 bytes)"."""
+    total = sum(v["bytes"] for v in tensors)
+    tensors_word = "tensor" if len(tensors) == 1 else "tensors"
+    return (f"Files {formatting.exact_size(result.get('size'))} · {len(tensors)} saved "
+            f"{tensors_word}, {formatting.exact_size(total)}")
 
 
 class CheckpointDialog(QDialog):
@@ -83,8 +94,9 @@ class CheckpointDialog(QDialog):
             label.setObjectName("checkpointEvaluation")
             layout.addWidget(label)
         rows = [v for v in result["variables"] if v["name"] != "_CHECKPOINTABLE_OBJECT_GRAPH"]
-        total = sum(v["bytes"] for v in rows)
-        layout.addWidget(QLabel(f"{len(rows)} saved tensors, {total:,} bytes"))
+        size = QLabel(size_line(result, rows))
+        size.setObjectName("checkpointSize")
+        layout.addWidget(size)
         table = QTableWidget(len(rows), 4)
         table.setObjectName("variablesTable")
         table.setHorizontalHeaderLabels(["name", "shape", "dtype", "bytes"])
@@ -92,7 +104,7 @@ class CheckpointDialog(QDialog):
             name = var["name"].replace("/.ATTRIBUTES/VARIABLE_VALUE", "")
             for column, text in enumerate(
                 (name, "×".join(map(str, var["shape"])) or "scalar", var["dtype"],
-                 f"{var['bytes']:,}")
+                 formatting.count(var["bytes"]))
             ):
                 table.setItem(row, column, QTableWidgetItem(text))
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.core import run_notes
+from ftgui.core import formatting, run_notes
 from ftgui.core.run_figures import RunFigures, read_run
 from ftgui.core.runs import RunSummary
 from ftgui.qt import theme
@@ -76,7 +76,8 @@ def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[st
     shown = figures.shown()
     return (figures.name, str(figures.incidents), shown["steps redone"],
             shown["time lost"], str(figures.checkpoints),
-            f"{figures.checkpoint_seconds:.2f} s", f"{figures.wall:.2f} s",
+            formatting.seconds(figures.checkpoint_seconds, digits=2),
+            formatting.seconds(figures.wall, digits=2),
             shown["goodput"], loss_text(figures, rows or [figures]))
 
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from ftgui.core import config as configmod
+from ftgui.core import formatting
 from ftgui.core.config import RunConfig
 from ftgui.core.runs import new_run_dir, runs_root  # moved to core; importable from here too
 from ftgui.core.settings import GROUPS, SETTINGS, Setting
@@ -234,7 +235,7 @@ class ConfigPanel(QWidget):
         if not result.deterministic:
             text += "\n" + warning_line(result)
         self.check_label.setText(text)
-        rows = [f"{n}  {kind}  {shape}  {params:,}"
+        rows = [f"{n}  {kind}  {shape}  {formatting.count(params)}"
                 for n, kind, shape, params in result.summary.get("layers", [])]
         self.check_label.setToolTip("\n".join(["layer  class  output  parameters", *rows]))
 

@@ -111,7 +111,8 @@ def answer(argv: list[str] | None) -> int:
         return 2
     built = restored_model(args.run_dir, info) if args.evaluate or args.export else None
     prefix = str(checkpoints.tf_path(info.prefix))  # TensorFlow globs paths
-    result = {"step": info.step, "path": info.relpath, "variables": variables(prefix)}
+    result = {"step": info.step, "path": info.relpath, "size": info.size,
+              "variables": variables(prefix)}
     if built is not None:
         model, dataset, config = built
         if args.evaluate:
