@@ -111,3 +111,16 @@ def test_a_nan_rollback_and_a_worker_lost_in_words():
 def test_the_formats_the_incident_totals_share():
     assert seconds(7.66) == "7.7 s"
     assert percent(0.5149) == "51 %"
+
+
+def test_a_held_run_says_held_not_training_also_after_an_incident():
+    """A hold is a wait at a step boundary: the story line said "Training: step 650" while
+    nothing trained (issue 24 trial)."""
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0), ev("process_started", 0, **CHIEF),
+                   *steps(1, 8, 1.0),
+                   ev("held", 3.0, step=8, why="standby", **CHIEF)])
+    assert story(timeline, 20) == ("Held at step 8 of 20 until the warm standby has imported "
+                                   "TensorFlow · loss 0.1250")
+    timeline.feed([ev("hold_released", 4.0, step=8, by="standby", **CHIEF), *steps(9, 10, 4.25)])
+    assert story(timeline, 20) == "Training: step 10 of 20 · loss 0.1000"
