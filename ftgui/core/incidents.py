@@ -319,6 +319,8 @@ class IncidentTracker:
             incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)
+        if end is not None:  # a step logged after the fault (the NaN one) is in `at_recovered - at`
+            end = min(end, incident.at)
         # a resume from past the step of the fault (a just-in-time checkpoint of the step the
         # victim finished but never logged, its `step` recovered from the checkpoint) redoes none
         incident.redo_seconds = (max(end - start, 0.0) if start is not None and end is not None
