@@ -5,7 +5,8 @@ the plot's height. Here the font is made smaller, down to `MIN_FONT_FRACTION` of
 the sentence fits in `MAX_LINES`; past that its beginning is cut at a word ("… "), as a story
 sentence ends on its figures (steps redone, seconds lost, goodput), and the whole sentence is
 in the tooltip. A short state clause in front ("Finished at step 1200 · ") is kept before the
-cut: the room read "… 800 · NaN loss at step 420" and not that the run had finished.
+cut, and the fault's clause after it when it fits, whole clauses cut between them: the room
+read "… 800 · NaN loss at step 420" and not that the run had finished.
 `text()` is always the whole sentence (what tests and screen readers read);
 `shown_text()` is what is painted.
 """
@@ -56,11 +57,27 @@ def fit(text: str, font: QFont, width: int, base_px: int,
             return px, text
     head, dot, rest = text.partition(STATE_DOT)
     if dot and ARROW not in head and len(head) <= MAX_STATE_CHARS:
-        # "Finished at step 1200 · … 95 steps redone, …": the state and the figures stay
-        cut = _cut_beginning(rest, sized, width, max_lines, head + dot)
-        if cut is not None:
-            return floor, cut
+        # "Finished at step 1200 · killed at step 650 → … resumed: 50 steps redone, …": the
+        # state, the fault and the figures stay, whole clauses cut between them
+        fault, arrow, after = rest.partition(ARROW)
+        keeps = [(head + dot + fault + arrow, after)] if arrow else []
+        for keep, remaining in [*keeps, (head + dot, rest)]:
+            cut = _cut_clauses(remaining, sized, width, max_lines, keep) or \
+                _cut_beginning(remaining, sized, width, max_lines, keep)
+            if cut is not None:
+                return floor, cut
     return floor, _cut_beginning(text, sized, width, max_lines, "") or ELLIPSIS
+
+
+def _cut_clauses(text: str, font: QFont, width: int, max_lines: int, keep: str) -> str | None:
+    """`keep`, `ELLIPSIS` and the most last whole clauses (between arrows) of `text` that fit
+    in `max_lines`; None when not even the last one fits."""
+    clauses = text.split(ARROW)
+    for first in range(1, len(clauses)):
+        shown = keep + ELLIPSIS + ARROW.join(clauses[first:])
+        if line_count(shown, font, width) <= max_lines:
+            return shown
+    return None
 
 
 def _cut_beginning(text: str, font: QFont, width: int, max_lines: int,
