@@ -64,6 +64,7 @@ class Incident:
     restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
     lone: bool = False  # a parameter-server worker lost while the others trained on
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
+    in_process: bool = False  # recovered by the trainer itself (a NaN rolled back), no restart
     # the same moments on the run clock (seconds since the run's first event, never backwards)
     at: float = 0.0
     at_detected: float | None = None
@@ -289,6 +290,7 @@ class IncidentTracker:
     def _on_rolled_back(self, event, when):
         if self._open is not None:
             self._open.restore_source = "disk"
+            self._open.in_process = True
         return self._resume(event.get("to_step", 0), when)
 
     def _on_forked(self, event, when):

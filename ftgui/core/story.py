@@ -145,7 +145,8 @@ def _fault(incident: Incident) -> str:
 
 
 def _restored(incident: Incident) -> str:
-    verb = "rolled back to" if incident.kind == "nan" else "restored"
+    # a NaN whose process a watchdog then ended was restored by a new process, not rolled back
+    verb = "rolled back to" if incident.in_process else "restored"
     source = incident.restore_source
     if source == "memory":
         return f"{verb} step {incident.resumed_step} from memory"
