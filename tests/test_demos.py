@@ -693,3 +693,24 @@ def test_page_down_at_a_held_waiting_stage_fires_the_fault(window, tmp_path, mon
     assert menu.panel.stage_label.text() == "stage 3 of 6"  # the kill's stage comes by itself
     menu.next_action.trigger()
     assert fired == ["chief"] and menu.panel.stage_label.text() == "stage 4 of 6"
+
+
+def test_k_after_the_end_fires_nothing_and_says_so(window, tmp_path, monkeypatch):
+    """A K pressed once the demo's run had ended did nothing and showed nothing (the action
+    was off and the status bar is hidden while presenting): the panel now says so."""
+    fired = []
+    monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
+    window.set_presenting(True)
+    menu = window.demos
+    menu.session = DemoSession(builtin("crash-and-recover"), tmp_path, presenter=True)
+    menu.session.next_run()
+    menu.session.feed(crash_events()[:5])  # at the waiting stage, never pressed
+    menu.session.finish()
+    menu._show()
+    assert menu.fire_action.isEnabled()
+    menu.fire_action.trigger()
+    assert fired == []
+    assert menu.panel.prompt.text() == "The run has ended: K fires nothing now."
+    assert not menu.panel.prompt.isHidden()
+    menu._show()  # a later stage's text keeps the note
+    assert menu.panel.prompt.text() == "The run has ended: K fires nothing now."

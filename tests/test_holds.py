@@ -139,7 +139,9 @@ def test_the_state_label_says_held_for_the_presenter_until_the_run_goes_on(qtbot
                    {"event": "held", "time": 2.0, "attempt": 0, "step": 650,
                     "why": "presenter", "role": "chief", "index": 0}])
     bar.show_run(timeline, "running", "")
-    assert bar.state_label.text() == "held for the presenter — at step 650 (K fires the fault)"
+    # short enough to fit beside the buttons with the demo dock at 1280 px (it was cut off)
+    assert bar.state_label.text() == "held — at step 650 for the presenter"
+    assert bar.story_banner.text() == "Held for the presenter at step 650 (press K) · loss 0.3000"
     timeline.feed([{"event": "hold_released", "time": 9.0, "attempt": 0, "step": 650,
                     "by": "fault", "seconds": 7.0, "role": "chief", "index": 0}])
     bar.show_run(timeline, "running", "")

@@ -75,3 +75,20 @@ def test_an_unplanned_crash_is_an_incident_and_cleanup_exits_are_not():
     assert (incident.kind, incident.target, incident.source) == ("crash", "worker:1", "")
     assert incident.recovered is None and incident.time_lost is None
     assert from_events(events).totals().steps_lost == 0
+
+
+def test_a_slow_nan_step_is_counted_once_in_the_time_lost():
+    """The NaN step is logged after the fault (2.5 s here, as a retraced step took in the
+    bad-numerics demo): the time from the fault to the first new step holds it already, so
+    the redone steps' first time ends at the fault (it was counted twice: 5.6 s for 3.2 s)."""
+    events = steps(0, 1, 7, t0=0.0) + [  # step 5 at 0.4, step 7 at 0.6
+        {"event": "fault_injected", "attempt": 0, "time": 0.65, "kind": "nan",
+         "target": "chief", "source": "schedule", "step": 8},
+        {"event": "step", "attempt": 0, "time": 3.15, "step": 8, "loss": None},
+        {"event": "non_finite_loss", "attempt": 0, "time": 3.15, "step": 8},
+        {"event": "rolled_back", "attempt": 0, "time": 3.25, "from_step": 8, "to_step": 5},
+    ] + steps(0, 6, 10, t0=3.5)
+    [incident] = from_events(events).incidents
+    assert incident.steps_lost == 3
+    # back at step 5's state at 3.5 s, which it had first reached at 0.4 s
+    assert incident.time_lost == pytest.approx(3.5 - 0.4)

@@ -11,7 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 import numpy as np
 import pytest
 from conftest import PLOT_READY_MS
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
 from test_presentation import T0, write_recovered_run
@@ -169,8 +169,13 @@ def test_the_story_line_takes_at_most_two_lines(window, qtbot, presenting, story
     base = banner.base_px()
     assert banner.font().pixelSize() >= base * MIN_FONT_FRACTION
     if banner.shown_text() != story:  # cut at a word: the whole sentence in the tooltip
-        assert banner.shown_text().startswith("… ")  # the beginning cut: the figures stay
-        assert story.endswith(banner.shown_text()[2:])
+        # the beginning cut, the figures stay; a state clause in front stays too (it was cut:
+        # "… 800 · NaN loss at step 420" did not say the run had finished)
+        shown = banner.shown_text()
+        head = "Finished at step 600 · " if story.startswith("Finished") else ""
+        assert shown.startswith(head) and "… " in shown
+        kept, tail = shown.split("… ", 1)
+        assert story.startswith(kept) and story.endswith(tail)
         assert banner.toolTip().startswith(story)
     banner.set_story("Training: step 1 of 400 · loss 2.0000")
     QApplication.processEvents()
@@ -413,6 +418,32 @@ def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
     assert banner.toolTip().startswith(LONG_STORY + " · " + LONG_STORY)
     lines = QFontMetrics(banner.font()).lineSpacing()
     assert banner.heightForWidth(banner.width()) < 2.5 * lines + 12
+
+
+@pytest.mark.parametrize("story", [
+    "Finished at step 800 · NaN loss at step 420 → rolled back to checkpoint 400 → resumed: "
+    "20 steps redone, 3.2 s lost · goodput 88 %",
+    "Finished at step 400 · worker 1 killed at step 250 → TensorFlow's coordinator carried on "
+    "with the remaining workers; worker 1 restarted: 0 steps redone, 0.0 s lost · goodput 100 %"])
+def test_a_cut_end_banner_still_says_the_run_finished(window, qtbot, story):
+    from ftgui.qt.story_banner import line_count
+    """The demo panel docked at 1280 px: the end banner was cut to "… 800 · NaN loss …" and
+    "… carried on with the remaining workers; …", the run's state gone."""
+    window.set_presenting(True)
+    window.demos.dock.show()
+    window.resizeDocks([window.demos.dock], [384], Qt.Orientation.Horizontal)
+    banner = window.story_banner
+    banner.set_story(story)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    shown = banner.shown_text()
+    head = story.split(" · ")[0]
+    assert shown != story  # it does not fit whole here
+    # the state and the fault stay in front, whole clauses are cut, the figures stay at the end
+    kept, tail = shown.split(" → … " if " → … " in shown else " · … ")
+    assert shown.startswith(head + " · ") and story.startswith(kept)
+    assert story.endswith(tail) and "steps redone" in tail and "goodput" in tail
+    assert line_count(shown, banner.font(), banner.contentsRect().width()) <= 2
 
 
 def test_the_comparison_of_two_constant_huge_losses_has_a_drawable_range(qtbot, tmp_path):

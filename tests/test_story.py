@@ -112,3 +112,39 @@ def test_a_nan_rollback_and_a_worker_lost_in_words():
 def test_the_formats_the_incident_totals_share():
     assert seconds(7.66) == "7.7 s"
     assert percent(0.5149) == "51 %"
+
+
+def test_a_held_run_says_held_not_training_also_after_an_incident():
+    """A hold is a wait at a step boundary: the story line said "Training: step 650" while
+    nothing trained (issue 24 trial)."""
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0), ev("process_started", 0, **CHIEF),
+                   *steps(1, 8, 1.0),
+                   ev("held", 3.0, step=8, why="standby", **CHIEF)])
+    assert story(timeline, 20) == ("Held at step 8 of 20 until the warm standby has imported "
+                                   "TensorFlow · loss 0.1250")
+    timeline.feed([ev("hold_released", 4.0, step=8, by="standby", **CHIEF), *steps(9, 10, 4.25)])
+    assert story(timeline, 20) == "Training: step 10 of 20 · loss 0.1000"
+
+
+def test_a_nan_whose_process_the_watchdog_ended_is_restored_not_rolled_back():
+    """The chaos demo's NaN step outlasted the 3 s watchdog: the trainer was killed and a new
+    process restored checkpoint 270, but the story said "rolled back to checkpoint 270"."""
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0.0), ev("process_started", 0.0, pid=10, **CHIEF),
+                   *steps(1, 24, 1.0),
+                   ev("fault_injected", 7.0, kind="nan", target="chief", step=25,
+                      source="schedule"),
+                   ev("hang_detected", 10.0, seconds=3.0, last_step=24, **CHIEF),
+                   ev("process_exited", 10.5, pid=10, last_step=24, signal=9,
+                      signal_name="SIGKILL", decisive=True, shutdown=False,
+                      reason="hang: no progress for 3.0 s (watchdog 3 s)", **CHIEF),
+                   ev("recovery_scheduled", 10.5, delay=0.0, restart=1),
+                   ev("process_started", 10.5, 1, pid=11, restore="checkpoints/ckpt-20",
+                      **CHIEF),
+                   ev("resumed", 11.0, 1, from_step=20, checkpoint="checkpoints/ckpt-20",
+                      source="disk"),
+                   *steps(21, 22, 11.25, attempt=1)])
+    said = story(timeline)
+    assert said.startswith("NaN loss at step 25 → restored checkpoint 20 → resumed: ")
+    assert "rolled back" not in said

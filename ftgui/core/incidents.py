@@ -64,6 +64,7 @@ class Incident:
     restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
     lone: bool = False  # a parameter-server worker lost while the others trained on
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
+    in_process: bool = False  # recovered by the trainer itself (a NaN rolled back), no restart
     # the same moments on the run clock (seconds since the run's first event, never backwards)
     at: float = 0.0
     at_detected: float | None = None
@@ -289,6 +290,7 @@ class IncidentTracker:
     def _on_rolled_back(self, event, when):
         if self._open is not None:
             self._open.restore_source = "disk"
+            self._open.in_process = True
         return self._resume(event.get("to_step", 0), when)
 
     def _on_forked(self, event, when):
@@ -319,6 +321,8 @@ class IncidentTracker:
             incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)
+        if end is not None:  # a step logged after the fault (the NaN one) is in `at_recovered - at`
+            end = min(end, incident.at)
         # a resume from past the step of the fault (a just-in-time checkpoint of the step the
         # victim finished but never logged, its `step` recovered from the checkpoint) redoes none
         incident.redo_seconds = (max(end - start, 0.0) if start is not None and end is not None

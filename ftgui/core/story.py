@@ -17,7 +17,8 @@ of its pid), restored checkpoint N / step N from memory / step N just in time (`
 of the current attempt has arrived. Other faults have their own words: an in-process rollback
 ("rolling back in the process"), a freeze ("frozen: …" until a watchdog or Thaw ends it; a
 thaw closes it), a parameter-server worker lost while TensorFlow's coordinator carries on with
-the others (no time lost); a synchronous cluster is never said to train on.
+the others (no time lost); a synchronous cluster is never said to train on. A run held at a
+step boundary (for the presenter, the warm standby or a fault) says so, not "training".
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def story(timeline: Timeline, total_steps: int | None = None) -> str:
         of = f" of {total_steps}" if total_steps else ""
         last = timeline.last_loss
         loss = "" if last is None else f"{DOT}loss {formatting.loss(last)}"
+        if timeline.held is not None:  # not training: waiting at a step boundary
+            return _capital(f"{held_words(*timeline.held, of)}{loss}")
         head = f"training: step {timeline.last_step}{of}{loss}"
     if incident is None:
         return _capital(head)
@@ -72,6 +75,16 @@ def story(timeline: Timeline, total_steps: int | None = None) -> str:
     return _capital(f"{head}{DOT}{_incident_done(timeline, incident)}"
                     if state == "finished" or not has_stepped(timeline)
                     else _incident_done(timeline, incident))
+
+
+def held_words(step: int, why: str, of: str = "") -> str:
+    """What the run does while its trainer holds after `step` for `why` (presenter, standby
+    or a fault's target): `held for the presenter at step 650 of 1200 (press K)`."""
+    if why == "presenter":
+        return f"held for the presenter at step {step}{of} (press K)"
+    if why == "standby":
+        return f"held at step {step}{of} until the warm standby has imported TensorFlow"
+    return f"held at step {step}{of} until the fault of {why} is fired"
 
 
 def incidents_line(totals: Totals) -> str:
@@ -126,7 +139,8 @@ def _fault(incident: Incident) -> str:
 
 
 def _restored(incident: Incident) -> str:
-    verb = "rolled back to" if incident.kind == "nan" else "restored"
+    # a NaN whose process a watchdog then ended was restored by a new process, not rolled back
+    verb = "rolled back to" if incident.in_process else "restored"
     source = incident.restore_source
     if source == "memory":
         return f"{verb} step {incident.resumed_step} from memory"

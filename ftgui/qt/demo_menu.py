@@ -22,6 +22,7 @@ from ftgui.qt.view_modes import show_stage_pane
 
 POLL_MS = 100
 PRESENTER_KEY = "demo/presenter"  # QSettings: faults with `wait` wait for K
+AFTER_THE_END = "The run has ended: K fires nothing now."
 
 
 class DemoMenu(QObject):
@@ -41,6 +42,7 @@ class DemoMenu(QObject):
         self.reading_seconds = READING_SECONDS  # the least time each stage stays on screen
         self._saved: tuple | None = None  # the panel's config and run folder before the demo
         self._run_on = False
+        self._late_key = ""  # what the panel says to a K pressed after the demo's end
         self.panel = DemoPanel()
         self.dock = make_dock(self.panel, window)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
@@ -151,6 +153,7 @@ class DemoMenu(QObject):
         self._saved = (saved_config, window.panel.run_dir_edit.text())
         self.session = DemoSession(demo, self.runs_root, presenter,
                                    reading_seconds=self.reading_seconds)
+        self._late_key = ""
         self.panel.show_result("")
         self.dock.show()
         self.window.resizeDocks([self.dock], [max(self.window.width() * 3 // 10, 300)],
@@ -271,6 +274,10 @@ class DemoMenu(QObject):
         its step (and the warm standby is ready), else as soon as it does. False when none
         waits."""
         session = self.session
+        if session is not None and session.ended:  # a late K: nothing left to fault, say so
+            self._late_key = AFTER_THE_END
+            self.panel.show_prompt(self._prompt())
+            return False
         fault = session.press() if session is not None else None
         if fault is None:
             return False
@@ -315,6 +322,8 @@ class DemoMenu(QObject):
 
     def _prompt(self) -> str:
         session = self.session
+        if session.ended:
+            return self._late_key
         fault = session.pending_wait()
         if fault is None:
             return ""
@@ -330,7 +339,10 @@ class DemoMenu(QObject):
 
     def _update_actions(self) -> None:
         session = self.session
-        self.fire_action.setEnabled(session is not None and session.pending_wait() is not None)
+        # after the end K stays on, to say that it does nothing (the status bar is hidden
+        # while presenting, and a silent key looks broken to a presenter)
+        self.fire_action.setEnabled(session is not None and (
+            session.ended or session.pending_wait() is not None))
         has = session is not None
         self.next_action.setEnabled(has)
         self.previous_action.setEnabled(has)

@@ -4,7 +4,10 @@ A long sentence in the presentation view's 32 px wrapped to three lines at 1280 
 the plot's height. Here the font is made smaller, down to `MIN_FONT_FRACTION` of its size, until
 the sentence fits in `MAX_LINES`; past that its beginning is cut at a word ("… "), as a story
 sentence ends on its figures (steps redone, seconds lost, goodput), and the whole sentence is
-in the tooltip. `text()` is always the whole sentence (what tests and screen readers read);
+in the tooltip. A short state clause in front ("Finished at step 1200 · ") is kept before the
+cut, and the fault's clause after it when it fits, whole clauses cut between them: the room
+read "… 800 · NaN loss at step 420" and not that the run had finished.
+`text()` is always the whole sentence (what tests and screen readers read);
 `shown_text()` is what is painted.
 """
 
@@ -21,6 +24,9 @@ from ftgui.qt import theme
 MAX_LINES = 2
 MIN_FONT_FRACTION = 0.75  # the smallest font tried before the sentence is cut
 ELLIPSIS = "… "
+STATE_DOT = " · "  # after the state clause ("Finished at step 1200 · killed at …")
+ARROW = " → "  # a first clause with an arrow tells an incident, not the state
+MAX_STATE_CHARS = 40  # a state clause kept in front of the cut: "Finished at step 1200"
 TOOLTIP = "The run's state and its last incident: the figures are the Incidents tab's"
 # QLabel paints wrapped text a little narrower than its contents (an indent of half an "x"
 # with a styled frame): a sentence measured to fit within 8 px of the width wrapped a word
@@ -41,22 +47,54 @@ def fit(text: str, font: QFont, width: int, base_px: int,
     """(pixel size, text to paint) that puts `text` in at most `max_lines` lines of `width`
     pixels: the largest size from `base_px` down to `MIN_FONT_FRACTION` of it at which the
     whole text fits, else the smallest with the text's beginning cut at a word and `ELLIPSIS`
-    put in front (the figures a story sentence ends on stay)."""
+    put in front (the figures a story sentence ends on stay), after its state clause
+    ("Finished at step 1200 · … ") when it starts with a short one."""
     sized = QFont(font)
     floor = math.ceil(base_px * MIN_FONT_FRACTION)
     for px in range(base_px, floor - 1, -1):
         sized.setPixelSize(px)
         if line_count(text, sized, width) <= max_lines:
             return px, text
+    head, dot, rest = text.partition(STATE_DOT)
+    if dot and ARROW not in head and len(head) <= MAX_STATE_CHARS:
+        # "Finished at step 1200 · killed at step 650 → … resumed: 50 steps redone, …": the
+        # state, the fault and the figures stay, whole clauses cut between them
+        fault, arrow, after = rest.partition(ARROW)
+        keeps = [(head + dot + fault + arrow, after)] if arrow else []
+        for keep, remaining in [*keeps, (head + dot, rest)]:
+            cut = _cut_clauses(remaining, sized, width, max_lines, keep) or \
+                _cut_beginning(remaining, sized, width, max_lines, keep)
+            if cut is not None:
+                return floor, cut
+    return floor, _cut_beginning(text, sized, width, max_lines, "") or ELLIPSIS
+
+
+def _cut_clauses(text: str, font: QFont, width: int, max_lines: int, keep: str) -> str | None:
+    """`keep`, `ELLIPSIS` and the most last whole clauses (between arrows) of `text` that fit
+    in `max_lines`; None when not even the last one fits."""
+    clauses = text.split(ARROW)
+    for first in range(1, len(clauses)):
+        shown = keep + ELLIPSIS + ARROW.join(clauses[first:])
+        if line_count(shown, font, width) <= max_lines:
+            return shown
+    return None
+
+
+def _cut_beginning(text: str, font: QFont, width: int, max_lines: int,
+                   keep: str) -> str | None:
+    """`keep`, `ELLIPSIS` and the most last words of `text` that fit in `max_lines`; None when
+    not even one word fits after `keep`."""
     words = text.split(" ")
     low, high = 0, len(words)  # the most last words that fit after the ellipsis: bisection
     while low < high:
         middle = (low + high + 1) // 2
-        if line_count(ELLIPSIS + " ".join(words[-middle:]), sized, width) <= max_lines:
+        if line_count(keep + ELLIPSIS + " ".join(words[-middle:]), font, width) <= max_lines:
             low = middle
         else:
             high = middle - 1
-    return floor, ELLIPSIS + " ".join(words[len(words) - low:])
+    if keep and low == 0:
+        return None
+    return keep + ELLIPSIS + " ".join(words[len(words) - low:])
 
 
 class StoryBanner(QLabel):

@@ -95,9 +95,11 @@ def _button(name: str, text: str, tip: str) -> QPushButton:
 
 
 def held_words(step: int, why: str) -> tuple[str, str]:
-    """The state label's (state, reason) while training holds after `step` for `why`."""
+    """The state label's (state, reason) while training holds after `step` for `why`: short,
+    so that it fits beside the buttons with the demo panel docked at 1280 px (the story line
+    says the rest)."""
     if why == "presenter":
-        return "held for the presenter", f"at step {step} (K fires the fault)"
+        return "held", f"at step {step} for the presenter"
     if why == "standby":
-        return "held", f"at step {step} until the warm standby is ready"
-    return "held", f"at step {step} until the fault of {why} is fired"
+        return "held", f"at step {step} for the warm standby"
+    return "held", f"at step {step} for the fault of {why}"

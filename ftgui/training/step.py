@@ -70,6 +70,11 @@ class TrainState:
         )
         self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
         self._evaluate = tf.function(self._eval_logits)
+        # A NaN may be injected (planned, or drawn by chaos): the poisoned step is traced
+        # after the first step, not at the fault, whose step then took 2.5-3 s here and a
+        # 3 s watchdog killed the trainer instead of letting it roll back (issue 24 trial).
+        self._poison_to_trace = config.nan_at_step > 0 or (
+            config.chaos_faults > 0 and "nan" in config.chaos_kinds.split(","))
 
     @property
     def global_step(self) -> int:
@@ -144,7 +149,11 @@ class TrainState:
         y = distribute(lambda ctx: local(ctx, y_global))
         if not self.agrees_in_step:
             step = self._poisoned_step if poison else self._plain_step
-            return float(step(x, y)), tuple(requests)
+            loss = float(step(x, y))
+            if self._poison_to_trace:  # after a plain step: the model's variables exist
+                self._poison_to_trace = False
+                self._poisoned_step.get_concrete_function(x, y)  # traces; runs nothing
+            return loss, tuple(requests)
         scale = self._scales[bool(poison)]
         flag = distribute(lambda ctx: tf.constant([int(r) for r in requests], dtype=tf.int32))
         loss, agreed = self._train_step(x, y, flag, scale)
