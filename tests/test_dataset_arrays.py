@@ -5,6 +5,8 @@ user-code check helper loads)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -77,4 +79,30 @@ def test_fit_needs_a_validation_row_per_replica(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"ftgui: dataset: {path} leaves 1 validation row(s), fewer than the 2 replicas that "
         "--loop fit validates on; give it at least 10 rows or fewer replicas\n")
+    assert not run_dir.exists()
+
+
+REGRESSION_BAD = {  # found while trying to break issue 25's datasets
+    # a NaN target was reported as being in x
+    "nan_target": (np.where(np.arange(ROWS) == 3, np.nan, 1.0),
+                   "y holds NaN or infinity in 1 of 40 rows (the first is row 3); remove or "
+                   "fix them"),
+    # text targets crashed with a ValueError traceback ('cat'), or were read as numbers ('0')
+    "text_target": (np.array(["cat"] * ROWS), "y must hold numbers (it holds <U3)"),
+    "digit_text_target": (np.array(["0"] * ROWS), "y must hold numbers (it holds <U1)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REGRESSION_BAD))
+def test_a_bad_regression_target_is_refused_naming_y(tmp_path, capsys, case):
+    y, problem = REGRESSION_BAD[case]
+    path = tmp_path / f"{case}.npz"
+    np.savez(path, x=np.ones((ROWS, 3), np.float32), y=y)
+    run_dir = tmp_path / "run"
+    model = Path(__file__).resolve().parents[1] / "resources" / "examples" / "regression.py"
+    code = cli.main(["train", str(run_dir), "--dataset", str(path), "--task", "regression",
+                     "--model", f"{model}:build", "--strategy", "default", "--batch-size", "8",
+                     "--quiet"])
+    assert code == 2
+    assert capsys.readouterr().err == f"ftgui: dataset: {path}: {problem}\n"
     assert not run_dir.exists()
