@@ -106,3 +106,24 @@ def test_a_bad_regression_target_is_refused_naming_y(tmp_path, capsys, case):
     assert code == 2
     assert capsys.readouterr().err == f"ftgui: dataset: {path}: {problem}\n"
     assert not run_dir.exists()
+
+
+def test_a_dataset_function_with_nan_in_its_validation_split_is_refused(tmp_path):
+    """Found while trying to break issue 25: a `.py` dataset's NaN in x_val (or an x that
+    overflows float32) trained, every validation loss NaN; the .npz check refused the same."""
+    module = tmp_path / "mine.py"
+    module.write_text(
+        "import numpy as np\n\n\ndef load():\n"
+        "    x = np.ones((40, 3), np.float32)\n"
+        "    xv = np.ones((10, 3), np.float32)\n    xv[4, 1] = np.nan\n"
+        "    return x, np.arange(40) % 4, xv, np.arange(10) % 4\n\n\n"
+        "def huge():\n"
+        "    return np.full((40, 3), 1e300), np.arange(40) % 4\n")
+    with pytest.raises(ValueError) as raised:
+        data.load(f"{module}:load")
+    assert str(raised.value) == ("dataset: mine.py:load: x_val holds NaN or infinity in 1 of "
+                                 "10 rows (the first is row 4); remove or fix them")
+    with pytest.raises(ValueError) as raised:
+        data.load(f"{module}:huge")
+    assert str(raised.value) == ("dataset: mine.py:huge: x_train holds NaN or infinity in 40 "
+                                 "of 40 rows (the first is row 0); remove or fix them")
