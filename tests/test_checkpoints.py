@@ -6,9 +6,12 @@ the damage a `kill -9` leaves behind can be made exactly.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import fake_checkpoint
 
+from ftgui import cli
 from ftgui.core import checkpoints
 from ftgui.core.checkpoints import write_metadata
 
@@ -94,6 +97,20 @@ def test_unreadable_or_foreign_metadata_is_invalid(run_dir):
     listed = by_step(run_dir)
     assert (listed[50].valid, listed[50].reason) == (False, "metadata file is unreadable")
     assert (listed[40].valid, listed[40].reason) == (False, "metadata names step 30")
+
+
+def test_metadata_that_is_json_but_no_object_is_unreadable_not_a_crash(run_dir, capsys):
+    """Found while trying to break issue 25: a meta.json holding `[1, 2]` made `ftgui
+    checkpoints`, `train --resume` and `report` end in an AttributeError traceback; a string
+    `time` would be shown as the save time."""
+    (run_dir / "checkpoints" / "ckpt-50.meta.json").write_text("[1, 2]", encoding="utf-8")
+    meta = json.loads((run_dir / "checkpoints" / "ckpt-40.meta.json").read_text("utf-8"))
+    (run_dir / "checkpoints" / "ckpt-40.meta.json").write_text(
+        json.dumps({**meta, "time": "yesterday"}), encoding="utf-8")
+    listed = by_step(run_dir)
+    assert (listed[50].valid, listed[50].reason) == (False, "metadata file is unreadable")
+    assert listed[40].valid and isinstance(listed[40].time, float)
+    assert cli.main(["checkpoints", str(run_dir)]) == 0
 
 
 def test_a_leftover_temp_folder_of_a_killed_save_is_not_a_checkpoint(run_dir):

@@ -98,6 +98,17 @@ def test_which_clusters_run_isolated_and_which_say_their_ports_are_open():
         "are sent; use it only on a network you trust")
 
 
+def test_a_loopback_address_spelled_otherwise_is_this_machine():
+    """Found while trying to break issue 25: `[::1]` and `127.0.0.2` were taken for remote
+    tasks, so an all-local cluster was not isolated and was said to be open to the network."""
+    for spec in ("worker=[::1]:0,[::1]:0", "worker=127.0.0.2:0,localhost:0"):
+        config = RunConfig(strategy="multi-worker", cluster=spec).with_cluster_counts()
+        assert cluster.isolated(config), spec
+    assert cluster.is_local("[::1]:2222") and cluster.is_local("127.1.2.3:2222")
+    assert not cluster.is_local("[2001:db8::1]:2222") and not cluster.is_local("10.0.0.1:1")
+    assert not cluster.is_local("0.0.0.0:2222")  # every interface, not an address to reach
+
+
 def _net_namespace(pid: int) -> str:
     import os
 

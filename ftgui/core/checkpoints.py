@@ -270,8 +270,13 @@ def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
     except (OSError, ValueError):
         info.reason = "metadata file is unreadable"
         return info
+    if not isinstance(meta, dict):  # hand-edited: JSON, but not the object ftgui writes
+        info.reason = "metadata file is unreadable"
+        return info
     info.meta = meta
-    info.time = meta.get("time", info.time)
+    when = meta.get("time")
+    if isinstance(when, (int, float)) and not isinstance(when, bool):
+        info.time = when
     info.reason = _file_problem(prefix, meta, present)
     damaged = damage_path(prefix)
     if not info.reason and damaged.exists():

@@ -11,6 +11,7 @@ Roles, in ftgui's and TensorFlow's words:
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 from collections.abc import Callable
@@ -143,9 +144,15 @@ def exposure_line(spec: dict[str, list[str]]) -> str | None:
 
 
 def is_local(address: str) -> bool:
-    """True when `host:port` is this machine (ftgui starts the task itself); host names are
-    compared without case, as DNS does."""
-    return address.rpartition(":")[0].lower() in LOCAL_HOSTS
+    """True when `host:port` is this machine (ftgui starts the task itself): one of its names
+    (compared without case, as DNS does) or a loopback address (127.0.0.0/8, `[::1]`)."""
+    host = address.rpartition(":")[0].lower()
+    if host in LOCAL_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).is_loopback
+    except ValueError:
+        return False
 
 
 def cluster_spec(config: RunConfig, host: str = "localhost",

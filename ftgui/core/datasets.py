@@ -65,7 +65,9 @@ def _check_npz(path: Path, task: str = "classification") -> int:
         if len(x) != len(y) or y.ndim not in (1, 2):
             raise ConfigError(f"dataset: {path}: y must have one target row per row of x "
                               f"(x has {len(x)} rows, y has shape {y.shape})")
-        _check_finite(path, y.astype(np.float64))
+        if not (np.issubdtype(y.dtype, np.number) or y.dtype == np.bool_):
+            raise ConfigError(f"dataset: {path}: y must hold numbers (it holds {y.dtype})")
+        _check_finite(path, y.astype(np.float64), "y")
     else:
         if y.ndim != 1 or len(x) != len(y):
             raise ConfigError(f"dataset: {path}: y must be 1-D with one label per row of x "
@@ -118,12 +120,12 @@ def _check_labels(path: Path, y: np.ndarray) -> None:
                           f"y[{index}] is {y[index].item()!r} ({y.dtype})")
 
 
-def _check_finite(path: Path, x: np.ndarray) -> None:
-    """Raise ConfigError counting the rows of `x` that hold NaN or an infinity (a model fed
-    one learns NaN, and every checkpoint after it is useless)."""
+def _check_finite(path: Path, x: np.ndarray, name: str = "x") -> None:
+    """Raise ConfigError counting the rows of `x` (the array `name`) that hold NaN or an
+    infinity (a model fed one learns NaN, and every checkpoint after it is useless)."""
     if not np.issubdtype(x.dtype, np.inexact) or not len(x):
         return
     bad = np.flatnonzero(~np.isfinite(x.reshape(len(x), -1)).all(axis=1))
     if len(bad):
-        raise ConfigError(f"dataset: {path}: x holds NaN or infinity in {len(bad)} of "
+        raise ConfigError(f"dataset: {path}: {name} holds NaN or infinity in {len(bad)} of "
                           f"{len(x)} rows (the first is row {int(bad[0])}); remove or fix them")

@@ -142,6 +142,8 @@ def _parse(line: bytes) -> dict | None:
         return None
     try:
         event = json.loads(line)
+    except RecursionError:  # a hand-made line nested too deep for the parser
+        return None
     except ValueError:
         # A writer killed mid-line leaves a fragment that the next event is appended to:
         # keep that next event.
@@ -152,12 +154,48 @@ def _parse(line: bytes) -> dict | None:
     return event if _well_formed(event) else None
 
 
+# Fields the readers (timeline, incidents, story, report) take as they are: when present and
+# not null, each has its type in every kind of event but `step` (a hand-edited line may not).
+_WHOLE_FIELDS = frozenset({
+    "step", "start_step", "from_step", "to_step", "last_step", "index", "pid", "restart",
+    "restarts", "replicas", "exit_code", "signal", "size", "snapshot", "epoch",
+    "optimizer_iterations"})
+_NUMBER_FIELDS = frozenset({
+    "loss", "val_loss", "val_accuracy", "delay", "mono", "seconds", "standby_age",
+    "stall_seconds", "save_seconds", "restore_seconds", "persist_seconds", "import_seconds",
+    "setup_seconds", "prepare_seconds", "notice_seconds"})
+_TEXT_FIELDS = frozenset({
+    "role", "kind", "source", "reason", "why", "target", "setting", "label", "clock",
+    "strategy", "restore", "address", "checkpoint", "path", "log", "by", "error",
+    "signal_name", "archive", "prepared_for", "promoted_from", "saved_by"})
+_STEPPED_KINDS = frozenset({"step", "validation", "checkpoint_saved"})
+
+
+def _field_types_hold(event: dict) -> bool:
+    for name, value in event.items():
+        if value is None:
+            continue
+        if name in _WHOLE_FIELDS and not is_int64(value):
+            return False
+        if name in _NUMBER_FIELDS and (not isinstance(value, (int, float))
+                                       or isinstance(value, bool)):
+            return False
+        if name in _TEXT_FIELDS and not isinstance(value, str):
+            return False
+    return isinstance(event.get("config", {}) or {}, dict)
+
+
 def _well_formed(event) -> bool:
     """The fields every reader relies on have their types (a hand-edited line may not)."""
     if not isinstance(event, dict) or not isinstance(event.get("event"), str):
         return False
     attempt, when = event.get("attempt", 0), event.get("time", 0.0)
     if not is_int64(attempt) or not isinstance(when, (int, float)) or isinstance(when, bool):
+        return False
+    # A step line keeps its own checks below (`run_events` reads step lines the same way).
+    if event["event"] != "step" and not _field_types_hold(event):
+        return False
+    if event["event"] in _STEPPED_KINDS and not is_int64(event.get("step")):
         return False
     if event["event"] == "step":
         loss = event.get("loss")

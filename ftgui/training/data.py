@@ -133,15 +133,28 @@ def _arrays(name: str, split: str, x, y, task: str) -> tuple[np.ndarray, np.ndar
         raise ValueError(f"dataset: {name}: x_{split} must be numbers of shape (n, ...), "
                          f"not {x.dtype} {x.shape}")
     x = x.astype(np.float32) / (255.0 if x.dtype == np.uint8 else 1.0)
+    _check_finite(name, f"x_{split}", x)
     if task == "regression":
         if y.ndim not in (1, 2) or not np.issubdtype(y.dtype, np.number):
             raise ValueError(f"dataset: {name}: y_{split} must be numeric targets (n,) or "
                              f"(n, k), not {y.dtype} {y.shape}")
-        return x, y.astype(np.float32).reshape(len(y), -1)
+        y = y.astype(np.float32).reshape(len(y), -1)
+        _check_finite(name, f"y_{split}", y)
+        return x, y
     if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
         raise ValueError(f"dataset: {name}: y_{split} must be 1-D integer class ids from 0, "
                          f"not {y.dtype} {y.shape}")
     return x, y.astype(np.int32)
+
+
+def _check_finite(name: str, what: str, array: np.ndarray) -> None:
+    """Raise ValueError counting the rows of float32 `array` that hold NaN or an infinity (as
+    the .npz check does: a model fed one learns NaN, its validation loss is NaN)."""
+    bad = np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(axis=1))
+    if len(bad):
+        raise ValueError(f"dataset: {name}: {what} holds NaN or infinity in {len(bad)} of "
+                         f"{len(array)} rows (the first is row {int(bad[0])}); remove or fix "
+                         f"them")
 
 
 def _outputs(y: np.ndarray, task: str) -> int:

@@ -6,9 +6,11 @@ checkpoint files of the state's own `tf.train.Checkpoint` (periodic saves under 
 from memory persisted), the background save's shadow copy written as files
 (`background_save.ShadowState`, also the just-in-time save) and an in-memory snapshot's bytes
 (`actions.snapshot.StateBytes`, when snapshots are on). Then step 2 is run from the live state, and
-again after restoring each save: the loss and every variable must be equal, bit for bit. Before
-that, the variables that the traced step reads or writes are compared with what is saved: one that
-no save holds (a `tf.Variable` kept outside the model's object graph) is named.
+again after restoring each save: the loss and every variable (each replica's copy) must be
+equal, bit for bit. A variable whose replicas hold different values after the first step is
+named (a save keeps one copy). Before that, the variables that the traced step reads or writes
+are compared with what is saved: one that no save holds (a `tf.Variable` kept outside the
+model's object graph) is named.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ftgui.training.state_variables import name_of, state_variables, unsaved_in
+from ftgui.training.state_variables import components, name_of, state_variables, unsaved_in
 
 
 def probe(state, dataset, config) -> tuple[str, bool]:
@@ -38,6 +40,14 @@ def probe(state, dataset, config) -> tuple[str, bool]:
         return (f"the training step uses variables that no checkpoint or snapshot holds "
                 f"(outside the model's and optimizer's object graph): {', '.join(unsaved)}",
                 False)
+    apart = replicas_apart(saved)
+    if apart:
+        return (f"variables hold another value on each replica after a step (each replica "
+                f"updates them from its own batch): {', '.join(apart)}; a checkpoint or "
+                f"snapshot keeps one replica's copy only, so after a restore the other "
+                f"replicas train on another value (BatchNormalization(synchronized=True) "
+                f"keeps its statistics equal on all replicas; a tf.Variable can be given "
+                f"aggregation=tf.VariableAggregation.MEAN)", False)
     _ = state.checkpoint.save_counter  # created now, so that it is written and restored too
     snapshot = StateBytes(state) if config.snapshot_every else None
     shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
@@ -71,8 +81,19 @@ def probe(state, dataset, config) -> tuple[str, bool]:
     return "", False
 
 
+def replicas_apart(saved: list) -> list[str]:
+    """Names of the distributed variables among `saved` whose replicas' copies differ: state
+    a save cannot hold (it writes one copy and restores it into every replica's)."""
+    return [name_of(v) for v in saved if len({_bytes(c) for c in components(v)}) > 1]
+
+
+def _bytes(variable) -> bytes:
+    return np.asarray(variable.numpy()).tobytes()
+
+
 def _values(saved: list) -> list[bytes]:
-    return [np.asarray(v.numpy()).tobytes() for v in saved]
+    """Every variable's bytes, each replica's copy of a distributed one concatenated."""
+    return [b"".join(_bytes(c) for c in components(v)) for v in saved]
 
 
 def _step(state, saved: list, dataset, rows) -> list[bytes]:
