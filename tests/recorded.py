@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ftgui.core import config as configmod
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
 
 T0 = 1_700_000_000.0
 

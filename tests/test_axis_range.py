@@ -1,5 +1,5 @@
 """Every drawn range holds a constant, huge, tiny or single-point series with distinct ticks:
-the shared axis range (`ftgui.core.axis_range`) and the report's SVG (issue 25, case 8)."""
+the shared axis range (`ftgui.core.timeline.axis_range`) and the report's SVG (issue 25, case 8)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from ftgui.core.axis_range import padded_range, series_range
-from ftgui.core.svg_plot import plot_svg, tick_label, tick_step, ticks
-from ftgui.core.timeline import Timeline
+from ftgui.core.reports.svg_plot import plot_svg, tick_label, tick_step, ticks
+from ftgui.core.timeline.axis_range import padded_range, series_range
+from ftgui.core.timeline.model import Timeline
 
 
 def constant_run(loss: float, steps: int = 40) -> Timeline:

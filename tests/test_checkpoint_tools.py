@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ftgui.core import checkpoint_tools, checkpoints
+from ftgui.core.checkpoints import listing, tools
 
 
 def test_delete_removes_every_file_of_one_checkpoint(tmp_path):
@@ -16,21 +16,21 @@ def test_delete_removes_every_file_of_one_checkpoint(tmp_path):
     for step in (10, 20):
         for suffix in (".index", ".data-00000-of-00001", ".meta.json"):
             (directory / f"ckpt-{step}{suffix}").write_text("x")
-    assert checkpoint_tools.delete(tmp_path, 20) == [
+    assert tools.delete(tmp_path, 20) == [
         "ckpt-20.data-00000-of-00001", "ckpt-20.index", "ckpt-20.meta.json",
     ]
     assert sorted(p.name for p in directory.iterdir()) == [
         "ckpt-10.data-00000-of-00001", "ckpt-10.index", "ckpt-10.meta.json",
     ]
     with pytest.raises(LookupError, match="no checkpoint of step 20"):
-        checkpoint_tools.delete(tmp_path, 20)
+        tools.delete(tmp_path, 20)
 
 
 def test_a_failed_helper_answer_becomes_an_error():
     with pytest.raises(RuntimeError, match="^no checkpoint of step 7"):
-        checkpoint_tools.parse_result('noise\n{"error": "no checkpoint of step 7"}\n')
+        tools.parse_result('noise\n{"error": "no checkpoint of step 7"}\n')
     with pytest.raises(RuntimeError, match="printed no answer"):
-        checkpoint_tools.parse_result("Traceback ...\n")
+        tools.parse_result("Traceback ...\n")
 
 
 @pytest.mark.tf
@@ -38,19 +38,19 @@ def test_inspect_evaluates_and_exports_a_real_checkpoint(tmp_path, baseline_run)
     run_dir = tmp_path / "run"
     shutil.copytree(baseline_run, run_dir)
     export = tmp_path / "model.keras"
-    result = checkpoint_tools.inspect(run_dir, 40, evaluate=True, export=export)
+    result = tools.inspect(run_dir, 40, evaluate=True, export=export)
     names = {v["name"]: v for v in result["variables"]}
     # the MLP's first kernel (64 inputs × 64 units) and Adam's two slots for it
     kernels = [v for v in result["variables"] if v["shape"] == [64, 64]]
     assert [(v["dtype"], v["bytes"]) for v in kernels] == [("float32", 64 * 64 * 4)] * 3
     assert names["step/.ATTRIBUTES/VARIABLE_VALUE"]["dtype"] == "int64"
-    meta = json.loads(checkpoints.meta_path(run_dir / "checkpoints" / "ckpt-40").read_text())
+    meta = json.loads(listing.meta_path(run_dir / "checkpoints" / "ckpt-40").read_text())
     # the helper's evaluation is the trainer's validation at that checkpoint, to the bit
     assert result["evaluation"]["val_loss"] == meta["val_loss"]
     assert result["evaluation"]["val_accuracy"] == meta["val_accuracy"]
     assert export.stat().st_size > 0 and result["exported"] == str(export)
     with pytest.raises(LookupError, match="no checkpoint of step 41"):
-        checkpoint_tools.inspect(run_dir, 41)
+        tools.inspect(run_dir, 41)
 
 
 @pytest.mark.tf
@@ -61,8 +61,8 @@ def test_a_checkpoint_is_evaluated_as_the_trainer_scores_its_task():
 
     import numpy as np
 
-    from ftgui.qt.checkpoint_dialog import validation_line
-    from ftgui.training.inspect_checkpoint import evaluate
+    from ftgui.qt.panes.checkpoint_dialog import validation_line
+    from ftgui.training.helpers.inspect_checkpoint import evaluate
 
     outputs = np.array([[1.0], [3.0]], np.float32)
     data = SimpleNamespace(x_val=outputs, y_val=np.array([[0.0], [1.0]], np.float32))

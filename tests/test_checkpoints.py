@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from conftest import fake_checkpoint
 
-from ftgui.core import checkpoints
-from ftgui.core.checkpoints import write_metadata
+from ftgui.core.checkpoints import listing
+from ftgui.core.checkpoints.listing import write_metadata
 
 
 @pytest.fixture
@@ -21,12 +21,12 @@ def run_dir(tmp_path):
     return tmp_path
 
 
-def by_step(run_dir) -> dict[int, checkpoints.CheckpointInfo]:
-    return {info.step: info for info in checkpoints.list_checkpoints(run_dir)}
+def by_step(run_dir) -> dict[int, listing.CheckpointInfo]:
+    return {info.step: info for info in listing.list_checkpoints(run_dir)}
 
 
 def test_complete_checkpoints_are_listed_oldest_first_with_their_metadata(run_dir):
-    listed = checkpoints.list_checkpoints(run_dir)
+    listed = listing.list_checkpoints(run_dir)
     assert [(c.step, c.valid, c.reason) for c in listed] == [
         (10, True, ""), (20, True, ""), (30, True, ""), (40, True, ""), (50, True, ""),
     ]
@@ -36,20 +36,20 @@ def test_complete_checkpoints_are_listed_oldest_first_with_their_metadata(run_di
     assert thirty.size == 130 + 1000
     assert thirty.relpath == "checkpoints/ckpt-30"
     assert thirty.meta["files"] == {"ckpt-30.data-00000-of-00001": 1000, "ckpt-30.index": 130}
-    assert checkpoints.newest_valid(run_dir).step == 50
-    assert checkpoints.newest_valid(run_dir, at_most=45).step == 40
+    assert listing.newest_valid(run_dir).step == 50
+    assert listing.newest_valid(run_dir, at_most=45).step == 40
 
 
 def test_a_run_without_checkpoints_lists_none(tmp_path):
-    assert checkpoints.list_checkpoints(tmp_path) == []
-    assert checkpoints.newest_valid(tmp_path) is None
+    assert listing.list_checkpoints(tmp_path) == []
+    assert listing.newest_valid(tmp_path) is None
 
 
 def test_a_checkpoint_whose_index_is_gone_is_invalid(run_dir):
     (run_dir / "checkpoints" / "ckpt-50.index").unlink()
     info = by_step(run_dir)[50]
     assert (info.valid, info.reason) == (False, "ckpt-50.index is missing")
-    assert checkpoints.newest_valid(run_dir).step == 40
+    assert listing.newest_valid(run_dir).step == 40
 
 
 def test_a_missing_data_shard_makes_a_checkpoint_invalid(tmp_path):
@@ -61,7 +61,7 @@ def test_a_missing_data_shard_makes_a_checkpoint_invalid(tmp_path):
 
 def test_a_shard_the_metadata_does_not_know_must_still_be_complete(tmp_path):
     # Metadata written while only shard 0 of 2 existed: the set of shards is still incomplete.
-    directory = checkpoints.checkpoint_dir(tmp_path)
+    directory = listing.checkpoint_dir(tmp_path)
     directory.mkdir()
     (directory / "ckpt-10.index").write_bytes(b"i")
     (directory / "ckpt-10.data-00000-of-00002").write_bytes(b"d")
@@ -85,7 +85,7 @@ def test_a_save_cut_short_before_its_metadata_is_invalid(run_dir):
     info = by_step(run_dir)[60]
     assert (info.valid, info.reason) == (False, "no metadata: the save did not finish")
     assert info.loss is None
-    assert checkpoints.newest_valid(run_dir).step == 50
+    assert listing.newest_valid(run_dir).step == 50
 
 
 def test_unreadable_or_foreign_metadata_is_invalid(run_dir):
@@ -101,15 +101,15 @@ def test_a_leftover_temp_folder_of_a_killed_save_is_not_a_checkpoint(run_dir):
     temp.mkdir()
     (temp / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"half")
     (run_dir / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-50"\n')
-    assert [c.step for c in checkpoints.list_checkpoints(run_dir)] == [10, 20, 30, 40, 50]
-    assert checkpoints.newest_valid(run_dir).step == 50
+    assert [c.step for c in listing.list_checkpoints(run_dir)] == [10, 20, 30, 40, 50]
+    assert listing.newest_valid(run_dir).step == 50
 
 
 def test_newest_valid_falls_back_when_the_newest_files_are_deleted(run_dir):
     for path in (run_dir / "checkpoints").glob("ckpt-50.*"):
         path.unlink()
     assert 50 not in by_step(run_dir)
-    assert checkpoints.newest_valid(run_dir).step == 40
+    assert listing.newest_valid(run_dir).step == 40
 
 
 def test_metadata_left_alone_lists_the_step_as_invalid(run_dir):
@@ -120,31 +120,31 @@ def test_metadata_left_alone_lists_the_step_as_invalid(run_dir):
     assert (info.valid, info.reason, info.size) == (
         False, "ckpt-50.data-00000-of-00001 is missing", 0
     )
-    assert checkpoints.newest_valid(run_dir).step == 40
+    assert listing.newest_valid(run_dir).step == 40
 
 
 def test_find_returns_the_valid_checkpoint_of_a_step(run_dir):
-    info = checkpoints.find(run_dir, 30)
+    info = listing.find(run_dir, 30)
     assert (info.step, info.valid, info.prefix) == (30, True, run_dir / "checkpoints" / "ckpt-30")
 
 
 def test_find_says_which_steps_exist_when_a_step_has_no_checkpoint(run_dir):
     (run_dir / "checkpoints" / "ckpt-20.index").unlink()
     with pytest.raises(LookupError) as caught:
-        checkpoints.find(run_dir, 35)
+        listing.find(run_dir, 35)
     assert str(caught.value) == "no checkpoint of step 35; valid steps: 10, 30, 40, 50"
 
 
 def test_find_refuses_an_invalid_checkpoint_and_says_why(run_dir):
     (run_dir / "checkpoints" / "ckpt-20.index").unlink()
     with pytest.raises(LookupError) as caught:
-        checkpoints.find(run_dir, 20)
+        listing.find(run_dir, 20)
     assert str(caught.value) == "checkpoint of step 20 is invalid: ckpt-20.index is missing"
 
 
 def test_find_in_a_run_without_checkpoints(tmp_path):
     with pytest.raises(LookupError, match="^no checkpoint of step 10; valid steps: none$"):
-        checkpoints.find(tmp_path, 10)
+        listing.find(tmp_path, 10)
 
 
 def test_step_1_and_step_10_are_told_apart(tmp_path):
@@ -157,22 +157,22 @@ def test_step_1_and_step_10_are_told_apart(tmp_path):
 
 
 def test_a_checkpoint_that_failed_to_restore_is_invalid_with_the_reason(tmp_path):
-    from ftgui.core.checkpoints import mark_damaged
+    from ftgui.core.checkpoints.listing import mark_damaged
 
     prefix = fake_checkpoint(tmp_path, 30)
-    assert checkpoints.newest_valid(tmp_path).step == 30
+    assert listing.newest_valid(tmp_path).step == 30
     mark_damaged(prefix, "DataLossError: Checksum does not match\nmore detail")
-    [info] = checkpoints.list_checkpoints(tmp_path)
+    [info] = listing.list_checkpoints(tmp_path)
     assert (info.valid, info.reason) == (False, "damaged: DataLossError: Checksum does not match")
-    assert checkpoints.newest_valid(tmp_path) is None
+    assert listing.newest_valid(tmp_path) is None
 
 
 def test_retention_keeps_the_newest_valid_and_drops_everything_older(run_dir):
-    directory = checkpoints.checkpoint_dir(run_dir)
+    directory = listing.checkpoint_dir(run_dir)
     (directory / "ckpt-40.index").unlink()  # 40 invalid: between kept ones, left for a look
     fake_checkpoint(run_dir, 60)
     fake_checkpoint(run_dir, 5, metadata=False)  # an old save cut short
-    assert [c.step for c in checkpoints.keep_newest(directory, keep=3, newest=50)] == [20, 30, 50]
+    assert [c.step for c in listing.keep_newest(directory, keep=3, newest=50)] == [20, 30, 50]
     assert {step: info.valid for step, info in by_step(run_dir).items()} == {
         20: True, 30: True, 40: False, 50: True, 60: True}  # 60 is after `newest`
     assert not list(directory.glob("ckpt-10*")) and not list(directory.glob("ckpt-5.*"))
@@ -180,5 +180,5 @@ def test_retention_keeps_the_newest_valid_and_drops_everything_older(run_dir):
 
 def test_retention_with_nothing_valid_deletes_nothing(tmp_path):
     fake_checkpoint(tmp_path, 10, metadata=False)
-    assert checkpoints.keep_newest(checkpoints.checkpoint_dir(tmp_path), 2, 10) == []
-    assert [c.step for c in checkpoints.list_checkpoints(tmp_path)] == [10]
+    assert listing.keep_newest(listing.checkpoint_dir(tmp_path), 2, 10) == []
+    assert [c.step for c in listing.list_checkpoints(tmp_path)] == [10]

@@ -14,11 +14,11 @@ import time
 import pytest
 from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done, stand_in_python
 
-from ftgui.core import config as configmod
-from ftgui.core import events
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
-from ftgui.core.supervisor import Supervisor
+from ftgui.core.record import events
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision.supervisor import Supervisor
 
 PLANNED_TRAINER = textwrap.dedent(
     """
@@ -186,8 +186,8 @@ def write_run(run_dir, all_events) -> None:
 
 def timeline_of(run_events: list[dict], tmp_path, opened: bool):
     """The Timeline of `run_events` fed live, or (`opened`) of the run written and reopened."""
-    from ftgui.core import run_figures
-    from ftgui.core.timeline import Timeline
+    from ftgui.core.timeline import run_figures
+    from ftgui.core.timeline.model import Timeline
 
     if opened:
         write_run(tmp_path / "run", run_events)
@@ -228,7 +228,7 @@ def test_case_6_an_old_run_without_monotonic_stamps_is_clamped_and_says_so(tmp_p
 
 
 def test_goodput_stays_within_0_and_100_percent():
-    from ftgui.core.incidents import Totals
+    from ftgui.core.record.incidents import Totals
 
     assert Totals(incidents=1, steps_lost=5, time_lost=-3.0, wall=10.0).goodput == 1.0
     assert Totals(incidents=1, steps_lost=5, time_lost=30.0, wall=10.0).goodput == 0.0
@@ -246,7 +246,7 @@ def test_the_event_writer_stamps_the_monotonic_clock(tmp_path):
     assert list(step) == ["event", "time", "attempt", "step", "loss", "epoch", "mono", "clock"]
     assert list(second) == ["event", "time", "attempt", "step", "loss", "epoch", "mono"]
     assert "mono" not in backdated and "clock" not in backdated  # a given time has no instant
-    from ftgui.core import runs
+    from ftgui.core.record import runs
 
     history = runs.read_history(tmp_path)
     assert history.steps.mono.tolist() == [step["mono"], second["mono"]]
@@ -301,7 +301,7 @@ def test_case_7_the_window_shows_a_bad_config_once_and_closes_cleanly(
         qtbot, tmp_path, finished_run):
     from PySide6.QtCore import QSettings
 
-    from ftgui.qt.main_window import MainWindow
+    from ftgui.qt.window.main_window import MainWindow
 
     spoil_steps(finished_run)
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
@@ -323,36 +323,36 @@ def test_case_7_the_window_shows_a_bad_config_once_and_closes_cleanly(
 
 
 def test_a_retention_cut_short_is_cleaned_up_at_the_next_start_and_nothing_else(tmp_path):
-    from ftgui.core import checkpoints
+    from ftgui.core.checkpoints import listing
 
     run_dir = tmp_path / "run"
     for step in (10, 15, 20, 30, 40, 50):
         fake_checkpoint(run_dir, step, shards=2)
-    directory = checkpoints.checkpoint_dir(run_dir)
+    directory = listing.checkpoint_dir(run_dir)
     (directory / "ckpt-10.index").unlink()  # the retention was killed after the index …
     (directory / "ckpt-30.data-00000-of-00002").unlink()  # … or after a shard (multi-worker)
-    checkpoints.mark_damaged(directory / "ckpt-15", "would not restore")  # kept: post-mortem
+    listing.mark_damaged(directory / "ckpt-15", "would not restore")  # kept: post-mortem
     (directory / "ckpt-20.data-00001-of-00002").write_bytes(b"short")  # kept: not a deletion
     (directory / "ckpt-50.index").unlink()  # newer than every valid one: not a retention's
-    before = {info.step: info.valid for info in checkpoints.list_checkpoints(run_dir)}
+    before = {info.step: info.valid for info in listing.list_checkpoints(run_dir)}
     assert before == {10: False, 15: False, 20: False, 30: False, 40: True, 50: False}
 
-    assert checkpoints.remove_leftovers(run_dir) == [
+    assert listing.remove_leftovers(run_dir) == [
         "ckpt-10.data-00000-of-00002", "ckpt-10.data-00001-of-00002", "ckpt-10.meta.json",
         "ckpt-30.data-00001-of-00002", "ckpt-30.index", "ckpt-30.meta.json",
     ]
-    after = {info.step: info.valid for info in checkpoints.list_checkpoints(run_dir)}
+    after = {info.step: info.valid for info in listing.list_checkpoints(run_dir)}
     assert after == {15: False, 20: False, 40: True, 50: False}
-    assert len(checkpoints.tf_files(directory, 40)) == 3  # the valid one is untouched
-    assert checkpoints.remove_leftovers(run_dir) == []
+    assert len(listing.tf_files(directory, 40)) == 3  # the valid one is untouched
+    assert listing.remove_leftovers(run_dir) == []
 
 
 # ------------------------------------------------------------------------ the incident table
 
 
 def test_the_incident_table_says_in_process_and_clock_jumped(qtbot):
-    from ftgui.core.timeline import Timeline
-    from ftgui.qt.incident_table import COLUMNS, IncidentPanel
+    from ftgui.core.timeline.model import Timeline
+    from ftgui.qt.panes.incident_table import COLUMNS, IncidentPanel
 
     nan_run = [{"event": "step", "attempt": 0, "time": 0.1 * s, "step": s, "loss": 1.0}
                for s in range(1, 8)] + [

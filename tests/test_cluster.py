@@ -9,8 +9,9 @@ import pytest
 from conftest import BASELINE_FLAGS, alive, of_kind
 
 from ftgui import cli
-from ftgui.core import cluster, events
-from ftgui.core.config import RunConfig
+from ftgui.core.record import events
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision import cluster
 
 
 def test_single_process_strategies_run_one_chief_without_tf_config():
@@ -75,7 +76,7 @@ def test_two_workers_give_the_losses_of_two_mirrored_replicas(multi_worker_run, 
 
 
 def test_cluster_addresses_are_parsed_and_checked():
-    from ftgui.core.config import ConfigError, parse_cluster
+    from ftgui.core.settings.config import ConfigError, parse_cluster
 
     assert parse_cluster("chief=localhost:0; worker=a:1,b:2 ;ps=c:3") == {
         "chief": ["localhost:0"], "worker": ["a:1", "b:2"], "ps": ["c:3"],
@@ -122,7 +123,7 @@ def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path,
     import subprocess
     import time
 
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     far = f"127.0.0.2:{cluster.free_port('127.0.0.2')}"  # not "localhost": another machine
     config = RunConfig(strategy="multi-worker", steps=60, checkpoint_every=10,

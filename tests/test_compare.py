@@ -11,10 +11,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 import pytest
 from recorded import crash_and_recovery
 
-from ftgui.core import run_notes, runs
-from ftgui.core.run_figures import checkpoint_seconds, read_run
-from ftgui.core.run_notes import RunNotes
-from ftgui.qt.compare_view import COLUMNS
+from ftgui.core.record import run_notes, runs
+from ftgui.core.record.run_notes import RunNotes
+from ftgui.core.timeline.run_figures import checkpoint_seconds, read_run
+from ftgui.qt.runs.compare_view import COLUMNS
 
 
 def two_runs(root):

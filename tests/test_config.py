@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import ConfigError, RunConfig
 
 
 def error_of(config: RunConfig, **validate_args) -> str:
@@ -165,7 +165,7 @@ def test_a_config_that_is_not_toml_is_refused_with_its_path(tmp_path):
 def test_a_dataset_that_cannot_train_is_refused_before_any_process(tmp_path):
     import numpy as np
 
-    from ftgui.core import datasets
+    from ftgui.core.settings import datasets
 
     assert datasets.check(RunConfig()) == 1438  # digits: 1,797 examples, 20% for validation
     with pytest.raises(ConfigError, match="^global_batch_size: 2000 is larger than the 1438"):
@@ -192,7 +192,7 @@ def test_a_config_toml_ftgui_wrote_loads_without_importing_pydantic(tmp_path):
     import sys
 
     configmod.save(tmp_path, RunConfig(steps=120, learning_rate=0.003, auto_recover=True))
-    code = ("import sys; from ftgui.core import config; c = config.load(sys.argv[1]); "
+    code = ("import sys; from ftgui.core.settings import config; c = config.load(sys.argv[1]); "
             "print(c.steps, c.learning_rate, c.auto_recover, 'pydantic' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                           text=True, check=True)

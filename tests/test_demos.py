@@ -23,10 +23,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from ftgui.core import demo_results, demos, events
-from ftgui.core.demo_session import DemoSession, StageMachine
-from ftgui.core.demos import DemoError
-from ftgui.core.incidents import from_events
+from ftgui.core.demos import definitions, results
+from ftgui.core.demos.definitions import DemoError
+from ftgui.core.demos.session import DemoSession, StageMachine
+from ftgui.core.record import events
+from ftgui.core.record.incidents import from_events
 
 KEYS = ["bad-numerics", "chaos", "checkpoint-interval", "crash-and-recover",
         "custom-loop-vs-fit", "preemption", "worker-loss"]
@@ -58,13 +59,13 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def builtin(key: str) -> demos.Demo:
-    return demos.load(demos.BUILTIN_DIR / f"{key}.toml")
+def builtin(key: str) -> definitions.Demo:
+    return definitions.load(definitions.BUILTIN_DIR / f"{key}.toml")
 
 
 # ------------------------------------------------------------------ files
 def test_the_seven_demos_of_the_menu_parse_and_validate():
-    found, refused = demos.discover([demos.BUILTIN_DIR])
+    found, refused = definitions.discover([definitions.BUILTIN_DIR])
     assert refused == []
     assert sorted(d.key for d in found) == KEYS
     assert [d.order for d in found] == [1, 2, 3, 4, 5, 6, 7]  # the menu's order
@@ -131,20 +132,20 @@ def test_a_bad_demo_file_is_refused_in_one_line_and_the_others_stay_listed(tmp_p
                                                                            line):
     write(tmp_path, "bad.toml", body)
     write(tmp_path, "good.toml", GOOD)
-    found, refused = demos.discover([tmp_path])
+    found, refused = definitions.discover([tmp_path])
     assert [d.key for d in found] == ["good"]
     [message] = refused
     assert message.startswith(line), message
     assert "\n" not in message
     with pytest.raises(DemoError, match="^bad.toml: "):
-        demos.load(tmp_path / "bad.toml")
+        definitions.load(tmp_path / "bad.toml")
 
 
 def test_a_presenter_adds_demos_in_the_user_config_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(demos, "user_config_path", lambda app: tmp_path / app)
-    assert demos.user_dir() == tmp_path / "ftgui" / "demos"
-    write(demos.user_dir(), "mine.toml", GOOD)
-    found, refused = demos.discover()
+    monkeypatch.setattr(definitions, "user_config_path", lambda app: tmp_path / app)
+    assert definitions.user_dir() == tmp_path / "ftgui" / "demos"
+    write(definitions.user_dir(), "mine.toml", GOOD)
+    found, refused = definitions.discover()
     assert refused == []
     assert [d.key for d in found][-1] == "mine"  # after the built-in seven (order 1000)
     assert len(found) == 8
@@ -267,21 +268,21 @@ def test_a_preemption_claim_holds_only_when_the_first_new_step_is_the_next(tmp_p
 
     good = run("good", 8)
     seen = events.read_all(good)
-    assert demo_results.no_step_lost_on_preemption(seen, good) == (
+    assert results.no_step_lost_on_preemption(seen, good) == (
         True, "saved at step 7, first new step 8")
     bad = run("bad", 6)
-    assert demo_results.no_step_lost_on_preemption(events.read_all(bad), bad)[0] is False
+    assert results.no_step_lost_on_preemption(events.read_all(bad), bad)[0] is False
 
 
 def test_redone_steps_must_repeat_their_losses_to_the_bit(tmp_path):
     rows = [{"event": "step", "step": s, "loss": 1.0 / s} for s in (1, 2, 3)]
     again = [{"event": "step", "attempt": 1, "step": s, "loss": 1.0 / s} for s in (2, 3, 4)]
     same = write_run(tmp_path / "same", rows + again)
-    assert demo_results.redone_steps_identical(events.read_all(same), same) == (
+    assert results.redone_steps_identical(events.read_all(same), same) == (
         True, "2 redone steps, the same losses to the bit")
     again[1]["loss"] = 1.0 / 3 + 1e-16 * 4
     other = write_run(tmp_path / "other", rows + again)
-    assert demo_results.redone_steps_identical(events.read_all(other), other) == (
+    assert results.redone_steps_identical(events.read_all(other), other) == (
         False, "1 of 2 redone steps differ (first: 3)")
 
 
@@ -291,10 +292,10 @@ def test_the_demo_menu_lists_the_demos_and_names_a_refused_file(window, tmp_path
 
     menu = window.findChild(QMenu, "demoMenu")
     titles = [a.text() for a in menu.actions()]
-    assert titles[:7] == [d.title for d in demos.discover([demos.BUILTIN_DIR])[0]]
+    assert titles[:7] == [d.title for d in definitions.discover([definitions.BUILTIN_DIR])[0]]
     write(tmp_path / "mine", "broken.toml", GOOD.replace("steps = 300", "stepz = 300"))
     write(tmp_path / "mine", "good.toml", GOOD)
-    window.demos.folders = [demos.BUILTIN_DIR, tmp_path / "mine"]
+    window.demos.folders = [definitions.BUILTIN_DIR, tmp_path / "mine"]
     window.demos.reload()
     actions = menu.actions()
     assert "Mine" in [a.text() for a in actions]
@@ -322,7 +323,7 @@ def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
     wherever the trainer was, 40-60 steps past the step on screen."""
     fired = []
     monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     supervisor = Supervisor(tmp_path / "watched")  # held and ready set by hand below
     ready = []
@@ -362,7 +363,7 @@ def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
 
 STAND_IN = """
 import sys, time
-from ftgui.core.events import EventWriter
+from ftgui.core.record.events import EventWriter
 events = EventWriter(sys.argv[3], 0)
 events.emit("training_started", role="chief", index=0, start_step=0, strategy="mirrored")
 for step in range(1, 31):
@@ -406,8 +407,8 @@ def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
     opens at the end, and the settings panel shows what it showed before."""
     import functools
 
-    from ftgui.core.supervisor import Supervisor
-    from ftgui.qt import controller
+    from ftgui.core.supervision.supervisor import Supervisor
+    from ftgui.qt.window import controller
 
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
@@ -420,7 +421,7 @@ def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
     before, run_dir_text = window.panel.config(), window.panel.run_dir_edit.text()
     window.demos.runs_root = tmp_path / "runs"
     window.demos.reading_seconds = 0.0  # each stage as soon as reached (see the paced test)
-    demo = demos.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
+    demo = definitions.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
     assert window.demos.start(demo, presenter=False)
     session = window.demos.session
     assert window.panel.config().steps == 30  # the demo's settings, shown while it runs
@@ -484,7 +485,7 @@ def test_crash_and_recover_runs_to_its_end_in_the_window(window, qtbot, tmp_path
 @pytest.mark.tf
 def test_preemption_resumes_at_the_next_step_headless(tmp_path):
     demo = builtin("preemption")
-    outcome = demo_results.run_demo(demo, tmp_path)
+    outcome = results.run_demo(demo, tmp_path)
     [run_dir] = outcome.run_dirs
     seen = events.read_all(run_dir)
     [preempted] = of_kind(seen, "preempted")
@@ -493,19 +494,19 @@ def test_preemption_resumes_at_the_next_step_headless(tmp_path):
     assert first_new == 731  # S + 1: no step lost, none redone
     steps = [e["step"] for e in of_kind(seen, "step")]
     assert steps == list(range(1, 1201))
-    assert outcome.holds, demo_results.summary(outcome.claims)
+    assert outcome.holds, results.summary(outcome.claims)
     assert outcome.stages_reached == len(demo.stages)
 
 
-def run_to_end(key: str, tmp_path) -> tuple[demo_results.DemoOutcome, list[list[dict]]]:
+def run_to_end(key: str, tmp_path) -> tuple[results.DemoOutcome, list[list[dict]]]:
     """Demo `key` run headless to its end at its pace, faults on schedule: every claim held,
     every stage reached and each on screen a reading time; the events of each run, and no
     process of any run left alive."""
-    from ftgui.core.demo_session import READING_SECONDS
+    from ftgui.core.demos.session import READING_SECONDS
 
     demo = builtin(key)
-    outcome = demo_results.run_demo(demo, tmp_path, reading_seconds=READING_SECONDS)
-    assert outcome.holds, demo_results.summary(outcome.claims)
+    outcome = results.run_demo(demo, tmp_path, reading_seconds=READING_SECONDS)
+    assert outcome.holds, results.summary(outcome.claims)
     assert outcome.stages_reached == len(demo.stages)
     assert [stage for stage, _ in outcome.shown] == list(range(len(demo.stages)))
     assert all(seconds >= READING_SECONDS for _, seconds in shown_seconds(outcome.shown))
@@ -625,7 +626,7 @@ def test_in_a_paced_demo_each_stage_stays_on_screen_a_reading_time():
     """Events that reach a stage every 0.4 s (as the crash stages came before pace and
     holds) still leave each stage READING_SECONDS on screen, in order, none skipped; Page
     Down moves on at once."""
-    from ftgui.core.demo_session import READING_SECONDS
+    from ftgui.core.demos.session import READING_SECONDS
 
     clock = [0.0]
     demo = builtin("crash-and-recover")
@@ -674,7 +675,7 @@ def test_faults_of_a_demo_with_a_warm_standby_wait_for_it(tmp_path):
 def test_page_down_at_a_held_waiting_stage_fires_the_fault(window, tmp_path, monkeypatch):
     """A clicker has Page Down, not K: at the waiting stage, with training held there,
     Page Down fires the fault; elsewhere it shows the next stage."""
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     fired = []
     monkeypatch.setattr(window.controller, "kill", lambda target: fired.append(target) or True)

@@ -22,11 +22,12 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMenu
 
 from ftgui import cli, desktop_entry, icons
-from ftgui.core import checkpoints, events, runs
-from ftgui.core.config import RunConfig, tomllib
-from ftgui.qt import quit_guard
-from ftgui.qt.main_window import MainWindow
-from ftgui.qt.quit_guard import KILL, PREEMPT, QuitGuard
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events, runs
+from ftgui.core.settings.config import RunConfig, tomllib
+from ftgui.qt.window import quit_guard
+from ftgui.qt.window.main_window import MainWindow
+from ftgui.qt.window.quit_guard import KILL, PREEMPT, QuitGuard
 
 PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -274,7 +275,7 @@ def test_about_names_the_versions_without_importing_tensorflow(make_window):
 def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_window,
                                                                           monkeypatch):
     # It showed the README; the manual moved to docs/ (issue 26), so it shows those pages.
-    from ftgui.qt import about
+    from ftgui.qt.window import about
 
     window = make_window()
     window.help_menu.docs_action.trigger()
@@ -313,7 +314,7 @@ def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_wi
 
 def test_documentation_without_the_docs_folder_shows_the_readme(monkeypatch, tmp_path,
                                                                 qtbot):
-    from ftgui.qt import about
+    from ftgui.qt.window import about
 
     monkeypatch.setattr(about, "DOCS", tmp_path / "docs")  # an installed wheel has no docs/
     dialog = about.DocumentationDialog()
@@ -324,7 +325,7 @@ def test_documentation_without_the_docs_folder_shows_the_readme(monkeypatch, tmp
 
 
 def test_doc_pages_follow_the_nav_and_leave_out_missing_files(tmp_path):
-    from ftgui.qt import about
+    from ftgui.qt.window import about
 
     docs = tmp_path / "docs"
     (docs / "notes").mkdir(parents=True)
@@ -341,7 +342,7 @@ def test_doc_pages_follow_the_nav_and_leave_out_missing_files(tmp_path):
 
 def test_documentation_falls_back_to_the_readme_in_the_package_metadata(monkeypatch,
                                                                         tmp_path):
-    from ftgui.qt import about
+    from ftgui.qt.window import about
 
     monkeypatch.setattr(about, "README", tmp_path / "README.md")  # an installed wheel
     text, folder = about.readme()
@@ -433,7 +434,7 @@ def test_preempt_and_quit_saves_the_step_reached_and_resume_loses_none(
     [exit_event] = [e for e in history if e["event"] == "process_exited"]
     assert exit_event["exit_code"] == 42 and exit_event["last_step"] == reached
     assert not [e for e in history if e["event"] == "recovery_scheduled"]
-    assert checkpoints.newest_valid(run_dir).step == reached
+    assert listing.newest_valid(run_dir).step == reached
     assert reached % 1000 != 0
     assert runs.summarize(run_dir).status == "preempted"
 

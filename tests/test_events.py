@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 
-from ftgui.core import events
-from ftgui.core.events import EventReader, EventWriter
+from ftgui.core.record import events
+from ftgui.core.record.events import EventReader, EventWriter
 
 
 def lines_of(run_dir) -> list[str]:
@@ -127,7 +127,7 @@ def written_kinds() -> set[str]:
     import re
     from pathlib import Path
 
-    root = Path(events.__file__).resolve().parents[1]
+    root = Path(events.__file__).resolve().parents[2]  # ftgui/
     pattern = re.compile(r"""\b_?emit\(\s*(?:[\w.]+,\s*)?["'](\w+)["']""")
     return {kind for path in root.rglob("*.py") for kind in pattern.findall(path.read_text())}
 

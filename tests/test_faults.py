@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from ftgui.core import faults
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.faults import Fault
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.supervision import fault_plan
+from ftgui.core.supervision.fault_plan import Fault
 
 
 def test_explicit_faults_hit_the_configured_target_by_step():
     config = RunConfig(steps=100, kill_at_step=40, nan_at_step=20, preempt_at_step=60,
                        hang_at_step=80, watchdog_seconds=5, fault_target="chief")
-    assert faults.plan(config, ["chief"]) == [
+    assert fault_plan.plan(config, ["chief"]) == [
         Fault(20, "nan", "chief"), Fault(40, "kill", "chief"), Fault(60, "preempt", "chief"),
         Fault(80, "hang", "chief"),
     ]
@@ -24,13 +24,13 @@ def test_chaos_is_the_same_schedule_for_the_same_seed():
     config = RunConfig(steps=600, chaos_faults=5, chaos_kinds="kill,preempt,nan,hang",
                        chaos_seed=9, watchdog_seconds=3)
     names = ["worker:0", "worker:1"]
-    first = faults.plan(config, names)
-    assert first == faults.plan(config, names)
+    first = fault_plan.plan(config, names)
+    assert first == fault_plan.plan(config, names)
     assert len(first) == 5 and len({f.step for f in first}) == 5
     assert all(2 <= f.step < 600 for f in first)
     assert [f.kind for f in first] == ["kill", "hang", "nan", "kill", "preempt"]
     assert all(f.target == "chief" for f in first if f.kind in ("nan", "preempt"))
-    assert faults.plan(config.replace(chaos_seed=10), names) != first
+    assert fault_plan.plan(config.replace(chaos_seed=10), names) != first
 
 
 def test_fired_faults_are_read_back_from_their_events():
@@ -40,7 +40,7 @@ def test_fired_faults_are_read_back_from_their_events():
         {"event": "fault_injected", "kind": "kill", "step": 50, "target": "chief",
          "source": "user"},
     ]
-    assert faults.fired(history) == {"kill@35:chief"}
+    assert fault_plan.fired(history) == {"kill@35:chief"}
 
 
 def test_a_hang_fault_needs_the_watchdog():

@@ -10,8 +10,9 @@ import pytest
 from conftest import BASELINE_FLAGS, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoints, events
-from ftgui.core.incidents import from_events
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
+from ftgui.core.record.incidents import from_events
 
 
 @pytest.mark.tf
@@ -25,7 +26,7 @@ def test_a_nan_never_reaches_a_checkpoint_and_the_run_rolls_back(tmp_path, basel
     [rollback] = of_kind(seen, "rolled_back")
     assert (rollback["from_step"], rollback["to_step"]) == (35, 30)
     assert len(of_kind(seen, "process_started")) == 1  # rolled back inside the process
-    for info in checkpoints.list_checkpoints(run_dir):
+    for info in listing.list_checkpoints(run_dir):
         assert info.valid and math.isfinite(info.loss)
     losses = events.final_losses(seen)
     assert losses[60] == baseline_losses[60]  # finite, and to the bit the uninterrupted run
@@ -34,7 +35,7 @@ def test_a_nan_never_reaches_a_checkpoint_and_the_run_rolls_back(tmp_path, basel
 
 
 def test_the_fit_path_refuses_faults_it_cannot_take():
-    from ftgui.core.config import ConfigError, RunConfig
+    from ftgui.core.settings.config import ConfigError, RunConfig
 
     with pytest.raises(ConfigError, match="^nan_at_step: the fit loop takes kill faults only"):
         RunConfig(loop="fit", nan_at_step=5).validate()

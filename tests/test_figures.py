@@ -13,10 +13,11 @@ import pytest
 from recorded import crash_and_recovery, crash_then_fork, killed_before_the_first_checkpoint
 
 from ftgui.console import Progress
-from ftgui.core import events, report, runs
-from ftgui.core.run_figures import read_run
-from ftgui.core.story import story
-from ftgui.core.timeline import Timeline
+from ftgui.core.record import events, runs
+from ftgui.core.reports import report
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.run_figures import read_run
+from ftgui.core.timeline.story import story
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -104,7 +105,7 @@ def test_case_12_a_restart_before_the_first_checkpoint_redoes_what_was_done(tmp_
 def test_the_incidents_tab_gives_the_banners_figures_at_every_moment(window, tmp_path):
     """Fed as the controller feeds a live run: the totals line is not frozen at the resume
     (it said 56 % while the banner said 62 %)."""
-    from ftgui.qt.compare_view import cells
+    from ftgui.qt.runs.compare_view import cells
 
     run_dir = crash_and_recovery(tmp_path / "run")
     seen = events.read_all(run_dir)
@@ -133,7 +134,7 @@ def test_a_real_run_killed_and_recovered_prints_one_set_of_figures(tmp_path, cap
     """`ftgui train --kill-at-step 25 --auto-recover`: its summary line, the reopened
     banner, the Incidents tab and the report agree to the printed digit."""
     from ftgui import cli
-    from ftgui.qt.incident_table import IncidentPanel
+    from ftgui.qt.panes.incident_table import IncidentPanel
 
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), "--steps", "40", "--checkpoint-every", "10",

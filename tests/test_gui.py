@@ -21,11 +21,11 @@ from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QLabel, QPushButton, QTabWidget, QWidget
 
-from ftgui.core import config as configmod
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
-from ftgui.qt.loss_plot import LossPlot
-from ftgui.qt.main_window import MainWindow
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.qt.plot.loss_plot import LossPlot
+from ftgui.qt.window.main_window import MainWindow
 
 
 @pytest.fixture
@@ -163,8 +163,8 @@ def test_window_paints_before_pyqtgraph_is_imported_and_never_imports_tensorflow
         import json, os, sys
         os.environ['QT_QPA_PLATFORM'] = 'offscreen'
         from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
-        from ftgui.qt.app import make_app
-        from ftgui.qt.main_window import MainWindow
+        from ftgui.qt.window.app import make_app
+        from ftgui.qt.window.main_window import MainWindow
 
         def loaded(*packages):
             return sorted(m for m in sys.modules if m.split('.')[0] in packages)

@@ -10,11 +10,12 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
-from ftgui.core import events, holds
-from ftgui.core.cluster import tasks
-from ftgui.core.config import RunConfig
-from ftgui.core.fault_schedule import FaultSchedule
-from ftgui.core.faults import parse_arg
+from ftgui.core.record import events
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision import holds
+from ftgui.core.supervision.cluster import tasks
+from ftgui.core.supervision.fault_plan import parse_arg
+from ftgui.core.supervision.fault_schedule import FaultSchedule
 from ftgui.training.actions import StepOutput
 from ftgui.training.actions.hold import Hold, planned_holds
 from ftgui.training.actions.pace import Pace
@@ -127,8 +128,8 @@ def test_the_trainer_reads_a_hold_from_its_command_line():
 def test_the_state_label_says_held_for_the_presenter_until_the_run_goes_on(qtbot):
     """From the events alone (live, reopened or replayed): `held` → the label says so;
     `hold_released` → running again."""
-    from ftgui.core.timeline import Timeline
-    from ftgui.qt.top_bar import TopBar
+    from ftgui.core.timeline.model import Timeline
+    from ftgui.qt.window.top_bar import TopBar
 
     bar = TopBar()
     qtbot.addWidget(bar)

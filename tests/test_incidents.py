@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ftgui.core.incidents import from_events
+from ftgui.core.record.incidents import from_events
 
 
 def steps(attempt, first, last, t0, dt=0.1, loss=1.0):

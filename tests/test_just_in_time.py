@@ -11,10 +11,12 @@ import pytest
 from conftest import alive, fake_checkpoint, of_kind, poll_until_done, stand_in_python
 
 from ftgui import cli
-from ftgui.core import checkpoint_moves, checkpoints, events, peer_loss, runs
-from ftgui.core.config import RunConfig
-from ftgui.core.supervisor import Supervisor
-from ftgui.core.timeline import Timeline
+from ftgui.core.checkpoints import listing, moves
+from ftgui.core.record import events, runs
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision import peer_notice
+from ftgui.core.supervision.supervisor import Supervisor
+from ftgui.core.timeline.model import Timeline
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.tensorboard import _losses, unlogged_after
 from ftgui.training.loop import TrainingLoop
@@ -30,29 +32,29 @@ KILL_STEP = 50
 def test_promotion_moves_a_workers_valid_checkpoint_and_leaves_no_scratch(tmp_path):
     run_dir = tmp_path / "run"
     fake_checkpoint(run_dir, 40)
-    scratch = checkpoint_moves.just_in_time_dir(run_dir, "worker", 1)
+    scratch = moves.just_in_time_dir(run_dir, "worker", 1)
     scratch.mkdir(parents=True)
-    for path in checkpoints.tf_files(checkpoints.checkpoint_dir(run_dir), 40):
+    for path in listing.tf_files(listing.checkpoint_dir(run_dir), 40):
         (scratch / path.name.replace("-40.", "-50.")).write_bytes(path.read_bytes())
-    checkpoints.write_metadata(scratch / "ckpt-50", loss=0.5, just_in_time=True,
+    listing.write_metadata(scratch / "ckpt-50", loss=0.5, just_in_time=True,
                                saved_by="worker:1")
 
-    [(info, source)] = checkpoint_moves.promote_just_in_time(run_dir)
+    [(info, source)] = moves.promote_just_in_time(run_dir)
 
     assert (info.step, info.valid, info.relpath) == (50, True, "checkpoints/ckpt-50")
     assert info.meta["just_in_time"] is True and info.meta["saved_by"] == "worker:1"
     assert source == "scratch/worker-1-just-in-time/ckpt-50"
-    assert [c.step for c in checkpoints.list_checkpoints(run_dir) if c.valid] == [40, 50]
+    assert [c.step for c in listing.list_checkpoints(run_dir) if c.valid] == [40, 50]
     assert not scratch.exists()
 
 
 def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    scratch = checkpoint_moves.just_in_time_dir(run_dir, "worker", 2)
+    scratch = moves.just_in_time_dir(run_dir, "worker", 2)
     scratch.mkdir(parents=True)
     (scratch / "ckpt-50.index").write_bytes(b"x")  # killed before its metadata
-    assert checkpoint_moves.promote_just_in_time(run_dir) == []
-    assert checkpoints.list_checkpoints(run_dir) == [] and not scratch.exists()
+    assert moves.promote_just_in_time(run_dir) == []
+    assert listing.list_checkpoints(run_dir) == [] and not scratch.exists()
 
 
 # A chief killed after a step's all-reduce, before it logged the step: worker 1 saves the step
@@ -61,8 +63,8 @@ def test_promotion_ignores_a_half_written_checkpoint(tmp_path):
 CLUSTER_TRAINER = textwrap.dedent(
     """
     import signal
-    from ftgui.core import checkpoint_moves, checkpoints
-    from ftgui.core.events import read_all
+    from ftgui.core.checkpoints import moves, listing
+    from ftgui.core.record.events import read_all
     for action, value in plan:
         if action == "step":  # the loss of every step is 1 / step, in every attempt
             writer.emit("step", step=value, loss=1.0 / value, epoch=value // 5)
@@ -76,11 +78,11 @@ CLUSTER_TRAINER = textwrap.dedent(
                           for e in read_all(run_dir)):
                 time.sleep(0.02)
         elif action == "just_in_time":  # what actions/just_in_time.py leaves in scratch
-            folder = checkpoint_moves.just_in_time_dir(run_dir, role, index)
+            folder = moves.just_in_time_dir(run_dir, role, index)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"ckpt-{value}.index").write_bytes(b"i" * 100)
             (folder / f"ckpt-{value}.data-00000-of-00001").write_bytes(b"d" * 1000)
-            checkpoints.write_metadata(folder / f"ckpt-{value}", loss=1.0 / value,
+            listing.write_metadata(folder / f"ckpt-{value}", loss=1.0 / value,
                                        epoch=value // 5, time=time.time(), just_in_time=True,
                                        saved_by=f"{role}:{index}")
             writer.emit("just_in_time_saved", role=role, index=index, step=value,
@@ -126,7 +128,7 @@ def test_a_step_the_killed_chief_never_logged_is_written_from_its_promoted_check
     [promoted] = [e for e in of_kind(seen, "checkpoint_saved") if e.get("just_in_time")]
     assert (promoted["step"], promoted["saved_by"]) == (7, "worker:1")
     [recovered] = of_kind(seen, "step", step=7)
-    meta = checkpoints.find(run_dir, 7).meta
+    meta = listing.find(run_dir, 7).meta
     assert recovered["loss"] == meta["loss"] == NEVER_KILLED[7]
     assert recovered["epoch"] == meta["epoch"]
     assert recovered["from_checkpoint"] is True
@@ -235,7 +237,7 @@ def test_the_supervisors_notice_makes_the_watcher_abort_once_for_its_own_attempt
     time.sleep(0.05)
     assert aborts == [] and watch.aborted is None  # no notice, no abort
 
-    peer_loss.announce(tmp_path, 3, "worker 1 ended by SIGKILL")
+    peer_notice.announce(tmp_path, 3, "worker 1 ended by SIGKILL")
     deadline = time.monotonic() + 5
     while watch.aborted is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -247,16 +249,16 @@ def test_the_supervisors_notice_makes_the_watcher_abort_once_for_its_own_attempt
     assert (event["event"], event["role"], event["index"]) == ("collectives_aborted", "worker", 0)
     assert event["reason"] == "worker 1 ended by SIGKILL" and 0 <= event["notice_seconds"] < 5
     assert not watch._thread.is_alive() and not other._thread.is_alive()
-    assert peer_loss.read(tmp_path, 3)["reason"] == "worker 1 ended by SIGKILL"
-    peer_loss.clear(tmp_path)
-    assert peer_loss.read(tmp_path, 3) is None and list(tmp_path.iterdir()) == []
+    assert peer_notice.read(tmp_path, 3)["reason"] == "worker 1 ended by SIGKILL"
+    peer_notice.clear(tmp_path)
+    assert peer_notice.read(tmp_path, 3) is None and list(tmp_path.iterdir()) == []
 
 
 def test_a_watcher_that_cannot_abort_says_so_and_does_not_raise(tmp_path, capsys):
     def failing(message):
         raise RuntimeError("no context")
 
-    peer_loss.announce(tmp_path, 0, "worker 0 (chief) ended by SIGKILL")
+    peer_notice.announce(tmp_path, 0, "worker 0 (chief) ended by SIGKILL")
     writer = _Events(0)
     watch = PeerWatch(tmp_path, writer, "worker", 1, abort=failing, interval=0.01)
     watch._thread.join(timeout=5)
@@ -353,7 +355,7 @@ def _assert_recovered_exactly(run_dir, seen, never_killed):
     assert resumed["optimizer_iterations"] == saved  # not the failed step's saved + 1
     first_resumed = min(e["step"] for e in of_kind(seen, "step", attempt=1))
     assert first_resumed == saved + 1 >= KILL_STEP
-    info = checkpoints.find(run_dir, saved)
+    info = listing.find(run_dir, saved)
     assert info.valid and info.meta["just_in_time"] is True
     # every loss of both attempts, to the bit, the run never killed
     for event in of_kind(seen, "step"):
@@ -383,7 +385,7 @@ def test_a_lost_worker_costs_no_step_the_chief_saves_the_last_completed_one(
     _assert_recovered_exactly(tmp_path / "run", seen, never_killed)
     # the banner says just in time and what it cost (issue 24: it said "back after", and
     # "the others train on" while the synchronous cluster was down)
-    from ftgui.core.story import source_words, story
+    from ftgui.core.timeline.story import source_words, story
 
     timeline = Timeline()
     timeline.feed(runs.read_history(tmp_path / "run"))
@@ -420,7 +422,7 @@ def test_a_chief_waiting_for_a_hung_worker_is_told_and_saves_just_in_time(
     worker 1's heartbeats (7-7.6 s here), after the 3 s watchdog had ended the cluster (a
     resume from step 40). The supervisor's notice aborts the chief's collectives instead: the
     chief saves step 50 within the grace, as when a peer's death leaves it waiting."""
-    from ftgui.core.task_launch import JUST_IN_TIME_GRACE_SECONDS
+    from ftgui.core.supervision.task_launch import JUST_IN_TIME_GRACE_SECONDS
 
     run_dir = tmp_path / "run"
     flags = [*SCHEDULE, "--strategy", "multi-worker", "--workers", "2", "--hang-at-step",
@@ -450,8 +452,8 @@ def test_a_standby_cluster_formed_in_advance_takes_over_after_a_lost_worker(tmp_
     attempt is the standby cluster, and every loss equals a run never killed, to the bit."""
     from conftest import poll_until
 
-    from ftgui.core.config import RunConfig
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision.supervisor import Supervisor
 
     run_dir = tmp_path / "run"
     config = RunConfig(strategy="multi-worker", workers=2, steps=100_000, checkpoint_every=20,

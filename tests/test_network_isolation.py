@@ -14,9 +14,10 @@ import psutil
 import pytest
 from conftest import of_kind
 
-from ftgui.core import cluster, events
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.loopback_ns import LoopbackNamespace
+from ftgui.core.record import events
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.supervision import cluster
+from ftgui.core.supervision.loopback_ns import LoopbackNamespace
 
 LISTENER = """
 import socket, sys
@@ -108,7 +109,7 @@ def _net_namespace(pid: int) -> str:
 @pytest.mark.parametrize(("strategy", "processes"), [("multi-worker", 2), ("parameter-server", 4)])
 def test_the_tasks_of_a_local_cluster_cannot_be_reached_from_the_network(tmp_path, strategy,
                                                                         processes):
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     outside = network_address()
     config = RunConfig(strategy=strategy, workers=2, ps=1, steps=100, checkpoint_every=50)
@@ -144,7 +145,7 @@ def test_a_port_taken_on_this_machine_between_a_crash_and_the_restart_is_not_the
         tmp_path):
     """An explicit all-local `--cluster`: its ports live in the cluster's namespace, so another
     program taking one of them on this machine cannot make the restart fail."""
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     ports = [cluster.free_port(), cluster.free_port()]
     config = RunConfig(strategy="multi-worker", steps=30, checkpoint_every=10,
@@ -193,8 +194,8 @@ def test_a_restart_of_a_cluster_with_remote_tasks_names_the_local_port_another_p
         tmp_path):
     """Its local tasks listen on this machine's network: before each restart the supervisor
     checks their ports, and names the one taken since the crash."""
-    from ftgui.core.events import EventWriter
-    from ftgui.core.supervisor import StartError, Supervisor
+    from ftgui.core.record.events import EventWriter
+    from ftgui.core.supervision.supervisor import StartError, Supervisor
 
     free = cluster.free_port()
     config = RunConfig(strategy="multi-worker",
@@ -217,8 +218,8 @@ def test_a_restart_of_a_cluster_with_remote_tasks_names_the_local_port_another_p
 
 def test_a_local_cluster_where_no_namespace_can_be_made_is_refused_before_anything_starts(
         tmp_path, monkeypatch):
-    from ftgui.core import loopback_ns
-    from ftgui.core.supervisor import StartError, Supervisor
+    from ftgui.core.supervision import loopback_ns
+    from ftgui.core.supervision.supervisor import StartError, Supervisor
 
     def refused(*args, **kwargs):
         raise loopback_ns.NamespaceError(1, "the system refuses a network namespace (unshare: "

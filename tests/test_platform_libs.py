@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ftgui.qt import platform_libs
+from ftgui.qt.window import platform_libs
 
 XVFB_RUN = {"DISPLAY": ":99"}  # what `xvfb-run ftgui` gives the app
 

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.core import smoothing
-from ftgui.qt.loss_plot import LossPlot
-from ftgui.qt.plot_tools import PlotPane
+from ftgui.core.timeline import smoothing
+from ftgui.qt.plot.loss_plot import LossPlot
+from ftgui.qt.plot.tools import PlotPane
 
 T0 = 1_700_000_000.0
 

@@ -14,11 +14,11 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel
 
 from ftgui import cli
-from ftgui.core import config as configmod
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
 from ftgui.qt import theme
-from ftgui.qt.main_window import MainWindow
+from ftgui.qt.window.main_window import MainWindow
 
 T0 = 1_700_000_000.0
 CHIEF = {"role": "chief", "index": 0, "chief": True}
@@ -176,7 +176,7 @@ def test_the_view_menu_lists_presentation_and_zoom(window):
 
 def test_present_flag_opens_the_presentation_view(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr("ftgui.qt.app.run_app",
+    monkeypatch.setattr("ftgui.qt.window.app.run_app",
                         lambda run_dir=None, present=False: calls.append((run_dir, present)) or 0)
     assert cli.main(["--present"]) == 0
     assert cli.main(["open", str(tmp_path), "--present"]) == 0

@@ -11,10 +11,11 @@ import time
 import pytest
 from conftest import of_kind
 
-from ftgui.core import demo_results, demos, events
-from ftgui.core.config import RunConfig
-from ftgui.core.demo_session import DemoSession
-from ftgui.core.supervisor import Supervisor
+from ftgui.core.demos import definitions, results
+from ftgui.core.demos.session import DemoSession
+from ftgui.core.record import events
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision.supervisor import Supervisor
 
 pytestmark = pytest.mark.tf
 WATCH_SECONDS = 3.0  # wall time a held run is watched for an advancing step
@@ -43,7 +44,7 @@ def watch_held(supervisor: Supervisor, seen: list[dict], step: int) -> list[dict
 
 
 def test_crash_and_recover_holds_for_the_presenter_and_kills_at_650(tmp_path):
-    demo = demos.load(demos.BUILTIN_DIR / "crash-and-recover.toml")
+    demo = definitions.load(definitions.BUILTIN_DIR / "crash-and-recover.toml")
     session = DemoSession(demo, tmp_path, presenter=True)
     run_dir, config = session.next_run()
     assert config.kill_at_step == 0  # the presenter's fault is not on the schedule
@@ -78,8 +79,8 @@ def test_crash_and_recover_holds_for_the_presenter_and_kills_at_650(tmp_path):
     assert [e["step"] for e in of_kind(seen, "step") if e["attempt"] == 1][0] == 601
     assert len(of_kind(seen, "held")) == 1  # the replay of 650 does not hold again
     assert of_kind(seen, "run_finished")[0]["step"] == 1200
-    claims = demo_results.check(demo, [run_dir])
-    assert all(claim.holds for claim in claims), demo_results.summary(claims)
+    claims = results.check(demo, [run_dir])
+    assert all(claim.holds for claim in claims), results.summary(claims)
 
 
 def test_every_worker_holds_at_the_same_step_and_a_killed_worker_costs_nothing(tmp_path):
@@ -111,7 +112,7 @@ def test_every_worker_holds_at_the_same_step_and_a_killed_worker_costs_nothing(t
 
 
 def test_a_preemption_pressed_while_held_saves_exactly_the_held_step(tmp_path):
-    demo = demos.load(demos.BUILTIN_DIR / "preemption.toml")
+    demo = definitions.load(definitions.BUILTIN_DIR / "preemption.toml")
     session = DemoSession(demo, tmp_path, presenter=True)
     run_dir, config = session.next_run()
     supervisor = Supervisor(run_dir)
@@ -136,5 +137,5 @@ def test_a_preemption_pressed_while_held_saves_exactly_the_held_step(tmp_path):
     [released] = of_kind(seen, "hold_released")
     assert released["step"] == 730
     assert [e["step"] for e in of_kind(seen, "step") if e["attempt"] == 1][0] == 731
-    claims = demo_results.check(demo, [run_dir])
-    assert all(claim.holds for claim in claims), demo_results.summary(claims)
+    claims = results.check(demo, [run_dir])
+    assert all(claim.holds for claim in claims), results.summary(claims)

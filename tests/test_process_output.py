@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ftgui.core.process_output import MAX_ERROR_CHARS, OutputFollower, error_sentence
+from ftgui.core.record.process_output import MAX_ERROR_CHARS, OutputFollower, error_sentence
 
 GRAPH_ERROR = """Graph execution error:
 

@@ -14,11 +14,11 @@ import pytest
 from recorded import crash_and_recovery
 
 from ftgui import cli
-from ftgui.core import runs
-from ftgui.core.config import ConfigError
-from ftgui.core.events import read_all
-from ftgui.core.replay import ReplayClock, check_speed, schedule
-from ftgui.core.timeline import Timeline
+from ftgui.core.record import runs
+from ftgui.core.record.events import read_all
+from ftgui.core.settings.config import ConfigError
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.replay import ReplayClock, check_speed, schedule
 
 
 class FakeClock:
@@ -175,8 +175,8 @@ def test_ftgui_replay_refuses_a_bad_speed_and_a_missing_run_in_one_line(tmp_path
 def test_a_real_crash_and_recovery_replays_as_it_opens_and_reports(tmp_path):
     """A real trainer's events (validation, checkpoint stalls, exits as the supervisor writes
     them): killed at step 25, recovered from checkpoint 20 automatically."""
-    from ftgui.core import report
-    from ftgui.core.run_figures import read_run
+    from ftgui.core.reports import report
+    from ftgui.core.timeline.run_figures import read_run
 
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), "--steps", "40", "--checkpoint-every", "10",

@@ -12,9 +12,10 @@ from conftest import fake_checkpoint
 from recorded import crash_and_recovery
 
 from ftgui import cli
-from ftgui.core import config as configmod
-from ftgui.core import report, run_notes
-from ftgui.core.run_notes import RunNotes
+from ftgui.core.record import run_notes
+from ftgui.core.record.run_notes import RunNotes
+from ftgui.core.reports import report
+from ftgui.core.settings import config as configmod
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -115,7 +116,7 @@ def test_ftgui_report_of_a_folder_that_is_no_run_says_so_in_one_line(tmp_path, c
 def test_a_long_segment_is_thinned_but_keeps_its_spike():
     import numpy as np
 
-    from ftgui.core.svg_plot import thin
+    from ftgui.core.reports.svg_plot import thin
 
     x = np.arange(100_000, dtype=float)
     y = np.ones_like(x)
@@ -126,7 +127,7 @@ def test_a_long_segment_is_thinned_but_keeps_its_spike():
 
 
 def test_settings_of_other_strategies_show_when_the_strategy_is_missing_or_unknown(tmp_path):
-    from ftgui.core.settings import SETTINGS
+    from ftgui.core.settings.schema import SETTINGS
 
     run_dir = crash_and_recovery(tmp_path / "run")
     path = run_dir / "config.toml"

@@ -16,10 +16,11 @@ import pytest
 from conftest import fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoints, events, resume_check
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.settings import SETTINGS
+from ftgui.core.checkpoints import listing, resume_check
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.settings.schema import SETTINGS
 from ftgui.training import data
 from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
 
@@ -45,7 +46,7 @@ def _recorded_run(run_dir: Path, **meta) -> Path:
         writer.emit("run_finished", step=60, loss=0.125)
     for step in (40, 50, 60):
         prefix = fake_checkpoint(run_dir, step, metadata=False)
-        checkpoints.write_metadata(prefix, loss=1.0 / step, time=1e6 + step, **{
+        listing.write_metadata(prefix, loss=1.0 / step, time=1e6 + step, **{
             "model": "mlp", "dataset": "digits", "seed": 42, "loop": "custom",
             "learning_rate": 0.01, "global_batch_size": 64, "strategy": "mirrored",
             "replicas": 2, **meta})
@@ -81,7 +82,7 @@ def test_a_refused_setting_is_named_before_any_process_starts_and_nothing_change
 
 def test_a_fork_is_checked_against_its_own_checkpoint(tmp_path, capsys):
     run_dir = _recorded_run(tmp_path / "run")
-    checkpoints.write_metadata(checkpoints.checkpoint_dir(run_dir) / "ckpt-40", model="cnn")
+    listing.write_metadata(listing.checkpoint_dir(run_dir) / "ckpt-40", model="cnn")
     assert cli.main(["train", str(run_dir), "--resume", "--from-step", "40"]) == 2
     assert capsys.readouterr().err.startswith(
         "ftgui: model: checkpoint ckpt-40 was saved by model cnn; this run asks for mlp")
@@ -96,7 +97,7 @@ def test_an_old_checkpoint_without_these_fields_is_checked_against_the_runs_firs
     with events.EventWriter(run_dir, attempt=0) as writer:
         writer.emit("run_started", config=RunConfig(model="mlp", seed=3).to_dict())
     fake_checkpoint(run_dir, 30)  # metadata of an older ftgui: loss, time, strategy only
-    [info] = checkpoints.list_checkpoints(run_dir)
+    [info] = listing.list_checkpoints(run_dir)
     with pytest.raises(ConfigError, match="^model: checkpoint ckpt-30 was saved by model mlp; "
                        "this run asks for cnn"):
         resume_check.check(run_dir, RunConfig(model="cnn", seed=3), info)
@@ -114,7 +115,7 @@ def test_a_dataset_is_the_same_when_its_content_is(tmp_path):
     assert recorded == resume_check.fingerprint(x, y)
     run_dir = _recorded_run(tmp_path / "run", dataset=str(first), global_batch_size=4,
                             dataset_info={"fingerprint": recorded})
-    info = checkpoints.newest_valid(run_dir)
+    info = listing.newest_valid(run_dir)
     moved = tmp_path / "moved.npz"
     shutil.copy(first, moved)
     config = RunConfig(dataset=str(moved), global_batch_size=4)
@@ -132,7 +133,7 @@ def test_a_dataset_is_the_same_when_its_content_is(tmp_path):
 
 def test_learning_rate_and_batch_size_apply_and_are_listed_as_changes(tmp_path):
     run_dir = _recorded_run(tmp_path / "run")
-    info = checkpoints.newest_valid(run_dir)
+    info = listing.newest_valid(run_dir)
     config = RunConfig(learning_rate=0.0001, global_batch_size=32, strategy="default")
     assert [c.fields() for c in resume_check.check(run_dir, config, info)] == [
         {"setting": "global_batch_size", "old": 64, "new": 32, "step": 60},
@@ -144,7 +145,7 @@ def test_the_window_resume_from_a_checkpoint_shows_the_one_line_refusal(qtbot, t
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QLabel
 
-    from ftgui.qt.main_window import MainWindow
+    from ftgui.qt.window.main_window import MainWindow
 
     run_dir = _recorded_run(tmp_path / "run")
     files = _snapshot(run_dir)
@@ -262,7 +263,7 @@ def test_a_new_learning_rate_applies_from_the_resume_step(tmp_path, capsys):
     resumed = {e["step"]: e["loss"] for e in of_kind(seen, "step", attempt=1)}
     assert sorted(resumed) == list(range(31, 41))
     assert all(resumed[s] != original[s] for s in range(32, 41))  # step 31's update is new
-    assert checkpoints.newest_valid(fork).meta["learning_rate"] == 0.0001
+    assert listing.newest_valid(fork).meta["learning_rate"] == 0.0001
     # the same steps trained here, from ckpt-30, with the new rate
     tf.config.experimental.enable_op_determinism()
     digits = datamod.load("digits")
@@ -291,7 +292,7 @@ def test_a_smaller_batch_on_resume_continues_the_epoch_and_resumes_exactly(
     [changed] = of_kind(seen, "setting_changed")
     assert (changed["setting"], changed["old"], changed["new"], changed["step"]) == (
         "global_batch_size", 64, 32, 60)
-    meta = checkpoints.newest_valid(run_dir).meta
+    meta = listing.newest_valid(run_dir).meta
     assert (meta["step"], meta["global_batch_size"], meta["data_position"]) == (
         80, 32, {"epoch": 3, "offset": 8 * 32, "examples_seen": 60 * 64 + 20 * 32})
     assert {k: meta[k] for k in ("model", "variables", "dataset", "dataset_info", "strategy",

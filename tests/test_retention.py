@@ -8,8 +8,8 @@ import shutil
 import pytest
 from conftest import fake_checkpoint
 
-from ftgui.core import checkpoints
-from ftgui.core.retention import Retention
+from ftgui.core.checkpoints import listing as checkpoints
+from ftgui.core.checkpoints.retention import Retention
 
 
 def saved(run_dir, step: int) -> dict[str, int]:

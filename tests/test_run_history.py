@@ -13,13 +13,15 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QTableView
 
-from ftgui.core import config as configmod
-from ftgui.core import export, runs
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
-from ftgui.qt import config_panel, theme
-from ftgui.qt.main_window import MainWindow
-from ftgui.qt.runs_dock import RunsDock
+from ftgui.core.record import runs
+from ftgui.core.record.events import EventWriter
+from ftgui.core.reports import csv_export
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.qt import theme
+from ftgui.qt.panes import config_panel
+from ftgui.qt.runs.runs_dock import RunsDock
+from ftgui.qt.window.main_window import MainWindow
 
 T0 = 1_700_000_000.0
 
@@ -129,7 +131,7 @@ def test_curves_and_plot_export_from_the_run_menu(window, tmp_path):
     csv_path = tmp_path / "out.csv"
     assert window.run_history.export_csv(csv_path)
     expected = tmp_path / "expected.csv"
-    export.write_curves_csv(run_dir, expected)
+    csv_export.write_curves_csv(run_dir, expected)
     assert csv_path.read_text() == expected.read_text()
     assert csv_path.read_text().splitlines()[1] == "train,0,1,2.000,2.0"
     png_path = tmp_path / "plot.png"

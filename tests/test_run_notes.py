@@ -12,12 +12,12 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractItemView, QLineEdit
 from recorded import crash_and_recovery
 
-from ftgui.core import run_notes
-from ftgui.core.config import RunConfig
-from ftgui.core.config import save as save_config
-from ftgui.core.events import EventWriter
-from ftgui.core.run_notes import RunNotes
-from ftgui.qt.runs_dock import COLUMNS, RunsDock
+from ftgui.core.record import run_notes
+from ftgui.core.record.events import EventWriter
+from ftgui.core.record.run_notes import RunNotes
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.settings.config import save as save_config
+from ftgui.qt.runs.runs_dock import COLUMNS, RunsDock
 
 
 # ------------------------------------------------------------------------------ the file

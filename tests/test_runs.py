@@ -10,10 +10,11 @@ import os
 import numpy as np
 import pytest
 
-from ftgui.core import config as configmod
-from ftgui.core import events, export, run_events, runs
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter, parse_line
+from ftgui.core.record import event_history, events, runs
+from ftgui.core.record.events import EventWriter, parse_line
+from ftgui.core.reports import csv_export
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
 
 T0 = 1_700_000_000.0  # the synthetic runs' clock: exact binary fractions added to it stay exact
 
@@ -208,8 +209,8 @@ def test_step_lines_are_not_json_parsed_for_a_summary(tmp_path, monkeypatch):
     train(run_dir, 0, range(1, 5001))
     log(run_dir, 0, "run_finished", 2000.0, step=5000, loss=0.0002)
     parsed = []
-    real_loads = run_events.json.loads
-    monkeypatch.setattr(run_events.json, "loads",
+    real_loads = event_history.json.loads
+    monkeypatch.setattr(event_history.json, "loads",
                         lambda text: parsed.append(text) or real_loads(text))
     run = runs.summarize(run_dir)
     assert (run.status, run.steps_done, run.final_loss) == ("finished", 5000, 0.0002)
@@ -339,7 +340,7 @@ def test_an_odd_step_line_is_read_as_json_reads_it_or_skipped(tmp_path, odd):
         event = parse_line(line)
         if event is not None and event["event"] == "step":
             expected.append((event.get("attempt", 0), event["step"], float(event["time"]),
-                             run_events._nan_if_none(event.get("loss"))))
+                             event_history._nan_if_none(event.get("loss"))))
     for read in (runs.read_history(run_dir).steps, runs.read_curves(run_dir).train):
         got = list(zip(read.attempt.tolist(), read.step.tolist(), read.time.tolist(),
                        read.loss.tolist(), strict=True))
@@ -365,11 +366,11 @@ def test_chunks_read_column_wise_equal_chunks_read_line_by_line(tmp_path, monkey
     with EventWriter(run_dir, 1) as writer:
         for step in range(30, 60):
             writer.emit("step", step=step, loss=2 / step, epoch=1)  # with mono and clock
-    monkeypatch.setattr(run_events, "_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(event_history, "_CHUNK_BYTES", chunk_bytes)
     mixed = runs.read_history(run_dir)
-    monkeypatch.setattr(run_events, "_chunk_columns", lambda *args: None)
+    monkeypatch.setattr(event_history, "_chunk_columns", lambda *args: None)
     by_line = runs.read_history(run_dir)
-    for name in run_events._COLUMNS:
+    for name in event_history._COLUMNS:
         np.testing.assert_array_equal(getattr(mixed.steps, name), getattr(by_line.steps, name))
     assert mixed.others == by_line.others
     assert mixed.end_offset == by_line.end_offset
@@ -393,7 +394,7 @@ def test_a_line_of_two_comma_separated_events_is_read_as_the_line_reader_reads_i
     assert read.steps.step.tolist() == [1, 2, 5, 3]
     assert read.steps.line.tolist() == [0, 1, 2, 4]
     assert [(line, e["event"]) for line, e in read.others] == [(3, "checkpoint")]
-    monkeypatch.setattr(run_events, "_chunk_columns", lambda *args: None)
+    monkeypatch.setattr(event_history, "_chunk_columns", lambda *args: None)
     by_line = runs.read_history(run_dir)
     assert by_line.steps.step.tolist() == [1, 2, 5, 3] and by_line.others == read.others
 
@@ -407,7 +408,7 @@ def test_curves_export_as_csv_with_every_attempt_and_the_validation_points(tmp_p
     log(run_dir, 0, "process_exited", 2.0, role="chief", index=0, pid=1, signal=9)
     train(run_dir, 1, [2, 3], at=10.125, loss=lambda step: step / 8)
     out = tmp_path / "curves.csv"
-    assert export.write_curves_csv(run_dir, out) == 5
+    assert csv_export.write_curves_csv(run_dir, out) == 5
     assert out.read_text() == (
         "kind,attempt,step,wall_time,loss\n"
         "train,0,1,1.000,0.3333333333333333\n"
@@ -421,5 +422,5 @@ def test_curves_export_as_csv_with_every_attempt_and_the_validation_points(tmp_p
 def test_exporting_a_run_without_events_says_so(tmp_path):
     run_dir = make_run(tmp_path, "empty")
     with pytest.raises(FileNotFoundError):
-        export.write_curves_csv(run_dir, tmp_path / "out.csv")
+        csv_export.write_curves_csv(run_dir, tmp_path / "out.csv")
     assert not (tmp_path / "out.csv").exists()

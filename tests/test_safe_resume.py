@@ -14,17 +14,12 @@ import pytest
 from conftest import BASELINE_FLAGS, fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import (
-    checkpoint_tools,
-    checkpoints,
-    cluster,
-    datasets,
-    devices,
-    events,
-    fit_checkpoints,
-)
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.checkpoints import fit_checkpoints, listing, tools
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings import datasets, devices
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.supervision import cluster
 
 GLOBBY = "exp[lr=0.01] a+b ü"  # brackets, a space, a plus and a non-ASCII letter
 
@@ -42,19 +37,19 @@ def test_a_path_with_glob_characters_is_reached_through_a_link_tensorflow_does_n
     folder = tmp_path / GLOBBY / "checkpoints"
     folder.mkdir(parents=True)
     (folder / "ckpt-30.index").write_bytes(b"index")
-    path = checkpoints.tf_path(folder / "ckpt-30")
+    path = listing.tf_path(folder / "ckpt-30")
     assert not set(str(path)) & set("*?[\\")
     assert path.name == "ckpt-30"
     assert (path.parent / "ckpt-30.index").read_bytes() == b"index"
     assert path.parent.resolve() == folder.resolve()
     # one link per run; the folders below it stay real and may come and go
-    scratch = checkpoints.tf_path(tmp_path / GLOBBY / "scratch" / "worker-1")
+    scratch = listing.tf_path(tmp_path / GLOBBY / "scratch" / "worker-1")
     assert scratch == path.parent.parent / "scratch" / "worker-1"
     plain = tmp_path / "plain" / "ckpt-30"
-    assert checkpoints.tf_path(plain) == plain
+    assert listing.tf_path(plain) == plain
     # a run folder whose own name is a pattern, not made yet
     odd = tmp_path / "run*?"
-    linked = checkpoints.tf_path(odd)
+    linked = listing.tf_path(odd)
     assert not set(str(linked)) & set("*?[\\") and linked.resolve() == odd.resolve()
 
 
@@ -63,14 +58,14 @@ def test_leftovers_of_interrupted_saves_are_removed_and_valid_checkpoints_kept(t
     run_dir = tmp_path / "run"
     for step in (20, 30):
         fake_checkpoint(run_dir, step)
-    directory = checkpoints.checkpoint_dir(run_dir)
+    directory = listing.checkpoint_dir(run_dir)
     (directory / "ckpt-40_temp").mkdir()
     (directory / "ckpt-40_temp" / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
     (directory / "checkpoint.tmp9f3a0c").write_bytes(b"")  # full disk: TF's state-file temp
     (directory / "ckpt-30.meta.json.tmp").write_text("{")
     (directory / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\n')
     before = _listing(run_dir, capsys)
-    assert checkpoints.remove_leftovers(run_dir) == [
+    assert listing.remove_leftovers(run_dir) == [
         "checkpoint.tmp9f3a0c", "ckpt-30.meta.json.tmp", "ckpt-40_temp",
     ]
     assert sorted(p.name for p in directory.iterdir()) == [
@@ -79,7 +74,7 @@ def test_leftovers_of_interrupted_saves_are_removed_and_valid_checkpoints_kept(t
     ]
     assert _listing(run_dir, capsys) == before
     assert [(r["step"], r["valid"]) for r in before] == [(20, True), (30, True)]
-    assert checkpoints.remove_leftovers(tmp_path / "no-run") == []
+    assert listing.remove_leftovers(tmp_path / "no-run") == []
 
 
 # ------------------------------------------------------------------ datasets (case 9)
@@ -121,11 +116,11 @@ def test_a_wrong_label_is_named_with_its_index(tmp_path):
 def test_a_resume_without_a_valid_checkpoint_says_it_starts_from_step_0(tmp_path):
     run_dir = tmp_path / "run"
     fake_checkpoint(run_dir, 10, metadata=False)  # cut short: never valid
-    assert checkpoints.resume_point(run_dir) == (
+    assert listing.resume_point(run_dir) == (
         None, f"no valid checkpoint in {run_dir}; starting from step 0"
     )
     fake_checkpoint(run_dir, 20)
-    info, line = checkpoints.resume_point(run_dir)
+    info, line = listing.resume_point(run_dir)
     assert (info.step, line) == (20, "")
 
 
@@ -188,7 +183,7 @@ def test_fit_epoch_files_are_listed_with_what_restoring_them_means(tmp_path, cap
          "fit-checkpoints/epoch-002.weights.h5", "fit: restores the epoch start", 150),
     ]
     assert rows[1]["loss"] == 1.0 and rows[1]["time"] == 1001.0
-    assert checkpoints.list_checkpoints(run_dir) == []  # ftgui's resume never takes them
+    assert listing.list_checkpoints(run_dir) == []  # ftgui's resume never takes them
     assert cli.main(["checkpoints", str(run_dir)]) == 0
     assert "yes (fit: restores the epoch start)" in capsys.readouterr().out
 
@@ -206,12 +201,12 @@ def test_kill_and_recovery_in_a_bracketed_path_match_an_uninterrupted_run(
     assert (resumed["attempt"], resumed["from_step"], resumed["checkpoint"]) == (
         1, 30, "checkpoints/ckpt-30")
     assert of_kind(seen, "training_error") == []
-    assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
+    assert list(listing.checkpoint_dir(run_dir).glob("*.damaged")) == []
     assert events.final_losses(seen) == baseline_losses  # steps 31-60 to the bit
-    [newest] = [c for c in checkpoints.list_checkpoints(run_dir) if c.step == 60]
-    inspected = checkpoint_tools.inspect(run_dir, 60, evaluate=True)  # a helper process
+    [newest] = [c for c in listing.list_checkpoints(run_dir) if c.step == 60]
+    inspected = tools.inspect(run_dir, 60, evaluate=True)  # a helper process
     assert inspected["evaluation"]["val_loss"] == pytest.approx(newest.meta["val_loss"])
-    assert [c.step for c in checkpoints.list_checkpoints(run_dir) if c.valid] == [
+    assert [c.step for c in listing.list_checkpoints(run_dir) if c.valid] == [
         20, 30, 40, 50, 60]
 
 
@@ -234,7 +229,7 @@ def test_a_multi_worker_run_in_a_bracketed_path_recovers_and_keeps_its_retention
     # path TensorFlow globbed would give NotFoundError)
     assert {e["error"].split(":")[0] for e in of_kind(seen, "training_error")} <= {
         "UnavailableError"}
-    assert sorted(p.name for p in checkpoints.checkpoint_dir(run_dir).iterdir()) == [
+    assert sorted(p.name for p in listing.checkpoint_dir(run_dir).iterdir()) == [
         "checkpoint", "ckpt-30.data-00000-of-00001", "ckpt-30.index", "ckpt-30.meta.json",
         "ckpt-40.data-00000-of-00001", "ckpt-40.index", "ckpt-40.meta.json",
     ]
@@ -259,13 +254,13 @@ def test_a_good_checkpoint_that_does_not_fit_the_model_is_never_marked_damaged(
     seen = events.read_all(run_dir)
     # refused, not retried on older checkpoints: no attempt after the baseline's own
     assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0]
-    assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
+    assert list(listing.checkpoint_dir(run_dir).glob("*.damaged")) == []
     assert _listing(run_dir, capsys) == before
     # A checkpoint that records nothing to compare (an older ftgui, no run_started): the
     # trainer finds it intact, refuses, and marks nothing.
-    prefix = checkpoints.checkpoint_dir(run_dir) / "ckpt-60"
-    meta = json.loads(checkpoints.meta_path(prefix).read_text())
-    checkpoints.write_metadata(prefix, loss=meta["loss"], val_loss=meta["val_loss"],
+    prefix = listing.checkpoint_dir(run_dir) / "ckpt-60"
+    meta = json.loads(listing.meta_path(prefix).read_text())
+    listing.write_metadata(prefix, loss=meta["loss"], val_loss=meta["val_loss"],
                                time=meta["time"], strategy=meta["strategy"])
     lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
     (run_dir / "events.jsonl").write_text("".join(
@@ -278,7 +273,7 @@ def test_a_good_checkpoint_that_does_not_fit_the_model_is_never_marked_damaged(
                           "checkpoint checkpoints/ckpt-60 is intact but does not restore here (")
     seen = events.read_all(run_dir)
     assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0, 1]
-    assert list(checkpoints.checkpoint_dir(run_dir).glob("*.damaged")) == []
+    assert list(listing.checkpoint_dir(run_dir).glob("*.damaged")) == []
     assert _listing(run_dir, capsys) == before
 
 
@@ -289,7 +284,7 @@ def test_a_resume_of_a_run_killed_before_its_first_checkpoint_says_so_and_cleans
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "5",
                      "--quiet"]) == 1
-    directory = checkpoints.checkpoint_dir(run_dir)
+    directory = listing.checkpoint_dir(run_dir)
     directory.mkdir(exist_ok=True)
     (directory / "ckpt-10_temp").mkdir()  # as a kill during the first save leaves it
     (directory / "checkpoint.tmp0b1c").write_bytes(b"")

@@ -10,9 +10,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 import pytest
 
 from ftgui import cli
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.settings import GROUPS, ON_RESUME, SETTINGS, WIDGETS
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.settings.schema import GROUPS, ON_RESUME, SETTINGS, WIDGETS
 
 DEFAULTS = {
     "strategy": "mirrored", "replicas": 2, "gpus": 0, "workers": 2, "ps": 1, "cluster": "",
@@ -66,7 +66,7 @@ def test_each_setting_keeps_its_default():
 def test_every_setting_has_a_flag_a_panel_widget_and_help_text(qtbot, capsys):
     from PySide6.QtWidgets import QGroupBox, QWidget
 
-    from ftgui.qt.config_panel import ConfigPanel
+    from ftgui.qt.panes.config_panel import ConfigPanel
 
     panel = ConfigPanel()
     qtbot.addWidget(panel)
@@ -115,7 +115,7 @@ def test_every_setting_can_be_given_as_a_flag(tmp_path):
 
 
 def test_the_panel_shows_and_returns_every_setting(qtbot, tmp_path):
-    from ftgui.qt.config_panel import ConfigPanel
+    from ftgui.qt.panes.config_panel import ConfigPanel
 
     panel = ConfigPanel()
     qtbot.addWidget(panel)
@@ -217,7 +217,7 @@ def test_a_bad_flag_value_names_the_setting_and_its_flag(tmp_path, capsys):
 def test_pace_is_a_flag_a_panel_spin_and_a_line_of_config_toml(tmp_path, capsys, qtbot):
     """`--pace 40` gives 40 steps per second; config.toml keeps it; the panel shows 0 as
     "as fast as possible"; a negative pace is refused in one line naming the flag."""
-    from ftgui.qt.config_panel import ConfigPanel
+    from ftgui.qt.panes.config_panel import ConfigPanel
 
     args = cli.build_parser().parse_args(["train", str(tmp_path / "run"), "--pace", "40"])
     config = cli.config_from_args(args, RunConfig())

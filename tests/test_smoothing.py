@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ftgui.core import smoothing
+from ftgui.core.timeline import smoothing
 
 
 def test_smoothing_is_tensorboards_debiased_ema_and_skips_gaps():

@@ -17,11 +17,12 @@ import pytest
 from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done
 
 from ftgui import cli
-from ftgui.core import checkpoints, events, restore_point, snapshots
-from ftgui.core.config import RunConfig
-from ftgui.core.settings import SETTINGS
-from ftgui.core.supervisor import StartError, Supervisor
-from ftgui.core.trainer_command import trainer_args
+from ftgui.core.checkpoints import listing, restore_point, snapshots
+from ftgui.core.record import events
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.settings.schema import SETTINGS
+from ftgui.core.supervision.supervisor import StartError, Supervisor
+from ftgui.core.supervision.trainer_command import trainer_args
 
 
 def _payload(step: int, size: int) -> bytes:
@@ -168,7 +169,7 @@ def test_random_kills_of_a_writer_never_leave_a_torn_snapshot(tmp_path):
     writer = textwrap.dedent(f"""
         import sys
         import numpy as np
-        from ftgui.core import snapshots
+        from ftgui.core.checkpoints import snapshots
         made = snapshots.SnapshotFile.create(snapshots.snapshot_path({str(run_dir)!r}), 1, {size},
                                                {str(run_dir)!r})
         print("ready", flush=True)
@@ -202,7 +203,7 @@ def test_random_kills_of_a_writer_never_leave_a_torn_snapshot(tmp_path):
 def test_the_restore_point_takes_memory_only_when_newer_and_never_for_a_fork(snapshot_file):
     run_dir, made = snapshot_file
     made.write(0, 250, 0.1, b"x" * 10)
-    older, newer = checkpoints.CheckpointInfo(200, run_dir, True), checkpoints.CheckpointInfo(
+    older, newer = listing.CheckpointInfo(200, run_dir, True), listing.CheckpointInfo(
         250, run_dir, True)
     assert restore_point.memory_point(run_dir, older, fresh=False).step == 250
     assert restore_point.memory_point(run_dir, None, fresh=False).step == 250
@@ -245,7 +246,7 @@ def test_a_kill_at_250_resumes_from_memory_and_every_loss_equals_the_run_never_k
     assert (resumed["source"], resumed["from_step"]) == ("memory", 250)
     first = min(e["step"] for e in of_kind(seen, "step") if e["attempt"] == 1)
     assert first == 251
-    assert checkpoints.find(run_dir, 250).meta["source"] == "memory"
+    assert listing.find(run_dir, 250).meta["source"] == "memory"
     losses = events.final_losses(seen)
     assert [losses[s] for s in range(1, 401)] == [uninterrupted[s] for s in range(1, 401)]
 
@@ -327,9 +328,9 @@ def test_kills_at_random_moments_always_resume_exactly(tmp_path, uninterrupted):
 
 
 def test_the_incident_and_the_story_say_the_state_came_from_memory():
-    from ftgui.core.incidents import from_events
-    from ftgui.core.story import story
-    from ftgui.core.timeline import Timeline
+    from ftgui.core.record.incidents import from_events
+    from ftgui.core.timeline.model import Timeline
+    from ftgui.core.timeline.story import story
 
     run = [
         {"event": "run_started", "time": 0.0, "attempt": 0},

@@ -16,11 +16,12 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
 from test_presentation import T0, write_recovered_run
 
-from ftgui.core import config as configmod
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
-from ftgui.qt import replay_app, theme
-from ftgui.qt.main_window import MainWindow
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.qt import theme
+from ftgui.qt.window import replay_app
+from ftgui.qt.window.main_window import MainWindow
 
 
 @pytest.fixture
@@ -153,7 +154,7 @@ EDGE_STORY = ("Finished at step 600 · preempted at step 476 → restored checkp
 @pytest.mark.parametrize("story", [LONG_STORY, EDGE_STORY])
 @pytest.mark.parametrize("presenting", [True, False])
 def test_the_story_line_takes_at_most_two_lines(window, qtbot, presenting, story):
-    from ftgui.qt.story_banner import MIN_FONT_FRACTION, line_count
+    from ftgui.qt.window.story_banner import MIN_FONT_FRACTION, line_count
 
     window.set_presenting(presenting)
     banner = window.story_banner
@@ -209,7 +210,7 @@ def write_chaos_run(run_dir, faults: int = 12) -> None:
 @pytest.mark.parametrize("presenting", [True, False])
 def test_many_faults_label_only_the_newest_in_a_strip_at_the_top(window, qtbot, tmp_path,
                                                                  presenting):
-    from ftgui.qt.plot_focus import MAX_LABEL_ROWS, MAX_LABELLED
+    from ftgui.qt.plot.focus import MAX_LABEL_ROWS, MAX_LABELLED
 
     run_dir = tmp_path / "run"
     write_chaos_run(run_dir)
@@ -241,7 +242,7 @@ def test_many_faults_label_only_the_newest_in_a_strip_at_the_top(window, qtbot, 
 @pytest.mark.parametrize("presenting", [True, False])
 def test_after_a_resume_the_redone_steps_are_magnified_and_the_resumed_curve_stays(
         window, qtbot, tmp_path, presenting):
-    from ftgui.qt.redone_inset import RedoneInset
+    from ftgui.qt.plot.redone_inset import RedoneInset
 
     run_dir = tmp_path / "run"
     write_recovered_run(run_dir)  # killed at 230, resumed from 200, on to 260; loss 2/step
@@ -274,7 +275,7 @@ def test_after_a_resume_the_redone_steps_are_magnified_and_the_resumed_curve_sta
 
 
 def test_no_inset_before_a_resume_nor_on_the_time_axis(window, qtbot, tmp_path):
-    from ftgui.qt.redone_inset import RedoneInset
+    from ftgui.qt.plot.redone_inset import RedoneInset
 
     run_dir = tmp_path / "run"
     write_constant_run(run_dir, 0.5)
@@ -294,8 +295,8 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
                                                                             tmp_path):
     from test_compare import two_runs
 
-    from ftgui.core import runs
-    from ftgui.qt.compare_view import COMPARE_COLOURS
+    from ftgui.core.record import runs
+    from ftgui.qt.runs.compare_view import COMPARE_COLOURS
 
     every_10, every_4 = two_runs(tmp_path / "runs")
     window.open_run(every_10)
@@ -335,8 +336,8 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
 
 
 def test_final_losses_that_differ_are_shown_in_full():
-    from ftgui.core.run_figures import RunFigures
-    from ftgui.qt.compare_view import final_line, loss_text
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import final_line, loss_text
 
     def run(name, loss):
         return RunFigures(name, 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 10, loss)
@@ -354,9 +355,9 @@ def test_final_losses_that_differ_are_shown_in_full():
 def test_a_stage_names_the_pane_its_text_points_at():
     import tomllib
 
-    from ftgui.core import demos
+    from ftgui.core.demos import definitions
 
-    found, _problems = demos.discover()
+    found, _problems = definitions.discover()
     by_key = {demo.key: demo for demo in found}
     crash = by_key["crash-and-recover"]
     pointing = [stage for stage in crash.stages if "checkpoint table" in stage.text]
@@ -367,13 +368,13 @@ def test_a_stage_names_the_pane_its_text_points_at():
                 assert stage.show == "checkpoints", (demo.key, stage.text[:40])
     table = tomllib.loads(crash.path.read_text())
     table["stages"][1]["show"] = "plot"
-    with pytest.raises(demos.DemoError,
+    with pytest.raises(definitions.DemoError,
                        match=r"^stages\[1\]\.show: 'plot' is not one of checkpoints, incidents$"):
-        demos.parse(table, crash.path)
+        definitions.parse(table, crash.path)
 
 
 def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot, tmp_path):
-    from ftgui.qt.view_modes import STAGE_PANE_PX, show_stage_pane
+    from ftgui.qt.window.view_modes import STAGE_PANE_PX, show_stage_pane
 
     run_dir = tmp_path / "run"
     write_recovered_run(run_dir)
@@ -416,8 +417,8 @@ def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
 
 
 def test_the_comparison_of_two_constant_huge_losses_has_a_drawable_range(qtbot, tmp_path):
-    from ftgui.core import runs
-    from ftgui.qt.compare_view import CompareView
+    from ftgui.core.record import runs
+    from ftgui.qt.runs.compare_view import CompareView
 
     for name in ("a", "b"):
         write_constant_run(tmp_path / name, 1e30)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ftgui.core.config import RunConfig
-from ftgui.core.standby import StandbyPool, config_fingerprint, wants_cluster
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision.standby import StandbyPool, config_fingerprint, wants_cluster
 
 CONFIG = RunConfig(strategy="multi-worker", workers=2, warm_standby=True).to_dict()
 

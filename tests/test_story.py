@@ -3,8 +3,8 @@ recovery as one sentence, with the incident table's figures."""
 
 from __future__ import annotations
 
-from ftgui.core.story import percent, seconds, story, totals_line
-from ftgui.core.timeline import Timeline
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.story import percent, seconds, story, totals_line
 
 T0 = 1_700_000_000.0
 

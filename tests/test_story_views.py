@@ -10,8 +10,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 import numpy as np
 from PySide6.QtCore import Qt
 
-from ftgui.core.timeline import Timeline
-from ftgui.qt.branches import ABANDONED_LABEL, branch_colour
+from ftgui.core.timeline.model import Timeline
+from ftgui.qt.plot.branches import ABANDONED_LABEL, branch_colour
 
 
 def fork_timeline() -> Timeline:
@@ -32,7 +32,7 @@ def fork_timeline() -> Timeline:
 
 
 def test_a_fork_is_drawn_as_a_branch(qtbot):
-    from ftgui.qt.loss_plot import LossPlot
+    from ftgui.qt.plot.loss_plot import LossPlot
 
     plot = LossPlot()
     qtbot.addWidget(plot)
@@ -59,7 +59,7 @@ def test_a_fork_s_archived_checkpoints_stay_listed_greyed_under_the_fork(qtbot, 
     from conftest import fake_checkpoint
 
     from ftgui.qt import theme
-    from ftgui.qt.checkpoint_table import CheckpointTable
+    from ftgui.qt.panes.checkpoint_table import CheckpointTable
 
     run_dir = tmp_path / "run"
     for step in (10, 20, 30, 40, 50, 60, 70):
@@ -91,7 +91,7 @@ def test_thaw_only_for_a_frozen_process_and_kill_without_the_right_click(qtbot):
     import time
     from types import SimpleNamespace
 
-    from ftgui.qt.process_table import COLUMNS, KILL_TEXT, ProcessTable
+    from ftgui.qt.panes.process_table import COLUMNS, KILL_TEXT, ProcessTable
 
     sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
                 for _ in range(2)]
@@ -137,7 +137,7 @@ import pytest  # noqa: E402
 from PySide6.QtGui import QAction, QKeySequence  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
-from ftgui.core.config import RunConfig  # noqa: E402
+from ftgui.core.settings.config import RunConfig  # noqa: E402
 
 TF_NOISE = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
@@ -154,7 +154,7 @@ FAKE_TRAINER = textwrap.dedent(
     """
     # Stands in for `python -m ftgui.training RUN ...`: TensorFlow's noise, then a crash.
     import os, sys
-    from ftgui.core.events import EventWriter
+    from ftgui.core.record.events import EventWriter
 
     run_dir = sys.argv[3]
     attempt = int(sys.argv[sys.argv.index("--attempt") + 1])
@@ -236,7 +236,7 @@ def test_an_error_the_trainer_recorded_is_said_once(qtbot, window, tmp_path, fak
 
 
 def test_every_command_has_a_shortcut_shown_in_its_menu_and_tooltip(window):
-    from ftgui.qt.commands import SHORTCUTS
+    from ftgui.qt.window.menu_actions import SHORTCUTS
 
     names = {"startAction": "start", "resumeAction": "resume",
              "checkpointNowAction": "checkpoint", "killAction": "kill",
@@ -263,7 +263,7 @@ def test_every_command_has_a_shortcut_shown_in_its_menu_and_tooltip(window):
 
 
 def test_every_setting_has_a_tooltip(window):
-    from ftgui.core.settings import SETTINGS
+    from ftgui.core.settings.schema import SETTINGS
 
     for name in SETTINGS:
         assert window.panel.widgets[name].toolTip().strip(), name
@@ -319,8 +319,8 @@ def test_the_plot_exports_as_a_slide_png_and_as_svg(qtbot, tmp_path):
 
     from PySide6.QtGui import QImage
 
-    from ftgui.qt.loss_plot import LossPlot
-    from ftgui.qt.plot_export import ImageSize, export_png, export_svg
+    from ftgui.qt.plot.export import ImageSize, export_png, export_svg
+    from ftgui.qt.plot.loss_plot import LossPlot
 
     plot = LossPlot()
     qtbot.addWidget(plot)
@@ -351,7 +351,7 @@ def test_the_plot_exports_as_a_slide_png_and_as_svg(qtbot, tmp_path):
 def test_the_run_menu_exports_png_at_a_size_and_svg(window, tmp_path, finished_run):
     from PySide6.QtGui import QImage
 
-    from ftgui.qt.plot_export import ImageSize
+    from ftgui.qt.plot.export import ImageSize
 
     window.open_run(finished_run)
     assert window.findChild(QAction, "exportSvgAction") is not None
@@ -363,7 +363,7 @@ def test_the_run_menu_exports_png_at_a_size_and_svg(window, tmp_path, finished_r
 
 
 def test_an_incident_ended_by_a_fork_reads_as_unrecovered_not_pending(qtbot):
-    from ftgui.qt.incident_table import COLUMNS, IncidentPanel
+    from ftgui.qt.panes.incident_table import COLUMNS, IncidentPanel
 
     timeline = Timeline()
     timeline.feed([

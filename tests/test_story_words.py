@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from test_story import CHIEF, ev, steps
 
-from ftgui.core.incidents import from_events
-from ftgui.core.story import frozen, source_words, story
-from ftgui.core.timeline import Timeline
+from ftgui.core.record.incidents import from_events
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.story import frozen, source_words, story
 
 
 def told(events: list[dict]) -> tuple[Timeline, str]:
@@ -61,7 +61,7 @@ def test_a_freeze_is_told_as_frozen_and_a_thaw_closes_it_before_a_later_kill():
 
 
 def test_the_state_label_says_frozen_while_frozen(qtbot):
-    from ftgui.qt.top_bar import TopBar
+    from ftgui.qt.window.top_bar import TopBar
 
     bar = TopBar()
     qtbot.addWidget(bar)
@@ -195,9 +195,9 @@ def test_every_fault_command_after_the_end_does_nothing(tmp_path, monkeypatch, k
     why, and writes no `fault_injected`."""
     from conftest import poll_until, stand_in_python
 
-    from ftgui.core import events
-    from ftgui.core.config import RunConfig
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.record import events
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision.supervisor import Supervisor
 
     source = ("for action, value in plan:\n"
               "    if action == 'step': writer.emit('step', step=value, loss=1.0 / value)\n"
@@ -226,7 +226,7 @@ def test_every_fault_command_after_the_end_does_nothing(tmp_path, monkeypatch, k
 def test_the_window_says_why_a_kill_did_nothing(qtbot):
     from types import SimpleNamespace
 
-    from ftgui.qt.controller import RunController
+    from ftgui.qt.window.controller import RunController
 
     controller = RunController()
     refused = "Kill ignored: the run has finished (step 2)"

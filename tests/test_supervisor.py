@@ -18,17 +18,18 @@ import psutil
 import pytest
 from conftest import of_kind, poll_until, poll_until_done, processes_of
 
-from ftgui.core import events, exitcodes, run_lock, trainer_command
-from ftgui.core.cluster import Task
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.fault_schedule import FaultSchedule
-from ftgui.core.supervisor import RunBusyError, StartError, Supervisor
+from ftgui.core.record import events, exitcodes, run_lock
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.supervision import trainer_command
+from ftgui.core.supervision.cluster import Task
+from ftgui.core.supervision.fault_schedule import FaultSchedule
+from ftgui.core.supervision.supervisor import RunBusyError, StartError, Supervisor
 
 FAKE_TRAINER = textwrap.dedent(
     """
     # Stands in for `python -m ftgui.training RUN --attempt N ...`; behaviour from FAKE_TRAINER.
     import os, subprocess, sys, time
-    from ftgui.core.events import EventWriter
+    from ftgui.core.record.events import EventWriter
 
     run_dir = sys.argv[3]
     attempt = int(sys.argv[sys.argv.index("--attempt") + 1])
@@ -38,11 +39,11 @@ FAKE_TRAINER = textwrap.dedent(
         events.emit("training_error", role="chief", index=0, error="stand-in failure")
         sys.exit(int(mode[5:]))
     if mode == "survivor":  # a multi-worker process that ends when told a peer is gone
-        from ftgui.core import peer_loss
+        from ftgui.core.supervision import peer_notice
         index = int(sys.argv[sys.argv.index("--index") + 1])
         events.emit("step", step=1, loss=2.0)
         for _ in range(6000):
-            notice = peer_loss.read(run_dir, attempt)
+            notice = peer_notice.read(run_dir, attempt)
             if notice is not None:
                 events.emit("training_error", role="worker", index=index,
                             error="told: " + notice["reason"])
@@ -125,8 +126,8 @@ def test_a_lost_worker_is_announced_to_the_survivors_who_end_within_the_grace(
 ):
     """A killed member of a multi-worker cluster: the supervisor writes the notice of its
     attempt (`peer_loss`) before it waits for the survivors, and the next launch removes it."""
-    from ftgui.core import peer_loss
-    from ftgui.core.task_launch import JUST_IN_TIME_GRACE_SECONDS
+    from ftgui.core.supervision import peer_notice
+    from ftgui.core.supervision.task_launch import JUST_IN_TIME_GRACE_SECONDS
 
     monkeypatch.setenv("FAKE_TRAINER", "survivor")
     run_dir = tmp_path / "run"
@@ -143,10 +144,10 @@ def test_a_lost_worker_is_announced_to_the_survivors_who_end_within_the_grace(
     errors = {e["index"]: e["error"] for e in of_kind(seen, "training_error")}
     assert errors == {0: "told: worker 1 ended by SIGKILL", 2: "told: worker 1 ended by SIGKILL"}
     assert supervisor.state == "recovering"
-    assert peer_loss.read(run_dir, 0)["reason"] == "worker 1 ended by SIGKILL"
+    assert peer_notice.read(run_dir, 0)["reason"] == "worker 1 ended by SIGKILL"
     supervisor._recovery.due = 0  # restart now
     seen += poll_until(supervisor, lambda ev: of_kind(ev, "process_started", attempt=1))
-    assert peer_loss.read(run_dir, 0) is None
+    assert peer_notice.read(run_dir, 0) is None
     supervisor.shutdown()
     assert wait_gone(started_pids(seen)) == []
 
@@ -238,7 +239,7 @@ def test_resume_from_a_step_without_a_checkpoint_is_refused(tmp_path, fake_pytho
 HOLD_LOCK = textwrap.dedent(
     """
     import sys, time
-    from ftgui.core.run_lock import RunLock
+    from ftgui.core.record.run_lock import RunLock
 
     RunLock(sys.argv[1]).acquire()
     print("held", flush=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ftgui.core.logs import LogTail
-from ftgui.core.tail import Tail
+from ftgui.core.record.logs import LogTail
+from ftgui.core.record.tail import Tail
 
 
 def test_a_tail_returns_complete_lines_and_holds_back_a_torn_one(tmp_path):

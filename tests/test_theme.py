@@ -13,11 +13,11 @@ from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication
 
 from ftgui.qt import theme
-from ftgui.qt.checkpoint_table import CheckpointTable
-from ftgui.qt.loss_plot import LossPlot
-from ftgui.qt.main_window import MainWindow
-from ftgui.qt.process_table import ProcessTable
-from ftgui.qt.runs_dock import RunsDock
+from ftgui.qt.panes.checkpoint_table import CheckpointTable
+from ftgui.qt.panes.process_table import ProcessTable
+from ftgui.qt.plot.loss_plot import LossPlot
+from ftgui.qt.runs.runs_dock import RunsDock
+from ftgui.qt.window.main_window import MainWindow
 
 
 @pytest.fixture

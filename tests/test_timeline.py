@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ftgui.core import events, runs
-from ftgui.core.events import EventWriter
-from ftgui.core.timeline import Timeline
+from ftgui.core.record import events, runs
+from ftgui.core.record.events import EventWriter
+from ftgui.core.timeline.model import Timeline
 
 T0 = 1_700_000_000.0
 

@@ -15,9 +15,10 @@ import pytest
 from conftest import BASELINE_FLAGS, of_kind, poll_until_done
 
 from ftgui import cli
-from ftgui.core import checkpoints, events
-from ftgui.core.config import RunConfig
-from ftgui.core.supervisor import Supervisor
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.training import data
 from ftgui.training.data import StepBatches
 
@@ -31,7 +32,7 @@ def killed_run(tmp_path_factory):
     with contextlib.redirect_stderr(io.StringIO()) as kill_err:
         kill_status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
                                 "--quiet"])
-    newest_after_kill = checkpoints.newest_valid(run_dir)
+    newest_after_kill = listing.newest_valid(run_dir)
     events_after_kill = events.read_all(run_dir)
     resume_status = cli.main(["train", str(run_dir), "--resume", "--quiet"])
     return SimpleNamespace(
@@ -178,7 +179,7 @@ def test_a_fork_from_step_20_archives_newer_checkpoints_and_replays_the_same_los
     assert status == 0
     archive = run_dir / "history" / "fork-1"
     assert {p.name: p.read_bytes() for p in (archive / "checkpoints").iterdir()} == newer_files
-    assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(archive)] == [
+    assert [(c.step, c.valid) for c in listing.list_checkpoints(archive)] == [
         (30, True), (40, True), (50, True), (60, True)
     ]
     all_events = events.read_all(run_dir)
@@ -192,7 +193,7 @@ def test_a_fork_from_step_20_archives_newer_checkpoints_and_replays_the_same_los
     branch = {e["step"]: e["loss"] for e in of_kind(all_events, "step", attempt=1)}
     assert branch == {step: baseline_losses[step] for step in range(21, 61)}
     # The branch wrote its own checkpoints; the run's checkpoints are whole again.
-    assert [(c.step, c.valid) for c in checkpoints.list_checkpoints(run_dir)] == [
+    assert [(c.step, c.valid) for c in listing.list_checkpoints(run_dir)] == [
         (20, True), (30, True), (40, True), (50, True), (60, True)
     ]
 
@@ -326,7 +327,7 @@ def test_a_checkpoint_with_flipped_bytes_is_marked_damaged_and_recovery_takes_th
     damaged = bytearray(data_file.read_bytes())
     damaged[len(damaged) // 2: len(damaged) // 2 + 100] = bytes(100)  # same size, other bytes
     data_file.write_bytes(bytes(damaged))
-    assert checkpoints.newest_valid(run_dir).step == 60  # sizes alone cannot tell
+    assert listing.newest_valid(run_dir).step == 60  # sizes alone cannot tell
 
     # without automatic recovery too: resuming promises the newest valid checkpoint
     assert cli.main(["train", str(run_dir), "--resume", "--steps", "70",
@@ -338,7 +339,7 @@ def test_a_checkpoint_with_flipped_bytes_is_marked_damaged_and_recovery_takes_th
     assert resumed["from_step"] == 50
     marked = [e for e in seen if e["event"] == "training_error"][0]["error"]
     assert "DataLossError" in marked
-    resaved = [c for c in checkpoints.list_checkpoints(run_dir) if c.step == 60][0]
+    resaved = [c for c in listing.list_checkpoints(run_dir) if c.step == 60][0]
     assert resaved.valid  # saved again by the resumed attempt, the old verdict gone
     losses = {e["step"]: e["loss"] for e in of_kind(seen, "step") if e["attempt"] == 2}
     assert losses[51] == baseline_losses[51]
@@ -354,7 +355,7 @@ def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept
     assert [e["step"] for e in saved] == [10, 20, 30, 40, 50, 60]
     assert all(e["background"] for e in saved)  # mirrored: a shadow copy, a writer thread
     assert all(0 < e["stall_seconds"] for e in saved)
-    kept = [c.step for c in checkpoints.list_checkpoints(baseline_run) if c.valid]
+    kept = [c.step for c in listing.list_checkpoints(baseline_run) if c.valid]
     assert kept == [20, 30, 40, 50, 60]  # keep = 5
     directory = str(baseline_run / "checkpoints")
     state = tf.train.get_checkpoint_state(directory)  # the state file the clerk wrote
@@ -362,7 +363,7 @@ def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept
     assert [p.rsplit("/", 1)[-1] for p in state.all_model_checkpoint_paths] == [
         f"ckpt-{s}" for s in kept]
     assert list(state.all_model_checkpoint_timestamps) == [
-        c.time for c in checkpoints.list_checkpoints(baseline_run) if c.valid]
+        c.time for c in listing.list_checkpoints(baseline_run) if c.valid]
     assert tf.train.latest_checkpoint(directory) == f"{directory}/ckpt-60"
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(), directory, max_to_keep=5)
     assert manager.checkpoints == [f"{directory}/ckpt-{s}" for s in kept]
@@ -439,7 +440,7 @@ def test_a_leftover_in_the_way_of_a_restore_from_memory_is_removed_first(
     seen = poll_until_done(supervisor)
     [resumed] = of_kind(seen, "resumed")
     assert (resumed["source"], resumed["from_step"]) == ("memory", 23)
-    assert checkpoints.find(run_dir, 23).valid
+    assert listing.find(run_dir, 23).valid
     assert events.final_losses(seen) == baseline_losses
     assert not (run_dir / "checkpoints" / "ckpt-23.meta.json.tmp").exists()
 
@@ -448,7 +449,7 @@ def test_a_leftover_in_the_way_of_a_restore_from_memory_is_removed_first(
 def test_a_checkpoint_whose_state_file_fails_is_still_reported_saved(tmp_path):
     """Retention or the state file failing after the metadata: the checkpoint is valid, so
     `checkpoint_saved` is written before the error stops training."""
-    from ftgui.core.checkpoint_clerk import Clerk, ClerkError
+    from ftgui.core.checkpoints.clerk import Clerk, ClerkError
     from ftgui.training.actions.checkpoint import CheckpointAction
     from ftgui.training.data import DataPosition
 
@@ -477,4 +478,4 @@ def test_a_checkpoint_whose_state_file_fails_is_still_reported_saved(tmp_path):
         action._complete_save(40, fields, None, 0.001)
     assert [kind for kind, _ in emitted] == ["validation", "checkpoint_saved"]
     assert emitted[1][1]["path"] == "checkpoints/ckpt-40" and emitted[1][1]["step"] == 40
-    assert checkpoints.inspect(directory / "ckpt-40").valid
+    assert listing.inspect(directory / "ckpt-40").valid

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import fake_checkpoint
 
-from ftgui.core import events, exitcodes
+from ftgui.core.record import events, exitcodes
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
-from ftgui.training.actions.faults import FaultHooks, Faults
+from ftgui.training.actions.fault_hooks import FaultHooks, Faults
 from ftgui.training.actions.rollback import MAX_ROLLBACKS, NanRollback, refusal
 from ftgui.training.actions.step_events import StepEvents
 from ftgui.training.loop import TrainingLoop, agreed_requests, scheduled_chunk_end

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from ftgui import cli
-from ftgui.core import checkpoints, events, user_code
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings import user_code
+from ftgui.core.settings.config import ConfigError, RunConfig
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "resources" / "examples"
 SHORT = ["--steps", "60", "--checkpoint-every", "10"]
@@ -162,7 +164,7 @@ def test_an_example_killed_at_step_35_recovers_to_the_same_losses_to_the_bit(
     model_file = EXAMPLES / flags[flags.index("--model") + 1].split(":")[0]
     assert record["model_sha256"] == user_code.sha256(model_file)
     assert record["exact_resume"] is True
-    meta = checkpoints.newest_valid(tmp_path / "killed").meta
+    meta = listing.newest_valid(tmp_path / "killed").meta
     assert meta["model_sha256"] == record["model_sha256"]
     assert meta["dataset_sha256"] == record["dataset_sha256"]
     validations = [e for e in killed_events if e["event"] == "validation"]
@@ -185,7 +187,7 @@ def test_a_model_with_a_stateful_random_op_trains_but_exact_resume_is_not_promis
     assert any(op.startswith("RandomStandardNormal (") for op in warnings[0]["ops"])
     record = configmod.load_record(run_dir)
     assert record["exact_resume"] is False and record["nondeterministic_ops"]
-    assert checkpoints.newest_valid(run_dir).meta["exact_resume"] is False
+    assert listing.newest_valid(run_dir).meta["exact_resume"] is False
 
 
 @pytest.mark.tf
@@ -198,7 +200,7 @@ def test_cluster_strategies_train_a_user_model(strategy, tmp_path):
                      "--steps", "10", "--checkpoint-every", "5", "--quiet"]) == 0
     losses = events.final_losses(events.read_all(run_dir))
     assert sorted(losses) == list(range(1, 11))
-    assert checkpoints.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
+    assert listing.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
         EXAMPLES / "functional_dropout.py")
 
 
@@ -214,7 +216,7 @@ def test_the_check_helper_answers_in_one_json_line(tmp_path):
 def test_the_panel_picks_a_file_and_shows_the_function_and_the_check(qtbot):
     from PySide6.QtWidgets import QPushButton
 
-    from ftgui.qt.config_panel import ConfigPanel, functions_in
+    from ftgui.qt.panes.config_panel import ConfigPanel, functions_in
 
     panel = ConfigPanel()
     qtbot.addWidget(panel)
@@ -261,8 +263,8 @@ def test_a_saved_keras_model_trains_from_its_own_weights(tmp_path):
     import tensorflow as tf
 
     tf.train.Checkpoint(model=restored).read(
-        str(checkpoints.checkpoint_dir(run_dir) / "ckpt-2")).expect_partial()
+        str(listing.checkpoint_dir(run_dir) / "ckpt-2")).expect_partial()
     kernel = restored.trainable_variables[0].numpy()
     assert np.allclose(kernel, 0.01, atol=1e-6)  # trained 2 steps at lr 1e-9 from 0.01
-    assert checkpoints.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
+    assert listing.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
         tmp_path / "saved.keras")

@@ -12,9 +12,9 @@ import time
 import pytest
 from conftest import of_kind
 
-from ftgui.core import config as configmod
-from ftgui.core import events
-from ftgui.core.trainer_command import standby_argv, trainer_args
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.supervision.trainer_command import standby_argv, trainer_args
 
 
 def _ready_standby(run_dir, log_path):

@@ -6,7 +6,7 @@ iterations, global step) into a shadow copy with the same object structure - one
 about a millisecond for the built-in models - and goes on training. A single worker thread then
 writes the shadow copy with a traced `tf.train.Checkpoint.write`, evaluates it on the validation
 split, reports it (events) and hands the bookkeeping (metadata, retention, state file) to the
-checkpoint clerk (`ftgui.core.checkpoint_clerk`), a helper process. Because the structure is the
+checkpoint clerk (`ftgui.core.checkpoints.clerk`), a helper process. Because the structure is the
 same, the files restore into the real model with `assert_existing_objects_matched()`.
 
 Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: in TF 2.21 it fails on the second
@@ -28,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoints
+from ftgui.core.checkpoints import listing as checkpoints
 
 
 def loss_and_accuracy(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ftgui.core import resume_check
+from ftgui.core.checkpoints import resume_check
 
 VALIDATION_FRACTION = 0.2
 SPLIT_SEED = 0  # the train/validation split is fixed, whatever the training seed
@@ -94,7 +94,7 @@ def _with_info(dataset: Dataset, raw_x=None, raw_y=None) -> Dataset:
 
 
 def _from_function(source: str, task: str) -> Dataset:
-    from ftgui.core import user_code
+    from ftgui.core.settings import user_code
 
     parsed = user_code.parse("dataset", source)
     _, function = user_code.user_function(parsed)

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
-from ftgui.core import user_code
+from ftgui.core.settings import user_code
 
 
 def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
