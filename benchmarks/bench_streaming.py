@@ -19,8 +19,9 @@ In one process, offscreen (QT_QPA_PLATFORM=offscreen), the real ftgui classes:
    Supervisor.poll, or a bulk history reader where ftgui has one -, dispatch into the plot,
    first redraw) and further ticks until every event is in the plot, then a repaint; the time
    spent in each of those functions is shown. Target < 2 s. Diagnostic: the same with Python's
-   cyclic GC disabled. With `--open-only`, only this part: `ftgui.core.record.runs.read_history`
-   alone and the whole open, each `--reps` times (median and spread), nothing else.
+   cyclic GC disabled. With `--open-only`, only this part:
+   `ftgui.core.record.event_history.read_history` alone and the whole open, each `--reps` times
+   (median and spread), nothing else.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def redraw_times(app, counter: PaintCounter, n_points: int, reps: int, grid: boo
 
 OPEN_PARTS = [  # timed during the open when they exist in this version of ftgui
     ("ftgui.core.supervision.supervisor", "Supervisor.poll"),
-    ("ftgui.core.record.runs", "read_history"),
+    ("ftgui.core.record.event_history", "read_history"),
     ("ftgui.qt.window.controller", "RunController._replay"),
     ("ftgui.qt.window.controller", "RunController._dispatch"),
     ("ftgui.core.timeline.model", "Timeline.feed"),
@@ -298,7 +299,7 @@ def open_big_run(app, run_dir: Path, gc_off: bool = False) -> dict:
 
 def open_only(app, work: Path, n: int, reps: int, table) -> None:
     """Part 3 alone, repeated: read_history by itself, then the whole open (median, spread)."""
-    from ftgui.core.record import runs
+    from ftgui.core.record import event_history
 
     big = work / "big"
     size = write_step_events(big, n)
@@ -307,7 +308,7 @@ def open_only(app, work: Path, n: int, reps: int, table) -> None:
     for rep in range(reps):
         gc.collect()
         t0, cpu0 = time.perf_counter(), time.process_time()
-        history = runs.read_history(big)
+        history = event_history.read_history(big)
         reads.append(time.perf_counter() - t0)
         read_cpus.append(time.process_time() - cpu0)
         assert len(history.steps) == n, len(history.steps)

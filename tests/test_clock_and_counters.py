@@ -14,7 +14,7 @@ import time
 import pytest
 from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done, stand_in_python
 
-from ftgui.core.record import events
+from ftgui.core.record import event_history, events
 from ftgui.core.record.events import EventWriter
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
@@ -246,9 +246,8 @@ def test_the_event_writer_stamps_the_monotonic_clock(tmp_path):
     assert list(step) == ["event", "time", "attempt", "step", "loss", "epoch", "mono", "clock"]
     assert list(second) == ["event", "time", "attempt", "step", "loss", "epoch", "mono"]
     assert "mono" not in backdated and "clock" not in backdated  # a given time has no instant
-    from ftgui.core.record import runs
 
-    history = runs.read_history(tmp_path)
+    history = event_history.read_history(tmp_path)
     assert history.steps.mono.tolist() == [step["mono"], second["mono"]]
     assert history.steps.clock.tolist() == [events.CLOCK, events.CLOCK]  # carried forward
     assert events.describe({"event": "odd", "time": 1.0, "mono": 2.0, "clock": "x"}) == "odd"

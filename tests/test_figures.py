@@ -13,7 +13,7 @@ import pytest
 from recorded import crash_and_recovery, crash_then_fork, killed_before_the_first_checkpoint
 
 from ftgui.console import Progress
-from ftgui.core.record import events, runs
+from ftgui.core.record import event_history, events, runs
 from ftgui.core.reports import report
 from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.run_figures import read_run
@@ -24,7 +24,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 def reopened(run_dir) -> Timeline:
     timeline = Timeline()
-    timeline.feed(runs.read_history(run_dir))
+    timeline.feed(event_history.read_history(run_dir))
     return timeline
 
 

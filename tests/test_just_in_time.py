@@ -12,7 +12,7 @@ from conftest import alive, fake_checkpoint, of_kind, poll_until_done, stand_in_
 
 from ftgui import cli
 from ftgui.core.checkpoints import listing, moves
-from ftgui.core.record import events, runs
+from ftgui.core.record import event_history, events, runs
 from ftgui.core.settings.config import RunConfig
 from ftgui.core.supervision import peer_notice
 from ftgui.core.supervision.supervisor import Supervisor
@@ -146,7 +146,7 @@ def test_a_step_the_killed_chief_never_logged_is_written_from_its_promoted_check
     assert events.final_losses(seen) == NEVER_KILLED
     live, reopened = Timeline(), Timeline()
     live.feed(seen)
-    reopened.feed(runs.read_history(run_dir))
+    reopened.feed(event_history.read_history(run_dir))
     for timeline in (live, reopened):
         assert [s.series.x().tolist() for s in timeline.segments] == [
             [1, 2, 3, 4, 5, 6, 7], [8, 9, 10]]
@@ -155,7 +155,7 @@ def test_a_step_the_killed_chief_never_logged_is_written_from_its_promoted_check
         [incident] = timeline.incidents
         assert (incident.resumed_step, incident.steps_lost, incident.redo_seconds) == (7, 0, 0.0)
         assert incident.time_lost >= 0
-    steps, _, losses = runs.read_curves(run_dir).surviving_train()
+    steps, _, losses = event_history.read_curves(run_dir).surviving_train()
     assert dict(zip(steps.tolist(), losses.tolist(), strict=True)) == NEVER_KILLED
     # TensorBoard: the resumed chief logs again what its file may lack, from the step events
     after = unlogged_after(run_dir, 7)
@@ -203,7 +203,7 @@ def test_a_recovered_step_after_the_exits_leaves_the_run_killed(tmp_path):
             writer.emit(**{k: v for k, v in event.items() if k != "attempt"})
     live, reopened = Timeline(), Timeline()
     live.feed(events.read_all(run_dir))
-    reopened.feed(runs.read_history(run_dir))
+    reopened.feed(event_history.read_history(run_dir))
     for timeline in (live, reopened):
         assert (timeline.state, timeline.last_step) == ("killed", 7)
         assert [s.series.x().tolist() for s in timeline.segments] == [[1, 2, 3, 4, 5, 6, 7]]
@@ -388,7 +388,7 @@ def test_a_lost_worker_costs_no_step_the_chief_saves_the_last_completed_one(
     from ftgui.core.timeline.story import source_words, story
 
     timeline = Timeline()
-    timeline.feed(runs.read_history(tmp_path / "run"))
+    timeline.feed(event_history.read_history(tmp_path / "run"))
     [incident] = timeline.incidents
     resumed = of_kind(seen, "resumed")[0]["from_step"]
     redone = incident.step - resumed

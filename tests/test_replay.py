@@ -14,7 +14,7 @@ import pytest
 from recorded import crash_and_recovery
 
 from ftgui import cli
-from ftgui.core.record import runs
+from ftgui.core.record import event_history
 from ftgui.core.record.events import read_all
 from ftgui.core.settings.config import ConfigError
 from ftgui.core.timeline.model import Timeline
@@ -33,7 +33,7 @@ class FakeClock:
 
 def opened(run_dir) -> Timeline:
     timeline = Timeline()
-    timeline.feed(runs.read_history(run_dir))
+    timeline.feed(event_history.read_history(run_dir))
     return timeline
 
 

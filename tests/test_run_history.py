@@ -121,7 +121,7 @@ def test_the_runs_folder_is_remembered_in_the_window_settings(window, tmp_path):
 
 
 def test_the_default_runs_folder_is_the_platform_one(window):
-    assert config_panel.runs_root is runs.runs_root  # moved to core, still importable
+    assert config_panel.runs_root is runs.runs_root  # the panel uses core's
     assert window.run_history.dock.root() == runs.runs_root()
 
 

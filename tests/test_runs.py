@@ -234,7 +234,7 @@ def test_the_surviving_curve_takes_each_step_from_the_latest_attempt(tmp_path):
     log(run_dir, 0, "run_started", 0.0)
     train(run_dir, 0, [1, 2, 3], loss=lambda step: 4.0 - step)  # 3, 2, 1 at t=1, 1.25, 1.5
     train(run_dir, 1, [3, 4], at=8.0, loss=lambda step: 0.5 * step)  # 1.5, 2 at t=8, 8.25
-    curves = runs.read_curves(run_dir)
+    curves = event_history.read_curves(run_dir)
     assert curves.origin == T0
     steps, times, losses = curves.surviving_train()
     assert steps.tolist() == [1.0, 2.0, 3.0, 4.0]
@@ -251,7 +251,7 @@ def test_curves_read_column_wise_equal_what_json_reads(tmp_path):
     with open(run_dir / "events.jsonl", "a") as handle:  # other writers, other layouts
         handle.write('{"event":"step","attempt":4,"step":9,"loss":0.5,"time":1.5}\n')
         handle.write('{"event":"step","time":2.5,"attempt":4,"step":10,"loss":0.25}\n')
-    curves = runs.read_curves(run_dir)
+    curves = event_history.read_curves(run_dir)
     expected = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     train = curves.train
     assert train.step.tolist() == [e["step"] for e in expected]
@@ -272,7 +272,7 @@ def test_column_wise_floats_are_the_bits_json_reads(tmp_path):
         for step, loss in enumerate(losses.tolist(), start=1):
             writer.emit("step", time=T0 + step * 0.001 + loss, step=step, loss=loss, epoch=0)
     expected = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    train = runs.read_history(run_dir).steps
+    train = event_history.read_history(run_dir).steps
     assert train.loss.tolist() == [e["loss"] for e in expected]
     assert train.time.tolist() == [e["time"] for e in expected]
 
@@ -290,7 +290,7 @@ def test_a_step_value_that_is_no_json_number_falls_back_to_json(tmp_path, value,
             writer.emit("step", time=T0 + step, step=step, loss=0.5, epoch=0)
     with open(run_dir / "events.jsonl", "a") as handle:
         handle.write(f'{{"event":"step","time":9.5,"attempt":0,"step":3,"loss":{value}}}\n')
-    train = runs.read_history(run_dir).steps
+    train = event_history.read_history(run_dir).steps
     assert train.step.tolist()[:2] == [1, 2]
     assert train.loss.tolist()[:2] == [0.5, 0.5]
     event = parse_line((run_dir / "events.jsonl").read_bytes().splitlines()[-1])
@@ -341,7 +341,8 @@ def test_an_odd_step_line_is_read_as_json_reads_it_or_skipped(tmp_path, odd):
         if event is not None and event["event"] == "step":
             expected.append((event.get("attempt", 0), event["step"], float(event["time"]),
                              event_history._nan_if_none(event.get("loss"))))
-    for read in (runs.read_history(run_dir).steps, runs.read_curves(run_dir).train):
+    for read in (event_history.read_history(run_dir).steps,
+                 event_history.read_curves(run_dir).train):
         got = list(zip(read.attempt.tolist(), read.step.tolist(), read.time.tolist(),
                        read.loss.tolist(), strict=True))
         assert len(got) == len(expected)
@@ -367,9 +368,9 @@ def test_chunks_read_column_wise_equal_chunks_read_line_by_line(tmp_path, monkey
         for step in range(30, 60):
             writer.emit("step", step=step, loss=2 / step, epoch=1)  # with mono and clock
     monkeypatch.setattr(event_history, "_CHUNK_BYTES", chunk_bytes)
-    mixed = runs.read_history(run_dir)
+    mixed = event_history.read_history(run_dir)
     monkeypatch.setattr(event_history, "_chunk_columns", lambda *args: None)
-    by_line = runs.read_history(run_dir)
+    by_line = event_history.read_history(run_dir)
     for name in event_history._COLUMNS:
         np.testing.assert_array_equal(getattr(mixed.steps, name), getattr(by_line.steps, name))
     assert mixed.others == by_line.others
@@ -390,12 +391,12 @@ def test_a_line_of_two_comma_separated_events_is_read_as_the_line_reader_reads_i
     lines = [step.format(1), step.format(2), step.format(4) + "," + step.format(5),
              '{"event":"checkpoint","step":2,"time":1.0}', step.format(3)]
     (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
-    read = runs.read_history(run_dir)
+    read = event_history.read_history(run_dir)
     assert read.steps.step.tolist() == [1, 2, 5, 3]
     assert read.steps.line.tolist() == [0, 1, 2, 4]
     assert [(line, e["event"]) for line, e in read.others] == [(3, "checkpoint")]
     monkeypatch.setattr(event_history, "_chunk_columns", lambda *args: None)
-    by_line = runs.read_history(run_dir)
+    by_line = event_history.read_history(run_dir)
     assert by_line.steps.step.tolist() == [1, 2, 5, 3] and by_line.others == read.others
 
 

@@ -374,7 +374,7 @@ def test_a_stage_names_the_pane_its_text_points_at():
 
 
 def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot, tmp_path):
-    from ftgui.qt.window.view_modes import STAGE_PANE_PX, show_stage_pane
+    from ftgui.qt.demos.panel import STAGE_PANE_PX, show_stage_pane
 
     run_dir = tmp_path / "run"
     write_recovered_run(run_dir)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ftgui.core.record import events, runs
+from ftgui.core.record import event_history, events
 from ftgui.core.record.events import EventWriter
 from ftgui.core.timeline.model import Timeline
 
@@ -101,7 +101,7 @@ def watched_live(run_dir) -> Timeline:
 
 def reopened(run_dir) -> Timeline:
     timeline = Timeline()
-    timeline.feed(runs.read_history(run_dir))
+    timeline.feed(event_history.read_history(run_dir))
     return timeline
 
 

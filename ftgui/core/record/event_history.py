@@ -24,7 +24,7 @@ from ftgui.core.record.events import EVENTS_FILE, is_int64, parse_line
 _CHUNK_BYTES = 4 << 20
 
 
-def _complete_chunks(handle, offset: int = 0):
+def complete_chunks(handle, offset: int = 0):
     """Yield (data, end offset) for the complete lines from `offset` on, a few MB at a time;
     a torn last line (no newline yet) is left for the next read."""
     handle.seek(offset)
@@ -38,7 +38,7 @@ def _complete_chunks(handle, offset: int = 0):
         partial = data[complete:]
 
 
-def _event_of(line: bytes) -> dict:
+def event_of(line: bytes) -> dict:
     try:
         event = json.loads(line)
     except ValueError:
@@ -222,11 +222,11 @@ def _read_events(handle) -> _Events:
     number, end, first_time = 0, 0, None
     loads, decode_error, isfinite = orjson.loads, orjson.JSONDecodeError, math.isfinite
     nan = math.nan
-    for data, offset in _complete_chunks(handle):
+    for data, offset in complete_chunks(handle):
         end = offset
         stamped = b'"mono"' in data  # else a run written before `mono` existed
         if number == 0 and data:
-            first_time = _event_of(data[:data.find(b"\n")]).get("time")
+            first_time = event_of(data[:data.find(b"\n")]).get("time")
         fast = _chunk_columns(data, number, stamped)
         if fast is not None:
             columns, clocks, chunk_others = fast

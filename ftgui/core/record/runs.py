@@ -7,7 +7,7 @@ are cached per file and extended from where the last read stopped, so refreshing
 that are still being written reads only their new lines.
 
 Reading every event of one run (`read_history`, `read_curves`) is
-`ftgui.core.record.event_history`'; they are importable from here too.
+`ftgui.core.record.event_history`'s job.
 """
 
 from __future__ import annotations
@@ -20,16 +20,7 @@ from pathlib import Path
 
 from platformdirs import user_data_path
 
-from ftgui.core.record.event_history import (  # noqa: F401 (importable from here)
-    _CHUNK_BYTES,
-    History,
-    Points,
-    RunCurves,
-    _complete_chunks,
-    _event_of,
-    read_curves,
-    read_history,
-)
+from ftgui.core.record.event_history import complete_chunks, event_of
 from ftgui.core.record.events import EVENTS_FILE
 from ftgui.core.record.incidents import IncidentTracker
 from ftgui.core.record.run_lock import is_busy
@@ -114,13 +105,13 @@ class _Scan:
         if last_step >= 0:
             self.last_step_line = lines[last_step]
             self.resumed_from = None
-            self.last_attempt = max(self.last_attempt, _event_of(self.last_step_line).get(
+            self.last_attempt = max(self.last_attempt, event_of(self.last_step_line).get(
                 "attempt", 0))
         if self.first_time is None and lines:
-            self.first_time = _event_of(lines[0]).get("time")
+            self.first_time = event_of(lines[0]).get("time")
         for number, line in enumerate(lines):
             if not line.startswith(STEP_PREFIX):
-                event = _event_of(line)
+                event = event_of(line)
                 if event:
                     self._observe(event, after_last_step=number > last_step)
 
@@ -159,7 +150,7 @@ def _scan(run_dir: Path) -> _Scan:
         scan = _scans.get(path)
         if scan is None or scan.inode != stat.st_ino or stat.st_size < scan.offset:
             scan = _scans[path] = _Scan(inode=stat.st_ino)
-        for data, offset in _complete_chunks(handle, scan.offset):
+        for data, offset in complete_chunks(handle, scan.offset):
             scan.feed(data)
             scan.offset = offset
     return scan
@@ -181,7 +172,7 @@ def summarize(run_dir: str | os.PathLike) -> RunSummary:
     summary.strategy = str(run_config.get("strategy", ""))
     summary.steps_planned = run_config.get("steps")
     if scan.last_step_line:
-        last = _event_of(scan.last_step_line)
+        last = event_of(scan.last_step_line)
         summary.steps_done = last.get("step", 0)
         loss = last.get("loss")
         finite = isinstance(loss, (int, float)) and math.isfinite(loss)

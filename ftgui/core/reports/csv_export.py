@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ftgui.core.record.runs import read_curves
+from ftgui.core.record.event_history import read_curves
 
 COLUMNS = ("kind", "attempt", "step", "wall_time", "loss")
 

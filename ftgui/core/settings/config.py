@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import tomli_w
 
+from ftgui.core.settings import user_code
 from ftgui.core.settings.schema import (
     BUILTIN_DATASETS,
     FAULT_KINDS,
@@ -132,8 +134,6 @@ def _check_replicas(config: RunConfig) -> None:
 
 def _check_sources(config: RunConfig) -> None:
     """The model and dataset name a built-in or an existing file of the right kind."""
-    from ftgui.core.settings import user_code
-
     user_code.parse("model", config.model)
     user_code.parse("dataset", config.dataset)
     if config.task == "regression" and config.model in MODELS:
@@ -183,8 +183,6 @@ def _check_cluster(config: RunConfig) -> None:
 def _refuse_shared_addresses(jobs: dict[str, list[str]]) -> None:
     """Two tasks at one host:port (port 0 excepted: each gets its own free port) cannot both
     listen there. The names of this machine (localhost, 127.0.0.1, its host name) are one."""
-    from ftgui.core.supervision.cluster import is_local  # cluster imports this module
-
     seen: dict[tuple[str, str], str] = {}
     for job, addresses in jobs.items():
         for index, address in enumerate(addresses):
@@ -266,6 +264,16 @@ def parse_cluster(text: str) -> dict[str, list[str]]:
     return jobs
 
 
+LOCAL_HOSTS = {name.lower() for name in ("localhost", "127.0.0.1", "::1", socket.gethostname(),
+                                          socket.getfqdn())}
+
+
+def is_local(address: str) -> bool:
+    """True when `host:port` is this machine (ftgui starts the task itself); host names are
+    compared without case, as DNS does."""
+    return address.rpartition(":")[0].lower() in LOCAL_HOSTS
+
+
 def parse_target(target: str, config: RunConfig | None = None) -> tuple[str, int]:
     """Parse a fault target `chief`, `worker:I` or `ps:I` into (role, index).
 
@@ -335,8 +343,6 @@ def save(run_dir: str | os.PathLike, config: RunConfig, record: dict | None = No
     """Write `RUN/config.toml` atomically (temp file + rename); returns its path. The model and
     dataset files are written as absolute paths; `record` (when given) becomes the
     `[user_code]` table, else the file's existing table is kept."""
-    from ftgui.core.settings import user_code
-
     path = Path(run_dir) / CONFIG_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     values = config.to_dict()

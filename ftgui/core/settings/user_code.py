@@ -250,14 +250,3 @@ def record(config, result: CheckResult | None) -> dict:
 def warning_line(result: CheckResult) -> str:
     """The line the CLI and the window show when exact resume cannot be promised."""
     return f"warning: exact resume is not guaranteed for this model: {result.reason}"
-
-
-def checkpoint_fields(config, run_dir: Path) -> dict:
-    """What each checkpoint's metadata records of the user's code: the files' paths and hashes
-    (as the trainer found them when it started) and `exact_resume` when a check said no."""
-    from ftgui.core.settings.config import load_record
-
-    fields = fingerprint(config)
-    if load_record(run_dir).get("exact_resume") is False:
-        fields["exact_resume"] = False
-    return fields

@@ -16,7 +16,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ftgui.core.settings.config import ConfigError, RunConfig, parse_cluster
+from ftgui.core.settings.config import ConfigError, RunConfig, is_local, parse_cluster
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-LOCAL_HOSTS = {name.lower() for name in ("localhost", "127.0.0.1", "::1", socket.gethostname(),
-                                          socket.getfqdn())}
 
 
 def check_ports(config: RunConfig) -> None:
@@ -140,12 +136,6 @@ def exposure_line(spec: dict[str, list[str]]) -> str | None:
     return (f"the cluster's ports are open to the network ({', '.join(addresses)}): "
             "TensorFlow's servers listen on every interface, accept any connection and run "
             "the graphs they are sent; use it only on a network you trust")
-
-
-def is_local(address: str) -> bool:
-    """True when `host:port` is this machine (ftgui starts the task itself); host names are
-    compared without case, as DNS does."""
-    return address.rpartition(":")[0].lower() in LOCAL_HOSTS
 
 
 def cluster_spec(config: RunConfig, host: str = "localhost",

@@ -1,10 +1,10 @@
 """A run as a timeline: the one model the plot, incident table, status line, event log and CLI show.
 
 A `Timeline` is built by one method, `feed`, from a run's events in file order: live, the lists
-`Supervisor.poll` returns; when a run is reopened, the `History` of `runs.read_history` (the step
-events as arrays, the others parsed, with their line numbers). Both are cut into the same items —
-a block of consecutive step events, or one other event — and each kind of item is taken by one
-function, so a run watched live and the same run reopened give the same segments, markers,
+`Supervisor.poll` returns; when a run is reopened, the `History` of `event_history.read_history`
+(the step events as arrays, the others parsed, with their line numbers). Both are cut into the same
+items — a block of consecutive step events, or one other event — and each kind of item is taken by
+one function, so a run watched live and the same run reopened give the same segments, markers,
 redone ranges, incidents and sentences.
 
 What it holds:
@@ -181,7 +181,7 @@ def _after(part: _Steps, segment: Segment) -> _Steps:
 
 def _items(source):
     """The items of `source` in file order: `_Steps` blocks and other events (dicts).
-    `source` is a list of events or a `runs.History`."""
+    `source` is a list of events or a `event_history.History`."""
     if hasattr(source, "steps") and hasattr(source, "others"):
         steps, start = source.steps, 0
         block = _Steps(steps.attempt, steps.step, steps.loss, steps.time, steps.mono,
@@ -270,7 +270,7 @@ class Timeline:
     # ------------------------------------------------------------ the one way in
     def feed(self, source) -> Changes:
         """Take the next events of the run, in file order: a list of event dicts (live) or a
-        `runs.History` (a whole run, read the fast way). Returns what changed."""
+        `event_history.History` (a whole run, read the fast way). Returns what changed."""
         changes = Changes()
         for item in _items(source):
             if isinstance(item, _Steps):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ftgui.core.record import event_history
 from ftgui.core.record import events as eventsmod
-from ftgui.core.record import runs
 from ftgui.core.settings.schema import ConfigError
 
 MAX_SPEED = 1000.0
@@ -58,14 +58,14 @@ def check_run(run_dir: str | os.PathLike) -> Path:
 
 
 class HistoryEvents:
-    """A run's `runs.History` as its events in file order, made into dicts only when sliced
+    """A run's `event_history.History` as its events in file order, made into dicts only when sliced
     (a run of a million steps stays a few numpy columns until its steps come due).
 
     `len()`, `[start:end]` → list of event dicts (a step as `{"event": "step", "time",
     "attempt", "step", "loss"}`, loss None where it was not finite), and `times`: the Unix
     time of each event (float64)."""
 
-    def __init__(self, history: runs.History):
+    def __init__(self, history: event_history.History):
         self._steps = history.steps
         self._others = [event for _, event in history.others]
         other_lines = np.fromiter((line for line, _ in history.others), np.int64,
@@ -129,12 +129,12 @@ class ReplayClock:
     @classmethod
     def from_run(cls, run_dir: str | os.PathLike, speed: float = 1.0,
                  **options) -> ReplayClock:
-        """The clock for `RUN/events.jsonl`, read the fast way (`runs.read_history`); raises
-        `ConfigError` for a bad speed or a run without events (checked before anything is
+        """The clock for `RUN/events.jsonl`, read the fast way (`event_history.read_history`);
+        raises `ConfigError` for a bad speed or a run without events (checked before anything is
         read)."""
         speed = check_speed(speed)
         check_run(run_dir)
-        history = runs.read_history(run_dir)
+        history = event_history.read_history(run_dir)
         events = HistoryEvents(history)
         if not len(events):
             raise ConfigError(f"run_dir: {run_dir} holds no events to replay")

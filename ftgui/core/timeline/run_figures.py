@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ftgui.core.record import runs
+from ftgui.core.record import event_history
 from ftgui.core.timeline.model import Timeline
 
 
@@ -71,8 +71,8 @@ def figures(name: str, timeline: Timeline, saves: list[dict]) -> RunFigures:
 def read_run(run_dir: str | os.PathLike, name: str | None = None) -> tuple[Timeline,
                                                                             RunFigures]:
     """The timeline and figures of the run in `run_dir` (named `name`, default its folder's
-    name), read the fast way (`runs.read_history`); a run without events has empty ones."""
-    history = runs.read_history(run_dir)
+    name), read the fast way (`event_history.read_history`); a run without events has empty ones."""
+    history = event_history.read_history(run_dir)
     timeline = Timeline()
     timeline.feed(history)
     saves = [event for _, event in history.others if event["event"] == "checkpoint_saved"]

@@ -18,8 +18,7 @@ from ftgui.core.record import runs
 from ftgui.core.record.run_notes import RunNotes
 from ftgui.core.record.run_notes import save as save_notes
 from ftgui.core.settings.config import ConfigError
-from ftgui.qt.demos.panel import DemoPanel, make_dock
-from ftgui.qt.window.view_modes import show_stage_pane
+from ftgui.qt.demos.panel import DemoPanel, make_dock, show_stage_pane
 
 POLL_MS = 100
 PRESENTER_KEY = "demo/presenter"  # QSettings: faults with `wait` wait for K

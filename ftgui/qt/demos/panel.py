@@ -99,3 +99,28 @@ def _button(name: str, text: str, tip: str) -> QPushButton:
     button.setToolTip(tip)
     button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Page Up / Down stay the menu's
     return button
+
+
+STAGE_PANE_PX = 20  # the text of a pane a demo's stage shows in the presentation view
+
+
+def show_stage_pane(window, pane: str, presenting: bool = True) -> None:
+    """The pane a demo's stage points at, under the plot in the presentation view:
+    "checkpoints" (the checkpoint table) or "incidents" (the Incidents tab), its text at
+    `STAGE_PANE_PX`; "" hides the panes again. Not `presenting`: the panes as the normal view
+    has them (both shown, the theme's font), their visibility left to the view."""
+    from PySide6.QtWidgets import QTabWidget
+
+    tabs = window.findChild(QTabWidget, "processTabs")
+    boxes = {"checkpoints": window.table.parentWidget(), "incidents": tabs}
+    wanted = pane if presenting else ""
+    for name, box in boxes.items():
+        box.setVisible(not wanted or name == wanted)
+    if wanted == "incidents":
+        tabs.setCurrentWidget(window.incident_panel)
+    font = theme.font_px(round(STAGE_PANE_PX * theme.scale())) if wanted else theme.font()
+    for widget in (window.table, window.incident_panel):
+        widget.setFont(font)
+    window.table.resizeColumnsToContents()
+    if presenting:
+        window.bottom.setVisible(bool(pane))

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftgui.core.record.runs import new_run_dir, runs_root  # moved to core; importable from here too
+from ftgui.core.record.runs import new_run_dir, runs_root
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
 from ftgui.core.settings.schema import GROUPS, SETTINGS, Setting

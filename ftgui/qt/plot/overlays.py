@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ftgui.core.record import runs
+from ftgui.core.record import event_history
 from ftgui.core.record.runs import RunSummary
 
 
@@ -12,7 +12,7 @@ def overlay_runs(plot, selected: list[RunSummary]) -> list[str]:
     problems = []
     for run in selected:
         try:
-            curves = runs.read_curves(run.path)
+            curves = event_history.read_curves(run.path)
         except OSError as exc:
             problems.append(f"{run.name}: cannot read its events ({exc.strerror or exc})")
             continue

@@ -22,7 +22,7 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 
-from ftgui.core.record import runs
+from ftgui.core.record import event_history
 from ftgui.core.record.events import who
 from ftgui.core.record.process_output import OutputFollower
 from ftgui.core.settings import user_code
@@ -117,12 +117,12 @@ class RunController(QObject):
         self.replay = replay
         changes = Changes()
         if replay is None:
-            history = runs.read_history(run_dir)
+            history = event_history.read_history(run_dir)
             self.supervisor.load_history(history)
             changes = self.timeline.feed(history)  # a million steps open in about a second
         else:  # the supervisor is never polled for a replay's events: it skips them all
-            self.supervisor.load_history(runs.History(runs.Points.from_parts([]), [],
-                                                      replay.end_offset))
+            empty = event_history.Points.from_parts([])
+            self.supervisor.load_history(event_history.History(empty, [], replay.end_offset))
         if self._plot is not None:
             self._plot.show_timeline(self.timeline)
         for note in changes.notes:

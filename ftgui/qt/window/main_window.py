@@ -305,7 +305,7 @@ class MainWindow(QMainWindow):
         if self.controller.supervisor and self.controller.supervisor.live:
             self._refuse(RuntimeError("a run is live; kill or preempt it first"))
             return False
-        from ftgui.qt.panes.config_panel import new_run_dir
+        from ftgui.core.record.runs import new_run_dir
 
         self.panel.run_dir_edit.setText(str(new_run_dir()))
         self._run_dir_edited()

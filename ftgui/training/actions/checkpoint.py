@@ -23,7 +23,8 @@ import tensorflow as tf
 from ftgui.core.checkpoints import listing
 from ftgui.core.checkpoints.clerk import Clerk, ClerkError
 from ftgui.core.record import exitcodes
-from ftgui.core.settings.config import RunConfig
+from ftgui.core.settings import user_code
+from ftgui.core.settings.config import RunConfig, load_record
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState
 from ftgui.training.checkpoint_writer import OneWriter, write_error
@@ -90,8 +91,6 @@ class CheckpointAction(Action):
         self.directory = (listing.checkpoint_dir(run_dir) if is_chief
                           else run_dir / "scratch" / f"{role}-{index}")
         self.shadow, self.writer, self.manager, self.clerk = None, None, None, None
-        from ftgui.core.settings.user_code import checkpoint_fields
-
         self.user_code_fields = checkpoint_fields(config, run_dir)  # files' paths and hashes
         if is_chief and not state.saves_collectively:
             # `shadow`: one a warm standby built (and traced) before its order
@@ -262,3 +261,12 @@ class CheckpointAction(Action):
         for prefix in map(Path, dropped):
             if not listing.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
                 listing.meta_path(prefix).unlink(missing_ok=True)
+
+
+def checkpoint_fields(config, run_dir: Path) -> dict:
+    """What each checkpoint's metadata records of the user's code: the files' paths and hashes
+    (as the trainer found them when it started) and `exact_resume` when a check said no."""
+    fields = user_code.fingerprint(config)
+    if load_record(run_dir).get("exact_resume") is False:
+        fields["exact_resume"] = False
+    return fields
