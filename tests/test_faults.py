@@ -7,17 +7,17 @@ import pytest
 
 from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.supervision import fault_plan
-from ftgui.core.supervision.fault_plan import Fault
+from ftgui.core.supervision.fault_plan import PlannedFault
 
 
 def test_explicit_faults_hit_the_configured_target_by_step():
     config = RunConfig(steps=100, kill_at_step=40, nan_at_step=20, preempt_at_step=60,
                        hang_at_step=80, watchdog_seconds=5, fault_target="chief")
     assert fault_plan.plan(config, ["chief"]) == [
-        Fault(20, "nan", "chief"), Fault(40, "kill", "chief"), Fault(60, "preempt", "chief"),
-        Fault(80, "hang", "chief"),
+        PlannedFault(20, "nan", "chief"), PlannedFault(40, "kill", "chief"),
+        PlannedFault(60, "preempt", "chief"), PlannedFault(80, "hang", "chief"),
     ]
-    assert Fault(40, "kill", "worker:1").key == "kill@40:worker:1"
+    assert PlannedFault(40, "kill", "worker:1").key == "kill@40:worker:1"
 
 
 def test_chaos_is_the_same_schedule_for_the_same_seed():

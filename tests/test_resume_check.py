@@ -112,7 +112,7 @@ def test_a_dataset_is_the_same_when_its_content_is(tmp_path):
     first = tmp_path / "a.npz"
     np.savez(first, x=x, y=y)
     recorded = resume_check.file_fingerprint(first)
-    assert recorded == resume_check.fingerprint(x, y)
+    assert recorded == resume_check.dataset_fingerprint(x, y)
     run_dir = _recorded_run(tmp_path / "run", dataset=str(first), global_batch_size=4,
                             dataset_info={"fingerprint": recorded})
     info = listing.newest_valid(run_dir)
@@ -205,7 +205,8 @@ def test_the_training_data_carries_what_a_checkpoint_records_of_it():
     from sklearn.datasets import load_digits
 
     digits = load_digits()
-    assert DIGITS_INFO["fingerprint"] == resume_check.fingerprint(digits.images, digits.target)
+    assert DIGITS_INFO["fingerprint"] == resume_check.dataset_fingerprint(digits.images,
+                                                                          digits.target)
     assert data.load("digits").info == DIGITS_INFO
 
 

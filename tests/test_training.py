@@ -478,4 +478,4 @@ def test_a_checkpoint_whose_state_file_fails_is_still_reported_saved(tmp_path):
         action._complete_save(40, fields, None, 0.001)
     assert [kind for kind, _ in emitted] == ["validation", "checkpoint_saved"]
     assert emitted[1][1]["path"] == "checkpoints/ckpt-40" and emitted[1][1]["step"] == 40
-    assert listing.inspect(directory / "ckpt-40").valid
+    assert listing.read_info(directory / "ckpt-40").valid

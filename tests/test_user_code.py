@@ -66,14 +66,14 @@ def test_a_resume_with_a_changed_model_file_is_refused(tmp_path):
     module = tmp_path / "net.py"
     module.write_text("def build(s, n): pass\n")
     config = RunConfig(model=f"{module}:build", strategy="default")
-    meta = {"step": 30, **user_code.fingerprint(config)}
+    meta = {"step": 30, **user_code.code_fingerprint(config)}
     assert user_code.resume_problem(config, meta) == ""
     module.write_text("def build(s, n): pass  # a comment is a change too\n")
     problem = user_code.resume_problem(config, meta)
     assert problem.startswith(f"model: {module} changed since checkpoint step 30 was saved")
 
     class Restore:
-        step, meta = 30, {"step": 30, **user_code.fingerprint(RunConfig(
+        step, meta = 30, {"step": 30, **user_code.code_fingerprint(RunConfig(
             model=f"{module}:build"))}
     module.write_text("def build(s, n): return 1\n")
     with pytest.raises(user_code.UserCodeError, match="changed since checkpoint step 30"):

@@ -159,7 +159,7 @@ def train(run_dir: Path, config, args, events) -> int:
     if args.restore and memory is None:
         from ftgui.core.settings.user_code import resume_problem
 
-        problem = resume_problem(config, listing.inspect(run_dir / args.restore).meta)
+        problem = resume_problem(config, listing.read_info(run_dir / args.restore).meta)
         if problem:  # a model or dataset file changed since the checkpoint: no exact resume
             return refuse(events, args, ValueError(problem))
         restore_started = time.perf_counter()

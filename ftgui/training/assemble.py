@@ -49,7 +49,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
 
     def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
         step = state.restore(prefix)
-        meta = listing.inspect(prefix).meta
+        meta = listing.read_info(prefix).meta
         batches.resume_at(position_of_checkpoint(meta, step, len(data.x_train),
                                                  config.global_batch_size))
         return step

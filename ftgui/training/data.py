@@ -83,13 +83,13 @@ def load(source: str, task: str = "classification") -> Dataset:
 def _with_info(dataset: Dataset, raw_x=None, raw_y=None) -> Dataset:
     """`dataset` with `info` filled for the checkpoints' record: x/y shapes, classes (outputs)
     and, from the arrays as stored (`raw_x`, `raw_y`), the content fingerprint the resume
-    check compares (`core.resume_check.fingerprint`)."""
+    check compares (`core.resume_check.dataset_fingerprint`)."""
     x = dataset.x_train if raw_x is None else raw_x
     y = dataset.y_train if raw_y is None else raw_y
     dataset.info = {"x_shape": list(x.shape), "y_shape": list(y.shape),
                     "num_classes": dataset.num_classes}
     if raw_x is not None:
-        dataset.info["fingerprint"] = resume_check.fingerprint(raw_x, raw_y)
+        dataset.info["fingerprint"] = resume_check.dataset_fingerprint(raw_x, raw_y)
     return dataset
 
 

@@ -82,7 +82,7 @@ def data_position(run_dir: Path, restore: str, step: int, dataset, config):
     from ftgui.core.checkpoints import listing
     from ftgui.training.data import position_of_checkpoint
 
-    meta = listing.inspect(run_dir / restore).meta
+    meta = listing.read_info(run_dir / restore).meta
     return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
 
 
@@ -92,7 +92,7 @@ def record_changes(run_dir: Path, restore: str, config, events) -> None:
     batch size; `ftgui.core.checkpoints.resume_check`)."""
     from ftgui.core.checkpoints import listing, resume_check
 
-    info = listing.inspect(run_dir / restore)
+    info = listing.read_info(run_dir / restore)
     for change in resume_check.changes(run_dir, config, info):
         events.emit("setting_changed", **change.fields())
         print(f"{change.setting} changed from {change.old} to {change.new} after step "
@@ -165,4 +165,4 @@ def restore_source(prefix: Path) -> str:
     requested or preemption checkpoint)."""
     from ftgui.core.checkpoints import listing
 
-    return "just_in_time" if listing.inspect(prefix).meta.get("just_in_time") else "disk"
+    return "just_in_time" if listing.read_info(prefix).meta.get("just_in_time") else "disk"

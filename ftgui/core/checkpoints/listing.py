@@ -214,7 +214,7 @@ def write_metadata(prefix: Path, files: dict[str, int] | None = None, **fields) 
     return path
 
 
-def inspect(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
+def read_info(prefix: Path, files: list[Path] | None = None) -> CheckpointInfo:
     """Validate one checkpoint from its files (`files`: its TensorFlow files when the caller
     has listed the folder already); never raises for a damaged checkpoint."""
     step = int(prefix.name.rsplit("-", 1)[1])
@@ -249,7 +249,7 @@ def file_problem(prefix: Path) -> str:
     """Why checkpoint `prefix`'s files disagree with its metadata (missing metadata, a missing
     file, a file of another size), or '' when they agree. A damage marker is not counted: this
     asks only what the files say."""
-    info = inspect(prefix)
+    info = read_info(prefix)
     if info.reason.startswith("damaged: "):
         return ""
     return info.reason
@@ -306,7 +306,7 @@ def list_checkpoints(run_dir: str | os.PathLike) -> list[CheckpointInfo]:
         if match:
             tf_file = match.group(2) != "meta.json"
             files.setdefault(int(match.group(1)), []).extend([path] if tf_file else [])
-    return [inspect(directory / f"{PREFIX}-{step}", sorted(files[step]))
+    return [read_info(directory / f"{PREFIX}-{step}", sorted(files[step]))
             for step in sorted(files)]
 
 

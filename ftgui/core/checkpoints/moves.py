@@ -13,9 +13,9 @@ from ftgui.core.checkpoints.listing import (
     PREFIX,
     CheckpointInfo,
     checkpoint_dir,
-    inspect,
     list_checkpoints,
     meta_path,
+    read_info,
     tf_files,
 )
 
@@ -61,21 +61,21 @@ def promote_just_in_time(run_dir: str | os.PathLike) -> list[tuple[CheckpointInf
     found = []
     for folder in folders:
         for meta in folder.glob(f"{PREFIX}-*.meta.json"):
-            info = inspect(folder / meta.name[: -len(".meta.json")])
+            info = read_info(folder / meta.name[: -len(".meta.json")])
             if info.valid and info.meta.get("just_in_time"):
                 found.append(info)
     promoted = []
     target = checkpoint_dir(run_dir)
     for info in sorted(found, key=lambda i: -i.step):
         dest = target / info.prefix.name
-        if inspect(dest).valid:
+        if read_info(dest).valid:
             continue
         target.mkdir(parents=True, exist_ok=True)
         meta_path(dest).unlink(missing_ok=True)
         for path in tf_files(info.prefix.parent, info.step):
             os.replace(path, target / path.name)
         os.replace(meta_path(info.prefix), meta_path(dest))
-        promoted.append((inspect(dest), f"scratch/{info.prefix.parent.name}/{info.prefix.name}"))
+        promoted.append((read_info(dest), f"scratch/{info.prefix.parent.name}/{info.prefix.name}"))
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
     return promoted

@@ -59,7 +59,7 @@ class Change:
         return {"setting": self.setting, "old": self.old, "new": self.new, "step": self.step}
 
 
-def fingerprint(x: np.ndarray, y: np.ndarray) -> str:
+def dataset_fingerprint(x: np.ndarray, y: np.ndarray) -> str:
     """A content fingerprint of a dataset's arrays as stored (before scaling): blake2b (16
     bytes, hex) over each array's dtype, shape and bytes."""
     digest = hashlib.blake2b(digest_size=16)
@@ -71,7 +71,7 @@ def fingerprint(x: np.ndarray, y: np.ndarray) -> str:
 
 
 def file_fingerprint(path: str | os.PathLike) -> str:
-    """`fingerprint` of the `x` and `y` arrays of an `.npz` file, computed once per process
+    """`dataset_fingerprint` of the `x` and `y` arrays of an `.npz` file, computed once per process
     for each (path, size, modification time). Raises OSError / ValueError / KeyError for a
     file that cannot be read."""
     stat = Path(path).stat()
@@ -81,7 +81,7 @@ def file_fingerprint(path: str | os.PathLike) -> str:
 @functools.lru_cache(maxsize=8)
 def _file_fingerprint(path: str, size: int, mtime_ns: int) -> str:
     with np.load(path, allow_pickle=False) as data:
-        return fingerprint(data["x"], data["y"])
+        return dataset_fingerprint(data["x"], data["y"])
 
 
 def first_config(run_dir: str | os.PathLike) -> dict:

@@ -65,7 +65,7 @@ class DemoError(ValueError):
 
 
 @dataclass(frozen=True)
-class Fault:
+class DemoFault:
     """`kind` (kill, preempt, nan, hang) at global `step` on `target` (chief, worker:I,
     ps:I) in run `run` (1-based; 0: every run); `wait`: the presenter fires it."""
 
@@ -119,7 +119,7 @@ class Demo:
     summary: str
     settings: dict
     runs: tuple[DemoRun, ...]
-    faults: tuple[Fault, ...]
+    faults: tuple[DemoFault, ...]
     stages: tuple[Stage, ...]
     claims: tuple[str, ...] = ()
     order: int = 1000
@@ -139,7 +139,7 @@ class Demo:
                 values["fault_target"] = fault.target
         return configmod.from_dict(values)
 
-    def faults_of(self, run: int) -> list[Fault]:
+    def faults_of(self, run: int) -> list[DemoFault]:
         return [fault for fault in self.faults if fault.run in (0, run)]
 
 
@@ -263,7 +263,7 @@ def _claims(values, where: str, several_runs: bool) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _fault(item: dict, where: str, runs: int) -> Fault:
+def _fault(item: dict, where: str, runs: int) -> DemoFault:
     _no_unknown(item, {"kind", "step", "target", "wait", "run"}, f"{where}.")
     kind, step = item.get("kind"), item.get("step")
     if kind not in FAULT_KINDS:
@@ -281,7 +281,7 @@ def _fault(item: dict, where: str, runs: int) -> Fault:
     target = item.get("target", "chief")
     if not isinstance(target, str):
         raise DemoError(f"{where}.target: {target!r} is not chief, worker:I or ps:I")
-    return Fault(kind, step, target, wait, run)
+    return DemoFault(kind, step, target, wait, run)
 
 
 def _stages(items: list[dict], runs: int) -> tuple[Stage, ...]:

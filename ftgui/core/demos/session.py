@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ftgui.core.demos.definitions import Demo, Fault, Stage
+from ftgui.core.demos.definitions import Demo, DemoFault, Stage
 from ftgui.core.record import exitcodes
 from ftgui.core.record.events import EventReader
 from ftgui.core.record.run_state import is_decisive
@@ -186,8 +186,8 @@ class DemoSession:
         self.configs = [demo.config(i, presenter) for i in range(1, len(demo.runs) + 1)]
         self.machine = StageMachine(demo.stages, reading_seconds, clock)
         self.run = 0
-        self.fired: list[tuple[int, Fault]] = []  # (run, fault) the presenter fired
-        self.pressed: Fault | None = None  # asked for by the presenter, not fired yet
+        self.fired: list[tuple[int, DemoFault]] = []  # (run, fault) the presenter fired
+        self.pressed: DemoFault | None = None  # asked for by the presenter, not fired yet
         self.ended = False
         self._reader: EventReader | None = None
 
@@ -211,7 +211,7 @@ class DemoSession:
         self.ended = True
         return self.machine.finish()
 
-    def pending_wait(self) -> Fault | None:
+    def pending_wait(self) -> DemoFault | None:
         """The presenter's next fault in this run, once a waiting stage is shown (None when
         the demo runs on schedule, or nothing waits)."""
         stage = self.machine.stage
@@ -223,7 +223,7 @@ class DemoSession:
                    if f.wait and (self.run, f) not in self.fired]
         return waiting[0] if waiting else None
 
-    def mark_fired(self, fault: Fault) -> None:
+    def mark_fired(self, fault: DemoFault) -> None:
         """The presenter fired `fault` in the current run."""
         self.fired.append((self.run, fault))
         if self.pressed == fault:
@@ -249,7 +249,7 @@ class DemoSession:
             planned.update({f.step: "presenter" for f in self.demo.faults_of(run) if f.wait})
         return planned
 
-    def press(self) -> Fault | None:
+    def press(self) -> DemoFault | None:
         """The presenter pressed K (or Page Down at a waiting stage): the fault asked for,
         which fires once `to_fire` says so; None when nothing waits."""
         fault = self.pending_wait()
@@ -257,7 +257,7 @@ class DemoSession:
             self.pressed = fault
         return fault
 
-    def to_fire(self, held_step: int | None, standby_ready: bool) -> Fault | None:
+    def to_fire(self, held_step: int | None, standby_ready: bool) -> DemoFault | None:
         """The pressed fault to fire now: training holds at its step (`held_step`: where the
         run holds, None when it does not) and the warm standby, where there is one, is
         ready (`standby_ready`)."""

@@ -104,7 +104,7 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fingerprint(config) -> dict:
+def code_fingerprint(config) -> dict:
     """`model_source`, `model_sha256`, `dataset_source`, `dataset_sha256` of the files a run
     trains from (only those that are files): what config.toml and each checkpoint record."""
     record = {}
@@ -241,7 +241,7 @@ def check_start(config, run_dir: Path, restore=None) -> CheckResult | None:
 def record(config, result: CheckResult | None) -> dict:
     """The `[user_code]` table of config.toml: the files' paths and hashes and, after a check,
     whether exact resume is promised ({} for built-ins only)."""
-    values = fingerprint(config)
+    values = code_fingerprint(config)
     if result is not None:
         values.update(result.record())
     return values

@@ -1,7 +1,7 @@
 """The faults a supervisor injects: Kill, Preempt, Freeze, Thaw and Checkpoint now from the user,
 the scheduled faults it fires itself on the chief's step, the timer fault and the watchdog.
 
-`FaultCommands` is a part of `ftgui.core.supervision.supervisor.Supervisor` (a mixin): it uses the
+`FaultInjection` is a part of `ftgui.core.supervision.supervisor.Supervisor` (a mixin): it uses the
 supervisor's processes, its fault schedule (`_faults`), `_emit`, `_drain`, `_chief`,
 `_await_just_in_time` and `_kill_all`, and writes `fault_injected`, `checkpoint_requested`,
 `thawed` and `hang_detected`; and it holds and lets go the trainers at planned steps
@@ -26,7 +26,7 @@ STARTUP_GRACE_SECONDS = 120.0  # the watchdog allows this long for imports befor
 STANDBY_HOLD_SECONDS = 60.0  # the longest a fault waits for the warm standby (imports: 3-7 s)
 
 
-class FaultCommands:
+class FaultInjection:
     """Injecting faults into the processes of a supervisor's current attempt."""
 
     def kill(self, target: str = "chief") -> bool:

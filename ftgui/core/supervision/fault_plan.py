@@ -15,7 +15,7 @@ from ftgui.core.settings.config import RunConfig
 
 
 @dataclass(frozen=True, order=True)
-class Fault:
+class PlannedFault:
     """`kind` (kill, preempt, nan, hang) hitting `target` (chief, worker:I, ps:I) at `step`."""
 
     step: int
@@ -33,11 +33,11 @@ class Fault:
         return f"{self.kind}@{self.step}"
 
 
-def plan(config: RunConfig, targets: list[str]) -> list[Fault]:
+def plan(config: RunConfig, targets: list[str]) -> list[PlannedFault]:
     """All planned faults of a run, by step. `targets` are the task names (`worker:1`, …)
     chaos mode may pick for kill and hang; nan and preempt always hit the chief."""
     faults = [
-        Fault(step, kind, config.fault_target)
+        PlannedFault(step, kind, config.fault_target)
         for kind, step in (("kill", config.kill_at_step), ("preempt", config.preempt_at_step),
                            ("nan", config.nan_at_step), ("hang", config.hang_at_step))
         if step
@@ -49,7 +49,7 @@ def plan(config: RunConfig, targets: list[str]) -> list[Fault]:
         for step in steps:
             kind = rng.choice(kinds)
             target = rng.choice(targets) if kind in ("kill", "hang") else "chief"
-            faults.append(Fault(step, kind, target))
+            faults.append(PlannedFault(step, kind, target))
     return sorted(faults)
 
 

@@ -26,7 +26,7 @@ class FaultSchedule:
 
     def __init__(self):
         self.fired: set[str] = set()
-        self.armed: list[fault_plan.Fault] = []
+        self.armed: list[fault_plan.PlannedFault] = []
         self.timer_due: float | None = None
         # planned holds: step -> why (`ftgui.core.supervision.holds`)
         self.holds: dict[int, str] = {}
@@ -72,10 +72,10 @@ class FaultSchedule:
         return own
 
     @staticmethod
-    def _hits(fault: fault_plan.Fault, task: Task) -> bool:
+    def _hits(fault: fault_plan.PlannedFault, task: Task) -> bool:
         return fault.target == task.name or (fault.target == "chief" and task.is_chief)
 
-    def _armed_elsewhere(self, config: RunConfig, fault: fault_plan.Fault) -> bool:
+    def _armed_elsewhere(self, config: RunConfig, fault: fault_plan.PlannedFault) -> bool:
         """A fault the supervisor fires itself on the chief's step (a parameter-server
         worker's or ps' kill, hang or preempt), not fired yet."""
         return (config.strategy == "parameter-server" and fault.target != "chief"
@@ -84,7 +84,7 @@ class FaultSchedule:
     def _hold_arg(self, step: int, why: str) -> list[str]:
         return [] if step in self.held else [f"{holds.KIND}@{step}:{why}"]
 
-    def due(self, step: int) -> list[fault_plan.Fault]:
+    def due(self, step: int) -> list[fault_plan.PlannedFault]:
         """The armed faults the chief's `step` reaches, now counted as fired."""
         reached = [fault for fault in self.armed if step >= fault.step]
         for fault in reached:

@@ -28,7 +28,7 @@ from ftgui.core.settings import config as configmod
 from ftgui.core.settings import datasets, user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.supervision import cluster, holds, peer_notice
-from ftgui.core.supervision.fault_injection import FaultCommands
+from ftgui.core.supervision.fault_injection import FaultInjection
 from ftgui.core.supervision.fault_schedule import FaultSchedule
 from ftgui.core.supervision.processes import describe_exit, kill_tree
 from ftgui.core.supervision.recovery import RestartPolicy, exit_verdict
@@ -37,7 +37,7 @@ from ftgui.core.supervision.task_launch import LOG_DIR, StartError, TaskLauncher
 from ftgui.core.supervision.training_process import TrainingProcess
 
 
-class Supervisor(FaultCommands, TaskLauncher):
+class Supervisor(FaultInjection, TaskLauncher):
     """Owns the processes of one run directory.
 
     States: `idle` (nothing ran yet), `running`, `recovering` (waiting `restart_backoff` ×

@@ -14,7 +14,7 @@ from ftgui.qt.panes.checkpoint_dialog import CheckpointDialog, CheckpointJob
 MESSAGE_MS = 10000  # how long a status-bar message stays
 
 
-class CheckpointCommands(QObject):
+class CheckpointActions(QObject):
     """Connects `window.table`'s inspect / export / delete requests. Uses the window's
     `controller`, `table`, `statusBar()` and `_refuse(exc)` (a refusal shown in the panel)."""
 

@@ -29,7 +29,7 @@ from ftgui.core.settings.config import ConfigError
 from ftgui.core.supervision.supervisor import RunBusyError, StartError
 from ftgui.qt import theme
 from ftgui.qt.demos.menu import DemoMenu
-from ftgui.qt.panes.checkpoint_actions import CheckpointCommands
+from ftgui.qt.panes.checkpoint_actions import CheckpointActions
 from ftgui.qt.panes.checkpoint_table import CheckpointTable
 from ftgui.qt.panes.config_panel import ConfigPanel
 from ftgui.qt.panes.incident_table import IncidentPanel
@@ -91,7 +91,7 @@ class MainWindow(QMainWindow):
         self.recent_runs = self.menus.recent_runs
         self.run_history = self.menus.run_history
         self.help_menu = self.menus.help
-        self.commands = self.menus.commands
+        self.menu_actions = self.menus.menu_actions
         self.presentation = Presentation(
             lambda: [self.left, self.bottom, self.plot_pane.tools, self.statusBar(),
                      *(dock for dock in self.findChildren(QDockWidget)
@@ -197,7 +197,7 @@ class MainWindow(QMainWindow):
         self.resume_button.clicked.connect(lambda: self.resume_run())
         self.checkpoint_button.clicked.connect(self.controller.checkpoint_now)
         self.table.resumeRequested.connect(lambda step: self.resume_run(step))
-        self.checkpoint_commands = CheckpointCommands(self)  # inspect, export, delete
+        self.checkpoint_actions = CheckpointActions(self)  # inspect, export, delete
         self.controller.stateChanged.connect(self._on_state)
         self.controller.logLine.connect(self._log_line)
         self.controller.checkpointsChanged.connect(
@@ -282,7 +282,7 @@ class MainWindow(QMainWindow):
     def inspect_checkpoint(self, step: int, export: Path | None = None) -> CheckpointJob:
         """Inspect (and evaluate, or export) checkpoint `step` in a helper process; the
         result opens in a dialog (or the status bar says where the model went)."""
-        return self.checkpoint_commands.inspect(step, export)
+        return self.checkpoint_actions.inspect(step, export)
 
     def _refuse(self, exc: Exception) -> None:
         self.panel.show_error(str(exc))

@@ -1,4 +1,4 @@
-"""The window's commands as menu actions with keyboard shortcuts, for a presenter at the keyboard.
+"""The window's menu actions with keyboard shortcuts, for a presenter at the keyboard.
 
 Start, Resume and Checkpoint now (Run menu), Kill and Preempt (Faults menu) act exactly as their
 buttons do — an action clicks its button and is enabled when the button is — and each button's
@@ -48,7 +48,7 @@ class _FollowEnabled(QObject):
         return False
 
 
-class Commands:
+class MenuActions:
     """Builds the actions (objectNames `startAction`, `resumeAction`, `checkpointNowAction`,
     `killAction`, `preemptAction`, `killAllAction`, `freezeAction`, `thawAction`,
     `injectNanAction`, `resetDefaultsAction`, `showTfOutputAction`) into the window's Run menu

@@ -12,7 +12,7 @@ from PySide6.QtGui import QAction, QKeySequence
 
 from ftgui.qt.runs.run_history import RunHistory
 from ftgui.qt.window.about import HelpMenu
-from ftgui.qt.window.menu_actions import Commands
+from ftgui.qt.window.menu_actions import MenuActions
 from ftgui.qt.window.recent_runs import RecentRuns
 
 
@@ -20,7 +20,7 @@ class WindowMenus:
     """The menu bar of `window` (a `MainWindow`). Attributes: the menus `run_menu`, `view_menu`,
     `faults_menu`; the actions `open_action`, `new_action`, `quit_action`, `present_action`,
     `zoom_in_action`, `zoom_out_action`, `zoom_reset_action`, `faults_actions`; and the
-    helpers `recent_runs`, `run_history`, `commands`, `help` (also on the window under those
+    helpers `recent_runs`, `run_history`, `menu_actions`, `help` (also on the window under those
     names)."""
 
     def __init__(self, window):
@@ -67,7 +67,7 @@ class WindowMenus:
         self.faults_menu.setObjectName("faultsMenu")
         # Start … Checkpoint now, Reset to defaults, Show TensorFlow output (Run menu); Kill,
         # Preempt, Kill all, Freeze, Thaw, Inject NaN now (Faults menu): with their shortcuts
-        self.commands = Commands(window, self.run_menu, self.faults_menu)
+        self.menu_actions = MenuActions(window, self.run_menu, self.faults_menu)
         self.faults_actions = self.faults_menu.actions()
         self.help = HelpMenu(window)  # Open documentation, About ftgui
         self.help_menu = self.help.menu

@@ -266,7 +266,7 @@ class CheckpointAction(Action):
 def checkpoint_fields(config, run_dir: Path) -> dict:
     """What each checkpoint's metadata records of the user's code: the files' paths and hashes
     (as the trainer found them when it started) and `exact_resume` when a check said no."""
-    fields = user_code.fingerprint(config)
+    fields = user_code.code_fingerprint(config)
     if load_record(run_dir).get("exact_resume") is False:
         fields["exact_resume"] = False
     return fields

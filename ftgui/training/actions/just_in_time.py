@@ -75,7 +75,7 @@ class JustInTime(Action):
                              f"{step} (the state was rewound): the periodic checkpoint stands")
             return
         on_disk = listing.checkpoint_dir(self.run_dir) / f"{listing.PREFIX}-{step}"
-        if listing.inspect(on_disk).valid:
+        if listing.read_info(on_disk).valid:
             self._skip(step, f"step {step} is already checkpointed")
             return
         self._write(step, type(error).__name__)
