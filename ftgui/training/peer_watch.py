@@ -17,7 +17,7 @@ whose wait the abort ended read their variables and wrote the copy of the last c
 in about 0.2 s (in one, the failed step had already changed all 14 live variables: the copy,
 not the live state, is what is written), and a run whose worker 1 was killed 20 times (5 of
 the waits ended by the abort) logged every loss equal, to the bit, to the run never killed;
-tests/test_just_in_time.py's hung-worker test checks the same on every run.
+tests/core/supervision/test_just_in_time.py's hung-worker test checks the same on every run.
 
 The thread polls the notice file every `POLL_SECONDS` (a `stat`; why a file, not a signal:
 see `ftgui.core.supervision.peer_notice`) and writes a `collectives_aborted` event (role, index,

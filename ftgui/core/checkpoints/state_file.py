@@ -6,7 +6,7 @@ the folder - what `tf.train.CheckpointManager` writes with `save_relative_paths=
 (tensorflow/python/checkpoint/checkpoint_management.py, `update_checkpoint_state_internal`),
 and what `tf.train.latest_checkpoint` and `tf.train.get_checkpoint_state` read.
 
-Why not TensorFlow's own function: the checkpoint clerk (`checkpoint_clerk`) rewrites this file
+Why not TensorFlow's own function: the checkpoint clerk (`clerk`) rewrites this file
 after every save in a process that must not import TensorFlow (3-6 s and ~1 GB), and in the
 trainer TensorFlow's version costs ~3x the CPU for the same bytes (~0.7 ms per save).
 """

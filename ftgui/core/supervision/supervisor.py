@@ -4,7 +4,7 @@ Qt-free; the GUI drives it from a timer and `ftgui train` from a loop, both by c
 The run directory is the source of truth: the supervisor writes its own events (process starts and
 exits, injected faults, scheduled recoveries) next to the trainers' events in `RUN/events.jsonl`.
 
-Its parts live beside it: `fault_commands` and `task_launch` (two parts of the class itself:
+Its parts live beside it: `fault_injection` and `task_launch` (two parts of the class itself:
 injecting faults, and starting and ending an attempt's tasks), `run_lock` (one owner per run
 directory), `trainer_command` (the trainer's command lines), `training_process` (one process,
 started warm or cold), `standby` (the warm-standby pool), `fault_schedule` (planned faults),

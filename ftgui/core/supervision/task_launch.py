@@ -28,7 +28,7 @@ from ftgui.core.supervision.training_process import TrainingProcess
 LOG_DIR = "logs"
 EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart gets this long
 # A multi-worker survivor's step fails ~0.1 s after a peer's loss (at once when told by a
-# notice, `peer_loss`) and its just-in-time checkpoint takes ~0.2 s more: it gets this long to
+# notice, `peer_notice`) and its just-in-time checkpoint takes ~0.2 s more: it gets this long to
 # save and exit before the cluster is ended.
 JUST_IN_TIME_GRACE_SECONDS = 3.0
 

@@ -151,7 +151,7 @@ class PlotLook:
         from the last redone range on, or the recent ones); x still shows the whole run.
 
         The curves are then drawn with y clipped to a band of the view's height beyond each
-        edge (`plot_focus.clip_band`): a thick pen costs per pixel of its segments, and the
+        edge (`focus.clip_band`): a thick pen costs per pixel of its segments, and the
         steep early losses far above the view were most of a frame. Clipped that far out, no
         visible pixel changes."""
         focused = self.presenting and not self.log_y

@@ -189,8 +189,8 @@ class RunHistory:
 
     def export_png(self, path: Path, size=None) -> bool:
         """Save the plot as shown (overlays, smoothing, zoom) to `path`: a PNG of `size` (a
-        `plot_export.ImageSize`, pixels and DPI; default 1920 × 1080 at 192 dpi), legend beside
-        the data."""
+        `ftgui.qt.plot.export.ImageSize`, pixels and DPI; default 1920 × 1080 at 192 dpi), legend
+        beside the data."""
         from ftgui.qt.plot import (
             export as plot_export,  # pyqtgraph: imported with the plot, not at start
         )

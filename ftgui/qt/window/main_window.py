@@ -1,6 +1,6 @@
 """The main window: configuration on the left, live loss plot in the middle, checkpoints and the
 event log below, Start / Kill / Preempt / Resume and the story line on top (`top_bar`), state in
-the status bar; menus in `window_menus`, the presentation view and zoom in `view_modes`.
+the status bar; menus in `menus`, the presentation view and zoom in `view_modes`.
 
 The window is shown before the plot exists: importing pyqtgraph takes most of a second here, so
 the plot area shows a placeholder first and the `LossPlot` is created right after the window's

@@ -9,19 +9,12 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import pytest
-from recorded import crash_and_recovery
+from recorded import crash_and_recovery, two_runs
 
 from ftgui.core.record import run_notes, runs
 from ftgui.core.record.run_notes import RunNotes
 from ftgui.core.timeline.run_figures import checkpoint_seconds, read_run
 from ftgui.qt.runs.compare_view import COLUMNS
-
-
-def two_runs(root):
-    """The same kill after step 14: `every-10` resumes from 10 (4 steps redone, 2 saves),
-    `every-4` from 12 (2 steps redone, 5 saves); every save stalled training 0.05 s."""
-    return (crash_and_recovery(root / "every-10", kill_at=14, every=10),
-            crash_and_recovery(root / "every-4", kill_at=14, every=4))
 
 
 def test_the_figures_of_two_runs(tmp_path):

@@ -30,7 +30,7 @@ from ftgui.qt.window.main_window import MainWindow
 from ftgui.qt.window.quit_guard import KILL, PREEMPT, QuitGuard
 
 PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
 
 
 def ftgui_command(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -144,7 +144,7 @@ def test_the_icon_ships_in_every_size_and_as_svg():
 
 
 def test_pyproject_ships_every_icon_file_with_the_package():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     pyproject = tomllib.loads((root / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["ftgui"]
     shipped = [icons.svg_path(), *(icons.png_path(size) for size in icons.ICON_SIZES)]
@@ -281,7 +281,7 @@ def test_open_documentation_shows_the_docs_pages_in_the_order_of_the_nav(make_wi
     window.help_menu.docs_action.trigger()
     dialog = window.help_menu.documentation
     browser, pages = dialog.browser, dialog.page_list
-    docs = Path(__file__).resolve().parents[1] / "docs"
+    docs = Path(__file__).resolve().parents[3] / "docs"
     titles = [pages.item(row).text() for row in range(pages.count())]
     assert titles[:3] == ["Home", "Getting started", "The window"]
     assert titles[-2:] == ["Glossary", "Benchmark history"]
@@ -319,7 +319,7 @@ def test_documentation_without_the_docs_folder_shows_the_readme(monkeypatch, tmp
     monkeypatch.setattr(about, "DOCS", tmp_path / "docs")  # an installed wheel has no docs/
     dialog = about.DocumentationDialog()
     qtbot.addWidget(dialog)
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert dialog.pages == [] and dialog.page_list.isHidden()
     assert readme.splitlines()[0].lstrip("# ") in dialog.browser.toPlainText()
 

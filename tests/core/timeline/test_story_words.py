@@ -5,7 +5,7 @@ synchronous cluster's just-in-time recovery and a parameter-server worker replac
 from __future__ import annotations
 
 import pytest
-from test_story import CHIEF, ev, steps
+from recorded import CHIEF, ev, steps
 
 from ftgui.core.record.incidents import from_events
 from ftgui.core.timeline.model import Timeline

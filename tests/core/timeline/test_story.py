@@ -3,23 +3,10 @@ recovery as one sentence, with the incident table's figures."""
 
 from __future__ import annotations
 
+from recorded import CHIEF, ev, steps
+
 from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.story import percent, seconds, story, totals_line
-
-T0 = 1_700_000_000.0
-
-
-def ev(event: str, time: float, attempt: int = 0, **fields) -> dict:
-    return {"event": event, "time": T0 + time, "attempt": attempt, **fields}
-
-
-def steps(first: int, last: int, start_time: float, attempt: int = 0) -> list[dict]:
-    """Steps a quarter of a second apart (exact in binary), loss 1/step."""
-    return [ev("step", start_time + 0.25 * (s - first), attempt, step=s, loss=1.0 / s)
-            for s in range(first, last + 1)]
-
-
-CHIEF = {"role": "chief", "index": 0, "chief": True}
 
 
 def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():

@@ -367,7 +367,7 @@ def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept
     assert tf.train.latest_checkpoint(directory) == f"{directory}/ckpt-60"
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(), directory, max_to_keep=5)
     assert manager.checkpoints == [f"{directory}/ckpt-{s}" for s in kept]
-    # no checkpoint clerk of the run is left (it runs as `… checkpoint_clerk DIRECTORY KEEP`)
+    # no checkpoint clerk of the run is left (it runs as `… checkpoints.clerk DIRECTORY KEEP`)
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if directory in (p.info["cmdline"] or [])]
 

@@ -14,7 +14,7 @@ from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
-from test_presentation import T0, write_recovered_run
+from recorded import T0, write_recovered_run
 
 from ftgui.core.record.events import EventWriter
 from ftgui.core.settings import config as configmod
@@ -293,7 +293,7 @@ def test_no_inset_before_a_resume_nor_on_the_time_axis(window, qtbot, tmp_path):
 
 def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(window, qtbot,
                                                                             tmp_path):
-    from test_compare import two_runs
+    from recorded import two_runs
 
     from ftgui.core.record import runs
     from ftgui.qt.runs.compare_view import COMPARE_COLOURS

@@ -125,7 +125,7 @@ def test_a_lost_worker_is_announced_to_the_survivors_who_end_within_the_grace(
     tmp_path, fake_python, monkeypatch
 ):
     """A killed member of a multi-worker cluster: the supervisor writes the notice of its
-    attempt (`peer_loss`) before it waits for the survivors, and the next launch removes it."""
+    attempt (`peer_notice`) before it waits for the survivors, and the next launch removes it."""
     from ftgui.core.supervision import peer_notice
     from ftgui.core.supervision.task_launch import JUST_IN_TIME_GRACE_SECONDS
 

@@ -12,6 +12,7 @@ from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel
+from recorded import CHIEF, T0, write_recovered_run
 
 from ftgui import cli
 from ftgui.core.record.events import EventWriter
@@ -19,9 +20,6 @@ from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
 from ftgui.qt import theme
 from ftgui.qt.window.main_window import MainWindow
-
-T0 = 1_700_000_000.0
-CHIEF = {"role": "chief", "index": 0, "chief": True}
 
 
 def settings_at(tmp_path) -> QSettings:
@@ -40,30 +38,6 @@ def window(qtbot, tmp_path):
     yield win
     win.controller.shutdown()
     theme.set_scale(1.0)
-
-
-def write_recovered_run(run_dir) -> None:
-    """A 400-step run killed at step 230 (the supervisor had read 228), restarted
-    automatically from checkpoint 200, then trained on to step 260; times exact in binary."""
-    configmod.save(run_dir, RunConfig(steps=400, checkpoint_every=50))
-    with EventWriter(run_dir, 0) as w:
-        w.emit("run_started", time=T0)
-        w.emit("process_started", time=T0, pid=10, restore=None, standby=False, **CHIEF)
-        w.emit("training_started", time=T0 + 9.5, start_step=0, strategy="mirrored",
-               replicas=2, **CHIEF)
-        for step in range(1, 231):
-            w.emit("step", time=T0 + 10 + 0.25 * step, step=step, loss=2.0 / step)
-        w.emit("fault_injected", time=T0 + 68, kind="kill", target="chief", step=228,
-               source="user")
-        w.emit("process_exited", time=T0 + 68.25, pid=10, last_step=230, signal=9,
-               signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF)
-        w.emit("recovery_scheduled", time=T0 + 68.25, delay=0.0, restart=1)
-    with EventWriter(run_dir, 1) as w:
-        w.emit("process_started", time=T0 + 68.5, pid=11, restore="checkpoints/ckpt-200",
-               standby=False, **CHIEF)
-        w.emit("resumed", time=T0 + 80, from_step=200, checkpoint="checkpoints/ckpt-200")
-        for step in range(201, 261):
-            w.emit("step", time=T0 + 80 + 0.25 * (step - 200), step=step, loss=2.0 / step)
 
 
 def test_the_story_of_a_crash_and_its_recovery_is_readable_from_the_back(window, tmp_path):

@@ -24,7 +24,7 @@ from ftgui.core.settings.schema import SETTINGS
 from ftgui.training import data
 from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
 
-SETTINGS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
 DIGITS_TRAIN = 1437  # training split of the built-in digits
 DIGITS_INFO = {"x_shape": [1797, 8, 8], "y_shape": [1797], "num_classes": 10,
                "fingerprint": "b637863f70f86e919b5f9f28613a5e7f"}
