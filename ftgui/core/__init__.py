@@ -1,1 +1,2 @@
-"""Qt-free, TensorFlow-free core: configuration, events, checkpoints and the supervisor."""
+"""Qt-free, TensorFlow-free core, in rooms top to bottom: demos; supervision and reports;
+checkpoints and the timeline; the run record; settings (docs/architecture.md, Layout)."""
