@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from ftgui.core import formatting
 from ftgui.core.checkpoints import fit_checkpoints, listing, restore_point
 from ftgui.core.record.run_state import PREEMPT_TIMEOUT_S
 from ftgui.core.settings import config as configmod
@@ -219,24 +220,35 @@ def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
         )
 
 
-def _resume_base(run_dir: Path, from_step: int | None) -> dict:
-    """The raw settings a resume starts from: `RUN/config.toml`, or, when that file is empty,
-    the run's own record (`resume_check.rebuilt_config`), said in one line. Raises ConfigError
-    when it is empty and the run has no record: defaults are never taken silently."""
+def _resume_base(run_dir: Path, from_step: int | None,
+                 given: set[str] | frozenset[str] = frozenset()) -> dict:
+    """The raw settings a resume starts from: `RUN/config.toml`, or, when that file is empty
+    or missing, the run's own record (`resume_check.rebuilt_config`), said in one line; a
+    setting the file lacks or cannot read (and not `given` as a flag) also comes from the
+    record, said in one line (`resume_check.fill_from_record`). Raises ConfigError when the
+    run has no record of a setting needed: defaults are never taken silently."""
     from ftgui.core.checkpoints import resume_check
 
-    values = configmod.load_values(run_dir)
-    if values:
-        return values
     path = run_dir / configmod.CONFIG_FILE
+    try:
+        values = configmod.load_values(run_dir)
+        state = "is empty"
+    except FileNotFoundError:  # deleted: the record still knows the run's settings
+        values, state = {}, "is missing"
     restore = listing.newest_valid(run_dir, at_most=from_step)
+    if values:
+        values, line = resume_check.fill_from_record(
+            run_dir, values, restore.meta if restore else None, skip=given)
+        if line:
+            print(line, flush=True)
+        return values
     rebuilt = resume_check.rebuilt_config(run_dir, restore.meta if restore else None)
     if not rebuilt:
-        raise ConfigError(f"run_dir: {path} is empty and the run has no record of its settings "
+        raise ConfigError(f"run_dir: {path} {state} and the run has no record of its settings "
                           "(no run_started event); write its settings there to resume")
     source = "the run_started event" + (f" and checkpoint {restore.prefix.name}"
                                         if restore else "")
-    print(f"{path} is empty; settings rebuilt from the run's own record ({source})", flush=True)
+    print(f"{path} {state}; settings rebuilt from the run's own record ({source})", flush=True)
     return rebuilt
 
 
@@ -248,9 +260,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     existing = (run_dir / configmod.CONFIG_FILE).is_file()
     if args.from_step is not None and not args.resume:
         raise ConfigError("from_step: --from-step needs --resume")
-    if args.resume and not existing:
+    if args.resume and not existing and not (run_dir / "events.jsonl").is_file():
         raise ConfigError(f"run_dir: {run_dir} has no config.toml to resume")
-    base = _resume_base(run_dir, args.from_step) if args.resume else RunConfig()
+    given = {field for flag, field in FLAG_FIELDS.items()
+             if getattr(args, flag, None) is not None}
+    base = _resume_base(run_dir, args.from_step, given) if args.resume else RunConfig()
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)
@@ -419,20 +433,21 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     newest = listing.newest_valid(args.run_dir)
-    print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'bytes':>10}  valid")
+    print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'size':>10}  valid")
     for row in rows:
         mark = " (newest)" if newest and row["step"] == newest.step else ""
         mark += f" ({row['restores']})" if "restores" in row else ""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["time"]))
+        valid = "yes" if row["valid"] else "no: " + row["reason"]
         print(f"{row['step']:>8} {_num(row['loss']):>10} {_num(row['val_loss']):>10} {when:>19} "
-              f"{row['size']:>10}  {'yes' if row['valid'] else 'no: ' + row['reason']}{mark}")
+              f"{formatting.size(row['size']):>10}  {valid}{mark}")
     if not rows:
         print("(no checkpoints)")
     return 0
 
 
 def _num(value) -> str:
-    return "-" if value is None else f"{value:.6f}"
+    return "-" if value is None else formatting.loss(value)  # "-": plain ASCII for pipes
 
 
 def cmd_devices(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from ftgui.core import formatting
 from ftgui.core.timeline.model import Timeline
 
 STEP_LINE_SECONDS = 2.0
@@ -16,7 +17,8 @@ NOT_PRINTED = frozenset({"run_finished"})
 
 class Progress:
     """Prints the progress of `ftgui train`. `show(event)` takes the run's events in file order;
-    `quiet` prints nothing. `last_loss` is the loss of the newest step event (None for a
+    `quiet` prints nothing; the step line's loss is `formatting.loss` ("0.2500"; an event's null
+    loss, a non-finite one, is "nan"). `last_loss` is the loss of the newest step event (None for a
     non-finite one, as events store it); `timeline` is what has been shown so far."""
 
     def __init__(self, quiet: bool = False):
@@ -43,7 +45,7 @@ class Progress:
             self.last_loss = event["loss"]
             if not self.quiet and time.time() - self._last_print > STEP_LINE_SECONDS:
                 self._last_print = time.time()
-                loss = "nan" if event["loss"] is None else event["loss"]  # null: non-finite
+                loss = "nan" if event["loss"] is None else formatting.loss(event["loss"])
                 recovered = "  (from the checkpoint)" if event.get("from_checkpoint") else ""
                 print(f"step {event['step']}  loss {loss}{recovered}", flush=True)
         elif not self.quiet and event["event"] not in NOT_PRINTED:

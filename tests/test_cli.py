@@ -129,9 +129,9 @@ def test_checkpoints_table_marks_the_newest_valid_and_says_why_others_are_not(tm
     fake_checkpoint(tmp_path, 30, metadata=False)
     assert cli.main(["checkpoints", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["step", "loss", "val_loss", "time", "bytes", "valid"]
+    assert lines[0].split() == ["step", "loss", "val_loss", "time", "size", "valid"]
     assert [line.split()[0] for line in lines[1:]] == ["10", "20", "30"]
-    assert lines[1].split()[1] == "0.100000" and lines[1].endswith("  yes")
+    assert lines[1].split()[1] == "0.1000" and lines[1].endswith("  yes")
     assert lines[2].endswith("  yes (newest)")
     assert lines[3].endswith("  no: no metadata: the save did not finish")
 

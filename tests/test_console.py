@@ -27,10 +27,10 @@ def test_notable_events_are_sentences_and_steps_are_not_repeated(capsys, monkeyp
     progress.show({"event": "process_exited", "attempt": 0, "time": 1.0, "role": "chief",
                    "index": 0, "signal": 9, "decisive": True})
     assert capsys.readouterr().out.splitlines() == [
-        "step 1  loss 0.5",  # step 2 came 0.5 s later: no line
-        "checkpoint 2 saved (0.4 MB)",
+        "step 1  loss 0.5000",  # step 2 came 0.5 s later: no line
+        "checkpoint 2 saved (400.0 kB)",
         "kill of chief at step 2 (user)",
-        "step 3  loss 0.25",
+        "step 3  loss 0.2500",
         "chief killed at step 3",
     ]
     assert progress.last_loss == 0.25

@@ -59,25 +59,46 @@ def main(argv: list[str] | None = None) -> int:
     make_console_safe()  # a task started by hand (`ftgui worker`) has the user's locale
     args = parse_args(argv)
     from ftgui.core.record.events import EventWriter
+    from ftgui.core.record.run_folder import RunFolder, RunFolderGone
     from ftgui.core.settings import config as configmod
 
     run_dir = args.run_dir.absolute()
-    events = EventWriter(run_dir, args.attempt)
+    try:
+        # the folder as it is now: removed or replaced later, it stops training (`folder_gone`)
+        events = EventWriter(run_dir, args.attempt, folder=RunFolder(run_dir))
+    except OSError as exc:
+        return folder_gone(exc)
     try:
         config = configmod.load(run_dir)
         config.validate()
+    except RunFolderGone as exc:
+        return folder_gone(exc)
     except (OSError, ValueError) as exc:
         return refuse(events, args, exc)
     try:
         return train(run_dir, config, args, events)
+    except RunFolderGone as exc:
+        return folder_gone(exc)
     except Exception as exc:  # the traceback goes to the log; the supervisor shows this line
         from ftgui.core.record.process_output import error_sentence
         from ftgui.core.supervision.cluster import name_grpc_port
 
         error = error_sentence(type(exc).__name__, str(exc))
-        events.emit("training_error", role=args.role, index=args.index,
-                    error=name_grpc_port(error, os.environ.get("TF_CONFIG")))
+        try:
+            events.emit("training_error", role=args.role, index=args.index,
+                        error=name_grpc_port(error, os.environ.get("TF_CONFIG")))
+        except RunFolderGone as gone:
+            return folder_gone(gone)
         raise
+
+
+def folder_gone(exc: OSError) -> int:
+    """The run folder was removed or replaced (or never there): say so in one line on stderr
+    (no event: nothing may be written there) and return RUN_FOLDER_GONE."""
+    from ftgui.core.record import exitcodes
+
+    print(f"error: {exc}", file=sys.stderr, flush=True)
+    return exitcodes.RUN_FOLDER_GONE
 
 
 def refuse(events, args, exc: Exception) -> int:

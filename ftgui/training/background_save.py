@@ -2,12 +2,13 @@
 thread.
 
 At a checkpoint step the training thread only copies every variable (model, optimizer slots and
-iterations, global step) into a shadow copy with the same object structure - one traced function,
-about a millisecond for the built-in models - and goes on training. A single worker thread then
-writes the shadow copy with a traced `tf.train.Checkpoint.write`, evaluates it on the validation
-split, reports it (events) and hands the bookkeeping (metadata, retention, state file) to the
-checkpoint clerk (`ftgui.core.checkpoints.clerk`), a helper process. Because the structure is the
-same, the files restore into the real model with `assert_existing_objects_matched()`.
+iterations, any other variable of the object graph, global step) into a shadow copy with the same
+object structure - one traced function, about a millisecond for the built-in models - and goes on
+training. A single worker thread then writes the shadow copy with a traced
+`tf.train.Checkpoint.write`, evaluates it on the validation split, reports it (events) and hands the
+bookkeeping (metadata, retention, state file) to the checkpoint clerk
+(`ftgui.core.checkpoints.clerk`), a helper process. Because the structure is the same, the files
+restore into the real model with `assert_existing_objects_matched()`.
 
 Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: in TF 2.21 it fails on the second
 save of a Keras 3 model ("tf.function only supports singleton tf.Variables"). Why a copy: the
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from ftgui.core.checkpoints import listing as checkpoints
 from ftgui.training import models
+from ftgui.training.state_variables import state_variables
 
 
 class ShadowState:
@@ -53,8 +55,10 @@ class ShadowState:
         # and `assert_existing_objects_matched` would miss it in our files.
         _ = self.checkpoint.save_counter
         self._score = state.score
-        self._sources = [*state.model.variables, *state.optimizer.variables, state.step]
-        self._targets = [*self.model.variables, *self.optimizer.variables, self.step]
+        # Every variable of the object graph, not only `model.variables`: a user layer's plain
+        # tf.Variable would otherwise be written with its initial value (issue 25).
+        self._sources = state_variables(state)
+        self._targets = state_variables(self)
         if [(tuple(v.shape), v.dtype) for v in self._sources] != [
                 (tuple(v.shape), v.dtype) for v in self._targets]:
             raise ValueError("checkpoint shadow copy: the variables do not match the model's")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ftgui.core.checkpoints import resume_check
+from ftgui.core.settings.datasets import array_problem
 
 VALIDATION_FRACTION = 0.2
 SPLIT_SEED = 0  # the train/validation split is fixed, whatever the training seed
@@ -125,6 +126,9 @@ def _arrays(name: str, split: str, x, y, task: str) -> tuple[np.ndarray, np.ndar
     if len(x) != len(y):
         raise ValueError(f"dataset: {name}: x_{split} has {len(x)} rows but y_{split} has "
                          f"{len(y)}; they must have one label per row")
+    problem = array_problem(x, y, task, f"x_{split}", f"y_{split}")
+    if problem:
+        raise ValueError(f"dataset: {name}: {problem}")
     if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_) or x.ndim < 2:
         raise ValueError(f"dataset: {name}: x_{split} must be numbers of shape (n, ...), "
                          f"not {x.dtype} {x.shape}")

@@ -99,8 +99,23 @@ class EventsCallback(keras.callbacks.Callback):
         self.summaries.close()
 
 
+def validation_batch(rows: int, global_batch_size: int, replicas: int) -> int:
+    """The batch size of `fit`'s validation data: the global batch size, or, for fewer `rows`,
+    the largest multiple of `replicas` in them. Keras 3 under MirroredStrategy fails
+    (`AddN … [7,8] != [6,8]`) when the first validation batch does not split evenly across
+    the replicas (numpy arrays given to `fit` are one batch of 32); a smaller last batch is
+    fine. Every row is scored. Needs rows >= replicas (`datasets.check` refuses fewer)."""
+    if rows >= global_batch_size:
+        return global_batch_size
+    return max(replicas, rows // replicas * replicas)
+
+
 def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
     """Train with `model.fit` until `config.steps` global steps; returns an exit status."""
+    replicas = state.strategy.num_replicas_in_sync
+    if len(data.x_val) < replicas:  # a dataset function's own validation split
+        raise ValueError(f"dataset: {data.name}: {len(data.x_val)} validation row(s), fewer "
+                         f"than the {replicas} replicas that --loop fit validates on")
     batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed)
     steps_per_epoch = batches.steps_per_epoch
     epochs = math.ceil(config.steps / steps_per_epoch)
@@ -109,6 +124,8 @@ def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
     dataset = tf.data.Dataset.from_tensor_slices(
         (data.x_train[order], data.y_train[order])
     ).batch(config.global_batch_size, drop_remainder=True)
+    validation = tf.data.Dataset.from_tensor_slices((data.x_val, data.y_val)).batch(
+        validation_batch(len(data.x_val), config.global_batch_size, replicas))
     with state.strategy.scope():
         state.model.compile(
             optimizer=state.optimizer,
@@ -131,7 +148,7 @@ def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
     print(f"model.fit: {epochs} epochs of {steps_per_epoch} steps; restores to {RESTORES}",
           flush=True)
     state.model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
-                    callbacks=callbacks, validation_data=(data.x_val, data.y_val))
+                    callbacks=callbacks, validation_data=validation)
     loss = callbacks[-1].last_loss
     events.emit("run_finished", step=config.steps, loss=loss,
                 seconds=time.perf_counter() - started)

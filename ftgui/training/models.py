@@ -15,7 +15,8 @@ from ftgui.core.settings import user_code
 def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """`mlp`: Flatten → Dense(64, relu) → Dense(num_classes).
     `cnn`: Conv(16, 3×3) → MaxPool(2) → Conv(32, 3×3) → global average → Dense(num_classes).
-    `PATH.py:FUNCTION`: `FUNCTION(input_shape, num_classes)`, the user's uncompiled model.
+    `PATH.py:FUNCTION`: `FUNCTION(input_shape, num_classes)`, the user's uncompiled model
+    (built on one zero example when it builds lazily, `build_lazily`).
     `PATH.keras`: the saved model with its weights (uncompiled).
 
     Create it inside `strategy.scope()`. Raises `ValueError` for an unknown name, a CNN on
@@ -53,7 +54,21 @@ def _user_model(source: user_code.Source, input_shape, num_classes: int) -> kera
     if not isinstance(model, keras.Model):
         raise ValueError(f"model: {source.path}:{source.function} returned "
                          f"{type(model).__name__}, not a keras.Model")
+    if not model.built or not model.variables:
+        build_lazily(model, input_shape)
     return model
+
+
+def build_lazily(model: keras.Model, input_shape) -> None:
+    """Create the variables of a model that builds on its first call (a subclassed
+    `keras.Model` given no input shape) by calling it on one zero example (1, *input_shape)
+    float32, in inference mode, so that the optimizer is built on them. Raises
+    `ValueError` naming the model when it still has no trainable variables."""
+    model(np.zeros((1, *input_shape), dtype=np.float32), training=False)
+    if not model.trainable_variables:
+        raise ValueError(f"model: {model.name} has no trainable variables after a call on one "
+                         f"example of shape {tuple(input_shape)}; create its layers in "
+                         f"__init__ or build()")
 
 
 def user_loss(name: str):
@@ -135,10 +150,41 @@ def evaluate_metrics(metrics: list, outputs: np.ndarray, y: np.ndarray) -> dict[
 
 
 def checkpointed_state(model: keras.Model) -> dict:
-    """Extra objects a `tf.train.Checkpoint` of `model` must hold for exact resume: the states
-    of its Keras seed generators (a seeded `Dropout`'s), which `tf.train.Checkpoint(model=…)`
-    does not reach in Keras 3.15 (only `model.variables` lists them). {} when there are none,
-    so the built-in models' checkpoints keep their structure."""
+    """Extra objects a `tf.train.Checkpoint` of `model` must hold for exact resume, which
+    `tf.train.Checkpoint(model=…)` does not reach in Keras 3.15: the states of its Keras seed
+    generators (a seeded `Dropout`'s; only `model.variables` lists them) and the plain
+    `tf.Variable`s a layer keeps in a list, tuple or dict attribute (Keras wraps those in its
+    own tracked containers, which TensorFlow's object graph does not follow). {} when there are
+    none, so the built-in models' checkpoints keep their structure."""
     states = [generator.state for layer in model._flatten_layers()
               for generator in getattr(layer, "_seed_generators", [])]
-    return {"seed_states": states} if states else {}
+    held = _held_variables(model)
+    return {**({"seed_states": states} if states else {}),
+            **({"layer_variables": held} if held else {})}
+
+
+def _held_variables(model: keras.Model) -> list:
+    """The variables of Keras metrics the model's layers keep (`metrics_variables`: a
+    `keras.metrics.Sum` counting steps) and the plain `tf.Variable`s in the list, tuple or dict
+    attributes of its layers, that neither the model's object graph nor `model.variables`
+    reaches; in layer order and attribute order, each once."""
+    from ftgui.training.state_variables import graph_variables
+
+    seen = {id(v) for v in (*graph_variables(model), *model.variables)}
+    found = [v for v in model.metrics_variables if id(v) not in seen]
+    seen.update(id(v) for v in found)
+    for layer in model._flatten_layers():
+        for name, value in list(vars(layer).items()):
+            if name.startswith("_self_"):  # TensorFlow's own tracking of the graph's children
+                continue
+            if isinstance(value, dict):
+                items = list(value.values())
+            elif isinstance(value, (list, tuple)):
+                items = list(value)
+            else:
+                continue
+            for item in items:
+                if isinstance(item, tf.Variable) and id(item) not in seen:
+                    seen.add(id(item))
+                    found.append(item)
+    return found

@@ -4,7 +4,9 @@ step under `strategy.run`, and evaluation (the part Orbit calls the trainer).
 Shape of a step: the global batch (global_batch_size, ...) is split into `num_replicas` contiguous
 slices; each replica computes `tf.nn.compute_average_loss(per_example, global_batch_size)` and the
 losses are summed with `strategy.reduce(SUM)`, so the loss is the mean over the global batch for
-any replica count (the recipe of the tf.distribute custom-training-loop guide).
+any replica count (the recipe of the tf.distribute custom-training-loop guide). A model's own
+`model.losses` (regularization) are added, each replica's divided by the replica count
+(`tf.nn.scale_regularization_loss`), so the step's loss is data loss plus regularization.
 
 Nothing here writes files or events: the loop (`loop.py`) runs the steps, and the actions
 (`actions/`) do everything that follows a step.
@@ -86,12 +88,16 @@ class TrainState:
 
     def replica_step(self, x, y, scale=None):
         """One replica's forward, backward and update on its slice; returns its share of the
-        global-batch mean loss (a scalar). `scale` multiplies the loss: 1.0 (exact, changes no
-        bit) or NaN for an injected numerics fault."""
+        global-batch mean loss (a scalar) plus, when the model has any, its share of
+        `model.losses` (kernel regularizers, `add_loss`: the training loss `model.fit` would
+        minimise). `scale` multiplies the loss: 1.0 (exact, changes no bit) or NaN for an
+        injected numerics fault."""
         with tf.GradientTape() as tape:
             logits = self.model(x, training=True)
             per_example = self.per_example_loss(y, logits)
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
+            if self.model.losses:  # regularizers and add_loss, as model.fit adds them
+                loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
             if scale is not None:
                 loss = loss * scale
         gradients = tape.gradient(loss, self.model.trainable_variables)

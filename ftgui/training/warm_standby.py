@@ -57,16 +57,17 @@ def shadow_for(state, data, config: RunConfig):
 
 def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> None:
     """Run global step 1's batch through `state.train_step` (tracing and optimising the step
-    function) and, when `warm_restore` names a checkpoint prefix, restore it (the first restore
-    of a process costs several times the next ones); then assign every variable (model,
-    optimizer slots and iterations, global step) its value from before, so the state is
-    exactly what it was built as. A warm-up restore that fails is ignored: the order's own
-    restore will report it."""
+    function) and, when `warm_restore` names a checkpoint prefix, restore it (the first restore of a
+    process costs several times the next ones); then assign every variable (model, optimizer slots
+    and iterations, the object graph's others, global step) its value from before, so the state is
+    exactly what it was built as. A warm-up restore that fails is ignored: the order's own restore
+    will report it."""
     import tensorflow as tf
 
     from ftgui.training.data import StepBatches
+    from ftgui.training.state_variables import state_variables
 
-    variables = [*state.model.variables, *state.optimizer.variables, state.step]
+    variables = state_variables(state)
     before = [v.numpy() for v in variables]
     indices = StepBatches(len(data.x_train), config.global_batch_size, config.seed).indices(1)
     state.train_step(data.x_train[indices], data.y_train[indices])

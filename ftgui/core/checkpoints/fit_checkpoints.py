@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from ftgui.core.checkpoints.listing import CheckpointInfo, _stat
+from ftgui.core.checkpoints.listing import CheckpointInfo, _stat, sync_files
 
 FIT_DIR = "fit-checkpoints"  # `--loop fit`: Keras ModelCheckpoint's weights, one per epoch
 FIT_META_DIR = "fit-metadata"  # their metadata: Keras owns the folder of the files
@@ -23,6 +23,7 @@ def write_fit_metadata(path: Path, **fields) -> Path:
     `RUN/fit-checkpoints/epoch-NNN.weights.h5` that Keras has finished writing, in
     `RUN/fit-metadata/epoch-NNN.meta.json`. Returns the metadata path."""
     record = {**fields, "restores": FIT_RESTORES, "files": {path.name: path.stat().st_size}}
+    sync_files(path.parent, [path.name])  # on disk before the metadata vouches
     meta = _fit_meta_path(path)
     meta.parent.mkdir(exist_ok=True)
     tmp = meta.with_name(meta.name + ".tmp")

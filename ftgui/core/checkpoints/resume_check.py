@@ -226,3 +226,55 @@ def training_changed(previous, config) -> bool:
         return False
     return any(getattr(previous, name) != getattr(config, name)
                for name, setting in SETTINGS.items() if setting.on_resume != FREE)
+
+
+def fill_from_record(run_dir: str | os.PathLike, values: dict, meta: dict | None,
+                     skip: set[str] | frozenset[str] = frozenset()) -> tuple[dict, str]:
+    """`values` (the raw settings of a run's `config.toml`) with every setting it lacks, or
+    holds in a form that cannot be read (not of its kind), taken from the run's own record:
+    `rebuilt_config` (the `run_started` event, with what checkpoint metadata `meta` recorded
+    over it). Settings in `skip` (given again as flags) are left as they are.
+
+    Returns (settings, line): the line says which settings came from the record and their
+    values ('' when none did); an unreadable value the record does not know stays (its own
+    error names it). Raises `ConfigError` naming the first missing setting the run has no
+    record of: a default is never taken silently for a run that trained.
+    """
+    from ftgui.core.settings.config import from_dict
+
+    missing = [name for name in SETTINGS if name not in values and name not in skip]
+    unreadable = {}
+    for name, value in values.items():
+        if name in SETTINGS and name not in skip:
+            try:
+                from_dict({name: value})
+            except ConfigError as exc:
+                unreadable[name] = str(exc).partition(": ")[2] or str(exc)
+    if not missing and not unreadable:
+        return dict(values), ""
+    record = rebuilt_config(run_dir, meta)
+    path = Path(run_dir) / "config.toml"
+    # an unreadable value the record cannot replace stays: its own error names it
+    unreadable = {name: why for name, why in unreadable.items() if name in record}
+    unknown = [name for name in missing if name not in record]
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: {path} lacks it and the run's own record does not "
+                          f"say what the run trained with; write it there to resume")
+    if not missing and not unreadable:
+        return dict(values), ""
+    wanted = [*missing, *unreadable]
+    taken = {name: record[name] for name in wanted}
+    what = []
+    if missing:
+        what.append(f"lacks {', '.join(missing)}")
+    if unreadable:
+        what.append("cannot read " + ", ".join(f"{name} ({why})"
+                                              for name, why in unreadable.items()))
+    source = "the run_started event" + (f" and checkpoint ckpt-{meta['step']}"
+                                        if meta and "step" in meta else "")
+    if not values:
+        return taken, f"{path} is empty; settings rebuilt from the run's own record ({source})"
+    values = {**values, **taken}
+    shown = ", ".join(f"{name} {value}" for name, value in taken.items())
+    return values, (f"{path} {' and '.join(what)}: taken from the run's own record ({source}): "
+                    f"{shown}")

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ftgui.core import formatting
 from ftgui.core.checkpoints import listing
 from ftgui.core.demos.definitions import Demo
 from ftgui.core.demos.session import DemoSession
@@ -155,7 +156,8 @@ def fewer_steps_redone_first(run_dirs: list[Path]) -> tuple[bool, str]:
     ok = first.steps_redone < second.steps_redone and first.checkpoints > second.checkpoints
     return ok, (f"{first.steps_redone} vs {second.steps_redone} steps redone, "
                 f"{first.checkpoints} vs {second.checkpoints} checkpoints "
-                f"({first.checkpoint_seconds:.2f} s vs {second.checkpoint_seconds:.2f} s)")
+                f"({formatting.seconds(first.checkpoint_seconds, 2)} vs "
+                f"{formatting.seconds(second.checkpoint_seconds, 2)})")
 
 
 CROSS_CHECKS = {f.__name__: f for f in (same_final_loss, fewer_steps_redone_first)}

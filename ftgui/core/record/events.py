@@ -13,6 +13,7 @@ import os
 import time
 from pathlib import Path
 
+from ftgui.core import formatting
 from ftgui.core.record import run_state
 from ftgui.core.record.tail import Tail
 from ftgui.core.settings.schema import SETTINGS
@@ -55,11 +56,20 @@ class EventWriter:
     clocks are never subtracted). To keep the many step lines short, only a writer's first
     `step` event names its `clock`: a step without one is on the clock of the step before it.
     An event given its own `time` gets no `mono` and `clock`.
+
+    `folder` (a `run_folder.RunFolder`, for a writer of a run that trains): the folder is never
+    created, and before the file is opened and before each event it must still be the one the
+    run started in, else `RunFolderGone` is raised and nothing is written.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, attempt: int):
+    def __init__(self, run_dir: str | os.PathLike, attempt: int, folder=None):
         self.path = Path(run_dir) / EVENTS_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self._fd = -1
+        if folder is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            folder.check()
         self.attempt = attempt
         self._clock_named = False  # a step event of this writer has named its clock
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -74,6 +84,8 @@ class EventWriter:
             if event != "step" or not self._clock_named:
                 record["clock"] = CLOCK
                 self._clock_named = self._clock_named or event == "step"
+        if self.folder is not None:
+            self.folder.check()  # one stat: a removed or replaced run folder gets no event
         os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         return record
 
@@ -298,24 +310,25 @@ def _setting_changed(event, step):
             f"{_short(event.get('old'))} to {_short(event.get('new'))} at step {at}")
 
 
-def restart_words(restart: int | None, delay: str) -> str:
+def restart_words(restart: int | None, delay: float | None) -> str:
     """How an automatic restart is announced: "restarting in 0.5 s" for the first one since
     training last went on, "restart 2 in a row, in 1.0 s" for a further one (restarts count
-    in a row: each run of `max_restarts` starts again once training goes on). `delay`: the
-    seconds, already formatted."""
+    in a row: each run of `max_restarts` starts again once training goes on). `delay`: in
+    seconds."""
     if not restart or restart <= 1:
-        return f"restarting in {delay} s"
-    return f"restart {restart} in a row, in {delay} s"
+        return f"restarting in {formatting.seconds(delay)}"
+    return f"restart {restart} in a row, in {formatting.seconds(delay)}"
 
 
-def _number(value, digits: int = 4) -> str:
-    return "nan" if value is None else f"{value:.{digits}g}"
+def _loss(value) -> str:
+    # an event's null loss is a non-finite one (JSON has no NaN)
+    return "nan" if value is None else formatting.loss(value)
 
 
 def _size(size) -> str:
-    if not isinstance(size, (int, float)):
+    if not isinstance(size, (int, float)) or isinstance(size, bool):
         return ""
-    return f" ({size / 1e6:.1f} MB)" if size >= 1e5 else f" ({size / 1e3:.0f} kB)"
+    return f" ({formatting.size(size)})"
 
 
 def _run_started(event, step):
@@ -341,7 +354,7 @@ def _process_started(event, step):
         text += ", from a warm standby"
         if event.get("standby_warm") is False:
             age = event.get("standby_age")
-            so_far = f" ({age:.0f} s so far)" if isinstance(age, (int, float)) else ""
+            so_far = f" ({formatting.seconds(age)} so far)" if isinstance(age, (int, float)) else ""
             text += f" still importing TensorFlow{so_far}"
     return text
 
@@ -420,14 +433,14 @@ _DESCRIBERS = {
     "standby_ready": lambda e, s: (
         f"the warm standby that took over (pid {e.get('pid')}) is ready" if e.get("took_over")
         else "warm standby ready") + f" (TensorFlow imported in "
-    f"{_number(e.get('import_seconds'), 2)} s)",
+    f"{formatting.seconds(e.get('import_seconds'))})",
     "training_started": _training_started,
     "resumed": lambda e, s: f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} "
     f"{e.get('from_step')}",
-    "step": lambda e, s: f"step {e.get('step')}: loss {_number(e.get('loss'))}",
+    "step": lambda e, s: f"step {e.get('step')}: loss {_loss(e.get('loss'))}",
     "heartbeat": lambda e, s: f"{who(e)} at step {e.get('step')}",
     "validation": lambda e, s: f"validation at step {e.get('step')}: loss "
-    f"{_number(e.get('val_loss'))}",
+    f"{_loss(e.get('val_loss'))}",
     "checkpoint_saved": _checkpoint_saved,
     "just_in_time_saved": lambda e, s: f"{who(e)} saved step {e.get('step')} just in time "
     f"({e.get('error')})",
@@ -443,20 +456,19 @@ _DESCRIBERS = {
     "rolled_back": lambda e, s: f"rolled back from step {e.get('from_step')} to checkpoint "
     f"{e.get('to_step')}",
     "hang_detected": lambda e, s: f"{who(e)} hung: no progress for "
-    f"{_number(e.get('seconds'), 3)} s at step {e.get('last_step')}",
+    f"{formatting.seconds(e.get('seconds'))} at step {e.get('last_step')}",
     "held": lambda e, s: _held(e),
     "hold_released": lambda e, s: f"{who(e)} goes on after step {e.get('step')} "
-    f"({_HOLD_ENDS.get(e.get('by'), e.get('by'))}, held {_number(e.get('seconds'), 2)} s)",
+    f"({_HOLD_ENDS.get(e.get('by'), e.get('by'))}, held {formatting.seconds(e.get('seconds'))})",
     "thawed": lambda e, s: f"{e.get('target', 'chief')} thawed at step "
     f"{max(e.get('step') or 0, s or 0)}",
     "training_error": _training_error,
-    "recovery_scheduled": lambda e, s: restart_words(e.get("restart"),
-                                                     _number(e.get("delay"), 2)),
+    "recovery_scheduled": lambda e, s: restart_words(e.get("restart"), e.get("delay")),
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,
     "determinism_warning": lambda e, s: "exact resume is not guaranteed: "
     f"{e.get('reason', '')}",
     "run_finished": lambda e, s: f"run finished at step {e.get('step')}, final loss "
-    f"{_number(e.get('loss'))}",
+    f"{_loss(e.get('loss'))}",
 }

@@ -12,6 +12,7 @@ FINISHED = 0  # reached the last step
 BAD_CONFIG = 2  # refused its configuration before training
 NON_FINITE = 3  # the loss became NaN or infinite and no rollback was possible
 DAMAGED_CHECKPOINT = 4  # the checkpoint to restore would not load; it is now marked invalid
+RUN_FOLDER_GONE = 5  # the run folder was removed or replaced under the trainer; it stopped
 PREEMPTED = 42  # saved at the current step on SIGTERM and stopped (TensorFlow's own code)
 
 KILL_SIGNAL = int(signal.SIGKILL)  # a crash: power loss, OOM killer, Kill button
@@ -25,6 +26,7 @@ REASONS = {
     BAD_CONFIG: "bad configuration",
     NON_FINITE: "non-finite loss",
     DAMAGED_CHECKPOINT: "damaged checkpoint",
+    RUN_FOLDER_GONE: "run folder removed or replaced",
     PREEMPTED: "preempted",
 }
 

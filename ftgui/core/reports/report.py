@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 
 from ftgui import __version__
+from ftgui.core import formatting
 from ftgui.core.checkpoints import listing
 from ftgui.core.record import run_notes
 from ftgui.core.reports.svg_plot import plot_svg
@@ -88,7 +89,8 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
 
 
 def seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f} s"
+    """Short measurements (detection, recovery, checkpoint and wall time) to the hundredth."""
+    return formatting.seconds(value, digits=2)
 
 
 def figures_table(figures: RunFigures) -> str:
@@ -112,7 +114,7 @@ def incidents_table(timeline: Timeline) -> str:
              "—" if i.steps_lost is None else str(i.steps_lost),
              "in-process" if i.detected_in_process else seconds(i.detect_seconds),
              seconds(i.recovery_seconds),
-             "—" if i.time_lost is None else story.seconds(i.time_lost),
+             formatting.seconds(i.time_lost),
              story.source_words(i) or "—"] for i in timeline.incidents]
     return _table(["fault", "target", "source", "at step", "resumed from", "steps lost",
                    "detected after", "recovery", "time lost", "restored from"], rows,
@@ -150,9 +152,9 @@ def checkpoints_table(run_dir: Path) -> str:
     for info in found:
         val_loss = info.meta.get("val_loss")
         rows.append([
-            str(info.step), "—" if info.loss is None else f"{info.loss:.6g}",
-            "—" if val_loss is None else f"{val_loss:.6g}",
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.time)), f"{info.size:,}",
+            str(info.step), formatting.loss(info.loss), formatting.loss(val_loss),
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.time)),
+            formatting.size(info.size),
             "yes" if info.valid else f"no: {info.reason}"])
-    return _table(["step", "loss", "val loss", "time", "bytes", "valid"], rows,
+    return _table(["step", "loss", "val loss", "time", "size", "valid"], rows,
                   numeric={0, 1, 2, 4}, name="checkpoints")

@@ -6,6 +6,7 @@ so a global batch must fit in the training split: 1,437 examples for the built-i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,9 @@ from ftgui.core.settings.config import ConfigError, RunConfig
 
 DIGITS_EXAMPLES = 1797
 VALIDATION_FRACTION = 0.2
+# Classes are the largest label + 1: a label of 10^9 would ask for an output layer of 10^9 units
+# (the trainer ran out of memory). Far above any real label set.
+MAX_CLASSES = 100_000
 
 
 def train_size(examples: int) -> int:
@@ -38,6 +42,13 @@ def check(config: RunConfig) -> int | None:
             f"global_batch_size: {config.global_batch_size} is larger than the {train} training "
             f"examples of {config.dataset}"
         )
+    validation = examples - train
+    if config.loop == "fit" and validation < config.num_replicas:
+        # Keras cannot split a first validation batch unevenly (`fit_loop.validation_batch`)
+        raise ConfigError(
+            f"dataset: {config.dataset} leaves {validation} validation row(s), fewer than the "
+            f"{config.num_replicas} replicas that --loop fit validates on; give it at least "
+            f"{math.ceil(config.num_replicas / VALIDATION_FRACTION)} rows or fewer replicas")
     return train
 
 
@@ -63,8 +74,33 @@ def _check_npz(path: Path, task: str = "classification") -> int:
         _check_labels(path, y)
     if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
         raise ConfigError(f"dataset: {path}: x must hold numbers (it holds {x.dtype})")
+    problem = array_problem(x, y, task)
+    if problem:
+        raise ConfigError(f"dataset: {path}: {problem}")
     _check_finite(path, x)
     return len(x)
+
+
+def array_problem(x: np.ndarray, y: np.ndarray, task: str = "classification",
+                  x_name: str = "x", y_name: str = "y") -> str:
+    """What makes arrays `x` (n, features…) and `y` unfit to train ('' when nothing): complex
+    numbers (a cast to float32 would drop the imaginary part), an `x` without a feature axis,
+    or (classification, integer labels) a label of MAX_CLASSES or more. Also used for a
+    `PATH.py:FUNCTION` dataset's arrays (`ftgui.training.data`), named `x_name`, `y_name`."""
+    for name, array in ((x_name, x), (y_name, y)):
+        if np.iscomplexobj(array):
+            return (f"{name} holds complex numbers ({array.dtype}); training needs real "
+                    f"numbers: store the real and imaginary parts as separate features")
+    if x.ndim < 2:
+        return (f"{x_name} must have one row per example and a feature axis, shape "
+                f"(n, features…); it has shape {x.shape}")
+    if task == "classification" and np.issubdtype(y.dtype, np.integer) and len(y):
+        index = int(np.argmax(y))
+        if y[index] >= MAX_CLASSES:
+            return (f"{y_name}[{index}] is {y[index].item()}: labels are class ids from 0 and "
+                    f"that one would mean {y[index].item() + 1:,} classes (at most "
+                    f"{MAX_CLASSES:,}); renumber the classes 0 … N-1")
+    return ""
 
 
 def _check_labels(path: Path, y: np.ndarray) -> None:

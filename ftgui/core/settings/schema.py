@@ -220,7 +220,8 @@ class Settings:
     task: str = setting(
         "classification", help="classification: integer labels, softmax cross-entropy on "
         "logits; regression: float targets (n, k), mean squared error (a model module's own "
-        "`loss` replaces either)", flag="--task", label="Task", group="training",
+        "`loss` replaces either); the training loss adds the model's regularization losses "
+        "(model.losses), as model.fit does", flag="--task", label="Task", group="training",
         object_name="taskCombo", on_resume=REFUSED, choices=TASKS)
     loop: str = setting(
         "custom", help="custom: ftgui's loop, restores the exact step; fit: Keras model.fit with "

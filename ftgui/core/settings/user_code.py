@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ftgui.core import formatting
 from ftgui.core.settings.schema import ConfigError
 from ftgui.streams import CHILD_ENV
 
@@ -178,7 +179,8 @@ class CheckResult:
         """One line: the model's name, layers and parameters."""
         s = self.summary
         return (f"model {s.get('name', '?')}: {len(s.get('layers', []))} layers, "
-                f"{s.get('parameters', 0):,} parameters; data {s.get('train', 0)} training / "
+                f"{formatting.count(s.get('parameters', 0))} parameters; "
+                f"data {s.get('train', 0)} training / "
                 f"{s.get('val', 0)} validation examples, input {tuple(s.get('input_shape', ()))}")
 
 

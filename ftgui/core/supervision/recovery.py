@@ -48,7 +48,7 @@ class RestartPolicy:
         automatic recovery when the attempt was to restore the newest valid checkpoint
         (`newest_restored`, not a fork the user pointed at one): the restart takes the newest
         still valid, which is what resuming promises."""
-        futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE)
+        futile = (exitcodes.BAD_CONFIG, exitcodes.NON_FINITE, exitcodes.RUN_FOLDER_GONE)
         if self.held or user_stop == "shutdown" or exit_fields.get("exit_code") in futile:
             return False
         if not config or self.restarts >= config.max_restarts:

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from ftgui.core.checkpoints import listing, restore_point, resume_check, snapshots
 from ftgui.core.record.events import EventReader, EventWriter, restart_words
+from ftgui.core.record.run_folder import RunFolder
 from ftgui.core.record.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.record.run_state import is_decisive, state_from_exit
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import datasets, user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.settings.schema import SETTINGS
 from ftgui.core.supervision import cluster, holds, peer_notice
 from ftgui.core.supervision.fault_injection import FaultInjection
 from ftgui.core.supervision.fault_schedule import FaultSchedule
@@ -66,6 +68,7 @@ class Supervisor(FaultInjection, TaskLauncher):
         self._errors: dict[tuple[int, str, int], str] = {}  # (attempt, role, index) -> error
         self._config: RunConfig | None = None
         self.config_error = ""  # why RUN/config.toml holds no valid configuration
+        self.config_note = ""  # which settings it lacked and came from the run's record
         self._bad_config_stamp: int | None = None  # its modification time when it did not
         self._faults = FaultSchedule()
         self._task_names: list[str] = []  # the processes of the current attempt
@@ -85,6 +88,9 @@ class Supervisor(FaultInjection, TaskLauncher):
         self.held: tuple[int, str] | None = None  # (step, why) while the attempt is held
         self._held_since: float | None = None  # monotonic seconds a standby hold was seen
         self._first_launch = True  # the next launch is the first of a start
+        # the run folder this supervisor started the run in, and why it is gone ('' while not)
+        self._folder: RunFolder | None = None
+        self._folder_lost = ""
 
     # ----------------------------------------------------------------- queries
     @property
@@ -115,12 +121,33 @@ class Supervisor(FaultInjection, TaskLauncher):
             if stamp == self._bad_config_stamp:
                 return None
             try:
-                self._config = configmod.load(self.run_dir)
+                self._config = self._load_config()
             except (ConfigError, OSError) as exc:
                 self._bad_config_stamp, self.config_error = stamp, str(exc)
                 return None
             self.config_error = ""
         return self._config
+
+    def _load_config(self) -> RunConfig:
+        """`RUN/config.toml`; for a run that trained, a setting the file lacks or cannot read
+        comes from the run's own record (`resume_check.fill_from_record`; `config_note` then
+        says which), never from a default. Raises ConfigError naming the file, or OSError."""
+        values = configmod.load_values(self.run_dir)
+        self.config_note = ""
+        if set(SETTINGS) <= set(values):  # complete: the record is not read
+            try:
+                return configmod.load(self.run_dir)
+            except ConfigError:
+                if not self.has_history():
+                    raise
+        if self.has_history():  # a setting missing or unreadable: from the record
+            restore = listing.newest_valid(self.run_dir)
+            values, self.config_note = resume_check.fill_from_record(
+                self.run_dir, values, restore.meta if restore else None)
+        try:
+            return configmod.from_dict(values)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (in {self.run_dir / configmod.CONFIG_FILE})") from None
 
     @property
     def standbys(self) -> list[tuple[subprocess.Popen, Path]]:
@@ -181,6 +208,7 @@ class Supervisor(FaultInjection, TaskLauncher):
         self.user_check = user_code.check_start(config, self.run_dir, restore)
         previous = self.config if resume else None
         self._lock.acquire()
+        self._folder, self._folder_lost = RunFolder(self.run_dir), ""
         self._config = config
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
@@ -205,7 +233,8 @@ class Supervisor(FaultInjection, TaskLauncher):
         """Kill every process of the run, cancel pending restarts and release the directory."""
         self._recovery.due = self._faults.timer_due = None
         self._user_stop = "shutdown"  # the exits that follow are not crashes to recover from
-        self._kill_all()
+        if not (self._folder_lost or self._check_folder()):  # a lost folder gets no events
+            self._kill_all()
         self.dismiss_standbys()
         self.release_namespace()
         self.poll()
@@ -214,6 +243,9 @@ class Supervisor(FaultInjection, TaskLauncher):
     # ----------------------------------------------------------------- the watch loop
     def poll(self) -> list[dict]:
         """Reap exited processes, start due restarts, and return the run's new events."""
+        if self._folder_lost or self._check_folder():
+            new, self._pending = self._pending, []
+            return new
         self._drain()
         for proc in self.processes:
             if proc.alive and proc.popen.poll() is not None:
@@ -235,6 +267,35 @@ class Supervisor(FaultInjection, TaskLauncher):
             self._set_state("interrupted", "its supervisor ended without recording an exit")
         new, self._pending = self._pending, []
         return new
+
+    def _check_folder(self) -> bool:
+        """While the run is this supervisor's: when the run folder was removed, moved away or
+        replaced since the start (`RunFolder`), end every process at once, write nothing
+        (the folder is not re-created), set the state `failed` with the one-line reason and
+        return True."""
+        if self._folder is None or not (self.live or self._lock.held):
+            return False
+        problem = self._folder.problem()
+        if not problem:
+            return False
+        self._folder_lost = problem
+        self._recovery.due = self._faults.timer_due = None
+        self._user_stop = "shutdown"
+        for proc in self.processes:
+            if proc.alive:
+                proc.ended_by_supervisor = True
+                kill_tree(proc.pid)
+                try:
+                    proc.popen.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    problem += f"; {proc.name} (pid {proc.pid}) did not end after SIGKILL"
+                    continue
+                proc.returncode = proc.popen.returncode
+        self.dismiss_standbys()
+        self._lock.release()
+        self._settled = True
+        self._set_state("failed", problem)
+        return True
 
     def load_history(self, history) -> None:
         """Take a run's history read the fast way (`ftgui.core.record.runs.read_history`) instead of
@@ -349,7 +410,7 @@ class Supervisor(FaultInjection, TaskLauncher):
         self._line = (attempt, start)
         tasks = cluster.tasks(config, free_port=self._free_port())
         self._task_names = [task.name for task in tasks]
-        with EventWriter(self.run_dir, attempt) as writer:
+        with EventWriter(self.run_dir, attempt, folder=self._folder) as writer:
             if attempt == 0:
                 writer.emit("run_started", config=config.to_dict())
             self._isolate(tasks, writer, first=self._first_launch)
@@ -385,7 +446,7 @@ class Supervisor(FaultInjection, TaskLauncher):
         rejoin = (crashed and not self._settled and self._user_stop != "shutdown"
                   and self.config.strategy == "parameter-server" and proc.role == "worker")
         decisive = not self._settled and not rejoin and (proc.is_chief or crashed)
-        with EventWriter(self.run_dir, self.attempt) as writer:
+        with EventWriter(self.run_dir, self.attempt, folder=self._folder) as writer:
             writer.emit("process_exited", role=proc.role, index=proc.index, pid=proc.pid,
                         chief=proc.is_chief, last_step=proc.last_step, reason=reason,
                         decisive=decisive, shutdown=self._user_stop == "shutdown", **fields)
@@ -413,7 +474,7 @@ class Supervisor(FaultInjection, TaskLauncher):
                 self.config, fields, self._user_stop, newest_restored=not self._forked):
             delay = self._recovery.schedule(self.config)
             self._emit("recovery_scheduled", delay=delay, restart=self.restarts)
-            self._set_state("recovering", restart_words(self.restarts, f"{delay:.1f}"))
+            self._set_state("recovering", restart_words(self.restarts, delay))
 
     def _kill_all(self) -> None:
         """SIGKILL every live process tree of the run and wait until each is reaped."""
@@ -431,7 +492,7 @@ class Supervisor(FaultInjection, TaskLauncher):
 
     def _emit(self, event: str, /, **fields) -> None:
         """Write one event of the supervisor's own, as attempt `self.attempt`."""
-        with EventWriter(self.run_dir, self.attempt) as writer:
+        with EventWriter(self.run_dir, self.attempt, folder=self._folder) as writer:
             writer.emit(event, **fields)
 
     def _chief(self) -> TrainingProcess | None:

@@ -373,7 +373,7 @@ class Timeline:
 
     def _on_recovery_scheduled(self, event: dict, changes: Changes) -> None:
         delay = event.get("delay") or 0.0
-        self._set_state("recovering", restart_words(event.get("restart"), f"{delay:.1f}"),
+        self._set_state("recovering", restart_words(event.get("restart"), delay),
                         changes)
 
     def _on_run_finished(self, event: dict, changes: Changes) -> None:

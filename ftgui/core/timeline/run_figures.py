@@ -37,9 +37,9 @@ class RunFigures:
 
     def shown(self) -> dict[str, str]:
         """Steps redone, time lost and goodput as every view prints them
-        (`ftgui.core.timeline.story`'s formats): {"steps redone": "5", "time lost": "2.2 s",
+        (`ftgui.core.formatting`): {"steps redone": "5", "time lost": "2.2 s",
         "goodput": "56 %"}."""
-        from ftgui.core.timeline.story import percent, seconds
+        from ftgui.core.formatting import percent, seconds
 
         return {"steps redone": str(self.steps_redone), "time lost": seconds(self.time_lost),
                 "goodput": percent(self.goodput)}

@@ -4,9 +4,10 @@
 "Killed at step 606 → restored checkpoint 500 → resumed: 106 steps redone, 7.7 s lost ·
 goodput 52 %". The figures are the incident table's (`ftgui.core.record.incidents`): the kill step
 is the incident's step, the steps redone its `steps_lost`, the seconds its `time_lost`, the goodput
-the run's `Totals`; `seconds`, `percent` and `totals_line` format them for every view (banner,
-Incidents tab, report, comparison, `ftgui train`), so that all print the same digits. A finished
-run with more than one incident ends on its totals (`incidents_line`).
+the run's `Totals`; `totals_line` and `ftgui.core.formatting`'s `seconds` and `percent` format
+them for every view (banner, Incidents tab, report, comparison, `ftgui train`), so that all
+print the same digits. A finished run with more than one incident ends on its totals
+(`incidents_line`).
 
 A restart is told phase by phase as its events arrive: restarting (`recovery_scheduled`),
 importing TensorFlow, waking the warm standby or "the warm standby is still importing
@@ -21,6 +22,8 @@ the others (no time lost); a synchronous cluster is never said to train on.
 
 from __future__ import annotations
 
+from ftgui.core import formatting
+from ftgui.core.formatting import percent, seconds, steps
 from ftgui.core.record.incidents import Incident, Totals
 from ftgui.core.timeline.model import Timeline
 
@@ -34,19 +37,9 @@ ENDED_STATES = {"killed": "stopped", "failed": "stopped", "preempted": "stopped"
 NOTES_SEARCHED = 200  # a restart's notes are among the newest few dozen
 
 
-def seconds(value: float) -> str:
-    """Seconds as the story and the incident totals write them: `7.7 s`."""
-    return f"{value:.1f} s"
-
-
-def percent(fraction: float) -> str:
-    """A fraction 0–1 as a whole percentage: `52 %`."""
-    return f"{100 * fraction:.0f} %"
-
-
 def totals_line(totals: Totals) -> str:
     """The run's incident figures in words: `106 steps redone, 7.7 s lost · goodput 52 %`."""
-    return (f"{_steps(totals.steps_lost)} redone, {seconds(totals.time_lost)} lost"
+    return (f"{steps(totals.steps_lost)} redone, {seconds(totals.time_lost)} lost"
             f"{DOT}goodput {percent(totals.goodput)}")
 
 
@@ -69,7 +62,8 @@ def story(timeline: Timeline, total_steps: int | None = None) -> str:
         head = f"{ENDED_STATES[state]} at step {timeline.last_step}"
     else:
         of = f" of {total_steps}" if total_steps else ""
-        loss = "" if timeline.last_loss is None else f"{DOT}loss {timeline.last_loss:.4f}"
+        last = timeline.last_loss
+        loss = "" if last is None else f"{DOT}loss {formatting.loss(last)}"
         head = f"training: step {timeline.last_step}{of}{loss}"
     if incident is None:
         return _capital(head)
@@ -96,7 +90,7 @@ def incident_line(incident: Incident) -> str:
         return (f"{fault}{ARROW}TensorFlow's coordinator carried on with the remaining workers; "
                 f"{_who(incident)} restarted: 0 steps redone, {seconds(0.0)} lost")
     how = "thawed" if incident.thawed else _restored(incident)
-    return (f"{fault}{ARROW}{how}{ARROW}resumed: {_steps(incident.steps_lost or 0)} redone, "
+    return (f"{fault}{ARROW}{how}{ARROW}resumed: {steps(incident.steps_lost or 0)} redone, "
             f"{seconds(incident.time_lost or 0.0)} lost")
 
 
@@ -206,7 +200,7 @@ def _how_started(timeline: Timeline, started: dict) -> str:
     if warm:
         return "waking the warm standby (TensorFlow already imported)"
     age = started.get("standby_age")
-    so_far = f" ({age:.0f} s)" if isinstance(age, (int, float)) else ""
+    so_far = f" ({seconds(age)})" if isinstance(age, (int, float)) else ""
     return f"the warm standby is still importing TensorFlow{so_far}"
 
 
@@ -253,10 +247,6 @@ def _latest(timeline: Timeline, kind: str, after: int):
 
 def _who(incident: Incident) -> str:
     return incident.target.replace(":", " ")
-
-
-def _steps(count: int) -> str:
-    return f"{count} step{'' if count == 1 else 's'}"
 
 
 def _capital(text: str) -> str:

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QMenu, QTableView
 
+from ftgui.core import formatting
 from ftgui.core.checkpoints import fit_checkpoints, listing, moves
 from ftgui.core.checkpoints.listing import CheckpointInfo
 from ftgui.qt import theme
@@ -17,18 +18,6 @@ from ftgui.qt.table_model import RowsModel, set_up_table
 
 ARCHIVE_TIP = "kept by the fork of attempt {fork} (the abandoned branch), not restorable here"
 COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
-
-
-def _size_text(size: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)
-
-
-def _number(value) -> str:
-    return "—" if value is None else f"{value:.4f}"
 
 
 def with_archived(current: list[CheckpointInfo],
@@ -120,16 +109,15 @@ class CheckpointModel(RowsModel):
             newest = fork is None and info.step == self.newest_valid_step
             return f"★ {info.step}" if newest else str(info.step)
         if column == "loss":
-            return _number(info.loss)
+            return formatting.loss(info.loss)
         if column == "val loss":
-            return _number(info.meta.get("val_loss"))
+            return formatting.loss(info.meta.get("val_loss"))
         if column == "val acc":
-            accuracy = info.meta.get("val_accuracy")
-            return "—" if accuracy is None else f"{100 * accuracy:.1f}%"
+            return formatting.percent(info.meta.get("val_accuracy"), digits=1)
         if column == "time":
             return time.strftime("%H:%M:%S", time.localtime(info.time)) if info.time else "—"
         if column == "size":
-            return _size_text(info.size)
+            return formatting.size(info.size)
         if column == "epoch":
             epoch = info.meta.get("epoch")
             return "—" if epoch is None else str(epoch)

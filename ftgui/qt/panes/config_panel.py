@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ftgui.core import formatting
 from ftgui.core.record.runs import new_run_dir, runs_root
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
@@ -234,7 +235,7 @@ class ConfigPanel(QWidget):
         if not result.deterministic:
             text += "\n" + warning_line(result)
         self.check_label.setText(text)
-        rows = [f"{n}  {kind}  {shape}  {params:,}"
+        rows = [f"{n}  {kind}  {shape}  {formatting.count(params)}"
                 for n, kind, shape, params in result.summary.get("layers", [])]
         self.check_label.setToolTip("\n".join(["layer  class  output  parameters", *rows]))
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
+from ftgui.core.formatting import percent, seconds
 from ftgui.core.timeline.model import Timeline
-from ftgui.core.timeline.story import percent, seconds, source_words
+from ftgui.core.timeline.story import source_words
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost",
@@ -30,7 +31,7 @@ TIPS = {"at step": "the last global step reached when the fault hit",
 
 
 def _seconds(value: float | None) -> str:
-    return "…" if value is None else f"{value:.2f} s"
+    return "…" if value is None else seconds(value, digits=2)  # None: not known yet
 
 
 class IncidentModel(RowsModel):

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence
 from PySide6.QtWidgets import QMenu, QTableView
 
+from ftgui.core import formatting
 from ftgui.qt import theme
 from ftgui.qt.table_model import RowsModel, set_up_table
 
@@ -86,7 +87,8 @@ class ProcessModel(RowsModel):
             if column == "process":
                 return row["label"]
             if column == "heartbeat":
-                return "—" if row["heartbeat"] is None else f"{row['heartbeat']:.1f} s ago"
+                beat = row["heartbeat"]
+                return "—" if beat is None else f"{formatting.seconds(beat)} ago"
             key = {"last step": "last_step"}.get(column, column)
             return str(row[key])
         if role == Qt.ItemDataRole.ForegroundRole and not row["alive"]:

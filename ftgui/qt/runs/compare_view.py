@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ftgui.core import formatting
 from ftgui.core.record import run_notes
 from ftgui.core.record.runs import RunSummary
 from ftgui.core.timeline.run_figures import RunFigures, read_run
@@ -76,7 +77,8 @@ def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[st
     shown = figures.shown()
     return (figures.name, str(figures.incidents), shown["steps redone"],
             shown["time lost"], str(figures.checkpoints),
-            f"{figures.checkpoint_seconds:.2f} s", f"{figures.wall:.2f} s",
+            formatting.seconds(figures.checkpoint_seconds, digits=2),
+            formatting.seconds(figures.wall, digits=2),
             shown["goodput"], loss_text(figures, rows or [figures]))
 
 

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ftgui.core import formatting
 from ftgui.core.record import run_notes, runs
 from ftgui.core.record.run_notes import RunNotes
 from ftgui.core.record.runs import RunSummary
@@ -155,7 +156,7 @@ def _text(run: RunSummary, column: str, notes: RunNotes = _NO_NOTES) -> str:
             return "—"
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
     if column == "final loss":
-        return "—" if run.final_loss is None else f"{run.final_loss:.4f}"
+        return formatting.loss(run.final_loss)
     return "" if run.status == "running" else run.reason  # why it ended
 
 

@@ -257,6 +257,9 @@ class MainWindow(QMainWindow):
         self.panel.show_error(f"{error}; Resume uses the settings shown here" if error else "")
         if error:
             self.statusBar().showMessage(error, 10000)
+        elif self.controller.supervisor.config_note:  # settings taken from the run's record
+            self.statusBar().showMessage(self.controller.supervisor.config_note, 10000)
+            self._log_line(self.controller.supervisor.config_note)
         self.recent_runs.remember(Path(run_dir))
         self.setWindowTitle(f"ftgui — {Path(run_dir).name}")
         self.controller.tick()

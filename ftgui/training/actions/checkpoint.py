@@ -23,6 +23,7 @@ import tensorflow as tf
 from ftgui.core.checkpoints import listing
 from ftgui.core.checkpoints.clerk import Clerk, ClerkError
 from ftgui.core.record import exitcodes
+from ftgui.core.record.run_folder import check_writer
 from ftgui.core.settings import user_code
 from ftgui.core.settings.config import RunConfig, load_record
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
@@ -56,8 +57,14 @@ def run_record(config: RunConfig, state, data: Dataset, position: DataPosition |
 
 
 def variable_shapes(model) -> dict[str, list[int]]:
-    """Every variable of a Keras model: its path (name) -> shape as a list."""
-    return {getattr(v, "path", v.name): [int(d) for d in v.shape] for v in model.variables}
+    """Every variable of a Keras model, with those its object graph tracks beyond
+    `model.variables` (a layer's plain `tf.Variable`): its path (name) -> shape as a list."""
+    from ftgui.training.state_variables import graph_variables, name_of
+
+    listed = {id(v) for v in model.variables}
+    extras = [v for v in graph_variables(model) if id(v) not in listed]
+    return {**{getattr(v, "path", v.name): [int(d) for d in v.shape] for v in model.variables},
+            **{name_of(v): [int(d) for d in v.shape] for v in extras}}
 
 
 def due(step: int, every: int, last_step: int) -> bool:
@@ -187,6 +194,7 @@ class CheckpointAction(Action):
         """Write checkpoint `step` (the shadow copy, or the real state through the manager),
         validate it, write its metadata and report it. `began`: when the step path started
         the save (it stalls until this returns), else `stall_seconds` is how long it did."""
+        check_writer(self.events)  # TensorFlow's save would re-create a removed run folder
         prefix = self.directory / f"{listing.PREFIX}-{step}"
         listing.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
         listing.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn

@@ -29,9 +29,11 @@ import tensorflow as tf
 
 from ftgui.core.checkpoints import listing
 from ftgui.core.checkpoints import moves as checkpoint_moves
+from ftgui.core.record.run_folder import check_writer
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.checkpoint import run_record
 from ftgui.training.background_save import ShadowState
+from ftgui.training.state_variables import state_variables
 
 # What a surviving worker's step raises when a peer of the collective is gone.
 PEER_LOST = (tf.errors.UnavailableError, tf.errors.CancelledError,
@@ -84,6 +86,7 @@ class JustInTime(Action):
         started = time.perf_counter()
         differs = self._live_differs()
         prefix = self.directory / f"{listing.PREFIX}-{step}"
+        check_writer(self.events)  # a removed run folder is not re-created by the save
         listing.meta_path(prefix).unlink(missing_ok=True)
         self.shadow.write(prefix)
         save_seconds = time.perf_counter() - started
@@ -119,9 +122,7 @@ class JustInTime(Action):
 
     def _live_differs(self) -> int:
         """How many live variables differ from the copy of the last completed step."""
-        live = [*self.state.model.variables, *self.state.optimizer.variables, self.state.step]
-        copy = [*self.shadow.model.variables, *self.shadow.optimizer.variables,
-                self.shadow.step]
+        live, copy = state_variables(self.state), state_variables(self.shadow)
         return sum(not np.array_equal(a.numpy(), b.numpy())
                    for a, b in zip(live, copy, strict=True))
 

@@ -1,13 +1,14 @@
 """In-memory snapshots of the training state (`--snapshot-every N`), and restoring from one.
 
-After every N-th global step the chief of a one-process strategy (default, one-device,
-mirrored) copies its whole state — every model variable, every optimizer variable (Adam's
-moments and iterations) and the global step — into the run's snapshot file in shared memory
-(`ftgui.core.checkpoints.snapshots`: two slots written in turn, checksum last). The data position is
-a function of the step, so this is everything an exact resume needs. A killed trainer leaves the
-file behind; the supervisor sees a snapshot newer than the newest valid checkpoint and starts
-the next trainer with `--restore-snapshot`, which loads it (`restore_snapshot`) and persists it
-at once as a regular checkpoint marked `"source": "memory"` (`persist`).
+After every N-th global step the chief of a one-process strategy (default, one-device, mirrored)
+copies its whole state — every model variable, every optimizer variable (Adam's moments and
+iterations), every other variable of its object graph and the global step — into the run's snapshot
+file in shared memory (`ftgui.core.checkpoints.snapshots`: two slots written in turn, checksum
+last). The data position is a function of the step, so this is everything an exact resume needs. A
+killed trainer leaves the file behind; the supervisor sees a snapshot newer than the newest valid
+checkpoint and starts the next trainer with `--restore-snapshot`, which loads it
+(`restore_snapshot`) and persists it at once as a regular checkpoint marked `"source": "memory"`
+(`persist`).
 
 The copy is one traced function reading every variable into one flat byte tensor (its dispatch
 is most of the cost, ~0.3–0.8 ms here), then a copy and a CRC-32 into the file. A process
@@ -27,23 +28,31 @@ import tensorflow as tf
 from ftgui.core.checkpoints import listing, snapshots
 from ftgui.core.checkpoints.state_file import point_state_file
 from ftgui.training.actions import Action, StepOutput
+from ftgui.training.state_variables import name_of, state_variables
 
 
 class StateBytes:
     """The training state of a `step.TrainState` as one flat byte array, and back.
 
-    Variables in this order: the model's, the optimizer's, the global step. Raw bytes in each
-    variable's own dtype, so a load gives back every bit.
+    Variables in this order: the model's, the optimizer's, every other variable of the
+    checkpoint's object graph (`state_variables`: a user layer's plain `tf.Variable`), the global
+    step. Raw bytes in each variable's own dtype, so a load gives back every bit.
     """
 
     def __init__(self, state):
         self.state = state
-        self.variables = [*state.model.variables, *state.optimizer.variables, state.step]
+        self.variables = state_variables(state)
         # Shapes and dtypes, not names: Keras numbers its names per process.
         self.layout = [(str(i), tuple(v.shape), tf.as_dtype(v.dtype).name)
                        for i, v in enumerate(self.variables)]
         self.checksum = snapshots.layout_checksum(self.layout)
         self._dtypes = [tf.as_dtype(d) for _, _, d in self.layout]
+        for variable, dtype in zip(self.variables, self._dtypes, strict=True):
+            if not (dtype.is_numpy_compatible and (dtype.is_bool or dtype.is_floating
+                                                   or dtype.is_integer or dtype.is_complex)):
+                raise ValueError(f"snapshot_every: variable {name_of(variable)} holds "
+                                 f"{dtype.name}, which an in-memory snapshot cannot copy; "
+                                 f"train with --snapshot-every 0")
         self._sizes = [int(np.prod(s, dtype=np.int64)) * d.size
                        for (_, s, _), d in zip(self.layout, self._dtypes, strict=True)]
         self.nbytes = sum(self._sizes)
@@ -54,7 +63,9 @@ class StateBytes:
         parts = []
         for variable in self.variables:
             value = tf.convert_to_tensor(variable)
-            if value.dtype.size > 1:
+            if value.dtype == tf.bool:  # one byte, 0 or 1: a view as bool gives it back
+                value = tf.cast(value, tf.uint8)
+            elif value.dtype != tf.uint8:
                 value = tf.bitcast(value, tf.uint8)
             parts.append(tf.reshape(value, [-1]))
         return tf.concat(parts, axis=0)

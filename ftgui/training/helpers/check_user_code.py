@@ -3,8 +3,9 @@
 `python -m ftgui.training.helpers.check_user_code CONFIG_JSON` (started by
 `ftgui.core.settings.user_code.check`). It imports the user's module, calls the dataset function,
 checks shapes and dtypes, builds the model under the run's strategy, checks its outputs against the
-classes (or k regression targets), then runs one training step twice from the same state and
-compares the results bit for bit.
+classes (or k regression targets), then steps, saves the state as a run does (checkpoint, background
+save, snapshot), restores each save, steps again and compares the results bit for bit
+(`resume_probe`).
 
 It prints one JSON line on stdout: `{"ok": true, "summary": …, "deterministic": …,
 "nondeterministic_ops": […], "reason": "…"}` (exit 0) or `{"ok": false, "error": "FILE:LINE: …",
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -73,8 +75,7 @@ def check(config) -> dict:
     StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
     state = _stage("model", config.model, lambda: TrainState(strategy, config, dataset))
     _check_outputs(config, state, dataset)
-    deterministic, ops = _step_twice(state, dataset, config.global_batch_size)
-    reason = "" if deterministic else _reason(ops)
+    deterministic, ops, reason = _step_twice(state, dataset, config)
     return {"summary": _summary(state.model, dataset, strategy), "deterministic": deterministic,
             "nondeterministic_ops": ops, "reason": reason}
 
@@ -122,27 +123,17 @@ def _check_outputs(config, state, dataset) -> None:
                               f"{'classes' if config.task == 'classification' else 'targets'})")
 
 
-def _step_twice(state, dataset, global_batch_size: int) -> tuple[bool, list[str]]:
-    """Run global step 1 twice, each time from the state a checkpoint written before it
-    restores (so state no checkpoint holds shows up as a difference); (bitwise equal,
-    stateful random ops of the traced step when not)."""
-    import tempfile
+def _step_twice(state, dataset, config) -> tuple[bool, list[str], str]:
+    """Step, save (checkpoint, background save, snapshot), restore, step again and compare
+    (`resume_probe.probe`); (bitwise equal, stateful random ops of the traced step when the
+    step itself differed, the reason in a sentence or '')."""
+    from ftgui.training.resume_probe import probe
 
-    rows = np.arange(global_batch_size)
-    x, y = dataset.x_train[rows], dataset.y_train[rows]
-    variables = [*state.model.variables, *state.optimizer.variables, state.step]
-    results = []
-    _ = state.checkpoint.save_counter  # created now, so that it is written and restored too
-    with tempfile.TemporaryDirectory(prefix="ftgui-check-") as scratch:
-        prefix = state.checkpoint.write(str(Path(scratch) / "ckpt-0"))
-        for _ in range(2):
-            state.restore(Path(prefix))
-            loss, _ = state.train_step(x, y)
-            results.append([np.float32(loss).tobytes()]
-                           + [np.asarray(v.numpy()).tobytes() for v in variables])
-    if results[0] == results[1]:
-        return True, []
-    return False, _random_ops(state)
+    reason, step_differs = probe(state, dataset, config)
+    if not reason:
+        return True, [], ""
+    ops = _random_ops(state) if step_differs else []
+    return False, ops, (_reason(ops) if ops else reason)
 
 
 def _random_ops(state) -> list[str]:
@@ -189,7 +180,7 @@ def one_line(exc: BaseException, config) -> str:
     alone when there is no line), else `field: message` for ftgui's own refusals."""
     files = [_source(text)[0] for text in (config.model, config.dataset)
              if _source(text)[0] is not None]
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    message = cause_line(exc)
     if isinstance(exc, Refusal):
         where = f"{exc.path}:{exc.line}" if exc.line else str(exc.path)
         return f"{where}: {message}"
@@ -204,6 +195,30 @@ def one_line(exc: BaseException, config) -> str:
     if named is not None:
         return message  # already names the file (e.g. "… defines no function 'build'")
     return f"{files[0] if files else 'user code'}: {type(exc).__name__}: {message}"
+
+
+def cause_line(exc: BaseException) -> str:
+    """The line of `exc`'s message that says what went wrong (the type's name when it has
+    none). Usually the first; but a TensorFlow error raised in traced code starts "in user
+    code:" and gives the cause after the traced frames (e.g. `ConcatV2 … float16`), and
+    Keras' "could not be deserialized" gives it after "Exception encountered:" (e.g. "Could
+    not locate class 'GaussNoise'"): then that cause, without a repeated type name."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    line = lines[0]
+    if "Exception encountered:" in text:
+        rest = text.rsplit("Exception encountered:", 1)[1].strip()
+        sentences = rest.split(". ")
+        line = ". ".join(sentences[:2]).splitlines()[0].rstrip(".") + "."
+    elif line == "in user code:" and len(lines) > 1:
+        line = next((x for x in reversed(lines) if _NAMED_ERROR.match(x)), lines[-1])
+    own = f"{type(exc).__name__}: "
+    return line[len(own):] if line.startswith(own) else line
+
+
+_NAMED_ERROR = re.compile(r"^[A-Z]\w*(Error|Exception): ")
 
 
 def _user_frame(exc: BaseException, files: list[Path]):

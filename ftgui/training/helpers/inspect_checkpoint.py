@@ -31,16 +31,22 @@ def variables(prefix: str) -> list[dict]:
     return out
 
 
-def restored_model(run_dir: Path, prefix: str):
-    """The run's model with the checkpoint's weights (no optimizer), the dataset and the
-    run's config."""
+def restored_model(run_dir: Path, info):
+    """The model checkpoint `info` was trained with, with its weights (no optimizer), the
+    dataset and the run's config (`tools.checkpoint_config`). Raises
+    `RuntimeError` (one line) when the model or dataset file changed since it was saved."""
+    from ftgui.core.checkpoints import listing, tools
+
+    config = tools.checkpoint_config(run_dir, info)
+    problem = tools.changed_files(config, info)
+    if problem:  # before TensorFlow is imported: a refusal costs no 3-6 s
+        raise RuntimeError(problem)
     import tensorflow as tf
 
-    from ftgui.core.settings import config as configmod
     from ftgui.training import data as datamod
     from ftgui.training import models
 
-    config = configmod.load(run_dir)
+    prefix = str(listing.tf_path(info.prefix))  # TensorFlow globs paths
     dataset = datamod.load(config.dataset, config.task)
     model = models.build(config.model, dataset.input_shape, dataset.num_classes)
     tf.train.Checkpoint(model=model).restore(prefix).expect_partial()
@@ -70,6 +76,23 @@ def evaluate(model, dataset, config) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the answer (or `{"error": one line}`) as JSON; exit 0, or 2 on any error."""
+    try:
+        return answer(argv)
+    except Exception as exc:  # the window shows one line; the traceback goes to stderr
+        import traceback
+
+        from ftgui.core.record.process_output import error_sentence
+        from ftgui.core.settings.schema import ConfigError
+
+        traceback.print_exc()
+        own = type(exc) in (RuntimeError, ConfigError)  # ftgui's refusals are lines already
+        line = str(exc) if own else error_sentence(type(exc).__name__, str(exc))
+        print(json.dumps({"error": line}))
+        return 2
+
+
+def answer(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ftgui.training.helpers.inspect_checkpoint")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("step", type=int)
@@ -83,16 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     except LookupError as exc:
         print(json.dumps({"error": str(exc)}))
         return 2
+    if args.export and args.export.suffix != ".keras":
+        print(json.dumps({"error": f"export: {args.export} must end in .keras"}))
+        return 2
+    built = restored_model(args.run_dir, info) if args.evaluate or args.export else None
     prefix = str(listing.tf_path(info.prefix))  # TensorFlow globs paths
-    result = {"step": info.step, "path": info.relpath, "variables": variables(prefix)}
-    if args.evaluate or args.export:
-        model, dataset, config = restored_model(args.run_dir, prefix)
+    result = {"step": info.step, "path": info.relpath, "size": info.size,
+              "variables": variables(prefix)}
+    if built is not None:
+        model, dataset, config = built
         if args.evaluate:
             result["evaluation"] = evaluate(model, dataset, config)
         if args.export:
-            if args.export.suffix != ".keras":
-                print(json.dumps({"error": f"export: {args.export} must end in .keras"}))
-                return 2
             model.save(args.export)
             result["exported"] = str(args.export)
     print(json.dumps(result))

@@ -150,9 +150,9 @@ def test_notable_kinds_get_a_line_and_the_stream_does_not():
 def test_each_event_reads_as_one_sentence():
     describe = events.describe
     assert describe({"event": "checkpoint_saved", "step": 600, "size": 412_000}) == (
-        "checkpoint 600 saved (0.4 MB)")
+        "checkpoint 600 saved (412.0 kB)")
     assert describe({"event": "checkpoint_saved", "step": 25, "size": 61_074,
-                     "requested": True}) == "checkpoint 25 saved (61 kB) on request"
+                     "requested": True}) == "checkpoint 25 saved (61.1 kB) on request"
     assert describe({"event": "resumed", "from_step": 500}) == "resumed from checkpoint 500"
     assert describe({"event": "setting_changed", "setting": "learning_rate", "old": 0.01,
                      "new": 0.001, "step": 500}) == (
@@ -176,7 +176,7 @@ def test_each_event_reads_as_one_sentence():
     assert describe({"event": "recovery_scheduled", "delay": 0.5, "restart": 1}) == (
         "restarting in 0.5 s")
     assert describe({"event": "recovery_scheduled", "delay": 1.0, "restart": 2}) == (
-        "restart 2 in a row, in 1 s")
+        "restart 2 in a row, in 1.0 s")
     assert describe({"event": "training_started", "role": "ps", "index": 0,
                      "start_step": None, "strategy": "parameter-server"}) == (
         "ps 0 serving (parameter-server)")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from recorded import CHIEF, ev, steps
 
+from ftgui.core.formatting import percent, seconds
 from ftgui.core.timeline.model import Timeline
-from ftgui.core.timeline.story import percent, seconds, story, totals_line
+from ftgui.core.timeline.story import story, totals_line
 
 
 def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():

@@ -104,7 +104,7 @@ def test_a_warm_standby_still_importing_tensorflow_is_said_so():
                    ev("process_started", 68.0, 1, pid=11, restore="checkpoints/ckpt-200",
                       standby=True, standby_warm=False, standby_age=3.2, **CHIEF)])
     assert story(timeline) == ("Killed at step 230 → restarting: the warm standby is still "
-                               "importing TensorFlow (3 s) to restore checkpoint 200")
+                               "importing TensorFlow (3.2 s) to restore checkpoint 200")
     timeline.feed([{"event": "standby_ready", "time": 1_700_000_071.0, "attempt": -1,
                     "pid": 11, "import_seconds": 6.1}])
     assert story(timeline) == ("Killed at step 230 → restarting: the warm standby has "

@@ -195,7 +195,7 @@ def test_notes_tell_the_story_in_sentences(story):
     texts = [note.text for note in reopened(story).notes]
     assert texts[:4] == ["run started: mirrored, 100 steps", "chief started (pid 100)",
                          "chief training from step 0 (mirrored, 2 replicas)",
-                         "checkpoint 10 saved (0.4 MB)"]
+                         "checkpoint 10 saved (400.0 kB)"]
     for sentence in ("NaN in the loss at step 25 (schedule)", "loss not finite at step 25",
                      "rolled back from step 25 to checkpoint 20", "restarting in 0.5 s",
                      "chief started (pid 101), restoring ckpt-40",
@@ -203,7 +203,7 @@ def test_notes_tell_the_story_in_sentences(story):
                      "preempted: checkpoint 70 saved, stopping", "chief preempted at step 70",
                      "forked from checkpoint 80; newer checkpoints [90] kept in "
                      "history/fork-3/checkpoints",
-                     "run finished at step 100, final loss 0.01", "chief finished at step 100"):
+                     "run finished at step 100, final loss 0.0100", "chief finished at step 100"):
         assert sentence in texts, sentence
     assert not any(text.startswith("step ") or "validation" in text for text in texts)
 
@@ -264,7 +264,7 @@ def test_a_hang_the_watchdog_ended_is_marked_as_a_hang():
                                     "last_step": 12},
                     exit_event(signal=9, decisive=True))
     assert [(m.kind, m.label) for m in timeline.markers] == [("hang", "hung @ 12")]
-    assert timeline.notes[0].text == "chief hung: no progress for 5 s at step 12"
+    assert timeline.notes[0].text == "chief hung: no progress for 5.0 s at step 12"
 
 
 def test_an_error_exit_is_a_crash_and_a_shutdown_is_nothing():
@@ -374,6 +374,6 @@ def test_a_standby_ready_after_it_took_over_says_so():
         {"event": "standby_ready", "pid": 13, "import_seconds": 4.5, "attempt": -1},
     )
     assert [n.text for n in timeline.notes if n.kind == "standby_ready"] == [
-        "warm standby ready (TensorFlow imported in 4 s)",
+        "warm standby ready (TensorFlow imported in 4.0 s)",
         "the warm standby that took over (pid 12) is ready (TensorFlow imported in 5.5 s)",
         "warm standby ready (TensorFlow imported in 4.5 s)"]
