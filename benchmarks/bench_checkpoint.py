@@ -194,8 +194,8 @@ def inprocess(reps: int) -> dict:
 # ----------------------------------------------------------------------------- breakdown part
 def breakdown(work: Path, steps: int) -> list[str]:
     """ftgui's own trainer with timers around CheckpointAction.save and what it calls."""
-    from ftgui.core import config as configmod
-    from ftgui.core.trainer_command import trainer_args
+    from ftgui.core.settings import config as configmod
+    from ftgui.core.supervision.trainer_command import trainer_args
 
     run_dir = work / "timed"
     configmod.save(run_dir, configmod.RunConfig().replace(steps=steps,
@@ -263,7 +263,7 @@ def stall_figures(results: dict[str, list[dict]], name: str, interval_steps: int
 
 
 def main() -> int:
-    from ftgui.core.config import RunConfig
+    from ftgui.core.settings.config import RunConfig
 
     default_interval = RunConfig().checkpoint_every
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

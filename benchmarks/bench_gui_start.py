@@ -121,10 +121,11 @@ def import_profile(work: Path) -> list[str]:
         rows.append((cumulative_us, depth, name.strip(), phase))
     if phase != "after":
         return ["(the launcher never reported the window painted: no profile)"]
-    interesting = ["ftgui.cli", "ftgui.qt.app", "PySide6.QtWidgets", "PySide6.QtCore",
-                   "ftgui.qt.main_window", "ftgui.qt.loss_plot", "pyqtgraph", "pyqtgraph.Qt",
-                   "numpy", "ftgui.core.supervisor", "psutil", "ftgui.qt.config_panel",
-                   "platformdirs", "ftgui.qt.checkpoint_table", "ftgui.qt.pending_plot"]
+    interesting = ["ftgui.cli", "ftgui.qt.window.app", "PySide6.QtWidgets", "PySide6.QtCore",
+                   "ftgui.qt.window.main_window", "ftgui.qt.plot.loss_plot", "pyqtgraph",
+                   "pyqtgraph.Qt", "numpy", "ftgui.core.supervision.supervisor", "psutil",
+                   "ftgui.qt.panes.config_panel", "platformdirs", "ftgui.qt.panes.checkpoint_table",
+                   "ftgui.qt.plot.pending_plot"]
     found = {name: (us, ph) for us, _d, name, ph in rows if name in interesting}
     lines = [f"{found[n][0] / 1000:8.1f} ms  {n:24s} ({found[n][1]} the window was painted)"
              for n in interesting if n in found]

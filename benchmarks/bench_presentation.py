@@ -7,7 +7,7 @@ In one process, offscreen (QT_QPA_PLATFORM=offscreen), the real window: a `MainW
 the steps, resumed from the checkpoint 5,000 steps earlier: a redone range, a crash and a
 resume marker), fed to the controller's `Timeline`. Timed, per round: one new step event fed to
 the timeline, `LossPlot.redraw()` (which in the presentation view also fits the y axis to the
-redone range, `ftgui.qt.plot_focus`) and a forced synchronous paint of the plot
+redone range, `ftgui.qt.plot.focus`) and a forced synchronous paint of the plot
 (`plot.viewport().repaint()`); median of `--reps` rounds after two warm-up rounds, in CPU time
 of this process (the figure checked: on a machine shared with other jobs the wall clock
 measures them too) and in wall-clock time. Target ≤ 16 ms (60 frames a second). The same in the
@@ -96,8 +96,8 @@ def main() -> int:
 
     from PySide6.QtCore import QSettings
 
-    from ftgui.qt.app import make_app
-    from ftgui.qt.main_window import MainWindow
+    from ftgui.qt.window.app import make_app
+    from ftgui.qt.window.main_window import MainWindow
 
     app = make_app()
     with tempfile.TemporaryDirectory() as folder:

@@ -19,7 +19,7 @@ resume is from step 30):
             TensorFlow imported and the model built, waiting; told "go" right after the kill.
   ftgui-standby  only when this ftgui has a `warm_standby` setting: a run with
             warm_standby, auto_recover and restart_backoff 0 driven through
-            ftgui.core.supervisor.Supervisor (what `ftgui train` does), killed with
+            ftgui.core.supervision.supervisor.Supervisor (what `ftgui train` does), killed with
             Supervisor.kill("chief") once its standby has sent `standby_ready` and step 35 is
             past; recovery = first `step` event of attempt 1 - `fault_injected` event time.
             The standby is fully warm (strategy, model, optimizer built, step run once): its
@@ -134,7 +134,7 @@ def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool) -> d
 
 def snapshot_flags(memory: bool) -> list[str]:
     """`--snapshot-every 1` for the memory variant; off for the others (when ftgui has it)."""
-    from ftgui.core.config import RunConfig
+    from ftgui.core.settings.config import RunConfig
 
     if "snapshot_every" not in getattr(RunConfig, "__dataclass_fields__", {}):
         return []
@@ -175,7 +175,7 @@ def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = Fal
 
 
 def ftgui_has_standby() -> bool:
-    from ftgui.core.config import RunConfig
+    from ftgui.core.settings.config import RunConfig
 
     return "warm_standby" in getattr(RunConfig, "__dataclass_fields__", {})
 
@@ -186,7 +186,7 @@ def kill_when_ready(run_dir: Path, config, target: str, prepared_wanted: int, ki
     is past step `kill_at` and `prepared_wanted` standbys have sent a prepared `standby_ready`
     (`before_kill(supervisor)` is called just before); stop at the first step after the kill.
     Returns the run's events. Raises RuntimeError when no kill came within `timeout` s."""
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
@@ -217,7 +217,7 @@ def kill_when_ready(run_dir: Path, config, target: str, prepared_wanted: int, ki
 
 def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) -> dict:
     """A warm-standby run killed by the supervisor once the standby is ready."""
-    from ftgui.core.config import RunConfig
+    from ftgui.core.settings.config import RunConfig
 
     config = RunConfig().replace(steps=10_000_000, checkpoint_every=10, auto_recover=True,
                                  restart_backoff=0.0, warm_standby=True)
@@ -293,7 +293,7 @@ def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, timeout: floa
     """A multi-worker x2 run (checkpoint every 20, automatic recovery, no backoff) driven by
     `Supervisor`, worker 1 killed by it once the run is past `kill_at` and, with `standby`,
     once both members of its standby cluster are prepared. Figures of the recovery."""
-    from ftgui.core.config import RunConfig
+    from ftgui.core.settings.config import RunConfig
 
     config = RunConfig(strategy="multi-worker", workers=2, steps=10_000_000,
                        checkpoint_every=20, auto_recover=True, restart_backoff=0.0,
@@ -311,7 +311,7 @@ def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, timeout: floa
 
 def measure_cluster(reps: int, kill_at: int, budget: float) -> int:
     """Kill -> first resumed step of a multi-worker run: a cold restart of both workers
-    against the standby cluster formed in advance (`ftgui.core.standby`)."""
+    against the standby cluster formed in advance (`ftgui.core.supervision.standby`)."""
     header(f"multi-worker x2 recovery: worker 1 killed by the supervisor past step {kill_at}; "
            f"cold restart vs standby cluster, {reps} interleaved repetitions")
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-cluster-"))

@@ -40,9 +40,9 @@ def main() -> int:
 
     import tensorflow as tf
 
-    from ftgui.core import snapshots
-    from ftgui.core.config import RunConfig
-    from ftgui.core.settings import SETTINGS
+    from ftgui.core.checkpoints import snapshots
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.settings.schema import SETTINGS
     from ftgui.training import data as datamod
     from ftgui.training.actions import StepOutput
     from ftgui.training.actions.snapshot import SnapshotAction

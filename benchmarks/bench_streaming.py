@@ -5,7 +5,7 @@
 
 In one process, offscreen (QT_QPA_PLATFORM=offscreen), the real ftgui classes:
 1. Ingest: N `step` events (the trainer's format) written to RUN/events.jsonl first; then timed:
-   `ftgui.core.events.EventReader.read_new()` until empty, and the controller's
+   `ftgui.core.record.events.EventReader.read_new()` until empty, and the controller's
    `Timeline.feed(batch)` for each batch read (as the window's timer does), then a redraw of
    a `LossPlot` showing that timeline.
    Target 50,000 events/s (read + dispatch). A cProfile of one pass shows where the time goes.
@@ -19,8 +19,9 @@ In one process, offscreen (QT_QPA_PLATFORM=offscreen), the real ftgui classes:
    Supervisor.poll, or a bulk history reader where ftgui has one -, dispatch into the plot,
    first redraw) and further ticks until every event is in the plot, then a repaint; the time
    spent in each of those functions is shown. Target < 2 s. Diagnostic: the same with Python's
-   cyclic GC disabled. With `--open-only`, only this part: `ftgui.core.runs.read_history` alone
-   and the whole open, each `--reps` times (median and spread), nothing else.
+   cyclic GC disabled. With `--open-only`, only this part:
+   `ftgui.core.record.event_history.read_history` alone and the whole open, each `--reps` times
+   (median and spread), nothing else.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ OPEN_TARGET_S = 2.0
 def write_step_events(run_dir: Path, n: int, seed: int = 0) -> int:
     """RUN/events.jsonl with run_started, N step events (as the trainer writes them) and
     run_finished; returns the file size in bytes."""
-    from ftgui.core.events import EVENTS_FILE
+    from ftgui.core.record.events import EVENTS_FILE
 
     run_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -83,7 +84,7 @@ def plot_points(plot) -> int:
 
 
 def make_controller(plot):
-    from ftgui.qt.controller import RunController
+    from ftgui.qt.window.controller import RunController
 
     controller = RunController(plot)
     controller.timer.stop()  # we drive it by hand
@@ -91,8 +92,8 @@ def make_controller(plot):
 
 
 def ingest_once(app, run_dir: Path) -> dict:
-    from ftgui.core.events import EventReader
-    from ftgui.qt.loss_plot import LossPlot
+    from ftgui.core.record.events import EventReader
+    from ftgui.qt.plot.loss_plot import LossPlot
 
     plot = LossPlot()
     controller = make_controller(plot)
@@ -117,8 +118,8 @@ def ingest_once(app, run_dir: Path) -> dict:
 
 
 def profile_ingest(run_dir: Path) -> list[str]:
-    from ftgui.core.events import EventReader
-    from ftgui.qt.loss_plot import LossPlot
+    from ftgui.core.record.events import EventReader
+    from ftgui.qt.plot.loss_plot import LossPlot
 
     plot = LossPlot()
     controller = make_controller(plot)
@@ -158,7 +159,7 @@ class PaintCounter:
 
 def redraw_times(app, counter: PaintCounter, n_points: int, reps: int, grid: bool = True) -> dict:
     """Median cost of add_step + redraw() + a forced synchronous paint at `n_points` points."""
-    from ftgui.qt.loss_plot import LossPlot
+    from ftgui.qt.plot.loss_plot import LossPlot
 
     plot = LossPlot()
     plot.resize(1200, 500)
@@ -211,12 +212,12 @@ def redraw_times(app, counter: PaintCounter, n_points: int, reps: int, grid: boo
 
 
 OPEN_PARTS = [  # timed during the open when they exist in this version of ftgui
-    ("ftgui.core.supervisor", "Supervisor.poll"),
-    ("ftgui.core.runs", "read_history"),
-    ("ftgui.qt.controller", "RunController._replay"),
-    ("ftgui.qt.controller", "RunController._dispatch"),
-    ("ftgui.core.timeline", "Timeline.feed"),
-    ("ftgui.qt.loss_plot", "LossPlot.redraw"),
+    ("ftgui.core.supervision.supervisor", "Supervisor.poll"),
+    ("ftgui.core.record.event_history", "read_history"),
+    ("ftgui.qt.window.controller", "RunController._replay"),
+    ("ftgui.qt.window.controller", "RunController._dispatch"),
+    ("ftgui.core.timeline.model", "Timeline.feed"),
+    ("ftgui.qt.plot.loss_plot", "LossPlot.redraw"),
 ]
 
 
@@ -256,7 +257,7 @@ def open_big_run(app, run_dir: Path, gc_off: bool = False) -> dict:
     """RunController.open + ticks until all step events are plotted + repaint.
 
     `gc_off`: a diagnostic, Python's cyclic garbage collector disabled meanwhile."""
-    from ftgui.qt.loss_plot import LossPlot
+    from ftgui.qt.plot.loss_plot import LossPlot
 
     plot = LossPlot()
     plot.resize(1200, 500)
@@ -298,7 +299,7 @@ def open_big_run(app, run_dir: Path, gc_off: bool = False) -> dict:
 
 def open_only(app, work: Path, n: int, reps: int, table) -> None:
     """Part 3 alone, repeated: read_history by itself, then the whole open (median, spread)."""
-    from ftgui.core import runs
+    from ftgui.core.record import event_history
 
     big = work / "big"
     size = write_step_events(big, n)
@@ -307,7 +308,7 @@ def open_only(app, work: Path, n: int, reps: int, table) -> None:
     for rep in range(reps):
         gc.collect()
         t0, cpu0 = time.perf_counter(), time.process_time()
-        history = runs.read_history(big)
+        history = event_history.read_history(big)
         reads.append(time.perf_counter() - t0)
         read_cpus.append(time.process_time() - cpu0)
         assert len(history.steps) == n, len(history.steps)
@@ -341,7 +342,7 @@ def main() -> int:
     args = parser.parse_args()
     header(f"streaming: ingest {args.events} events x{args.reps}, LossPlot redraw, open a "
            f"{args.big}-step run")
-    from ftgui.qt.app import make_app
+    from ftgui.qt.window.app import make_app
 
     app = make_app()
     counter = PaintCounter()  # before any curve exists, so every curve paint is counted

@@ -101,8 +101,8 @@ def inprocess(blocks: int, steps: int) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    from ftgui.core.config import RunConfig
-    from ftgui.core.events import EventWriter
+    from ftgui.core.record.events import EventWriter
+    from ftgui.core.settings.config import RunConfig
     from ftgui.training import data as datamod
     from ftgui.training import step as stepmod
     from ftgui.training.strategies import configure_devices, make_strategy
@@ -201,7 +201,7 @@ def main() -> int:
     if args.inprocess:
         print("INPROCESS " + json.dumps(inprocess(blocks=5, steps=200)), flush=True)
         return 0
-    from ftgui.core.config import RunConfig
+    from ftgui.core.settings.config import RunConfig
 
     header(f"training overhead: ftgui vs bare TensorFlow loop, {args.steps} steps, ftgui "
            f"checkpoints every {RunConfig().checkpoint_every} (its default), "

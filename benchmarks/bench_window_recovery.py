@@ -65,7 +65,7 @@ def one_run(app, folder: Path, standby: bool, kill_at: int, warm_up: float) -> d
     """One start, kill and automatic recovery in a fresh window; the figures of it."""
     from PySide6.QtCore import QSettings
 
-    from ftgui.qt.main_window import MainWindow
+    from ftgui.qt.window.main_window import MainWindow
 
     window = MainWindow(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
     window.resize(1280, 720)
@@ -137,7 +137,7 @@ def main() -> int:
     args = parser.parse_args()
     header("kill -> first resumed point in the window")
 
-    from ftgui.qt.app import make_app
+    from ftgui.qt.window.app import make_app
 
     app = make_app()
 

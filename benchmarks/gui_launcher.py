@@ -114,7 +114,7 @@ def run_ftgui(linger: float) -> int:
     from ftgui import cli
 
     MARKS["cli_imported"] = time.time()
-    from ftgui.qt import app as appmod
+    from ftgui.qt.window import app as appmod
 
     MARKS["qt_app_imported"] = time.time()
     original = appmod.make_app
@@ -135,7 +135,7 @@ def run_ftgui(linger: float) -> int:
 def _time_window_construction() -> None:
     """Note when MainWindow's module is imported, when the window object is built and shown,
     and when it starts and ends creating its plot (after its first paint)."""
-    from ftgui.qt import main_window
+    from ftgui.qt.window import main_window
 
     MARKS["main_window_imported"] = time.time()
     cls = main_window.MainWindow

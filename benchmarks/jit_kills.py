@@ -3,16 +3,16 @@
     python benchmarks/jit_kills.py [--kills 10] [--target worker:1] [--seed 7]
 
 One MultiWorkerMirroredStrategy x2 run (digits, MLP, a checkpoint every 50 steps, automatic
-recovery without backoff, cold restarts), driven through `ftgui.core.supervisor.Supervisor`
-(what `ftgui train` does). In each attempt the script waits for 20 steps, then a random
-0-1 s, and SIGKILLs `--target` (`worker:1`, or `chief` = worker 0). The survivor is to fail
-in its next collective and write a just-in-time checkpoint of the last completed step within
-the supervisor's grace (`JUST_IN_TIME_GRACE_SECONDS`); otherwise the restart takes the newest
-periodic checkpoint and redoes up to 50 steps. Reported per kill: where the resume came from
-(`just_in_time` or `disk`), steps redone (the killed attempt's last logged step minus the
+recovery without backoff, cold restarts), driven through
+`ftgui.core.supervision.supervisor.Supervisor` (what `ftgui train` does). In each attempt the script
+waits for 20 steps, then a random 0-1 s, and SIGKILLs `--target` (`worker:1`, or `chief` = worker
+0). The survivor is to fail in its next collective and write a just-in-time checkpoint of the last
+completed step within the supervisor's grace (`JUST_IN_TIME_GRACE_SECONDS`); otherwise the restart
+takes the newest periodic checkpoint and redoes up to 50 steps. Reported per kill: where the resume
+came from (`just_in_time` or `disk`), steps redone (the killed attempt's last logged step minus the
 restored step), kill -> survivor's exit, and whether the survivor's collectives were aborted
-(`collectives_aborted`, the supervisor's notice: `ftgui.core.peer_loss`). A resume from disk
-that redoes nothing is fine (the killed step had just been checkpointed, so the survivor
+(`collectives_aborted`, the supervisor's notice: `ftgui.core.supervision.peer_notice`). A resume
+from disk that redoes nothing is fine (the killed step had just been checkpointed, so the survivor
 skipped its save). Then every logged loss is compared, to the bit, with the same schedule
 never killed. Exits 1 when a resume redid more than 1 step or a loss differs.
 About 15-25 s a kill on 2 cores.
@@ -35,8 +35,8 @@ from _common import Table, header, poll_until  # noqa: E402
 def killed_run(run_dir: Path, kills: int, target: str, seed: int) -> list[dict]:
     """Run a multi-worker x2 run in `run_dir`, killing `target` `kills` times at random
     moments; every event of the run."""
-    from ftgui.core.config import RunConfig
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision.supervisor import Supervisor
 
     config = RunConfig(strategy="multi-worker", workers=2, steps=1_000_000,
                        checkpoint_every=50, auto_recover=True, restart_backoff=0,
@@ -113,7 +113,7 @@ def differing_steps(seen: list[dict], reference_dir: Path) -> list[int]:
     the same schedule never killed, trained in `reference_dir` (2 mirrored replicas: the
     same bits as 2 workers, DESIGN.md §4)."""
     from ftgui import cli
-    from ftgui.core import events
+    from ftgui.core.record import events
 
     last = max(e["step"] for e in seen if e["event"] == "step")
     assert cli.main(["train", str(reference_dir), "--steps", str(last), "--checkpoint-every",

@@ -2,7 +2,7 @@
 
     python benchmarks/random_kills.py [--kills 100] [--steps 12000] [--seed 250]
 
-One run, driven through `ftgui.core.supervisor.Supervisor` (what `ftgui train` does):
+One run, driven through `ftgui.core.supervision.supervisor.Supervisor` (what `ftgui train` does):
 MirroredStrategy x2 on digits, `--steps`, a checkpoint every 10 steps, an in-memory snapshot
 every step (the worst case for a torn snapshot: one is being written almost all the time),
 automatic recovery without backoff, warm standby. After each attempt's first step the script
@@ -31,7 +31,7 @@ from _common import Table, header, poll_until  # noqa: E402
 def killed_run(run_dir: Path, config, kills: int, seed: int) -> int:
     """Run `config` in `run_dir`, killing its chief `kills` times at random moments; the
     number of kills made."""
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
@@ -62,8 +62,8 @@ def main() -> int:
     header(f"{args.kills} kills at random moments")
 
     from ftgui import cli
-    from ftgui.core import events
-    from ftgui.core.config import RunConfig
+    from ftgui.core.record import events
+    from ftgui.core.settings.config import RunConfig
 
     config = RunConfig(steps=args.steps, checkpoint_every=10, snapshot_every=1,
                        auto_recover=True, restart_backoff=0, max_restarts=args.kills + 10,

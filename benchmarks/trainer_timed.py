@@ -2,7 +2,7 @@
 
     python benchmarks/trainer_timed.py RUN [trainer args…]   (see trainer_command.trainer_args)
 
-RUN must already hold a config.toml (the benchmarks write one with ftgui.core.config.save).
+RUN must already hold a config.toml (the benchmarks write one with ftgui.core.settings.config.save).
 Each function in TIMED is wrapped, in this process only, by a timer; at exit one line
 `TIMINGS {json}` gives, per name, the list of call durations in seconds (`timings`, wall clock;
 `cpu`, CPU seconds of the calling thread). Names that no longer exist in the code are reported
@@ -25,13 +25,13 @@ TIMED = [
     ("tensorflow", "train.CheckpointManager.save"),
     ("ftgui.training.step", "TrainState.evaluate"),
     ("ftgui.training.step", "TrainState.train_step"),
-    ("ftgui.core.checkpoints", "write_metadata"),
-    ("ftgui.core.checkpoints", "list_checkpoints"),
-    ("ftgui.core.checkpoints", "tf_files"),
-    ("ftgui.core.checkpoints", "keep_newest"),
-    ("ftgui.core.checkpoint_clerk", "Clerk.finish"),
-    ("ftgui.core.state_file", "point_state_file"),
-    ("ftgui.core.retention", "Retention.after_save"),
+    ("ftgui.core.checkpoints.listing", "write_metadata"),
+    ("ftgui.core.checkpoints.listing", "list_checkpoints"),
+    ("ftgui.core.checkpoints.listing", "tf_files"),
+    ("ftgui.core.checkpoints.listing", "keep_newest"),
+    ("ftgui.core.checkpoints.clerk", "Clerk.finish"),
+    ("ftgui.core.checkpoints.state_file", "point_state_file"),
+    ("ftgui.core.checkpoints.retention", "Retention.after_save"),
     ("ftgui.training.summaries", "Summaries.flush"),
     ("ftgui.training.actions.checkpoint", "CheckpointAction._complete_save"),
     ("ftgui.training.background_save", "ShadowState.take"),
@@ -39,13 +39,13 @@ TIMED = [
     ("ftgui.training.background_save", "ShadowState.evaluate"),
     ("ftgui.training.background_save", "ShadowState.write_and_evaluate"),
     ("ftgui.training.checkpoint_writer", "OneWriter.wait"),
-    ("ftgui.core.events", "EventWriter.emit"),
+    ("ftgui.core.record.events", "EventWriter.emit"),
     ("ftgui.training.data", "StepBatches.indices"),
     ("ftgui.training.summaries", "Summaries.scalar"),
     ("ftgui.training.step", "SyncSteps.run"),
     ("ftgui.training.loop", "TrainingLoop._after_step"),
-    ("ftgui.training.actions.faults", "FaultHooks.poison"),
-    ("ftgui.training.actions.faults", "FaultHooks.__call__"),
+    ("ftgui.training.actions.fault_hooks", "FaultHooks.poison"),
+    ("ftgui.training.actions.fault_hooks", "FaultHooks.__call__"),
 ]
 
 timings: dict[str, list[float]] = {}

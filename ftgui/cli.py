@@ -9,11 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from ftgui.core import checkpoints, devices, fit_checkpoints, formatting, restore_point
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.run_state import PREEMPT_TIMEOUT_S
-from ftgui.core.settings import SETTINGS
+from ftgui.core import formatting
+from ftgui.core.checkpoints import fit_checkpoints, listing, restore_point
+from ftgui.core.record.run_state import PREEMPT_TIMEOUT_S
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings import devices
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.settings.schema import SETTINGS
 from ftgui.streams import make_console_safe
 
 # command-line flag (argparse dest) <-> RunConfig field, from the settings schema
@@ -127,7 +129,7 @@ def config_from_args(args: argparse.Namespace, base: RunConfig | dict) -> RunCon
 
 
 def _apply_flags(given: dict, base: RunConfig | dict) -> RunConfig:
-    from ftgui.core.user_code import absolute
+    from ftgui.core.settings.user_code import absolute
 
     for name in ("model", "dataset"):
         # config.toml must name the file from anywhere: the run may be resumed from another cwd.
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         _refuse_missing_qt_libraries()
         if args.command == "replay":
             return cmd_replay(args)
-        from ftgui.qt.app import run_app
+        from ftgui.qt.window.app import run_app
 
         return run_app(getattr(args, "run_dir", None), present=args.present)
     except BrokenPipeError:  # `ftgui checkpoints RUN | head`
@@ -186,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _refuse_missing_qt_libraries() -> None:
     """Raise ConfigError (one line naming the Debian packages) before Qt would abort for want
-    of its X11 platform's libraries (`ftgui.qt.platform_libs`)."""
-    from ftgui.qt.platform_libs import missing_line
+    of its X11 platform's libraries (`ftgui.qt.window.platform_libs`)."""
+    from ftgui.qt.window.platform_libs import missing_line
 
     missing = missing_line()
     if missing:
@@ -210,7 +212,7 @@ def cmd_desktop_entry(args: argparse.Namespace) -> int:
 def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
     """Raise ConfigError when the newest valid checkpoint already is the last step: resuming
     would start TensorFlow only to train nothing."""
-    newest = checkpoints.newest_valid(run_dir)
+    newest = listing.newest_valid(run_dir)
     if newest is not None and newest.step >= config.steps:
         raise ConfigError(
             f"steps (--steps): the run already reached step {newest.step} of {config.steps}; "
@@ -225,7 +227,7 @@ def _resume_base(run_dir: Path, from_step: int | None,
     setting the file lacks or cannot read (and not `given` as a flag) also comes from the
     record, said in one line (`resume_check.fill_from_record`). Raises ConfigError when the
     run has no record of a setting needed: defaults are never taken silently."""
-    from ftgui.core import resume_check
+    from ftgui.core.checkpoints import resume_check
 
     path = run_dir / configmod.CONFIG_FILE
     try:
@@ -233,7 +235,7 @@ def _resume_base(run_dir: Path, from_step: int | None,
         state = "is empty"
     except FileNotFoundError:  # deleted: the record still knows the run's settings
         values, state = {}, "is missing"
-    restore = checkpoints.newest_valid(run_dir, at_most=from_step)
+    restore = listing.newest_valid(run_dir, at_most=from_step)
     if values:
         values, line = resume_check.fill_from_record(
             run_dir, values, restore.meta if restore else None, skip=given)
@@ -252,7 +254,7 @@ def _resume_base(run_dir: Path, from_step: int | None,
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ftgui.console import Progress
-    from ftgui.core.supervisor import Supervisor
+    from ftgui.core.supervision.supervisor import Supervisor
 
     run_dir = args.run_dir
     existing = (run_dir / configmod.CONFIG_FILE).is_file()
@@ -268,7 +270,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         _refuse_a_finished_run(run_dir, config)
     if args.from_step is not None:
         try:
-            checkpoints.find(run_dir, args.from_step)
+            listing.find(run_dir, args.from_step)
         except LookupError as exc:
             raise ConfigError(f"from_step (--from-step): {exc}") from None
     if args.from_step is not None and args.from_step >= config.steps:
@@ -322,7 +324,7 @@ def _show_check(result, quiet: bool) -> None:
     """The user-code check's summary; when exact resume cannot be promised, why (recorded as a
     `determinism_warning` event, whose line the progress shows unless `quiet`, and in
     config.toml's `[user_code]` table)."""
-    from ftgui.core.user_code import warning_line
+    from ftgui.core.settings.user_code import warning_line
 
     print(f"checked: {result.summary_line()}", flush=True)
     if quiet and not result.deterministic:
@@ -379,11 +381,11 @@ class SignalStop:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Check the run and speed (one line each), then open the window and play the run."""
-    from ftgui.core.replay import check_run, check_speed
+    from ftgui.core.timeline.replay import check_run, check_speed
 
     speed = check_speed(args.speed)
     check_run(args.run_dir)
-    from ftgui.qt.replay_app import run_replay
+    from ftgui.qt.window.replay_app import run_replay
 
     return run_replay(args.run_dir, speed, exit_when_done=args.exit_when_done,
                       present=args.present)
@@ -391,7 +393,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the run's HTML report (no Qt, no TensorFlow) and print where it went."""
-    from ftgui.core import report
+    from ftgui.core.reports import report
 
     output = args.output or report.default_path(args.run_dir)
     path = report.write_report(args.run_dir, output)
@@ -413,13 +415,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
         raise ConfigError(f"run_dir: {args.run_dir} is not a directory")
-    from ftgui.core.runs import is_run_dir
+    from ftgui.core.record.runs import is_run_dir
 
-    if not (is_run_dir(args.run_dir) or checkpoints.checkpoint_dir(args.run_dir).is_dir()):
+    if not (is_run_dir(args.run_dir) or listing.checkpoint_dir(args.run_dir).is_dir()):
         raise ConfigError(f"run_dir: {args.run_dir} is not a run (it has no config.toml, "
                           "events.jsonl or checkpoints folder)")
     rows = []
-    found = checkpoints.list_checkpoints(args.run_dir)
+    found = listing.list_checkpoints(args.run_dir)
     for info in found + fit_checkpoints.list_fit_checkpoints(args.run_dir):
         rows.append({
             "step": info.step, "loss": info.loss, "val_loss": info.meta.get("val_loss"),
@@ -430,7 +432,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    newest = checkpoints.newest_valid(args.run_dir)
+    newest = listing.newest_valid(args.run_dir)
     print(f"{'step':>8} {'loss':>10} {'val_loss':>10} {'time':>19} {'size':>10}  valid")
     for row in rows:
         mark = " (newest)" if newest and row["step"] == newest.step else ""
@@ -449,7 +451,7 @@ def _num(value) -> str:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from ftgui.core.devices import list_devices
+    from ftgui.core.settings.devices import list_devices
 
     devices = list_devices()
     if args.json:

@@ -8,7 +8,7 @@ import sys
 import time
 
 from ftgui.core import formatting
-from ftgui.core.timeline import Timeline
+from ftgui.core.timeline.model import Timeline
 
 STEP_LINE_SECONDS = 2.0
 # `ftgui train` ends with its own line for these (`finished: step N of M, final loss …`)
@@ -58,7 +58,7 @@ class Progress:
         the totals over the run (`story.incidents_line`) — at the end of a finished run the
         banner holds them, and the line before it tells the last incident. [] without
         incidents."""
-        from ftgui.core.story import incident_line, incidents_line, story
+        from ftgui.core.timeline.story import incident_line, incidents_line, story
 
         incidents = self.timeline.incidents
         if not incidents:

@@ -14,9 +14,10 @@ import psutil
 import pytest
 
 from ftgui import cli
-from ftgui.core import checkpoints, events
-from ftgui.core import config as configmod
-from ftgui.core.config import RunConfig
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
 
 
 def _quick_suite(config: pytest.Config) -> bool:
@@ -82,14 +83,14 @@ def baseline_losses(baseline_run) -> dict[int, float]:
 
 def fake_checkpoint(run_dir, step: int, shards: int = 1, metadata: bool = True):
     """Files of a finished save of `step` (index + data shards), then its metadata."""
-    directory = checkpoints.checkpoint_dir(run_dir)
+    directory = listing.checkpoint_dir(run_dir)
     directory.mkdir(parents=True, exist_ok=True)
     prefix = directory / f"ckpt-{step}"
     (directory / f"ckpt-{step}.index").write_bytes(b"i" * (100 + step))
     for k in range(shards):
         (directory / f"ckpt-{step}.data-{k:05d}-of-{shards:05d}").write_bytes(b"d" * (1000 + k))
     if metadata:
-        checkpoints.write_metadata(
+        listing.write_metadata(
             prefix, loss=1.0 / step, time=1_000_000.0 + step, strategy="mirrored"
         )
     return prefix
@@ -134,7 +135,7 @@ PLOT_READY_MS = 60_000  # a bound for a loaded machine, not a speed requirement
 def _main_window(qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from ftgui.qt.main_window import MainWindow
+    from ftgui.qt.window.main_window import MainWindow
 
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     win = MainWindow(settings=settings)
@@ -194,7 +195,7 @@ def of_kind(all_events: list[dict], kind: str, **match) -> list[dict]:
 # ftgui.training RUN --role R --index I --attempt N ...`), its plan and its event writer.
 STAND_IN_PRELUDE = """
 import json, os, sys, time
-from ftgui.core.events import EventWriter
+from ftgui.core.record.events import EventWriter
 
 argv = sys.argv
 run_dir = argv[3]

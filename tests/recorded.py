@@ -5,11 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ftgui.core import config as configmod
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
 
 T0 = 1_700_000_000.0
+CHIEF = {"role": "chief", "index": 0, "chief": True}
+
+
+def ev(event: str, time: float, attempt: int = 0, **fields) -> dict:
+    return {"event": event, "time": T0 + time, "attempt": attempt, **fields}
+
+
+def steps(first: int, last: int, start_time: float, attempt: int = 0) -> list[dict]:
+    """Steps a quarter of a second apart (exact in binary), loss 1/step."""
+    return [ev("step", start_time + 0.25 * (s - first), attempt, step=s, loss=1.0 / s)
+            for s in range(first, last + 1)]
 
 
 def crash_and_recovery(run_dir: Path, step_seconds: float = 0.1, kill_at: int = 12,
@@ -129,3 +140,34 @@ def killed_before_the_first_checkpoint(run_dir: Path, step_seconds: float = 0.1)
         writer.emit("process_exited", time=end + 0.02, role="chief", index=0, pid=102,
                     exit_code=0, decisive=True, chief=True)
     return run_dir
+
+
+def two_runs(root):
+    """The same kill after step 14: `every-10` resumes from 10 (4 steps redone, 2 saves),
+    `every-4` from 12 (2 steps redone, 5 saves); every save stalled training 0.05 s."""
+    return (crash_and_recovery(root / "every-10", kill_at=14, every=10),
+            crash_and_recovery(root / "every-4", kill_at=14, every=4))
+
+
+def write_recovered_run(run_dir) -> None:
+    """A 400-step run killed at step 230 (the supervisor had read 228), restarted
+    automatically from checkpoint 200, then trained on to step 260; times exact in binary."""
+    configmod.save(run_dir, RunConfig(steps=400, checkpoint_every=50))
+    with EventWriter(run_dir, 0) as w:
+        w.emit("run_started", time=T0)
+        w.emit("process_started", time=T0, pid=10, restore=None, standby=False, **CHIEF)
+        w.emit("training_started", time=T0 + 9.5, start_step=0, strategy="mirrored",
+               replicas=2, **CHIEF)
+        for step in range(1, 231):
+            w.emit("step", time=T0 + 10 + 0.25 * step, step=step, loss=2.0 / step)
+        w.emit("fault_injected", time=T0 + 68, kind="kill", target="chief", step=228,
+               source="user")
+        w.emit("process_exited", time=T0 + 68.25, pid=10, last_step=230, signal=9,
+               signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF)
+        w.emit("recovery_scheduled", time=T0 + 68.25, delay=0.0, restart=1)
+    with EventWriter(run_dir, 1) as w:
+        w.emit("process_started", time=T0 + 68.5, pid=11, restore="checkpoints/ckpt-200",
+               standby=False, **CHIEF)
+        w.emit("resumed", time=T0 + 80, from_step=200, checkpoint="checkpoints/ckpt-200")
+        for step in range(201, 261):
+            w.emit("step", time=T0 + 80 + 0.25 * (step - 200), step=step, loss=2.0 / step)

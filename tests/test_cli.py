@@ -12,9 +12,10 @@ import pytest
 from conftest import fake_checkpoint, of_kind
 
 from ftgui import cli
-from ftgui.core import checkpoints, events
-from ftgui.core import config as configmod
-from ftgui.core.config import ConfigError, RunConfig
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import ConfigError, RunConfig
 
 
 def ftgui(*args: str) -> subprocess.CompletedProcess:
@@ -90,7 +91,7 @@ def test_a_fork_from_a_step_without_a_checkpoint_lists_the_steps_that_have_one(
     )
     assert (finished_run / "events.jsonl").read_bytes() == before
     assert not (finished_run / "history").exists()
-    assert [c.step for c in checkpoints.list_checkpoints(finished_run)] == [20, 30, 40, 50, 60]
+    assert [c.step for c in listing.list_checkpoints(finished_run)] == [20, 30, 40, 50, 60]
 
 
 def test_the_signal_handlers_of_the_caller_are_given_back(finished_run):
@@ -112,7 +113,7 @@ def test_checkpoints_json_lists_step_loss_and_validity_of_a_real_run(
         (step, baseline_losses[step], True, "", f"checkpoints/ckpt-{step}")
         for step in (20, 30, 40, 50, 60)
     ]
-    sizes = [sum(p.stat().st_size for p in checkpoints.tf_files(baseline_run / "checkpoints", s))
+    sizes = [sum(p.stat().st_size for p in listing.tf_files(baseline_run / "checkpoints", s))
              for s in (20, 30, 40, 50, 60)]
     assert [r["size"] for r in rows] == sizes
     saved = {e["step"]: e for e in of_kind(events.read_all(baseline_run), "validation")}
@@ -188,7 +189,7 @@ def test_a_cnn_trains_on_a_users_npz_named_relative_to_the_current_directory(
     [started] = of_kind(all_events, "training_started")
     assert (started["strategy"], started["replicas"]) == ("one-device", 1)
     assert [e["step"] for e in of_kind(all_events, "step")] == [1, 2, 3]
-    assert [c.step for c in checkpoints.list_checkpoints(tmp_path / "run")] == [3]
+    assert [c.step for c in listing.list_checkpoints(tmp_path / "run")] == [3]
 
 
 @pytest.mark.tf
@@ -205,7 +206,7 @@ def test_a_checkpoint_tensorflow_cannot_read_fails_with_tensorflows_reason(finis
     )
     [error] = of_kind(events.read_all(finished_run), "training_error")
     assert (error["attempt"], error["role"]) == (1, "chief")
-    newest = [c for c in checkpoints.list_checkpoints(finished_run) if c.step == 60][0]
+    newest = [c for c in listing.list_checkpoints(finished_run) if c.step == 60][0]
     assert newest.reason == "damaged: OpError: not an sstable (bad magic number)"
 
 
@@ -283,7 +284,7 @@ def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
     step = preempted["step"]
     assert preempted["checkpoint"] == f"checkpoints/ckpt-{step}"
     assert max(e["step"] for e in of_kind(seen, "step")) == step  # saved the step it reached
-    assert step >= 20 and checkpoints.newest_valid(run_dir).step == step
+    assert step >= 20 and listing.newest_valid(run_dir).step == step
     assert step % 1000 != 0  # saved because of the preemption, not the interval
     [exited] = of_kind(seen, "process_exited")
     assert exited["exit_code"] == 42  # exitcodes.PREEMPTED

@@ -45,7 +45,7 @@ def test_quiet_prints_nothing_but_keeps_the_last_loss(capsys):
 
 
 def test_a_run_with_incidents_ends_with_its_story_and_totals():
-    from test_story import CHIEF, ev, steps
+    from recorded import CHIEF, ev, steps
 
     progress = Progress(quiet=True)
     assert progress.summary() == []
@@ -90,7 +90,7 @@ def test_the_run_finished_sentence_is_left_to_the_commands_own_last_line(capsys)
 def test_a_manual_resume_ends_with_the_story_of_the_kill_before_it(capsys):
     """`ftgui train RUN --resume` primes its progress with the run's history (not printed):
     the kill of the earlier command is the incident its summary tells."""
-    from test_story import CHIEF, ev, steps
+    from recorded import CHIEF, ev, steps
 
     killed = [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 37, 1.0),
               ev("fault_injected", 6.0, kind="kill", target="chief", step=37,

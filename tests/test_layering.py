@@ -29,7 +29,7 @@ def copy_of_package(tmp_path: Path) -> Path:
 def test_the_package_keeps_every_contract():
     result = lint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 kept, 0 broken" in result.stdout
+    assert "6 kept, 0 broken" in result.stdout
 
 
 def test_core_importing_qt_inside_a_function_breaks_the_core_contract(tmp_path):
@@ -53,3 +53,33 @@ def test_a_view_importing_the_training_package_breaks_the_qt_contract(tmp_path):
     assert result.returncode == 1
     assert "the Qt views never import TensorFlow" in result.stdout
     assert "ftgui.qt.sneaky -> ftgui.training" in result.stdout
+
+
+def test_settings_importing_the_supervisor_inside_a_function_breaks_core_s_layers(tmp_path):
+    folder = copy_of_package(tmp_path)
+    (folder / "ftgui" / "core" / "settings" / "sneaky.py").write_text(
+        '"""A deliberate violation: a lower room importing a higher one."""\n\n'
+        'def supervisor():\n    from ftgui.core.supervision import supervisor\n'
+        '    return supervisor\n', encoding="utf-8")
+    result = lint(folder)
+    assert result.returncode == 1
+    assert "core's rooms, top to bottom" in result.stdout
+    assert "ftgui.core.settings.sneaky -> ftgui.core.supervision.supervisor" in result.stdout
+    assert "then the table model, then the theme KEPT" in result.stdout  # qt's layers hold
+
+
+def test_two_modules_of_one_room_importing_each_other_break_the_acyclic_contract(tmp_path):
+    folder = copy_of_package(tmp_path)
+    record = folder / "ftgui" / "core" / "record"
+    (record / "sneaky_a.py").write_text(
+        '"""One half of a cycle."""\n\nfrom ftgui.core.record import sneaky_b\n', encoding="utf-8")
+    (record / "sneaky_b.py").write_text(
+        '"""The other half, hidden in a function."""\n\n'
+        'def other():\n    from ftgui.core.record import sneaky_a\n    return sneaky_a\n',
+        encoding="utf-8")
+    result = lint(folder)
+    assert result.returncode == 1
+    assert "no import cycle between sibling packages or modules, at any depth BROKEN" in (
+        result.stdout)
+    assert "- .sneaky_b -> .sneaky_a (1 import)" in result.stdout  # the import to remove
+    assert "5 kept, 1 broken" in result.stdout

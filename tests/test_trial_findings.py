@@ -9,8 +9,8 @@ import pytest
 
 from ftgui import cli
 from ftgui.console import Progress
-from ftgui.core.config import ConfigError, RunConfig
-from ftgui.core.resume_check import training_changed as _training_changed
+from ftgui.core.checkpoints.resume_check import training_changed as _training_changed
+from ftgui.core.settings.config import ConfigError, RunConfig
 
 
 def test_a_resume_that_changes_how_training_runs_does_not_restore_from_memory():
@@ -52,8 +52,8 @@ def test_the_window_says_it_is_checking_user_code_while_it_waits(qtbot, tmp_path
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from ftgui.core.supervisor import Supervisor
-    from ftgui.qt.main_window import MainWindow
+    from ftgui.core.supervision.supervisor import Supervisor
+    from ftgui.qt.window.main_window import MainWindow
 
     window = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(window)

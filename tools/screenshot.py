@@ -16,9 +16,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QTabWidget  # noqa: E402
 
-from ftgui.core.config import RunConfig  # noqa: E402
-from ftgui.qt.app import make_app  # noqa: E402
-from ftgui.qt.main_window import MainWindow  # noqa: E402
+from ftgui.core.settings.config import RunConfig  # noqa: E402
+from ftgui.qt.window.app import make_app  # noqa: E402
+from ftgui.qt.window.main_window import MainWindow  # noqa: E402
 
 
 def main() -> int:

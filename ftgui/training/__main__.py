@@ -1,7 +1,7 @@
 """Entry point of one training process: `python -m ftgui.training RUN --role chief --attempt N …`.
 
 Started by the supervisor, never by hand. Reads `RUN/config.toml`, builds the strategy, restores
-the checkpoint it is given, trains, and exits with a status from `ftgui.core.exitcodes`.
+the checkpoint it is given, trains, and exits with a status from `ftgui.core.record.exitcodes`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def planned_faults(args: argparse.Namespace) -> list[tuple[str, int, str]]:
     """(kind, step, target) of every fault given on the command line; raises `ValueError`."""
-    from ftgui.core.faults import parse_arg
+    from ftgui.core.supervision.fault_plan import parse_arg
 
     own = "chief" if args.role == "chief" else f"{args.role}:{args.index}"
     planned = []
@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
 
     make_console_safe()  # a task started by hand (`ftgui worker`) has the user's locale
     args = parse_args(argv)
-    from ftgui.core import config as configmod
-    from ftgui.core.events import EventWriter
-    from ftgui.core.run_folder import RunFolder, RunFolderGone
+    from ftgui.core.record.events import EventWriter
+    from ftgui.core.record.run_folder import RunFolder, RunFolderGone
+    from ftgui.core.settings import config as configmod
 
     run_dir = args.run_dir.absolute()
     try:
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     except RunFolderGone as exc:
         return folder_gone(exc)
     except Exception as exc:  # the traceback goes to the log; the supervisor shows this line
-        from ftgui.core.cluster import name_grpc_port
-        from ftgui.core.process_output import error_sentence
+        from ftgui.core.record.process_output import error_sentence
+        from ftgui.core.supervision.cluster import name_grpc_port
 
         error = error_sentence(type(exc).__name__, str(exc))
         try:
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 def folder_gone(exc: OSError) -> int:
     """The run folder was removed or replaced (or never there): say so in one line on stderr
     (no event: nothing may be written there) and return RUN_FOLDER_GONE."""
-    from ftgui.core import exitcodes
+    from ftgui.core.record import exitcodes
 
     print(f"error: {exc}", file=sys.stderr, flush=True)
     return exitcodes.RUN_FOLDER_GONE
@@ -103,7 +103,7 @@ def folder_gone(exc: OSError) -> int:
 
 def refuse(events, args, exc: Exception) -> int:
     """Record why this process will not train (a `training_error` event) and return BAD_CONFIG."""
-    from ftgui.core import exitcodes
+    from ftgui.core.record import exitcodes
 
     events.emit("training_error", role=args.role, index=args.index, error=str(exc))
     print(f"error: {exc}", file=sys.stderr)
@@ -142,9 +142,9 @@ def build(config):
 def train(run_dir: Path, config, args, events) -> int:
     import tensorflow as tf  # the only package of ftgui that imports TensorFlow
 
-    from ftgui.core import checkpoints
-    from ftgui.core.state_file import point_state_file
-    from ftgui.training.actions.faults import Faults
+    from ftgui.core.checkpoints import listing
+    from ftgui.core.checkpoints.state_file import point_state_file
+    from ftgui.training.actions.fault_hooks import Faults
     from ftgui.training.assemble import build_loop
     from ftgui.training.background_save import valid_up_to
     from ftgui.training.restore import (
@@ -172,15 +172,15 @@ def train(run_dir: Path, config, args, events) -> int:
     # would swallow a preemption: take the signals back.
     REQUESTS.install()
     if is_chief:  # before a restore from memory writes its checkpoint (no process saves now)
-        removed = checkpoints.remove_leftovers(run_dir)
+        removed = listing.remove_leftovers(run_dir)
         if removed:
             print(f"removed leftovers of interrupted saves: {', '.join(removed)}", flush=True)
     memory = restore_memory(state, dataset, config, run_dir, args, events) \
         if args.restore_snapshot and is_chief and not state.saves_collectively else None
     if args.restore and memory is None:
-        from ftgui.core.user_code import resume_problem
+        from ftgui.core.settings.user_code import resume_problem
 
-        problem = resume_problem(config, checkpoints.inspect(run_dir / args.restore).meta)
+        problem = resume_problem(config, listing.read_info(run_dir / args.restore).meta)
         if problem:  # a model or dataset file changed since the checkpoint: no exact resume
             return refuse(events, args, ValueError(problem))
         restore_started = time.perf_counter()
@@ -200,7 +200,7 @@ def train(run_dir: Path, config, args, events) -> int:
     else:
         start = None
     if is_chief:
-        directory = checkpoints.checkpoint_dir(run_dir)
+        directory = listing.checkpoint_dir(run_dir)
         point_state_file(directory, valid_up_to(directory, state.global_step))
     if config.loop == "fit":
         from ftgui.training.fit_loop import run_fit
@@ -269,9 +269,9 @@ def standby(run_dir: Path) -> int:
     import keras  # noqa: F401 (imported for its cost)
     import tensorflow  # noqa: F401
 
-    from ftgui.core import config as configmod
-    from ftgui.core.events import emit
-    from ftgui.core.standby import MEMBER_ENV, config_fingerprint
+    from ftgui.core.record.events import emit
+    from ftgui.core.settings import config as configmod
+    from ftgui.core.supervision.standby import MEMBER_ENV, config_fingerprint
     from ftgui.training import (  # noqa: F401
         assemble,
         data,
@@ -328,8 +328,8 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
     standby cluster's worker: building forms that cluster). A build that fails leaves
     TensorFlow half set up: the `Prepared` then says why (`failed`) and the order is run by
     a cold trainer."""
-    from ftgui.core import checkpoints
-    from ftgui.core import config as configmod
+    from ftgui.core.checkpoints import listing
+    from ftgui.core.settings import config as configmod
     from ftgui.training import warm_standby
 
     started = time.perf_counter()
@@ -346,7 +346,7 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
         # No warm-up restore in a standby cluster: a worker that had restored a checkpoint
         # retention deleted since then failed its order's restore with NotFoundError naming
         # the deleted one (TensorFlow 2.21, MultiWorkerMirroredStrategy).
-        newest = None if cluster_member else checkpoints.newest_valid(run_dir)
+        newest = None if cluster_member else listing.newest_valid(run_dir)
         warm_standby.run_one_step_and_undo(built[2], built[0], config,
                                            newest.prefix if newest else None)
         # a cluster saves collectively, without the background writer's shadow copy

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ftgui.core import checkpoints
-from ftgui.core.config import RunConfig
-from ftgui.core.events import EventWriter
+from ftgui.core.checkpoints import listing
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings.config import RunConfig
 from ftgui.training.actions.checkpoint import CheckpointAction
-from ftgui.training.actions.faults import FaultHooks, Faults
+from ftgui.training.actions.fault_hooks import FaultHooks, Faults
 from ftgui.training.actions.hold import Hold, planned_holds
 from ftgui.training.actions.pace import Pace
 from ftgui.training.actions.rollback import NanRollback
@@ -36,7 +36,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
     NaN rollback (which hides a poisoned step from the rest), periodic checkpoint, in-memory
-    snapshot, a planned hold (`ftgui.core.holds`), scheduled kill or hang (after the
+    snapshot, a planned hold (`ftgui.core.supervision.holds`), scheduled kill or hang (after the
     checkpoint and the snapshot, so that the same schedule recovers the same way), then the
     wait of `pace`. A multi-worker process also keeps a just-in-time copy of each step and
     watches for the supervisor's word that a peer is gone (`peer_watch`).
@@ -49,7 +49,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
 
     def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
         step = state.restore(prefix)
-        meta = checkpoints.inspect(prefix).meta
+        meta = listing.read_info(prefix).meta
         batches.resume_at(position_of_checkpoint(meta, step, len(data.x_train),
                                                  config.global_batch_size))
         return step

@@ -7,7 +7,7 @@ object structure - one traced function, about a millisecond for the built-in mod
 training. A single worker thread then writes the shadow copy with a traced
 `tf.train.Checkpoint.write`, evaluates it on the validation split, reports it (events) and hands the
 bookkeeping (metadata, retention, state file) to the checkpoint clerk
-(`ftgui.core.checkpoint_clerk`), a helper process. Because the structure is the same, the files
+(`ftgui.core.checkpoints.clerk`), a helper process. Because the structure is the same, the files
 restore into the real model with `assert_existing_objects_matched()`.
 
 Why not TensorFlow's own `CheckpointOptions(enable_async=True)`: in TF 2.21 it fails on the second
@@ -29,18 +29,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoints
+from ftgui.core.checkpoints import listing as checkpoints
+from ftgui.training import models
 from ftgui.training.state_variables import state_variables
-
-
-def loss_and_accuracy(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """Mean softmax cross-entropy and accuracy (a fraction) of `logits` (n, classes) against
-    integer `labels` (n,), computed in float64 numpy."""
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    loss = float(-log_probs[np.arange(len(labels)), labels].mean())
-    accuracy = float((logits.argmax(axis=1) == labels).mean())
-    return loss, accuracy
 
 
 class ShadowState:
@@ -53,8 +44,6 @@ class ShadowState:
 
     def __init__(self, state, model_name: str, input_shape: tuple[int, ...], num_classes: int,
                  learning_rate: float):
-        from ftgui.training import models
-
         self.model = models.build(model_name, input_shape, num_classes)
         self.optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
         self.optimizer.build(self.model.trainable_variables)
@@ -143,7 +132,7 @@ class ShadowState:
         return {name: (prefix.parent / name).stat().st_size for name in names}
 
     def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float | None]:
-        """Validation loss and accuracy of the copy (the state's `score`: `loss_and_accuracy`
+        """Validation loss and accuracy of the copy (the state's `score`: `models.loss_and_accuracy`
         for the built-ins), eager (~7 ms for 359 rows): tracing at that moment (~0.12 s) would
         cost more than it saves (a just-in-time save evaluates once; the periodic save calls
         `write_and_evaluate`)."""

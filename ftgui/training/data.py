@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ftgui.core import resume_check
-from ftgui.core.datasets import array_problem
+from ftgui.core.checkpoints import resume_check
+from ftgui.core.settings.datasets import array_problem
 
 VALIDATION_FRACTION = 0.2
 SPLIT_SEED = 0  # the train/validation split is fixed, whatever the training seed
@@ -84,18 +84,18 @@ def load(source: str, task: str = "classification") -> Dataset:
 def _with_info(dataset: Dataset, raw_x=None, raw_y=None) -> Dataset:
     """`dataset` with `info` filled for the checkpoints' record: x/y shapes, classes (outputs)
     and, from the arrays as stored (`raw_x`, `raw_y`), the content fingerprint the resume
-    check compares (`core.resume_check.fingerprint`)."""
+    check compares (`core.resume_check.dataset_fingerprint`)."""
     x = dataset.x_train if raw_x is None else raw_x
     y = dataset.y_train if raw_y is None else raw_y
     dataset.info = {"x_shape": list(x.shape), "y_shape": list(y.shape),
                     "num_classes": dataset.num_classes}
     if raw_x is not None:
-        dataset.info["fingerprint"] = resume_check.fingerprint(raw_x, raw_y)
+        dataset.info["fingerprint"] = resume_check.dataset_fingerprint(raw_x, raw_y)
     return dataset
 
 
 def _from_function(source: str, task: str) -> Dataset:
-    from ftgui.core import user_code
+    from ftgui.core.settings import user_code
 
     parsed = user_code.parse("dataset", source)
     _, function = user_code.user_function(parsed)

@@ -23,7 +23,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import exitcodes, fit_checkpoints
+from ftgui.core.checkpoints import fit_checkpoints
+from ftgui.core.record import exitcodes
 from ftgui.training.actions.pace import Pace
 from ftgui.training.data import Dataset, StepBatches
 from ftgui.training.summaries import TENSORBOARD_DIR, Summaries

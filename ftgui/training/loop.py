@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 import time
 
-from ftgui.core import exitcodes
+from ftgui.core.record import exitcodes
 from ftgui.training.actions import Action, ChunkOutput, Exit, Rewind, StepOutput, overriding
-from ftgui.training.actions.faults import FaultHooks
+from ftgui.training.actions.fault_hooks import FaultHooks
 
 REPORT_EVERY = 50  # steps between two progress lines in the process log
 

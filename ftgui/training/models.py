@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
-from ftgui.core import user_code
+from ftgui.core.settings import user_code
 
 
 def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
@@ -104,14 +104,22 @@ def per_example_loss(model_name: str, task: str):
     return loss
 
 
+def loss_and_accuracy(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """Mean softmax cross-entropy and accuracy (a fraction) of `logits` (n, classes) against
+    integer `labels` (n,), computed in float64 numpy."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = float(-log_probs[np.arange(len(labels)), labels].mean())
+    accuracy = float((logits.argmax(axis=1) == labels).mean())
+    return loss, accuracy
+
+
 def evaluate_outputs(outputs: np.ndarray, y: np.ndarray, task: str, loss=None
                      ) -> tuple[float, float | None]:
     """Validation (loss, accuracy) of `outputs` against `y`. Built-in losses are computed in
     float64 numpy (softmax cross-entropy, or mean squared error for regression, whose accuracy
     is None); `loss` (a per-example loss from `per_example_loss` for a module's own) is used
     when given."""
-    from ftgui.training.background_save import loss_and_accuracy
-
     if loss is not None:
         value = float(np.mean(np.asarray(loss(tf.constant(y), tf.constant(outputs)))))
         accuracy = (None if task == "regression"

@@ -1,6 +1,6 @@
 """A multi-worker trainer's watcher thread: once the supervisor says that a member of this
-attempt is gone (`ftgui.core.peer_loss`), abort this process' collectives, so that a step
-waiting for the lost peer fails now and the just-in-time checkpoint
+attempt is gone (`ftgui.core.supervision.peer_notice`), abort this process' collectives, so that a
+step waiting for the lost peer fails now and the just-in-time checkpoint
 (`actions/just_in_time.py`) is written within the supervisor's grace.
 
 The abort is TensorFlow's own: `MultiWorkerMirroredStrategy`'s health-check thread
@@ -17,11 +17,11 @@ whose wait the abort ended read their variables and wrote the copy of the last c
 in about 0.2 s (in one, the failed step had already changed all 14 live variables: the copy,
 not the live state, is what is written), and a run whose worker 1 was killed 20 times (5 of
 the waits ended by the abort) logged every loss equal, to the bit, to the run never killed;
-tests/test_just_in_time.py's hung-worker test checks the same on every run.
+tests/core/supervision/test_just_in_time.py's hung-worker test checks the same on every run.
 
 The thread polls the notice file every `POLL_SECONDS` (a `stat`; why a file, not a signal:
-see `ftgui.core.peer_loss`) and writes a `collectives_aborted` event (role, index, reason,
-`notice_seconds`: from the notice being written to the abort) when it aborts.
+see `ftgui.core.supervision.peer_notice`) and writes a `collectives_aborted` event (role, index,
+reason, `notice_seconds`: from the notice being written to the abort) when it aborts.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ftgui.core import peer_loss
+from ftgui.core.supervision import peer_notice
 from ftgui.training.actions import Action
 
 POLL_SECONDS = 0.05  # how often the notice file is looked for: the abort's extra latency
@@ -61,7 +61,7 @@ class PeerWatch(Action):
         self.run_dir, self.events, self.role, self.index = run_dir, events, role, index
         self.abort, self.interval = abort, interval
         self.aborted: str | None = None
-        self._path = peer_loss.notice_path(run_dir, events.attempt)
+        self._path = peer_notice.notice_path(run_dir, events.attempt)
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="peer-watch", daemon=True)
         self._thread.start()
@@ -69,7 +69,7 @@ class PeerWatch(Action):
     def _watch(self) -> None:
         while not self._closed.wait(self.interval):
             if self._path.exists():
-                self._act(peer_loss.read(self.run_dir, self.events.attempt) or {})
+                self._act(peer_notice.read(self.run_dir, self.events.attempt) or {})
                 return
 
     def _act(self, notice: dict) -> None:

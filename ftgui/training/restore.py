@@ -19,18 +19,18 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ftgui.core import checkpoints
+from ftgui.core.checkpoints import listing
 
 
 def restore(checkpoint: tf.train.Checkpoint, prefix: Path):
     """Restore checkpoint files `prefix` into `checkpoint`, every object of it matched, through
-    a path TensorFlow does not glob (see `checkpoints.tf_path`). Returns TensorFlow's status.
+    a path TensorFlow does not glob (see `listing.tf_path`). Returns TensorFlow's status.
 
     Raises what TensorFlow raises: `tf.errors.OpError` (NotFoundError, DataLossError,
     InvalidArgumentError for other shapes, …), `ValueError`, `AssertionError` (objects that the
     checkpoint does not hold: another model).
     """
-    status = checkpoint.restore(str(checkpoints.tf_path(prefix)))
+    status = checkpoint.restore(str(listing.tf_path(prefix)))
     return status.assert_existing_objects_matched()
 
 
@@ -43,15 +43,15 @@ def damage_of(prefix: Path) -> str:
     restore. An error of the machine (no permission, out of memory, …) is not damage (''); an
     OSError making the glob-free path is raised.
     """
-    problem = checkpoints.file_problem(prefix)
+    problem = listing.file_problem(prefix)
     if problem:
         return problem
     try:  # TensorFlow's reader reports a permission problem as a bare OpError
-        for file in checkpoints.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
+        for file in listing.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
             file.open("rb").close()
     except OSError:
         return ""
-    path = str(checkpoints.tf_path(prefix))
+    path = str(listing.tf_path(prefix))
     try:
         dtypes = tf.train.load_checkpoint(path).get_variable_to_dtype_map()
         # Read through the restore op, as a restore does: its errors keep their type
@@ -79,20 +79,20 @@ def one_line(exc: BaseException) -> str:
 
 def data_position(run_dir: Path, restore: str, step: int, dataset, config):
     """The data position recorded with the restored checkpoint (see `data.DataPosition`)."""
-    from ftgui.core import checkpoints
+    from ftgui.core.checkpoints import listing
     from ftgui.training.data import position_of_checkpoint
 
-    meta = checkpoints.inspect(run_dir / restore).meta
+    meta = listing.read_info(run_dir / restore).meta
     return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
 
 
 def record_changes(run_dir: Path, restore: str, config, events) -> None:
     """A `setting_changed` event (setting, old, new, step) for each setting that applies from
     the resume step with another value than the restored checkpoint's (learning rate, global
-    batch size; `ftgui.core.resume_check`)."""
-    from ftgui.core import checkpoints, resume_check
+    batch size; `ftgui.core.checkpoints.resume_check`)."""
+    from ftgui.core.checkpoints import listing, resume_check
 
-    info = checkpoints.inspect(run_dir / restore)
+    info = listing.read_info(run_dir / restore)
     for change in resume_check.changes(run_dir, config, info):
         events.emit("setting_changed", **change.fields())
         print(f"{change.setting} changed from {change.old} to {change.new} after step "
@@ -126,11 +126,11 @@ def memory_position(run_dir: Path, step: int, dataset, config):
     """The data position after snapshot step `step`: that of the newest valid checkpoint before
     it, advanced at the run's global batch size (the attempt that took the snapshot trained
     with this config.toml's batch size from that checkpoint on)."""
-    from ftgui.core import checkpoints
+    from ftgui.core.checkpoints import listing
     from ftgui.training.data import DataPosition, StepBatches, position_of_checkpoint
 
     n_train, batch = len(dataset.x_train), config.global_batch_size
-    info = checkpoints.newest_valid(run_dir, at_most=step - 1)
+    info = listing.newest_valid(run_dir, at_most=step - 1)
     base = (position_of_checkpoint(info.meta, info.step, n_train, batch) if info
             else DataPosition())
     return StepBatches(n_train, batch, config.seed, start=base).position_after(step)
@@ -141,7 +141,8 @@ def restore_failed(run_dir: Path, args, events, exc: Exception) -> int:
     `restore.damage_of`) is it marked damaged, so the next attempt takes the one before it;
     otherwise (another model, other shapes, a path problem) it stays valid and this process
     refuses, as for a bad configuration."""
-    from ftgui.core import checkpoints, exitcodes
+    from ftgui.core.checkpoints import listing
+    from ftgui.core.record import exitcodes
     from ftgui.training.restore import damage_of, one_line
 
     reason = one_line(exc)
@@ -151,7 +152,7 @@ def restore_failed(run_dir: Path, args, events, exc: Exception) -> int:
         events.emit("training_error", role=args.role, index=args.index, error=error)
         print(f"error: {error}", file=sys.stderr, flush=True)
         return exitcodes.BAD_CONFIG
-    checkpoints.mark_damaged(run_dir / args.restore, damage)
+    listing.mark_damaged(run_dir / args.restore, damage)
     events.emit("training_error", role=args.role, index=args.index,
                 error=f"checkpoint {args.restore} is damaged and now marked invalid ({damage})")
     print(f"error: cannot restore {args.restore}: {damage}", file=sys.stderr, flush=True)
@@ -162,6 +163,6 @@ def restore_source(prefix: Path) -> str:
     """Where a restored state came from, for the `resumed` event's `source`: `just_in_time`
     (a checkpoint a surviving worker wrote at a peer's failure) or `disk` (a periodic,
     requested or preemption checkpoint)."""
-    from ftgui.core import checkpoints
+    from ftgui.core.checkpoints import listing
 
-    return "just_in_time" if checkpoints.inspect(prefix).meta.get("just_in_time") else "disk"
+    return "just_in_time" if listing.read_info(prefix).meta.get("just_in_time") else "disk"

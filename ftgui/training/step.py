@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core.config import RunConfig
+from ftgui.core.settings.config import RunConfig
 from ftgui.training.data import Dataset
 from ftgui.training.restore import restore
 

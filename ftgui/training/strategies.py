@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from ftgui.core.config import RunConfig
+from ftgui.core.settings.config import RunConfig
 
 # A collective that waits longer than this for a lost peer fails instead of hanging
 # (TensorFlow's `CommunicationOptions(timeout_seconds=…)` bounds each collective).

@@ -5,17 +5,18 @@ one-device, mirrored) builds what a cold start would from `RUN/config.toml` — 
 dataset, strategy, model, optimizer — then runs one step so that TensorFlow traces, optimises
 and places it, and puts every variable back to its value before that step, bit for bit. On its
 order it only restores and trains. A cluster strategy needs a `TF_CONFIG` before its strategy
-exists: a member of a standby cluster (`ftgui.core.standby`) has its own, and is prepared like a
-one-process standby; its warm-up step runs the cluster's collectives once. Any other standby of
-a cluster (a parameter-server task, an explicit `cluster` setting) only has TensorFlow imported.
+exists: a member of a standby cluster (`ftgui.core.supervision.standby`) has its own, and is
+prepared like a one-process standby; its warm-up step runs the cluster's collectives once. Any other
+standby of a cluster (a parameter-server task, an explicit `cluster` setting) only has TensorFlow
+imported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftgui.core.config import RunConfig
-from ftgui.core.standby import wants_cluster
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision.standby import wants_cluster
 
 PREPARED_STRATEGIES = ("default", "one-device", "mirrored")
 
@@ -37,7 +38,7 @@ class Prepared:
 def can_prepare(config: RunConfig, cluster_member: bool = False) -> bool:
     """Whether a standby can build this run's state before its order: one-process strategies
     with the custom loop, and a multi-worker run's standby-cluster member (`cluster_member`:
-    started with a `TF_CONFIG` of its own; `ftgui.core.standby.wants_cluster`)."""
+    started with a `TF_CONFIG` of its own; `ftgui.core.supervision.standby.wants_cluster`)."""
     if cluster_member:
         return wants_cluster(config)
     return config.strategy in PREPARED_STRATEGIES and config.loop == "custom"

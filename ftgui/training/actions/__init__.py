@@ -53,7 +53,7 @@ class Rewind:
 
 @dataclass(frozen=True)
 class Exit:
-    """Training stops now; the process exits with `code` (see `ftgui.core.exitcodes`)."""
+    """Training stops now; the process exits with `code` (see `ftgui.core.record.exitcodes`)."""
 
     code: int
 

@@ -6,7 +6,7 @@ cluster take part in the collective save into their own scratch folder and delet
 cluster the chief's checkpoints are written in the background (`background_save`): the step
 path only copies the variables, so `validation` and `checkpoint_saved` of step N can follow a
 few `step` events after N; the writer thread hands the metadata, retention and state file to
-the checkpoint clerk, a helper process (`ftgui.core.checkpoint_clerk`). Before a preemption
+the checkpoint clerk, a helper process (`ftgui.core.checkpoints.clerk`). Before a preemption
 exit, a rollback, a scheduled kill or hang and the end of the run, the save in flight is waited
 for (`wait`): the same fault schedule always recovers from the same checkpoint.
 """
@@ -20,10 +20,12 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ftgui.core import checkpoints, exitcodes
-from ftgui.core.checkpoint_clerk import Clerk, ClerkError
-from ftgui.core.config import RunConfig
-from ftgui.core.run_folder import check_writer
+from ftgui.core.checkpoints import listing
+from ftgui.core.checkpoints.clerk import Clerk, ClerkError
+from ftgui.core.record import exitcodes
+from ftgui.core.record.run_folder import check_writer
+from ftgui.core.settings import user_code
+from ftgui.core.settings.config import RunConfig, load_record
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState
 from ftgui.training.checkpoint_writer import OneWriter, write_error
@@ -33,8 +35,8 @@ from ftgui.training.data import DataPosition, Dataset, StepBatches
 def run_record(config: RunConfig, state, data: Dataset, position: DataPosition | None,
                variables: dict | None = None) -> dict:
     """What a checkpoint records about the run that saved it (its metadata fields besides
-    losses, time and files), for the resume check (`ftgui.core.resume_check`): the model and
-    its variables (name -> shape list), the dataset (source, `dataset_info`: x/y shapes,
+    losses, time and files), for the resume check (`ftgui.core.checkpoints.resume_check`): the model
+    and its variables (name -> shape list), the dataset (source, `dataset_info`: x/y shapes,
     classes, fingerprint), the strategy and replicas in sync, the global batch size, learning
     rate, seed and loop, and the data position after the step (`data_position`: epoch, offset,
     examples_seen; left out when `position` is None). `variables`: the shapes when already
@@ -93,11 +95,9 @@ class CheckpointAction(Action):
         self.variables = variable_shapes(state.model) if is_chief else {}
         self.events, self.summaries, self.epoch_of = events, summaries, epoch_of
         self.is_chief = is_chief
-        self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
+        self.directory = (listing.checkpoint_dir(run_dir) if is_chief
                           else run_dir / "scratch" / f"{role}-{index}")
         self.shadow, self.writer, self.manager, self.clerk = None, None, None, None
-        from ftgui.core.user_code import checkpoint_fields
-
         self.user_code_fields = checkpoint_fields(config, run_dir)  # files' paths and hashes
         if is_chief and not state.saves_collectively:
             # `shadow`: one a warm standby built (and traced) before its order
@@ -108,9 +108,9 @@ class CheckpointAction(Action):
             self.clerk = Clerk(self.directory, config.keep, {**record, **self.user_code_fields})
         else:
             self.manager = tf.train.CheckpointManager(
-                state.checkpoint, directory=str(checkpoints.tf_path(self.directory)),
+                state.checkpoint, directory=str(listing.tf_path(self.directory)),
                 max_to_keep=config.keep if is_chief else 1,
-                checkpoint_name=checkpoints.PREFIX, step_counter=state.step,
+                checkpoint_name=listing.PREFIX, step_counter=state.step,
             )
         self.last_saved = -1
         self._warmed = False
@@ -145,7 +145,7 @@ class CheckpointAction(Action):
         self.wait()
         if self.is_chief:
             self.events.emit("preempted", step=step,
-                             checkpoint=f"{checkpoints.CHECKPOINT_DIR}/ckpt-{step}")
+                             checkpoint=f"{listing.CHECKPOINT_DIR}/ckpt-{step}")
         print(f"preempted: saved step {step}, exiting", flush=True)
         return Exit(exitcodes.PREEMPTED)
 
@@ -195,9 +195,9 @@ class CheckpointAction(Action):
         validate it, write its metadata and report it. `began`: when the step path started
         the save (it stalls until this returns), else `stall_seconds` is how long it did."""
         check_writer(self.events)  # TensorFlow's save would re-create a removed run folder
-        prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
-        checkpoints.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
-        checkpoints.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
+        prefix = self.directory / f"{listing.PREFIX}-{step}"
+        listing.meta_path(prefix).unlink(missing_ok=True)  # a stale one must not vouch
+        listing.damage_path(prefix).unlink(missing_ok=True)  # nor a stale verdict damn
         started = time.perf_counter()
         if self.shadow is not None:
             try:  # the write and the validation forward pass, in one traced call
@@ -210,7 +210,7 @@ class CheckpointAction(Action):
             before = set(self.manager.checkpoints)
             self.manager.save(checkpoint_number=step)
             dropped = before - set(self.manager.checkpoints)
-            files = {p.name: p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step)}
+            files = {p.name: p.stat().st_size for p in listing.tf_files(prefix.parent, step)}
             save_seconds = time.perf_counter() - started
             val_loss, val_accuracy = self.state.evaluate(self.data.x_val, self.data.y_val)
         # The events go first: a kill right after the metadata (which makes the checkpoint
@@ -237,7 +237,7 @@ class CheckpointAction(Action):
                                        stall_seconds)
                 raise
         else:
-            checkpoints.write_metadata(
+            listing.write_metadata(
                 prefix, files, **record,
                 **run_record(self.config, self.state, self.data, fields["position"],
                              self.variables),
@@ -251,7 +251,7 @@ class CheckpointAction(Action):
         if began is not None:
             stall_seconds = time.perf_counter() - began
         self.events.emit("checkpoint_saved", step=step,
-                         path=f"{checkpoints.CHECKPOINT_DIR}/{checkpoints.PREFIX}-{step}",
+                         path=f"{listing.CHECKPOINT_DIR}/{listing.PREFIX}-{step}",
                          loss=fields["loss"], size=size, save_seconds=save_seconds,
                          stall_seconds=stall_seconds, requested=fields["requested"],
                          background=self.shadow is not None)
@@ -267,5 +267,14 @@ class CheckpointAction(Action):
     def _drop_metadata(self, dropped: set[str]) -> None:
         # CheckpointManager deletes old checkpoints beyond max_to_keep but not our metadata.
         for prefix in map(Path, dropped):
-            if not checkpoints.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
-                checkpoints.meta_path(prefix).unlink(missing_ok=True)
+            if not listing.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
+                listing.meta_path(prefix).unlink(missing_ok=True)
+
+
+def checkpoint_fields(config, run_dir: Path) -> dict:
+    """What each checkpoint's metadata records of the user's code: the files' paths and hashes
+    (as the trainer found them when it started) and `exact_resume` when a check said no."""
+    fields = user_code.code_fingerprint(config)
+    if load_record(run_dir).get("exact_resume") is False:
+        fields["exact_resume"] = False
+    return fields

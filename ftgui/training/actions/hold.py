@@ -1,5 +1,6 @@
 """A planned hold inside the trainer: after a global step, wait at the step boundary until the
-supervisor lets this attempt go on (`ftgui.core.holds`), writing heartbeats meanwhile."""
+supervisor lets this attempt go on (`ftgui.core.supervision.holds`), writing heartbeats
+meanwhile."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ftgui.core import holds
+from ftgui.core.supervision import holds
 from ftgui.training.actions import Action, StepOutput
 
 POLL_SECONDS = 0.05  # how often the release file is looked for while held

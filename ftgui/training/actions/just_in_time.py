@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoint_moves, checkpoints
-from ftgui.core.run_folder import check_writer
+from ftgui.core.checkpoints import listing
+from ftgui.core.checkpoints import moves as checkpoint_moves
+from ftgui.core.record.run_folder import check_writer
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.actions.checkpoint import run_record
 from ftgui.training.background_save import ShadowState
@@ -53,7 +54,7 @@ class JustInTime(Action):
         self.position_after = position_after
         self.run_dir, self.epoch_of, self.is_chief = run_dir, epoch_of, is_chief
         self.role, self.index = role, index
-        self.directory = (checkpoints.checkpoint_dir(run_dir) if is_chief
+        self.directory = (listing.checkpoint_dir(run_dir) if is_chief
                           else checkpoint_moves.just_in_time_dir(run_dir, role, index))
         self.shadow = ShadowState(state, config.model, data.input_shape, data.num_classes,
                                   config.learning_rate)
@@ -75,8 +76,8 @@ class JustInTime(Action):
             self._skip(step, f"the copy holds step {copied}, not the last completed step "
                              f"{step} (the state was rewound): the periodic checkpoint stands")
             return
-        on_disk = checkpoints.checkpoint_dir(self.run_dir) / f"{checkpoints.PREFIX}-{step}"
-        if checkpoints.inspect(on_disk).valid:
+        on_disk = listing.checkpoint_dir(self.run_dir) / f"{listing.PREFIX}-{step}"
+        if listing.read_info(on_disk).valid:
             self._skip(step, f"step {step} is already checkpointed")
             return
         self._write(step, type(error).__name__)
@@ -84,9 +85,9 @@ class JustInTime(Action):
     def _write(self, step: int, error_name: str) -> None:
         started = time.perf_counter()
         differs = self._live_differs()
-        prefix = self.directory / f"{checkpoints.PREFIX}-{step}"
+        prefix = self.directory / f"{listing.PREFIX}-{step}"
         check_writer(self.events)  # a removed run folder is not re-created by the save
-        checkpoints.meta_path(prefix).unlink(missing_ok=True)
+        listing.meta_path(prefix).unlink(missing_ok=True)
         self.shadow.write(prefix)
         save_seconds = time.perf_counter() - started
         val_loss, val_accuracy = self.shadow.evaluate(self.data.x_val, self.data.y_val)
@@ -102,12 +103,12 @@ class JustInTime(Action):
                   "global_batch_size": self.config.global_batch_size}
         if self.position_after is not None:  # what every checkpoint records (resume check)
             record = run_record(self.config, self.state, self.data, self.position_after(step))
-        checkpoints.write_metadata(
+        listing.write_metadata(
             prefix, loss=self.last.loss, val_loss=val_loss, val_accuracy=val_accuracy,
             time=time.time(), epoch=self.epoch_of(step), just_in_time=True,
             saved_by=f"{self.role}:{self.index}", live_differs=differs, **record,
         )
-        size = sum(p.stat().st_size for p in checkpoints.tf_files(prefix.parent, step))
+        size = sum(p.stat().st_size for p in listing.tf_files(prefix.parent, step))
         if self.is_chief:
             self.events.emit("checkpoint_saved", size=size, stall_seconds=None,
                              requested=False, background=False, **fields)

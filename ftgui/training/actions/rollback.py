@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from ftgui.core import checkpoints, exitcodes
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import exitcodes
 from ftgui.training.actions import Action, Exit, Rewind, StepOutput
 
 MAX_ROLLBACKS = 3  # a loss that is non-finite again after this many rollbacks is not transient
@@ -53,7 +54,7 @@ class NanRollback(Action):
         """Restore the newest valid checkpoint before global step `step` in this process."""
         self.rollbacks += 1
         self.wait_for_save()
-        info = checkpoints.newest_valid(self.run_dir, at_most=step - 1)
+        info = listing.newest_valid(self.run_dir, at_most=step - 1)
         why = refusal(info is not None, self.rollbacks)
         if why is not None:
             print(f"step {step}: non-finite loss and {why}; stopping", flush=True)

@@ -3,11 +3,12 @@
 After every N-th global step the chief of a one-process strategy (default, one-device, mirrored)
 copies its whole state — every model variable, every optimizer variable (Adam's moments and
 iterations), every other variable of its object graph and the global step — into the run's snapshot
-file in shared memory (`ftgui.core.snapshots`: two slots written in turn, checksum last). The data
-position is a function of the step, so this is everything an exact resume needs. A killed trainer
-leaves the file behind; the supervisor sees a snapshot newer than the newest valid checkpoint and
-starts the next trainer with `--restore-snapshot`, which loads it (`restore_snapshot`) and persists
-it at once as a regular checkpoint marked `"source": "memory"` (`persist`).
+file in shared memory (`ftgui.core.checkpoints.snapshots`: two slots written in turn, checksum
+last). The data position is a function of the step, so this is everything an exact resume needs. A
+killed trainer leaves the file behind; the supervisor sees a snapshot newer than the newest valid
+checkpoint and starts the next trainer with `--restore-snapshot`, which loads it
+(`restore_snapshot`) and persists it at once as a regular checkpoint marked `"source": "memory"`
+(`persist`).
 
 The copy is one traced function reading every variable into one flat byte tensor (its dispatch
 is most of the cost, ~0.3–0.8 ms here), then a copy and a CRC-32 into the file. A process
@@ -24,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core import checkpoints, snapshots
-from ftgui.core.state_file import point_state_file
+from ftgui.core.checkpoints import listing, snapshots
+from ftgui.core.checkpoints.state_file import point_state_file
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.state_variables import name_of, state_variables
 
@@ -160,28 +161,28 @@ def persist(state, data, config, run_dir: Path, events, loss: float, epoch: int,
     position. Returns its path relative to RUN. Raises `tf.errors.OpError`/OSError when
     it cannot be written."""
     step = state.global_step
-    directory = checkpoints.checkpoint_dir(run_dir)
-    prefix = directory / f"{checkpoints.PREFIX}-{step}"
-    checkpoints.meta_path(prefix).unlink(missing_ok=True)
-    checkpoints.damage_path(prefix).unlink(missing_ok=True)
+    directory = listing.checkpoint_dir(run_dir)
+    prefix = directory / f"{listing.PREFIX}-{step}"
+    listing.meta_path(prefix).unlink(missing_ok=True)
+    listing.damage_path(prefix).unlink(missing_ok=True)
     began = time.perf_counter()
     _ = state.checkpoint.save_counter  # as in every other checkpoint's files
     directory.mkdir(parents=True, exist_ok=True)
-    state.checkpoint.write(str(checkpoints.tf_path(prefix)))
+    state.checkpoint.write(str(listing.tf_path(prefix)))
     save_seconds = time.perf_counter() - began
     val_loss, val_accuracy = state.evaluate(data.x_val, data.y_val)
     events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
-    checkpoints.write_metadata(
+    listing.write_metadata(
         prefix, loss=loss, val_loss=val_loss, val_accuracy=val_accuracy, time=time.time(),
         epoch=epoch, strategy=config.strategy,
         replicas=state.strategy.num_replicas_in_sync,
         global_batch_size=config.global_batch_size, source="memory",
         **({"data_position": position.to_dict()} if position is not None else {}),
     )
-    size = sum(p.stat().st_size for p in checkpoints.tf_files(directory, step))
-    relpath = f"{checkpoints.CHECKPOINT_DIR}/{prefix.name}"
+    size = sum(p.stat().st_size for p in listing.tf_files(directory, step))
+    relpath = f"{listing.CHECKPOINT_DIR}/{prefix.name}"
     events.emit("checkpoint_saved", step=step, path=relpath, loss=loss, size=size,
                 save_seconds=save_seconds, stall_seconds=time.perf_counter() - began,
                 requested=False, background=False, source="memory")
-    point_state_file(directory, checkpoints.keep_newest(directory, config.keep, step))
+    point_state_file(directory, listing.keep_newest(directory, config.keep, step))
     return relpath

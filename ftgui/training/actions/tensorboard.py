@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ftgui.core import checkpoints, events
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
 from ftgui.training.actions import Action, StepOutput
 
 
@@ -16,7 +17,7 @@ def unlogged_after(run_dir: Path, start_step: int) -> int | None:
     valid periodic checkpoint vouches for every step up to its own. A resume from an in-memory
     snapshot or a just-in-time save starts after steps that were never written: those since
     the newest periodic checkpoint below it (0 when there is none)."""
-    found = [c for c in checkpoints.list_checkpoints(run_dir) if c.valid and c.step <= start_step]
+    found = [c for c in listing.list_checkpoints(run_dir) if c.valid and c.step <= start_step]
     periodic = [c.step for c in found
                 if not c.meta.get("just_in_time") and c.meta.get("source") != "memory"]
     newest = max(periodic, default=0)

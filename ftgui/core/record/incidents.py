@@ -1,0 +1,422 @@
+"""What each fault cost: incidents measured from a run's events, and totals over the run.
+
+An incident starts at a `fault_injected` event, or at an unplanned abnormal exit. Per incident:
+- detect: seconds from the fault to the moment it was known (the process' exit, the watchdog's
+  `hang_detected`, or the trainer's `non_finite_loss`);
+- recovery: seconds from detection to the first new step (restart, imports, restore);
+- steps lost: global steps computed again (step reached at the fault − step resumed from);
+- time lost: wall seconds from the fault to the first new step, plus the time the lost steps
+  had taken the first time.
+Over the run, goodput = (wall time − time lost) / wall time, within 0–1; `Totals` is the one
+place these figures are summed, and every view (story line, Incidents tab, report, comparison,
+`ftgui train`'s summary) prints it with `ftgui.core.timeline.story`'s formats. A fork (the user
+resumes from an older checkpoint, `forked`) is a branch, not a recovery: it opens no incident and
+lowers no goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the
+steps the user chose to abandon are charged to nobody.
+
+Durations are differences on a run clock (`_RunClock`): seconds since the run's first event,
+advanced between consecutive events by the difference of their `mono` stamps when both were taken
+on the same clock (`events.CLOCK`), else of their wall times, and never backwards. A wall clock
+set back (NTP, a resumed VM) in a run without `mono` stamps is clamped and the incidents open at
+that moment say so (`clock_jumped`). Events are fed in file order
+(`observe`, or `observe_steps` for a block of step events), so a live run and a reopened one give
+the same numbers.
+
+Special cases, each told as what happened:
+- a lone parameter-server worker lost while TensorFlow's coordinator carries on with the others
+  (`lone`): nothing is redone and no training time is lost; it ends when its replacement serves;
+- a freeze (`hang`) thawed before any watchdog ended it: detected at the `thawed`, resumed at
+  the step it froze at, recovered at the first new step;
+- a restart with nothing to restore (killed before the first checkpoint, `training_started`
+  from step 0 with no `resumed`): every step done before the fault is redone;
+- a fault command written after the attempt's `run_finished` (a Kill pressed on a finished run,
+  in runs recorded before the supervisor refused it) is no incident.
+
+`ftgui.core.timeline.model.Timeline` feeds one tracker; the run list feeds another
+with the non-step events only (to count incidents).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ftgui.core.record import exitcodes
+from ftgui.core.record.run_state import is_decisive
+
+
+@dataclass
+class Incident:
+    """One fault and its recovery. Times are Unix seconds; None until known."""
+
+    kind: str  # kill, preempt, nan, hang, or crash (an exit nobody planned)
+    target: str
+    source: str  # user, schedule, timer, or "" for an unplanned crash
+    attempt: int
+    time: float
+    step: int  # the last global step reached when the fault hit
+    detected: float | None = None
+    resumed_step: int | None = None
+    recovered: float | None = None  # time of the first new step
+    redo_seconds: float = 0.0  # how long the lost steps had taken the first time
+    ended_by: str = ""  # "fork": the user branched from an older checkpoint instead
+    restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
+    lone: bool = False  # a parameter-server worker lost while the others trained on
+    thawed: bool = False  # a freeze let go (Thaw) before anything ended it
+    in_process: bool = False  # recovered by the trainer itself (a NaN rolled back), no restart
+    # the same moments on the run clock (seconds since the run's first event, never backwards)
+    at: float = 0.0
+    at_detected: float | None = None
+    at_recovered: float | None = None
+    clock_jumped: bool = False  # the wall clock went back while it was open: durations clamped
+
+    @property
+    def detect_seconds(self) -> float | None:
+        return None if self.at_detected is None else self.at_detected - self.at
+
+    @property
+    def detected_in_process(self) -> bool:
+        """True when the training process itself found the fault (a non-finite loss): there
+        is no time to detect to speak of."""
+        return self.kind == "nan"
+
+    @property
+    def recovery_seconds(self) -> float | None:
+        if self.at_recovered is None or self.at_detected is None:
+            return None
+        return self.at_recovered - self.at_detected
+
+    @property
+    def steps_lost(self) -> int | None:
+        return None if self.resumed_step is None else max(self.step - self.resumed_step, 0)
+
+    @property
+    def time_lost(self) -> float | None:
+        if self.at_recovered is None:
+            return None
+        if self.lone:  # the coordinator went on training with the remaining workers
+            return 0.0
+        return self.at_recovered - self.at + self.redo_seconds
+
+    @property
+    def closed(self) -> bool:
+        return self.recovered is not None
+
+
+@dataclass
+class Totals:
+    """Over the whole run: `wall` seconds from the first to the last event, `lost` seconds and
+    steps lost to incidents, and goodput = (wall − lost) / wall (1.0 with no incidents)."""
+
+    incidents: int
+    steps_lost: int
+    time_lost: float
+    wall: float
+
+    @property
+    def goodput(self) -> float:
+        if self.wall <= 0:
+            return 1.0
+        return min(max(self.wall - self.time_lost, 0.0) / self.wall, 1.0)
+
+
+class IncidentTracker:
+    """Builds `incidents` from a run's events, fed in file order through `observe`."""
+
+    def __init__(self):
+        self.incidents: list[Incident] = []
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self._line = _StepTimes()  # step -> run-clock time, in the current line of training
+        self._clock = _RunClock()
+        self._step_clock: str | None = None  # the clock of the step events so far
+        self._last_step = 0
+        self._open: Incident | None = None
+        self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
+        self._finished: set[int] = set()  # attempts that wrote `run_finished`
+        self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
+
+    def observe(self, event: dict) -> bool:
+        """Take one event; True when an incident was opened or changed."""
+        when = event.get("time", 0.0)
+        self.first_time = when if self.first_time is None else self.first_time
+        self.last_time = when
+        mono = event.get("mono")
+        mono = mono if isinstance(mono, (int, float)) and not isinstance(mono, bool) else None
+        if event.get("event") == "step":
+            return self.observe_steps([event["step"]], [when], [mono], event.get("clock"))
+        jumped = self._clock.advance(when, mono, event.get("clock"))
+        handler = getattr(self, f"_on_{event.get('event')}", None)
+        changed = bool(handler(event, when)) if handler else False
+        if jumped and self._open is not None:
+            self._open.clock_jumped = changed = True
+        return changed
+
+    def observe_steps(self, steps, times, monos=None, clock: str | None = None) -> bool:
+        """Take a run of consecutive step events of one process at once (arrays of steps, Unix
+        times and `mono` stamps, NaN where missing; their `clock`, None: that of the steps
+        before): the same as observing each, without a Python call per step."""
+        if not len(steps):
+            return False
+        self.first_time = float(times[0]) if self.first_time is None else self.first_time
+        self.last_time = float(times[-1])
+        clock = self._step_clock = clock if isinstance(clock, str) else self._step_clock
+        run_times, jumped = self._clock.advance_block(times, monos, clock)
+        changed = False
+        incident = self._open
+        if jumped and incident is not None:
+            incident.clock_jumped = changed = True
+        if incident is not None and incident.resumed_step is None and self._fresh is not None \
+                and incident.detected is not None and self._fresh[0] > incident.attempt:
+            # a restart with nothing to restore: it trains again from its start step
+            incident.restore_source = "none"
+            self._resume(self._fresh[1], float(times[0]))
+        if incident is not None and incident.resumed_step is not None:
+            incident.recovered = float(times[0])
+            incident.at_recovered = float(run_times[0])
+            self._open, changed = None, True
+        self._line.extend(steps, run_times)
+        self._last_step = int(steps[-1])
+        return changed
+
+    def totals(self) -> Totals:
+        closed = [i for i in self.incidents if i.closed]
+        wall = self._clock.now
+        return Totals(
+            incidents=len(self.incidents),
+            steps_lost=sum(i.steps_lost or 0 for i in closed),
+            time_lost=sum(i.time_lost or 0.0 for i in closed),
+            wall=wall,
+        )
+
+    # ------------------------------------------------------------ event handlers
+    def _on_run_finished(self, event, when):
+        self._finished.add(event.get("attempt", 0))
+        return False
+
+    def _on_fault_injected(self, event, when):
+        if event.get("attempt", 0) in self._finished:
+            return False  # pressed after the run had finished: nothing was left to fault
+        if self._open is not None and self._open.detected is None:
+            return False  # a second signal to the same failing attempt is the same incident
+        self._open = Incident(
+            kind=event.get("kind", "kill"), target=event.get("target", "chief"),
+            source=event.get("source", ""), attempt=event.get("attempt", 0), time=when,
+            at=self._clock.now,
+            step=max(event.get("step") or 0, self._last_step),
+        )
+        self.incidents.append(self._open)
+        return True
+
+    def _on_process_exited(self, event, when):
+        if event.get("shutdown") or event.get("attempt", 0) in self._finished:
+            return False  # ftgui was closed or interrupted, or the run had already finished
+        abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
+        decisive = is_decisive(event)
+        if not abnormal:
+            return False
+        if not decisive:
+            return self._worker_lost(event, when)
+        incident = self._open
+        later = incident is not None and event.get("attempt", 0) > incident.attempt
+        if incident is None or (later and incident.detected is not None):
+            # nothing open, or a restart that failed again before it got going
+            kind = "preempt" if exitcodes.was_preempted(event) else "crash"
+            incident = self._open = Incident(
+                kind=kind, target=_target(event), source="", attempt=event.get("attempt", 0),
+                time=when, at=self._clock.now, step=self._last_step,
+            )
+            self.incidents.append(incident)
+        if incident.detected is None:
+            incident.detected, incident.at_detected = when, self._clock.now
+        incident.step = max(incident.step, self._last_step)
+        return True
+
+    def _worker_lost(self, event, when):
+        incident = self._open
+        if incident is None or incident.detected is not None:
+            return False  # a process ended to tear the cluster down after the incident
+        # A lone worker lost while the rest trains on (parameter-server): nothing is redone.
+        incident.detected, incident.at_detected = when, self._clock.now
+        incident.resumed_step = incident.step = self._last_step
+        incident.recovered = incident.at_recovered = None
+        incident.lone = True
+        return True
+
+    def _on_training_started(self, event, when):
+        incident = self._open
+        start = event.get("start_step")
+        if start is not None:
+            self._fresh = (event.get("attempt", 0), int(start))
+            if self._line.time_of(int(start)) is None:  # the start of the line (step 0)
+                self._line.extend([int(start)], [self._clock.now])
+        if incident is not None and incident.lone and incident.target == _target(event):
+            # the lost worker's replacement serves again
+            incident.recovered, incident.at_recovered = when, self._clock.now
+            self._open = None
+            return True
+        return False
+
+    def _on_hang_detected(self, event, when):
+        if self._open is not None and self._open.detected is None:
+            self._open.detected, self._open.at_detected = when, self._clock.now
+            return True
+        return False
+
+    def _on_thawed(self, event, when):
+        """A freeze let go before a watchdog ended it: nothing to redo; it ends at the first
+        new step."""
+        incident = self._open
+        if incident is None or incident.kind != "hang" or incident.detected is not None:
+            return False
+        incident.detected, incident.at_detected = when, self._clock.now
+        incident.resumed_step = incident.step = max(incident.step, self._last_step)
+        incident.thawed = True
+        return True
+
+    def _on_non_finite_loss(self, event, when):
+        if self._open is None:  # a divergence nobody injected
+            self._open = Incident(kind="nan", target="chief", source="",
+                                  attempt=event.get("attempt", 0), time=when,
+                                  at=self._clock.now,
+                                  step=event.get("step", self._last_step))
+            self.incidents.append(self._open)
+        if self._open.detected is None:
+            self._open.detected, self._open.at_detected = when, self._clock.now
+        self._open.step = max(self._open.step, event.get("step", 0))
+        return True
+
+    def _on_rolled_back(self, event, when):
+        if self._open is not None:
+            self._open.restore_source = "disk"
+            self._open.in_process = True
+        return self._resume(event.get("to_step", 0), when)
+
+    def _on_forked(self, event, when):
+        """A branch from an older checkpoint: the open incident ends unrecovered."""
+        self._fork_attempt = event.get("attempt", 0)
+        incident, self._open = self._open, None
+        if incident is None:
+            return False
+        incident.ended_by = "fork"
+        return True
+
+    def _on_resumed(self, event, when):
+        step = event.get("from_step", 0)
+        self._fresh = None
+        if event.get("attempt", 0) == self._fork_attempt:  # a new branch: nothing to recover
+            self._line.keep_up_to(step)
+            self._last_step = step
+            return False
+        if self._open is not None:
+            self._open.restore_source = event.get("source", "disk")
+        return self._resume(step, when)
+
+    def _resume(self, step: int, when: float) -> bool:
+        incident = self._open
+        if incident is None:
+            return False
+        if incident.detected is None:
+            incident.detected, incident.at_detected = when, self._clock.now
+        incident.resumed_step = step
+        start, end = self._time_of(step), self._time_of(incident.step)
+        if end is not None:  # a step logged after the fault (the NaN one) is in `at_recovered - at`
+            end = min(end, incident.at)
+        # a resume from past the step of the fault (a just-in-time checkpoint of the step the
+        # victim finished but never logged, its `step` recovered from the checkpoint) redoes none
+        incident.redo_seconds = (max(end - start, 0.0) if start is not None and end is not None
+                                 else 0.0)
+        self._line.keep_up_to(step)
+        self._last_step = step
+        return True
+
+    def _time_of(self, step: int) -> float | None:
+        """When `step` was logged in the current line of training (None if never)."""
+        return self._line.time_of(step)
+
+
+JUMP_SECONDS = 1.0  # a wall clock going back by more is a jump, not two writers' order
+
+
+class _RunClock:
+    """Seconds since the run's first event (`now`), never going back: each event moves it on
+    by the difference of its `mono` stamp and the previous event's when both are on the same
+    `clock`, else by the difference of their wall times, clamped at 0."""
+
+    def __init__(self):
+        self.now = 0.0
+        self._last: tuple[float, float, object] | None = None  # (time, mono, clock)
+
+    def advance(self, when, mono, clock) -> bool:
+        """Move on to an event stamped (`when`, `mono` or None, `clock`); True when the wall
+        clock went back more than JUMP_SECONDS with no `mono` difference to measure by."""
+        return self.advance_block([when], [mono], clock)[1]
+
+    def advance_block(self, times, monos, clock) -> tuple[np.ndarray, bool]:
+        """Move on through consecutive events of one writer (Unix `times`, `monos` stamps with
+        None or NaN where missing, or None; their `clock`). Returns each event's run-clock time
+        (float64 array) and whether a wall clock going back was clamped (`advance`)."""
+        times = np.asarray(times, dtype=np.float64)
+        clock = clock if isinstance(clock, str) else None
+        if monos is None or clock is None:
+            monos = np.full(len(times), np.nan)
+        elif not isinstance(monos, np.ndarray):
+            monos = np.array([np.nan if m is None else m for m in monos], dtype=np.float64)
+        last_time, last_mono, last_clock = self._last or (times[0], monos[0], clock)
+        wall = np.diff(times, prepend=last_time)
+        mono = np.diff(monos, prepend=last_mono if clock == last_clock else np.nan)
+        measured = np.where(np.isfinite(mono), mono, wall)
+        measured = np.where(np.isfinite(measured), measured, 0.0)
+        jumped = bool(np.any(~np.isfinite(mono) & (wall < -JUMP_SECONDS)))
+        run_times = self.now + np.cumsum(np.maximum(measured, 0.0))
+        self.now = float(run_times[-1])
+        if np.isfinite(times[-1]):
+            self._last = (float(times[-1]), float(monos[-1]), clock)
+        return run_times, jumped
+
+
+class _StepTimes:
+    """(step, Unix time) of the steps logged, in order, in int64/float64 buffers that double
+    when full: one `extend` per block of steps, whatever its length."""
+
+    def __init__(self, capacity: int = 1024):
+        self._steps = np.empty(capacity, dtype=np.int64)
+        self._times = np.empty(capacity, dtype=np.float64)
+        self.size = 0
+
+    def extend(self, steps, times) -> None:
+        end = self.size + len(steps)
+        if end > len(self._steps):
+            capacity = max(2 * len(self._steps), end)
+            self._steps = np.resize(self._steps, capacity)
+            self._times = np.resize(self._times, capacity)
+        self._steps[self.size:end] = steps
+        self._times[self.size:end] = times
+        self.size = end
+
+    def keep_up_to(self, step: int) -> None:
+        """Forget the steps after `step` (a restart computes them again)."""
+        kept = np.flatnonzero(self._steps[:self.size] <= step)
+        count = len(kept)
+        self._steps[:count] = self._steps[kept]
+        self._times[:count] = self._times[kept]
+        self.size = count
+
+    def time_of(self, step: int) -> float | None:
+        """The time `step` was last logged, or None."""
+        hits = np.flatnonzero(self._steps[:self.size] == step)
+        return float(self._times[hits[-1]]) if len(hits) else None
+
+
+def _target(event: dict) -> str:
+    role = event.get("role", "chief")
+    return "chief" if role == "chief" else f"{role}:{event.get('index', 0)}"
+
+
+def from_events(events: list[dict]) -> IncidentTracker:
+    """An `IncidentTracker` that has observed all of `events`."""
+    tracker = IncidentTracker()
+    for event in events:
+        tracker.observe(event)
+    return tracker

@@ -1,0 +1,138 @@
+"""A timeline's loss plot as plain SVG text (no Qt, no plotting library): one `<polyline>` per
+segment (line of training), redone step ranges shaded, markers as dashed vertical lines, and
+axes with a few round ticks. Used by the HTML report."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+import numpy as np
+
+from ftgui.core.timeline.axis_range import series_range
+from ftgui.core.timeline.model import Timeline
+
+WIDTH, HEIGHT = 900, 360  # px
+MARGIN = {"left": 64, "right": 16, "top": 16, "bottom": 40}
+MAX_POINTS = 2000  # per polyline; longer segments keep each bucket's lowest and highest loss
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
+MARKER_COLOURS = {"crash": "#d62728", "preemption": "#ff7f0e", "hang": "#9467bd",
+                  "nan_rollback": "#8c564b", "resume": "#2ca02c", "fork": "#17becf"}
+REDONE_FILL = "#ffcc80"
+
+
+def thin(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most about `limit` points of (x, y) in order: per bucket of consecutive points, the
+    lowest and the highest y (a spike survives thinning)."""
+    if len(x) <= limit:
+        return x, y
+    buckets = np.array_split(np.arange(len(x)), limit // 2)
+    keep = sorted({int(b[np.argmin(y[b])]) for b in buckets} | {int(b[np.argmax(y[b])])
+                                                                for b in buckets})
+    return x[keep], y[keep]
+
+
+def tick_step(low: float, high: float, count: int = 5) -> float:
+    """The round spacing (1, 2 or 5 times a power of ten) of about `count` ticks over
+    [low, high] (high > low)."""
+    raw = (high / 2 - low / 2) * 2 / count
+    step = 10.0 ** math.floor(math.log10(raw))
+    return step * next(m for m in (1, 2, 5, 10) if raw <= m * step)
+
+
+def ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high] (about `count` of them)."""
+    if not high > low:
+        return [low]
+    step = tick_step(low, high, count)
+    first = math.ceil(low / step) * step
+    return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
+
+
+def tick_label(value: float, step: float) -> str:
+    """`value` with enough significant digits that ticks `step` apart read differently
+    (at least 3): 1e+30 and 1.05e+30, 2.5 and 2.50001."""
+    if value == 0:
+        return "0"
+    digits = max(3, math.floor(math.log10(abs(value))) - math.floor(math.log10(step)) + 1)
+    return f"{value:.{digits}g}"
+
+
+def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
+    """The SVG element (a string) for `timeline`: x is the global step, y the training loss.
+    Non-finite losses are left out of the lines (the NaN marker shows where)."""
+    lines = []
+    for segment in timeline.segments:
+        x, y = segment.series.x(), segment.series.y()
+        finite = np.isfinite(y)
+        lines.append(thin(x[finite], y[finite]))
+    xs = [x for x, _ in lines if len(x)] + [np.array([m.step for m in timeline.markers],
+                                                     dtype=float)]
+    ys = [y for _, y in lines if len(y)]
+    all_x = np.concatenate(xs) if xs else np.empty(0)
+    x_low, x_high = (float(all_x.min()), float(all_x.max())) if len(all_x) else (0.0, 1.0)
+    if x_high <= x_low:
+        x_high = x_low + 1
+    # constant, huge, tiny or one point: a range with distinct ticks
+    # (ftgui.core.timeline.axis_range)
+    y_low, y_high = series_range(ys) or (0.0, 1.0)
+    left, top = MARGIN["left"], MARGIN["top"]
+    right, bottom = WIDTH - MARGIN["right"], HEIGHT - MARGIN["bottom"]
+
+    def sx(value):
+        return left + (np.asarray(value, dtype=float) - x_low) / (x_high - x_low) * (right - left)
+
+    def sy(value):  # halves: no overflow for a range near the float maximum
+        share = (np.asarray(value, dtype=float) / 2 - y_low / 2) / (y_high / 2 - y_low / 2)
+        return bottom - share * (bottom - top)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+             f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" '
+             'font-family="sans-serif" font-size="12">',
+             f"<title>{escape(title)}</title>"]
+    for redone in timeline.redone:
+        x0, x1 = float(sx(redone.start)), float(sx(redone.end))
+        parts.append(f'<rect class="redone" x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" '
+                     f'height="{bottom - top}" fill="{REDONE_FILL}" fill-opacity="0.5">'
+                     f"<title>steps {redone.start + 1}–{redone.end} redone "
+                     f"({escape(redone.cause)})</title></rect>")
+    parts += _axes(sx, sy, (x_low, x_high), (y_low, y_high), (left, top, right, bottom))
+    for index, (x, y) in enumerate(lines):
+        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(x).tolist(), sy(y).tolist(),
+                                                            strict=True))
+        colour = COLOURS[index % len(COLOURS)]
+        segment = timeline.segments[index]
+        parts.append(f'<polyline class="segment" fill="none" stroke="{colour}" '
+                     f'stroke-width="1.5" points="{points}"><title>attempt {segment.attempt}'
+                     "</title></polyline>")
+    for number, marker in enumerate(timeline.markers):
+        x = float(sx(marker.step))
+        label_y = top + 12 + 14 * (number % 3)  # neighbours' labels on different rows
+        colour = MARKER_COLOURS.get(marker.kind, "#555555")
+        parts.append(f'<line class="marker" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" '
+                     f'y2="{bottom}" stroke="{colour}" stroke-dasharray="4 3">'
+                     f"<title>{escape(marker.label)}</title></line>")
+        parts.append(f'<text x="{x + 3:.1f}" y="{label_y}" fill="{colour}">'
+                     f"{escape(marker.label)}</text>")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _axes(sx, sy, x_range, y_range, box) -> list[str]:
+    left, top, right, bottom = box
+    parts = [f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#333"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#333"/>']
+    for value in ticks(*x_range):
+        x = float(sx(value))
+        parts.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
+                     f"{value:g}</text>")
+    step = tick_step(*y_range)
+    for value in ticks(*y_range):
+        y = float(sy(value))
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                     f"{tick_label(value, step)}</text>")
+    parts.append(f'<text x="{(left + right) / 2:.0f}" y="{bottom + 34}" '
+                 'text-anchor="middle">global step</text>')
+    parts.append(f'<text x="14" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
+                 f'transform="rotate(-90 14 {(top + bottom) / 2:.0f})">loss</text>')
+    return parts

@@ -1,0 +1,254 @@
+"""The user's own model and dataset: what a source names, its fingerprint, and the check.
+
+A model is `mlp`, `cnn`, `PATH.py:FUNCTION` (`FUNCTION(input_shape, num_classes)` returns an
+uncompiled Keras model giving logits (batch, num_classes), or (batch, k) for regression) or
+`PATH.keras` (a saved model; its weights are the starting point). A dataset is `digits`,
+`PATH.npz` (arrays x, y) or `PATH.py:FUNCTION` (returns numpy `(x_train, y_train)` or
+`(x_train, y_train, x_val, y_val)`).
+
+The check imports the user's code, so it runs in a helper process
+(`python -m ftgui.training.helpers.check_user_code`), never here: `check()` starts it and parses its
+JSON answer. The GUI process imports this module, never TensorFlow nor the user's module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ftgui.core import formatting
+from ftgui.core.settings.schema import ConfigError
+from ftgui.streams import CHILD_ENV
+
+CHECK_LOG = "check.log"  # RUN/logs/check.log: the full traceback of a refused check
+BUILTIN_MODELS = ("mlp", "cnn")
+BUILTIN_DATASETS = ("digits",)
+RECORD_TABLE = "user_code"  # the table of RUN/config.toml holding the record
+
+
+class UserCodeError(ConfigError):
+    """The user's model or dataset cannot train; the message is one line naming the file
+    (and line, where the traceback has one)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a model or dataset setting names: `kind` is builtin, python, keras or npz;
+    `path` the file (None for a built-in), `function` the function of a python source."""
+
+    text: str
+    kind: str
+    path: Path | None = None
+    function: str = ""
+
+
+def parse(name: str, text: str) -> Source:
+    """Parse setting `name` (`model` or `dataset`) into a `Source`. Raises `ConfigError`
+    naming the field when the form is wrong, the file is missing or FUNCTION is no identifier."""
+    builtins = BUILTIN_MODELS if name == "model" else BUILTIN_DATASETS
+    if text in builtins:
+        return Source(text, "builtin")
+    path_text, colon, function = text.rpartition(":") if ".py:" in text else (text, "", "")
+    if colon:
+        if not function.isidentifier():
+            raise ConfigError(f"{name}: {function!r} in {text!r} is not a Python function name")
+        kind, path = "python", Path(path_text)
+    elif text.endswith(".py"):
+        raise ConfigError(f"{name}: {text!r} names no function; use {text}:FUNCTION")
+    elif name == "model" and text.endswith(".keras"):
+        kind, path = "keras", Path(text)
+    elif name == "dataset" and text.endswith(".npz"):
+        kind, path = "npz", Path(text)
+    elif name == "model":  # the help text (--help, tooltip) names the file forms
+        raise ConfigError(f"model: {text!r} is not one of {', '.join(builtins)}")
+    else:
+        raise ConfigError(f"dataset: {text!r} is neither 'digits' nor a path to a .npz file")
+    if not path.is_file():
+        raise ConfigError(f"{name}: file {str(path)!r} does not exist")
+    return Source(text, kind, path, function)
+
+
+def absolute(text: str) -> str:
+    """`text` with its file made absolute, so that config.toml names the file from any working
+    directory. A built-in name, and any text in none of the file forms (PATH.py:FUNCTION,
+    PATH.keras, PATH.npz), is returned unchanged, so that `parse` names it as it was typed."""
+    if text in BUILTIN_MODELS or text in BUILTIN_DATASETS or not _names_a_file(text):
+        return text
+    path_text, colon, function = text.rpartition(":") if ".py:" in text else (text, "", "")
+    return f"{Path(path_text).absolute()}{colon}{function}"
+
+
+def _names_a_file(text: str) -> bool:
+    return ".py:" in text or text.endswith((".py", ".keras", ".npz"))
+
+
+def is_user_code(config) -> bool:
+    """True when the run's model or dataset is the user's Python code or a saved model (the
+    cases the helper process must check before training)."""
+    return (config.model not in BUILTIN_MODELS
+            or config.dataset.partition(".py:")[1] == ".py:")
+
+
+def sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's content."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def code_fingerprint(config) -> dict:
+    """`model_source`, `model_sha256`, `dataset_source`, `dataset_sha256` of the files a run
+    trains from (only those that are files): what config.toml and each checkpoint record."""
+    record = {}
+    for name in ("model", "dataset"):
+        source = parse(name, getattr(config, name))
+        if source.path is not None:
+            record[f"{name}_source"] = str(source.path.absolute())
+            record[f"{name}_sha256"] = sha256(source.path)
+    return record
+
+
+def resume_problem(config, meta: dict) -> str:
+    """Why a checkpoint with metadata `meta` must not be resumed with `config`'s files ('' when
+    it may). Any change of a model or dataset file's content refuses: ftgui cannot tell a change
+    of comments from one of the math or the variables, and either would break exact resume."""
+    for name in ("model", "dataset"):
+        recorded = meta.get(f"{name}_sha256")
+        source = parse(name, getattr(config, name))
+        if recorded is None or source.path is None:
+            continue
+        if sha256(source.path) != recorded:
+            return (f"{name}: {source.path} changed since checkpoint step {meta.get('step')} was "
+                    f"saved (content hash differs); restore the file or start a new run")
+    return ""
+
+
+def import_module(path: Path):
+    """Import the user's Python file `path` as a fresh module (not cached in `sys.modules`
+    under its own name). Only in a training or helper process: it runs the user's code."""
+    name = f"ftgui_user_{path.stem}_{uuid.uuid4().hex[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def user_function(source: Source):
+    """The function a python `Source` names. Raises `AttributeError` naming file and function."""
+    module = import_module(source.path)
+    function = getattr(module, source.function, None)
+    if not callable(function):
+        raise AttributeError(f"{source.path} defines no function {source.function!r}")
+    return module, function
+
+
+@dataclass
+class CheckResult:
+    """The helper process' verdict on a run's user code.
+
+    `summary`: model name, `layers` [(name, class, output shape, parameters)], `parameters`
+    (total count), dataset sizes. `deterministic` False means exact resume cannot be promised;
+    `nondeterministic_ops` then names the TensorFlow ops found to be the cause, `reason` says it
+    in a sentence.
+    """
+
+    summary: dict = field(default_factory=dict)
+    deterministic: bool = True
+    nondeterministic_ops: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def record(self) -> dict:
+        """The `user_code` table of config.toml (without the fingerprint)."""
+        return {"exact_resume": self.deterministic,
+                "nondeterministic_ops": list(self.nondeterministic_ops),
+                "determinism_reason": self.reason}
+
+    def summary_line(self) -> str:
+        """One line: the model's name, layers and parameters."""
+        s = self.summary
+        return (f"model {s.get('name', '?')}: {len(s.get('layers', []))} layers, "
+                f"{formatting.count(s.get('parameters', 0))} parameters; "
+                f"data {s.get('train', 0)} training / "
+                f"{s.get('val', 0)} validation examples, input {tuple(s.get('input_shape', ()))}")
+
+
+def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
+    """Check the run's user code in a helper process (imports, shapes and dtypes, outputs,
+    build under the strategy, one step twice from the same state).
+
+    Raises `UserCodeError` (one line naming the user's file and line) when the code cannot
+    train; its full traceback is then in `RUN/logs/check.log`, the only file written in RUN.
+    Takes seconds (the helper imports TensorFlow).
+    """
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run(
+        [python, "-m", "ftgui.training.helpers.check_user_code", json.dumps(config.to_dict())],
+        capture_output=True, encoding="utf-8", errors="replace", env=env, check=False,
+    )
+    answer = _last_json(done.stdout)
+    if done.returncode == 0 and answer is not None and answer.get("ok"):
+        return CheckResult(answer["summary"], answer["deterministic"],
+                           answer["nondeterministic_ops"], answer["reason"])
+    error = (answer or {}).get("error") or _fallback_error(done)
+    log = Path(run_dir) / "logs" / CHECK_LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"{error}\n\n{(answer or {}).get('traceback', '')}\n"
+                   f"--- helper stderr ---\n{done.stderr}", encoding="utf-8")
+    raise UserCodeError(error)
+
+
+def _last_json(stdout: str) -> dict | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _fallback_error(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    tail = lines[-1] if lines else f"exit status {done.returncode}"
+    return f"user code check failed: {tail}"
+
+
+def check_start(config, run_dir: Path, restore=None) -> CheckResult | None:
+    """What a start of the run needs before any process: a resume (`restore`, a checkpoint
+    info with `.meta`) is refused when a recorded file changed; user code is checked in the
+    helper process (`check`). Returns its result, or None for built-ins only.
+    Raises `UserCodeError`."""
+    if restore is not None:
+        problem = resume_problem(config, getattr(restore, "meta", {}) or {})
+        if problem:
+            raise UserCodeError(problem)
+    if not is_user_code(config):
+        return None
+    return check(config, run_dir)
+
+
+def record(config, result: CheckResult | None) -> dict:
+    """The `[user_code]` table of config.toml: the files' paths and hashes and, after a check,
+    whether exact resume is promised ({} for built-ins only)."""
+    values = code_fingerprint(config)
+    if result is not None:
+        values.update(result.record())
+    return values
+
+
+def warning_line(result: CheckResult) -> str:
+    """The line the CLI and the window show when exact resume cannot be promised."""
+    return f"warning: exact resume is not guaranteed for this model: {result.reason}"

@@ -1,0 +1,72 @@
+"""The fault plan of a run: which fault hits which process at which global step.
+
+Explicit faults come from the configuration (`kill_at_step`, …, `fault_target`); chaos mode adds
+`chaos_faults` faults at steps and of kinds drawn from `random.Random(chaos_seed)`, so a
+workshop run is repeatable. Each planned fault fires once per run, even when a restart replays
+its step: a fault that was fired is in the events as `fault_injected` with `source: schedule`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ftgui.core.settings.config import RunConfig
+
+
+@dataclass(frozen=True, order=True)
+class PlannedFault:
+    """`kind` (kill, preempt, nan, hang) hitting `target` (chief, worker:I, ps:I) at `step`."""
+
+    step: int
+    kind: str
+    target: str
+
+    @property
+    def key(self) -> str:
+        """Identity of the fault in the event history: `kind@step:target`."""
+        return f"{self.kind}@{self.step}:{self.target}"
+
+    @property
+    def arg(self) -> str:
+        """The trainer's command-line form: `kind@step`."""
+        return f"{self.kind}@{self.step}"
+
+
+def plan(config: RunConfig, targets: list[str]) -> list[PlannedFault]:
+    """All planned faults of a run, by step. `targets` are the task names (`worker:1`, …)
+    chaos mode may pick for kill and hang; nan and preempt always hit the chief."""
+    faults = [
+        PlannedFault(step, kind, config.fault_target)
+        for kind, step in (("kill", config.kill_at_step), ("preempt", config.preempt_at_step),
+                           ("nan", config.nan_at_step), ("hang", config.hang_at_step))
+        if step
+    ]
+    if config.chaos_faults:
+        rng = random.Random(config.chaos_seed)
+        kinds = [k.strip() for k in config.chaos_kinds.split(",") if k.strip()]
+        steps = sorted(rng.sample(range(2, config.steps), config.chaos_faults))
+        for step in steps:
+            kind = rng.choice(kinds)
+            target = rng.choice(targets) if kind in ("kill", "hang") else "chief"
+            faults.append(PlannedFault(step, kind, target))
+    return sorted(faults)
+
+
+def fired(events: list[dict]) -> set[str]:
+    """Keys of the planned faults already fired, from a run's events."""
+    return {
+        f"{e.get('kind')}@{e.get('step')}:{e.get('target')}"
+        for e in events
+        if e.get("event") == "fault_injected" and e.get("source") == "schedule"
+    }
+
+
+def parse_arg(text: str) -> tuple[str, int]:
+    """Parse the trainer's `kind@step` (`hold`: wait there for the supervisor,
+    `ftgui.core.supervision.holds`); raises `ValueError` for anything else."""
+    kind, _, step = text.partition("@")
+    if kind not in ("kill", "preempt", "nan", "hang", "hold") or not step.isdigit():
+        raise ValueError(f"fault: {text!r} is not kind@step with kind kill, preempt, nan, hang "
+                         "or hold")
+    return kind, int(step)

@@ -1,0 +1,101 @@
+"""Which planned faults of a run have fired, and which the supervisor fires itself.
+
+A planned fault fires once per run, even when a restart replays its step
+(`ftgui.core.supervision.fault_plan`). A process that counts steps fires its own faults (they go on
+its command line); a parameter-server worker or ps counts none, so its kill, hang and preempt are
+armed here and fired by the supervisor on the chief's step (the coordinator holds at that step until
+it is: `ftgui.core.supervision.holds`). Planned holds (`holds`: a demo's presenter, a fault waiting
+for the warm standby) go to every process that counts steps, and happen once per run like the
+faults. `kill_after_seconds` is a timer kept here too.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision import fault_plan, holds
+from ftgui.core.supervision.cluster import Task
+
+TIMER_KEY = "timer"  # the timer's key among the fired faults
+
+
+class FaultSchedule:
+    """The fault plan's state over a run's attempts: `fired` keys (`kind@step:target`, and
+    `timer`), `armed` faults the supervisor fires itself, and `timer_due` (Unix seconds)."""
+
+    def __init__(self):
+        self.fired: set[str] = set()
+        self.armed: list[fault_plan.PlannedFault] = []
+        self.timer_due: float | None = None
+        # planned holds: step -> why (`ftgui.core.supervision.holds`)
+        self.holds: dict[int, str] = {}
+        self.held: set[int] = set()  # steps the run already held at (a hold happens once)
+
+    def observe(self, event: dict) -> None:
+        """Note a `fault_injected` event of a planned fault (from any attempt's history)."""
+        if event.get("event") == "fault_injected" and event.get("source") == "schedule":
+            self.fired.add(f"{event.get('kind')}@{event.get('step')}:{event.get('target')}")
+        elif event.get("event") == "held":
+            self.held.add(event.get("step"))
+
+    def new_attempt(self) -> None:
+        """Forget the faults armed for the last attempt's processes."""
+        self.armed = []
+
+    def start_timer(self, config: RunConfig) -> None:
+        """Start the `kill_after_seconds` timer unless it runs or fired already (it runs on
+        across restarts until it fires)."""
+        if config.kill_after_seconds and TIMER_KEY not in self.fired:
+            self.timer_due = self.timer_due or time.time() + config.kill_after_seconds
+
+    def args_for(self, config: RunConfig, task: Task, task_names: list[str]) -> list[str]:
+        """The unfired faults `task` fires itself (as `KIND@STEP:TARGET`); the kill, hang and
+        preempt of a task that counts no steps are armed instead."""
+        runs_steps = config.strategy != "parameter-server" or task.role == "chief"
+        own = []
+        for fault in fault_plan.plan(config, task_names):
+            if runs_steps and not self._hits(fault, task) and self._armed_elsewhere(
+                    config, fault):
+                # the coordinator holds at the step of a worker's or ps' fault until the
+                # supervisor fired it, so the fault lands at its step, not a chunk later
+                own.extend(self._hold_arg(fault.step, fault.target))
+            if not self._hits(fault, task) or fault.key in self.fired:
+                continue
+            if runs_steps:
+                own.append(fault.key)
+            elif fault.kind in ("kill", "hang", "preempt"):
+                self.armed.append(fault)
+        if runs_steps:
+            for step, why in sorted(self.holds.items()):
+                own.extend(self._hold_arg(step, why))
+        return own
+
+    @staticmethod
+    def _hits(fault: fault_plan.PlannedFault, task: Task) -> bool:
+        return fault.target == task.name or (fault.target == "chief" and task.is_chief)
+
+    def _armed_elsewhere(self, config: RunConfig, fault: fault_plan.PlannedFault) -> bool:
+        """A fault the supervisor fires itself on the chief's step (a parameter-server
+        worker's or ps' kill, hang or preempt), not fired yet."""
+        return (config.strategy == "parameter-server" and fault.target != "chief"
+                and fault.kind in ("kill", "hang", "preempt") and fault.key not in self.fired)
+
+    def _hold_arg(self, step: int, why: str) -> list[str]:
+        return [] if step in self.held else [f"{holds.KIND}@{step}:{why}"]
+
+    def due(self, step: int) -> list[fault_plan.PlannedFault]:
+        """The armed faults the chief's `step` reaches, now counted as fired."""
+        reached = [fault for fault in self.armed if step >= fault.step]
+        for fault in reached:
+            self.armed.remove(fault)
+            self.fired.add(fault.key)
+        return reached
+
+    def timer_fires(self) -> bool:
+        """True once, when the timer is due (it is then counted as fired)."""
+        if self.timer_due is None or time.time() < self.timer_due:
+            return False
+        self.timer_due = None
+        self.fired.add(TIMER_KEY)
+        return True

@@ -1,0 +1,211 @@
+"""The warm-standby pool: training processes that have imported TensorFlow and wait for an order.
+
+A restart that hands its command line to a standby skips the 3–6 s TensorFlow import (DESIGN.md
+§4). A standby is `python -m ftgui.training --standby RUN`; it writes `standby_ready` to the
+run's events once imported, then reads one order from stdin, `{"argv": [...], "env": {...}}`:
+the trainer's arguments and the environment of the process it becomes. EOF ends it.
+
+For a MultiWorkerMirroredStrategy run on this machine the pool keeps a *standby cluster*
+instead: one standby per worker, started together with a `TF_CONFIG` of their own (fresh local
+ports), so that they form their own cluster, build the state and run its step before any order
+(`training/warm_standby.py`). A cluster is used whole or not at all: the orders of a restart go
+to its members by task index only when every member is alive and prepared for the run's
+current configuration, else every member is ended and the restart is cold
+(benchmarks/proto_standby_cluster.py: 0.08 s from the order to the first step, against 1.2 s
+for standbys that only imported TensorFlow and 8.2 s for a plain restart).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ftgui.core.supervision.cluster import free_port
+from ftgui.core.supervision.processes import kill_tree, spawn
+from ftgui.core.supervision.trainer_command import standby_argv
+
+MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
+
+
+def config_fingerprint(config: dict) -> str:
+    """A short hash of a run's configuration (`RunConfig.to_dict()`): what a prepared standby
+    was built for, compared with the run's when a restart would use it. Numbers are hashed as
+    floats, so that two configurations that compare equal (a backoff of 0 and 0.0) agree."""
+    text = json.dumps(_numbers_as_floats(config), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _numbers_as_floats(value):
+    if isinstance(value, dict):
+        return {key: _numbers_as_floats(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers_as_floats(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def wants_cluster(config) -> bool:
+    """Whether a run's warm standby is a standby cluster: a MultiWorkerMirroredStrategy run
+    of the custom loop whose workers ftgui places on this machine (no `cluster` setting)."""
+    return config.strategy == "multi-worker" and config.loop == "custom" and not config.cluster
+
+
+@dataclass
+class Member:
+    """One standby of a standby cluster: its process, log, task index and address."""
+
+    popen: subprocess.Popen
+    log_path: Path
+    index: int
+    address: str
+
+
+class StandbyPool:
+    """The standbys of one run; their output goes to `log_dir/standby-<n>.log` (a standby
+    cluster's to `standby-<n>-worker-<i>.log`).
+
+    `standbys` holds (process, log path) of those not yet handed an order, oldest first;
+    `members`, the standby cluster's, by task index (empty when there is none).
+    """
+
+    def __init__(self, run_dir: Path, log_dir: Path, python: str = sys.executable):
+        self.run_dir, self.log_dir, self.python = run_dir, log_dir, python
+        self.standbys: list[tuple[subprocess.Popen, Path]] = []
+        self.members: list[Member] = []  # the standby cluster, by task index
+        self._started = 0
+        self._ready: set[int] = set()  # pids that sent `standby_ready`
+        self._prepared: dict[int, str] = {}  # pid -> fingerprint of the config it built for
+        self._born: dict[int, float] = {}  # pid -> Unix time it was started
+        self.namespace = None  # the run's loopback-only network namespace, where standbys start
+
+    def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
+        """Note a standby's `standby_ready` event: it has TensorFlow imported, and built the
+        state for the configuration whose `config_fingerprint` is `prepared_for` (if given)."""
+        self._ready.add(pid)
+        if prepared_for:
+            self._prepared[pid] = prepared_for
+
+    def readiness(self, pid: int | None) -> tuple[bool, float | None]:
+        """(whether standby `pid` has written `standby_ready`, i.e. TensorFlow is imported;
+        seconds since it was started, None when not one of this pool's)."""
+        born = self._born.get(pid)
+        return pid in self._ready, None if born is None else max(time.time() - born, 0.0)
+
+    def keep_cluster(self, workers: int) -> None:
+        """Keep one standby cluster of `workers` MultiWorkerMirroredStrategy workers on fresh
+        local ports: a cluster that lost a member is ended whole, and a new one is started
+        (all members at once: each waits for the others to form the cluster). Raises
+        `OSError` if the program cannot be started."""
+        if any(m.popen.poll() is not None for m in self.members):
+            self._end_cluster()
+        if self.members:
+            return
+        pick = self.namespace.free_port if self.namespace is not None else free_port
+        addresses = [f"localhost:{pick()}" for _ in range(workers)]
+        self._started += 1
+        for index, address in enumerate(addresses):
+            tf_config = {"cluster": {"worker": addresses},
+                         "task": {"type": "worker", "index": index}}
+            log_path = self.log_dir / f"standby-{self._started}-worker-{index}.log"
+            env = {"TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
+            popen = spawn(standby_argv(self.run_dir, self.python), log_path, env,
+                          stdin_pipe=True, namespace=self.namespace)
+            self._born[popen.pid] = time.time()
+            self.members.append(Member(popen, log_path, index, address))
+
+    def cluster_ready(self, config: dict) -> bool:
+        """Whether every member of the standby cluster is alive and prepared for `config` (a
+        `RunConfig.to_dict()`)."""
+        wanted = config_fingerprint(config)
+        return bool(self.members) and all(
+            m.popen.poll() is None and self._prepared.get(m.popen.pid) == wanted
+            for m in self.members)
+
+    def hand_cluster_orders(self, orders: list[tuple[list[str], dict[str, str]]],
+                            config: dict) -> list[Member] | None:
+        """Give order `k` ((trainer arguments, environment)) to the member of task index `k`,
+        when `cluster_ready(config)` and the sizes agree; returns the members in that order.
+        Otherwise ends the standby cluster (a restart cannot mix it with cold processes) and
+        returns None. A member keeps its own `TF_CONFIG`, whatever the order's."""
+        if len(orders) != len(self.members) or not self.cluster_ready(config):
+            self._end_cluster()
+            return None
+        members, self.members = self.members, []
+        for member, (args, env) in zip(members, orders, strict=True):
+            try:
+                member.popen.stdin.write((json.dumps({"argv": args, "env": env}) + "\n").encode())
+                member.popen.stdin.close()
+            except OSError:  # it died in between: its peers would wait for it forever
+                self.members = members
+                self._end_cluster()
+                return None
+        return members
+
+    def ready_for(self, config, tasks: int) -> bool:
+        """Whether a restart of `tasks` tasks of `config` (a `RunConfig`) would be warm: the
+        standby cluster is ready for it, or `tasks` standbys have TensorFlow imported."""
+        if wants_cluster(config):
+            return self.cluster_ready(config.to_dict())
+        ready = [p for p, _ in self.standbys if p.poll() is None and p.pid in self._ready]
+        return len(ready) >= tasks
+
+    def keep(self, wanted: int) -> None:
+        """Forget the standbys that ended; start one more if fewer than `wanted` are left
+        (one per call: their imports should not compete with each other or the run).
+        Raises `OSError` if the program cannot be started."""
+        self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
+        if len(self.standbys) < wanted:
+            self._started += 1
+            log_path = self.log_dir / f"standby-{self._started}.log"
+            popen = spawn(standby_argv(self.run_dir, self.python), log_path, stdin_pipe=True,
+                          namespace=self.namespace)
+            self._born[popen.pid] = time.time()
+            self.standbys.append((popen, log_path))
+
+    def hand_order(self, args: list[str], env: dict[str, str]):
+        """Give `args` (the trainer's arguments) and `env` to a waiting standby.
+
+        Ready ones (TensorFlow imported) go first; one still importing beats a cold start.
+        Returns (its process, its log path), or (None, None) when no standby is left.
+        """
+        order = (json.dumps({"argv": args, "env": env}) + "\n").encode()
+        self.standbys.sort(key=lambda item: item[0].pid not in self._ready)
+        while self.standbys:
+            popen, log_path = self.standbys.pop(0)
+            if popen.poll() is not None:
+                continue
+            try:
+                popen.stdin.write(order)
+                popen.stdin.close()
+            except OSError:  # it died in between: try the next one
+                kill_tree(popen.pid)
+                popen.wait()
+                continue
+            return popen, log_path
+        return None, None
+
+    def dismiss(self) -> None:
+        """End every waiting standby (the run is over, or the supervisor is closing)."""
+        for popen, _ in self.standbys:
+            _end(popen)
+        self.standbys = []
+        self._end_cluster()
+
+    def _end_cluster(self) -> None:
+        for member in self.members:
+            _end(member.popen)
+        self.members = []
+
+
+def _end(popen: subprocess.Popen) -> None:
+    kill_tree(popen.pid)
+    try:
+        popen.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass

@@ -1,0 +1,1 @@
+"""A guided demo in the window: the Demo menu and the explanation panel."""

@@ -1,0 +1,2 @@
+"""The panes beside and under the plot: configuration, checkpoints (table, dialog, actions),
+incidents, processes."""

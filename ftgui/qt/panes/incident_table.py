@@ -1,0 +1,130 @@
+"""The incident table: what each fault cost (detection, recovery, steps and time lost, what the
+recovery restored from), as the run's `Timeline` counts it; the totals line is the run's
+`Totals` printed as the story line prints them, refreshed whenever the story line is."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
+
+from ftgui.core.formatting import percent, seconds
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.story import source_words
+from ftgui.qt.table_model import RowsModel, set_up_table
+
+COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost",
+           "source")
+HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost",
+           "source")  # short
+TIPS = {"at step": "the last global step reached when the fault hit",
+        "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
+                  "found it itself, a non-finite loss)",
+        "recovery": "seconds from detection to the first new step",
+        "steps lost": "steps computed a second time (fault step − checkpoint restored)",
+        "time lost": "seconds from the fault to the first new step, plus the time the redone "
+                     "steps had taken the first time (clock jumped: the wall clock was set back "
+                     "meanwhile and the run has no monotonic stamps to measure by; the jump "
+                     "counts as 0 s)",
+        "source": "what the recovery restored: memory (an in-memory snapshot), just in time (a "
+                  "checkpoint a survivor saved at the failure), disk (a periodic checkpoint), "
+                  "none (nothing saved yet: trained again from step 0)"}
+
+
+def _seconds(value: float | None) -> str:
+    return "…" if value is None else seconds(value, digits=2)  # None: not known yet
+
+
+class IncidentModel(RowsModel):
+    """One row per incident (`ftgui.core.record.incidents.Incident`) of a run's timeline."""
+
+    columns = COLUMNS
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        """Short headers (so that every column fits at 1280×720), the full name as tooltip."""
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return HEADERS[section]
+            if role == Qt.ItemDataRole.ToolTipRole:
+                name = COLUMNS[section]
+                return f"{name}: {TIPS[name]}" if name in TIPS else name
+        return super().headerData(section, orientation, role)
+
+    def set_incidents(self, incidents) -> None:
+        self.beginResetModel()
+        self.rows = list(incidents)
+        self.endResetModel()
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
+            if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 3:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return None
+        incident = self.rows[index.row()]
+        column = COLUMNS[index.column()]
+        if column == "#":
+            return str(index.row() + 1)
+        if column == "fault":
+            source = f" ({incident.source})" if incident.source else ""
+            return f"{incident.kind}{source}"
+        if column == "target":
+            return incident.target
+        if column == "at step":
+            return str(incident.step)
+        if column == "detect":
+            if incident.detected_in_process and incident.detected is not None:
+                return "in-process"
+            return _seconds(incident.detect_seconds)
+        if column == "recovery":
+            if incident.ended_by:  # the user forked instead: never recovered, charged nothing
+                return f"none ({incident.ended_by})"
+            return _seconds(incident.recovery_seconds)
+        if column == "steps lost":
+            if incident.ended_by:
+                return "—"
+            return "…" if incident.steps_lost is None else str(incident.steps_lost)
+        if column == "source":
+            return source_words(incident) or "—"
+        if incident.ended_by:
+            return "—"
+        lost = "…" if incident.time_lost is None else seconds(incident.time_lost)
+        return f"{lost}, clock jumped" if incident.clock_jumped else lost
+
+
+class IncidentPanel(QWidget):
+    """The table (objectName `incidentTable`) and a totals line (`incidentTotals`)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableView()
+        self.model_ = IncidentModel(self)
+        set_up_table(self.table, "incidentTable", self.model_)
+        self.totals = QLabel("no incidents")
+        self.totals.setObjectName("incidentTotals")
+        self.totals.setWordWrap(True)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.totals)
+
+    def show_timeline(self, timeline: Timeline) -> None:
+        """Show the incidents of `timeline` and its totals."""
+        self.model_.set_incidents(timeline.incidents)
+        self.table.scrollToBottom()
+        self.show_totals(timeline)
+
+    def show_totals(self, timeline: Timeline) -> None:
+        """The totals line of `timeline` now (its wall time grows with every event: called
+        whenever the story line is, so that both give the same goodput), and the rows' figures."""
+        totals = timeline.totals()
+        if not totals.incidents:
+            text = "no incidents"
+        else:
+            text = (f"<b>{totals.incidents}</b> incident(s) · <b>{totals.steps_lost}</b> steps "
+                    f"redone · <b>{seconds(totals.time_lost)}</b> lost of "
+                    f"{seconds(totals.wall)} · goodput <b>{percent(totals.goodput)}</b>")
+        if text != self.totals.text():
+            self.totals.setText(text)
+        rows = self.model_.rowCount()
+        if rows:  # an open incident's cells change as its recovery goes on
+            self.model_.dataChanged.emit(self.model_.index(0, 0),
+                                         self.model_.index(rows - 1, len(COLUMNS) - 1))

@@ -1,0 +1,183 @@
+"""The look of the loss plot (a mixin of `LossPlot`): fonts, pens and sizes from the theme at
+its scale, in the normal view or the presentation view, where the y axis also follows the
+interesting part of the run and marker labels are laid out apart (`ftgui.qt.plot.focus`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QColor
+
+from ftgui.core.timeline.axis_range import finite_extent, is_flat, padded_range
+from ftgui.qt import theme
+from ftgui.qt.plot.focus import (
+    clip_band,
+    focus_span,
+    focus_start,
+    label_strip_px,
+    layout_marker_labels,
+)
+from ftgui.qt.plot.marker_line import MarkerLine
+from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
+
+
+class PlotLook:
+    """`set_presenting(on)` and what it changes; mixed into `LossPlot`, whose attributes
+    (`presenting`, `legend`, `traces`, `markers`, `regions`, `_span`, `_clip`, …) it uses."""
+
+    def set_presenting(self, on: bool) -> None:
+        """The presentation view's look (`True`): tick and axis fonts, curves, markers and the
+        legend at the theme's presentation sizes, the y axis fitted to the interesting part
+        (`ftgui.qt.plot.focus`); `False` gives back the normal look and y auto-range."""
+        on = bool(on)
+        if on == self.presenting:
+            return
+        self.presenting = on
+        self._apply_look()
+        if not on:
+            self.getPlotItem().enableAutoRange(y=True)
+        self._span, self._refit = None, True  # fit y again for this view at the redraw
+        self.redraw()
+
+    def _apply_look(self, *_scale) -> None:
+        """Fonts, pens and sizes from the theme, at its scale and for the current view."""
+        item, presenting = self.getPlotItem(), self.presenting
+        if item is None:
+            return  # closed
+        tick_font = theme.tick_font(presenting)
+        for side in ("left", "bottom"):
+            axis = item.getAxis(side)
+            axis.setStyle(tickFont=tick_font, tickTextOffset=round(4 * theme.scale()))
+            axis.setTickFont(tick_font)
+            axis.setTextPen(theme.TEXT)  # not pyqtgraph's light grey
+            axis.enableAutoSIPrefix(False)  # "loss (x0.001)" over 0–200 misleads a room
+            axis.setPen(theme.SECONDARY_TEXT)
+            self._set_label(side, self._labels[side])
+        legend_size = (f"{theme.presenting_px('legend')}px" if presenting
+                       else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")
+        self.legend.opts["labelTextSize"] = legend_size
+        # where a falling loss leaves room: the top right of the whole run; the bottom left
+        # of the presentation view's fitted part (its early steps run above the view)
+        corner = ((0, 1), (10, -10)) if presenting else ((1, 0), (-10, 10))
+        if self.legend.parentItem() is not None:
+            self.legend.anchor(corner[0], corner[0], offset=corner[1])
+        symbol = theme.presenting_px("validation_symbol") if presenting else round(
+            theme.VALIDATION_SYMBOL_PX * theme.scale())
+        self.validation_item.setSymbolSize(symbol)
+        for trace in self._all_traces():
+            trace.style(self.smoothing, presenting)
+        for kind, _step, line in self.markers:
+            self._style_marker(kind, line)
+        shade = theme.REDONE_SHADE_PRESENTING if presenting else theme.REDONE_SHADE
+        for region in self.regions:
+            region.setBrush(pg.mkBrush(theme.rgba(shade)))
+        self._legend_dirty = True
+        if self.traces or self.overlays or self.validation.size:
+            self._rebuild_legend()
+        self._layout_labels()
+
+    def _set_label(self, side: str, text: str) -> None:
+        self._labels[side] = text
+        size = (f"{theme.presenting_px('axis_label')}px" if self.presenting
+                else f"{theme.font_pt():.1f}pt")
+        self.getPlotItem().setLabel(side, text, **{"font-size": size})
+
+    def _style_marker(self, kind: str, line: MarkerLine) -> None:
+        """The pen of a marker (its turn among those at its step, `line.dash_slot`) and its
+        label's font, padding and fill: the plot's background, opaque, so that no curve or
+        validation point shows through the text."""
+        line.setPen(theme.marker_pen(kind, self.presenting, *line.dash_slot))
+        label = line.label
+        if self.presenting:
+            size = theme.presenting_px("marker_label")
+            padding = theme.presenting_px("marker_label_padding")
+        else:
+            size = round(theme.font_pt() * 4 / 3)
+            padding = round(theme.MARKER_LABEL_PADDING_PX * theme.scale())
+        label.textItem.document().setDocumentMargin(padding)
+        label.setFont(theme.font_px(size, bold=self.presenting))  # places the text anew
+        fill = QColor(self.backgroundBrush().color())
+        fill.setAlpha(255)
+        label.fill = pg.mkBrush(fill)
+        label.update()
+
+    def _flat_span(self) -> tuple[float, float] | None:
+        """The y range for data too flat for pyqtgraph's auto-range (a constant 1e30 loss gave
+        eight identical ticks): ±10 % of the value (`ftgui.core.timeline.axis_range`), in log10
+        units on the log axis; None when the data varies (auto-range does well) or is empty."""
+        arrays = [trace.series.y() for trace in self._all_traces()] + [self.validation.y()]
+        if self.log_y:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                arrays = [np.log10(values[values > 0]) for values in arrays]
+        extent = finite_extent(arrays)
+        if extent is None or not is_flat(*extent):
+            return None
+        return padded_range(*extent)
+
+    def _layout_labels(self, *_args) -> None:
+        layout_marker_labels(self.getPlotItem().getViewBox(),
+                             [line for _kind, _step, line in self.markers], self.legend)
+        self._place_inset()
+
+    def _place_inset(self) -> None:
+        """The redone inset under the marker labels' strip, in the view box's top middle."""
+        inset = getattr(self, "inset", None)
+        if inset is None or not inset.isVisible() and self.inset_steps() is None:
+            return
+        box = self.getPlotItem().getViewBox()
+        view = to_widget(self, box.sceneBoundingRect())
+        left = LEFT_FRACTION
+        if self.presenting and self._focus_from is not None:  # over the fitted part of the run
+            x_low, x_high = box.viewRange()[0]
+            left = (self._focus_from - x_low) / (x_high - x_low) if x_high > x_low else left
+        inset.place(view, label_strip_px([line for _kind, _step, line in self.markers]), left)
+
+    def _headroom(self, span: tuple[float, float]) -> tuple[float, float]:
+        """`span` with room added above the losses for the marker labels' strip and, once
+        there is a redone range, the inset under it (presentation view): neither covers the
+        curves there."""
+        height = self.getPlotItem().getViewBox().sceneBoundingRect().height()
+        if height <= 0:
+            return span
+        top = label_strip_px([line for _kind, _step, line in self.markers])
+        if self.inset_steps() is not None:
+            top += GAP_PX + height * HEIGHT_FRACTION
+        share = min(top / height, 0.6)
+        low, high = span
+        return low, high + (high - low) * share / (1 - share)
+
+    def _focus_y(self) -> None:
+        """In the presentation view on a linear axis: fit y to the interesting part (the steps
+        from the last redone range on, or the recent ones); x still shows the whole run.
+
+        The curves are then drawn with y clipped to a band of the view's height beyond each
+        edge (`focus.clip_band`): a thick pen costs per pixel of its segments, and the
+        steep early losses far above the view were most of a frame. Clipped that far out, no
+        visible pixel changes."""
+        focused = self.presenting and not self.log_y
+        span = None
+        if focused:
+            redone = [r.getRegion() for r in self.regions] if self.x_axis == "step" else []
+            curves = [(self._x(t.series, self.time_origin), t.series.y())
+                      for t in self.traces.values()] or [  # a comparison: the runs compared
+                (self._x(t.series, t.origin), t.series.y()) for t in self.overlays.values()]
+            x = self._x(self.validation, self.time_origin)
+            points = None if x is None else (x, self.validation.y())
+            curves = [(x, y) for x, y in curves if x is not None and len(x)]
+            span = focus_span(curves, redone, points)
+            self._focus_from = focus_start(redone, max(float(x[-1]) for x, _y in curves)) \
+                if curves else None
+            span = None if span is None else self._headroom(span)
+        elif self._dirty or self._validation_dirty or self._flat or self._refit:
+            span = self._flat_span()
+        self._refit = False
+        if span is not None and span != self._span:
+            self.getPlotItem().setYRange(*span, padding=0)
+        elif span is None and self._flat and not focused:
+            self.getPlotItem().enableAutoRange(y=True)  # no longer flat: pyqtgraph fits again
+        self._flat = span is not None and not focused
+        self._span = span
+        clip = clip_band(span if focused else None, self._clip)  # log or flat: no clipping
+        if clip != self._clip:
+            self._clip = clip
+            self._dirty.update(self._all_traces())

@@ -1,0 +1,134 @@
+"""The redone range magnified: a small second view inside the loss plot (`redoneInset`) that
+shows the newest redone steps of the earlier line of training (wide, pale) and of the resumed
+one (thin, in the current colour) over each other, y fitted to them alone.
+
+On the main plot's scale the redone steps are a few pixels at the bottom; fitting the main y
+axis to them took the rest of the curve and the validation points out of view. The inset shows
+what a room must see — the new curve lying on the old one — and the main view keeps the run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtWidgets import QFrame, QGraphicsItem
+
+from ftgui.core.timeline.axis_range import series_range
+from ftgui.qt import theme
+from ftgui.qt.plot.loss_axis import loss_axes
+
+WIDTH_FRACTION, HEIGHT_FRACTION = 0.36, 0.34  # of the main plot's view box
+LEFT_FRACTION = 0.30  # its left edge at least, along the view box (a falling loss leaves the
+# top free; in the presentation view it starts where the fitted part of the run does)
+GAP_PX = 6  # below the marker labels' strip
+PAD_FRACTION = 0.1  # above and below the redone losses
+MIN_SIZE_PX = (160, 110)  # smaller than this it is not shown
+TICK_PX = {False: 10, True: 16}
+TITLE_PX = {False: 11, True: 17}
+
+
+def redone_part(x: np.ndarray, y: np.ndarray, start: float, end: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The points of one curve (x ascending) with start ≤ x ≤ end."""
+    first = int(np.searchsorted(x, start, side="left"))
+    last = int(np.searchsorted(x, end, side="right"))
+    return x[first:last], y[first:last]
+
+
+def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION
+               ) -> QRectF | None:
+    """Where the inset goes in widget pixels, for the main plot's view box `view`, the
+    height of its marker labels' strip at the top and its left edge as a fraction of the
+    view's width (at least `LEFT_FRACTION`, and room for the inset); None when too small."""
+    width = view.width() * WIDTH_FRACTION
+    height = max(view.height() * HEIGHT_FRACTION, MIN_SIZE_PX[1])
+    if width < MIN_SIZE_PX[0] or strip_px + GAP_PX + height > view.height() * 0.7:
+        return None
+    left = min(max(left_fraction, LEFT_FRACTION), 1.0 - WIDTH_FRACTION - 0.02)
+    return QRectF(view.left() + view.width() * left, view.top() + strip_px + GAP_PX,
+                  width, height)
+
+
+class RedoneInset(pg.PlotWidget):
+    """The inset; `show_range(start, end, earlier, resumed, presenting)` draws it, `hide()`."""
+
+    def __init__(self, parent):
+        super().__init__(parent=parent, background=theme.PLOT_BACKGROUND, axisItems=loss_axes())
+        self.setObjectName("redoneInset")
+        self.setFrameShape(QFrame.Shape.Box)
+        self.setStyleSheet(f"QGraphicsView#redoneInset {{ border: 2px solid "
+                           f"{theme.SECONDARY_TEXT}; }}")
+        item = self.getPlotItem()
+        item.hideButtons()
+        item.setMenuEnabled(False)
+        item.setDownsampling(auto=True, mode="peak")  # a long redone range: few segments
+        item.setClipToView(True)
+        item.getViewBox().setMouseEnabled(False, False)
+        self.old = pg.PlotDataItem([], [], connect="finite")
+        self.new = pg.PlotDataItem([], [], connect="finite")
+        self.new.setZValue(1)
+        for curve in (self.old, self.new):  # one bin per 2 px: the envelope under thick pens
+            curve.opts["autoDownsampleFactor"] = 0.5
+            # painted once into a pixmap: the main plot repaints under the inset at every new
+            # step, and the inset's thick curves cost 4 ms a frame drawn again each time
+            curve.curve.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        item.addItem(self.old)
+        item.addItem(self.new)
+        self.steps: tuple[float, float] | None = None  # the redone range shown
+        self.presenting: bool | None = None
+        self.hide()
+
+    def show_range(self, start: float, end: float, earlier: list[tuple[np.ndarray, np.ndarray]],
+                   resumed: tuple[np.ndarray, np.ndarray], presenting: bool) -> bool:
+        """Draw steps [start, end] of the `earlier` curves and of the `resumed` one; False
+        (and hidden) when either has no finite loss there."""
+        old = [redone_part(x, y, start, end) for x, y in earlier]
+        old = [part for part in old if np.isfinite(part[1]).any()]
+        new = redone_part(*resumed, start, end)
+        span = series_range([y for _x, y in old] + [new[1]], PAD_FRACTION)
+        if not old or not np.isfinite(new[1]).any() or span is None:
+            self.hide()
+            return False
+        self._style(presenting, start, end)
+        x = np.concatenate([x for x, _y in old])
+        y = np.concatenate([y for _x, y in old])
+        self.old.setData(x, y, connect="finite")
+        self.new.setData(*new, connect="finite")
+        view = self.getPlotItem().getViewBox()
+        view.setRange(xRange=(start, end), yRange=span, padding=0)
+        self.show()
+        return True
+
+    def place(self, view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION) -> None:
+        """Put the inset at `inset_rect` of the main plot's view box (widget pixels)."""
+        rect = inset_rect(view, strip_px, left_fraction)
+        if rect is None:
+            self.hide()
+            return
+        self.setGeometry(rect.toRect())
+
+    def _style(self, presenting: bool, start: float, end: float) -> None:
+        if (presenting, start, end) == (self.presenting, *(self.steps or (None, None))):
+            return
+        self.presenting, self.steps = presenting, (start, end)
+        scale = theme.scale()
+        width = theme.pen_width("curve", presenting)
+        self.old.setPen(pg.mkPen(theme.CURVE_COLOURS["halo"], width=3 * width))
+        self.new.setPen(pg.mkPen(theme.CURVE_COLOURS["current"], width=width))
+        item = self.getPlotItem()
+        font = theme.font_px(round(TICK_PX[presenting] * scale))
+        for side in ("left", "bottom"):
+            axis = item.getAxis(side)
+            axis.setTickFont(font)
+            axis.setStyle(tickFont=font, tickTextOffset=2)
+            axis.setTextPen(theme.TEXT)
+        item.setTitle(f"{start:.0f}–{end:.0f} magnified",
+                      color=theme.TEXT, size=f"{round(TITLE_PX[presenting] * scale)}px")
+
+
+def to_widget(plot: pg.PlotWidget, scene_rect: QRectF) -> QRectF:
+    """A scene rectangle of `plot` in its widget's pixels."""
+    top_left = plot.mapFromScene(scene_rect.topLeft())
+    bottom_right = plot.mapFromScene(scene_rect.bottomRight())
+    return QRectF(QPointF(top_left), QPointF(bottom_right))

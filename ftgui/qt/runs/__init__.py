@@ -1,0 +1,1 @@
+"""Other runs: the Runs dock, run history entries, the comparison view."""

@@ -1,0 +1,254 @@
+"""The comparison view: two or more runs' training loss on one step axis, each run's crash and
+resume markers, and what each run's faults and checkpoints cost (incidents, steps redone, time
+lost, checkpoint time, goodput, final loss) as `ftgui.core.timeline.run_figures` computes them from
+each run's timeline: in a table, and in large lines over the plot (`compareFigures`).
+
+Opened by the Runs dock's Compare button, Run → Compare and a demo's end. It is a window of its
+own in the normal view; in the presentation view the window shows it in place of its plot
+(`RunHistory.compare`), at the presentation's sizes, the table left out for the large lines,
+so that nothing covers the demo's claims. It imports pyqtgraph (the `LossPlot`), so it is
+created only when asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from html import escape
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ftgui.core import formatting
+from ftgui.core.record import run_notes
+from ftgui.core.record.runs import RunSummary
+from ftgui.core.timeline.run_figures import RunFigures, read_run
+from ftgui.qt import theme
+from ftgui.qt.plot.loss_plot import LossPlot
+from ftgui.qt.plot.overlays import overlay_runs
+from ftgui.qt.table_model import RowsModel, set_up_table
+
+COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "checkpoint time",
+           "wall time", "goodput", "final loss")
+# one colour per compared run: far apart in hue and lightness, none a marker's red or green
+COMPARE_COLOURS = ("#1f77b4", "#e08e0b", "#7b3fa0", "#2a9d8f", "#8c564b", "#d4479b")
+MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "resume", "worker_lost")
+FIGURES_PX = {False: 13, True: 24}  # the large lines over the plot
+MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
+FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
+
+
+def same_bits(a: float | None, b: float | None) -> bool:
+    """Whether two final losses are the same float to the last bit (NaN equal to NaN)."""
+    if a is None or b is None:
+        return False
+    return math.copysign(1.0, a) == math.copysign(1.0, b) and (
+        a == b or (math.isnan(a) and math.isnan(b)))
+
+
+def loss_text(figures: RunFigures, rows: list[RunFigures]) -> str:
+    """The final loss in full (the shortest digits that give its float back, so two equal
+    texts are equal floats), and "= NAME, bitwise" when an earlier run of `rows` ended on the
+    same bits; "—" without a finite loss."""
+    loss = figures.final_loss
+    if loss is None or not math.isfinite(loss):
+        return "—"
+    for other in rows:
+        if other is figures:
+            break
+        if same_bits(loss, other.final_loss):
+            return f"{loss!r} = {other.name}, bitwise"
+    return repr(loss)
+
+
+def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[str, ...]:
+    """One table row: counts as whole numbers, checkpoint and wall seconds to the hundredth;
+    steps redone, time lost and goodput as the story line prints them (`RunFigures.shown`);
+    the final loss as `loss_text` (against the earlier `rows`)."""
+    shown = figures.shown()
+    return (figures.name, str(figures.incidents), shown["steps redone"],
+            shown["time lost"], str(figures.checkpoints),
+            formatting.seconds(figures.checkpoint_seconds, digits=2),
+            formatting.seconds(figures.wall, digits=2),
+            shown["goodput"], loss_text(figures, rows or [figures]))
+
+
+def headline(figures: RunFigures) -> str:
+    """A run's key figures in one line: steps redone, time lost, goodput."""
+    shown = figures.shown()
+    return (f"{figures.name}: {shown['steps redone']} steps redone · "
+            f"{shown['time lost']} lost · goodput {shown['goodput']}")
+
+
+def final_line(rows: list[RunFigures]) -> str:
+    """One line on the final losses: which runs ended on the first run's bits, or each
+    run's final loss in full when they differ."""
+    if len(rows) < 2:
+        return ""
+    first = rows[0]
+    equal = [row.name for row in rows[1:] if same_bits(row.final_loss, first.final_loss)]
+    if len(equal) == len(rows) - 1:
+        return f"final loss {loss_text(first, rows)}: {', '.join(equal)} = {first.name}, bitwise"
+    return "final loss " + " · ".join(f"{row.name} {loss_text(row, rows)}" for row in rows)
+
+
+class FiguresModel(RowsModel):
+    """One row of `cells` per compared run (`rows`: `RunFigures`)."""
+
+    columns = COLUMNS
+
+    def set_rows(self, rows: list[RunFigures]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        figures = self.rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return cells(figures, self.rows)[index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == len(COLUMNS) - 1:
+            loss = figures.final_loss
+            return None if loss is None or not math.isfinite(loss) else loss.hex()
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() > 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class CompareView(QWidget):
+    """The comparison (`compareView`): a `LossPlot` (`comparePlot`) of the compared runs'
+    surviving training loss with their markers, their key figures in large lines
+    (`compareFigures`) and all figures in `compareTable`. A window of its own unless
+    `set_presenting(True)` (then it is placed in the main window, and `backRequested` is
+    emitted by its Back button, `compareBack`)."""
+
+    backRequested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent, Qt.WindowType.Window)
+        self.setObjectName("compareView")
+        self.setWindowTitle("Compare runs")
+        self.plot = LossPlot()
+        self.plot.setObjectName("comparePlot")
+        self.model_ = FiguresModel(self)
+        self.table = QTableView()
+        set_up_table(self.table, "compareTable", self.model_, stripes=True)
+        self.figures = QLabel("")
+        self.figures.setObjectName("compareFigures")
+        self.figures.setWordWrap(True)
+        self.figures.setTextFormat(Qt.TextFormat.RichText)
+        self.back = QPushButton("Back to the run")
+        self.back.setObjectName("compareBack")
+        self.back.clicked.connect(self.backRequested)
+        self.back.hide()
+        self.problems = QLabel("")
+        self.problems.setObjectName("compareProblems")
+        self.problems.setWordWrap(True)
+        self.presenting = False
+        self.rows: list[RunFigures] = []
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.addWidget(self.plot)
+        self.split.addWidget(self.table)
+        self.split.setSizes([420, 160])
+        top = QHBoxLayout()
+        top.addWidget(self.figures, 1)
+        top.addWidget(self.back, 0, Qt.AlignmentFlag.AlignTop)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.split, 1)
+        layout.addWidget(self.problems)
+        self.resize(1000, 640)
+
+    def show_runs(self, selected: list[RunSummary]) -> list[str]:
+        """Compare `selected` (each shown by its name from `run.toml`, else its folder's);
+        returns the problems met, one line per run that has no curve to draw."""
+
+        named = [dataclasses.replace(run, name=run_notes.load(run.path).name or run.name)
+                 for run in selected]
+        self.plot.clear_overlays()
+        self.plot.clear_run()
+        problems = overlay_runs(self.plot, named)
+        read = [read_run(run.path, run.name) for run in named]
+        self.rows = [figures for _timeline, figures in read]
+        self.model_.set_rows(self.rows)
+        drawn = set()  # two runs killed at one step: one marker, one label
+        for (timeline, _figures) in read:
+            for marker in timeline.markers:
+                key = (marker.kind, marker.step, marker.label)
+                if marker.kind in MARKER_KINDS and key not in drawn:
+                    drawn.add(key)
+                    self.plot.add_marker(marker.kind, marker.step, marker.label)
+        self._colour()
+        self._show_figures()
+        self.problems.setText("; ".join(problems))
+        self.problems.setVisible(bool(problems))
+        self.table.resizeColumnsToContents()
+        return problems
+
+    def set_presenting(self, on: bool) -> None:
+        """The presentation's sizes (`on`): large curves, ticks and figure lines, the table
+        left out (its figures are in the lines), a Back button; or the normal look."""
+        self.presenting = bool(on)
+        self.plot.set_presenting(self.presenting)
+        self.table.setVisible(not self.presenting)
+        self.back.setVisible(self.presenting)
+        self._colour()
+        self._show_figures()
+
+    def _colour(self) -> None:
+        """Each run its own colour of `COMPARE_COLOURS`, the first one's curve wider."""
+        for index, trace in enumerate(self.plot.overlays.values()):
+            trace.colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
+            trace.style(self.plot.smoothing, self.presenting)
+            if index == 0 and len(self.plot.overlays) > 1:
+                pen = trace.raw.opts["pen"]
+                pen.setWidthF(pen.widthF() * FIRST_WIDTH)
+                trace.raw.setPen(pen)
+        self.plot._rebuild_legend()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._show_figures()
+
+    def _figures_px(self, lines: list[str]) -> int:
+        """The largest font size, from `FIGURES_PX` down to `MIN_FIGURES_PX`, at which every
+        line fits the label's width unwrapped (a wrapped line took the plot's height)."""
+        px = round(FIGURES_PX[self.presenting] * theme.scale())
+        width = self.width() - (self.back.sizeHint().width() + 40 if self.presenting else 30)
+        font = theme.font_px(px, bold=True)
+        while px > MIN_FIGURES_PX:
+            font.setPixelSize(px)
+            metrics = QFontMetrics(font)
+            if max((metrics.horizontalAdvance(line) for line in lines), default=0) <= width:
+                break
+            px -= 1
+        return px
+
+    def _show_figures(self) -> None:
+        lines = [f"■ {headline(figures)}" for figures in self.rows]
+        if final_line(self.rows):
+            lines.append(final_line(self.rows))
+        px = self._figures_px(lines)
+        lines = []
+        for index, figures in enumerate(self.rows):
+            colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
+            lines.append(f'<span style="color:{colour}">■</span> {escape(headline(figures))}')
+        if final_line(self.rows):
+            lines.append(escape(final_line(self.rows)))
+        self.figures.setText(f'<div style="font-size:{px}px; font-weight:bold; '
+                             f'color:{theme.STORY_COLOUR}">' + "<br>".join(lines) + "</div>")
+        self.figures.setToolTip("\n".join(f"{f.name}: final loss {f.final_loss!r} "
+                                          f"({f.final_loss.hex()})" for f in self.rows
+                                          if f.final_loss is not None
+                                          and math.isfinite(f.final_loss)))

@@ -1,0 +1,291 @@
+"""The bridge between the Qt views and the Qt-free supervisor: one timer polls, views render.
+
+Every ~33 ms the controller asks the supervisor for the run's new events and feeds them to the
+run's `Timeline` (`ftgui.core.timeline.model`), the one model every view renders; it then emits what
+changed, follows the processes' output files, and lets the plot redraw once. Views never
+interpret events and never talk to processes themselves.
+
+The event log gets the timeline's sentences. The processes' raw output (TensorFlow, gRPC,
+tracebacks; always kept in `RUN/logs/`) reaches it only with `show_tf_output` on; without it, a
+process that ended with an error it could not record as an event still gets one sentence: the
+last line of its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Protocol
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QApplication
+
+from ftgui.core.record import event_history
+from ftgui.core.record.events import who
+from ftgui.core.record.process_output import OutputFollower
+from ftgui.core.settings import user_code
+from ftgui.core.supervision.supervisor import Supervisor
+from ftgui.core.timeline.model import Changes, Note, Timeline
+from ftgui.core.timeline.replay import ReplayClock
+
+POLL_MS = 33
+_SETTLED_STATES = ("idle", "finished", "killed", "failed", "preempted", "stopped", "interrupted")
+
+
+class EventSource(Protocol):
+    """Where the controller's events come from: the run's `Supervisor` (live, and a run opened
+    from disk) or a `ReplayClock` (a finished run played back). `poll()` returns the new events
+    in file order."""
+
+    def poll(self) -> list[dict]: ...
+
+
+def log_line(note: Note) -> str:
+    """A note of the timeline as a line of the event log: local time, then the sentence."""
+    return f"{time.strftime('%H:%M:%S', time.localtime(note.time))} {note.text}"
+
+
+class RunController(QObject):
+    """Owns the `Supervisor` of the run on screen and its `Timeline`.
+
+    `plot` is the view that draws the timeline (a `LossPlot`), or None until the window has
+    created it; the controller hands it the timeline and asks it to redraw once per tick.
+
+    Signals: `stateChanged(str state, str reason)`, `logLine(str)`, `checkpointsChanged()`,
+    `statusChanged(str)`, `processesChanged(list of TrainingProcess)` (at most 4 times a second),
+    `incidentsChanged(Timeline)`, `timelineChanged(Timeline)` (once per tick that changed it).
+    """
+
+    stateChanged = Signal(str, str)
+    logLine = Signal(str)
+    checkpointsChanged = Signal()
+    statusChanged = Signal(str)
+    processesChanged = Signal(list)
+    incidentsChanged = Signal(object)  # the Timeline
+    timelineChanged = Signal(object)  # the Timeline
+
+    def __init__(self, plot=None, parent=None):
+        super().__init__(parent)
+        self.supervisor: Supervisor | None = None
+        self.replay: ReplayClock | None = None  # the source while a replay plays, else None
+        self.timeline = Timeline()
+        self._plot = None
+        self.plot = plot
+        self._tails: dict[Path, OutputFollower] = {}
+        self.show_tf_output = False  # the processes' raw output in the event log
+        self._state = ("", "")
+        self._processes_shown = 0.0
+        self.timer = QTimer(self)
+        self.timer.setInterval(POLL_MS)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+
+    @property
+    def plot(self):
+        return self._plot
+
+    @plot.setter
+    def plot(self, plot) -> None:
+        """Draw the timeline on `plot` from now on (it is shown the whole timeline at once)."""
+        self._plot = plot
+        if plot is not None:
+            plot.show_timeline(self.timeline)
+
+    @property
+    def state(self) -> tuple[str, str]:
+        """(state, reason) as last shown: `busy` when another process supervises the run."""
+        return self._state
+
+    # ------------------------------------------------------------ commands
+    @property
+    def source(self) -> EventSource | None:
+        """Where `tick` takes the events from: the replay clock, else the supervisor."""
+        return self.replay or self.supervisor
+
+    def open(self, run_dir: Path, replay: ReplayClock | None = None) -> Supervisor:
+        """Show `run_dir` (existing or new); stops nothing that runs elsewhere. With `replay`,
+        the run's events come from that clock instead (read-only: nothing can be started)."""
+        if self.supervisor is not None and self.supervisor.live:
+            raise RuntimeError("a run is live; kill or preempt it before opening another")
+        if self.supervisor is not None:
+            self.supervisor.shutdown()
+        self.supervisor = Supervisor(run_dir)
+        self._tails.clear()
+        self.timeline = Timeline()
+        self.replay = replay
+        changes = Changes()
+        if replay is None:
+            history = event_history.read_history(run_dir)
+            self.supervisor.load_history(history)
+            changes = self.timeline.feed(history)  # a million steps open in about a second
+        else:  # the supervisor is never polled for a replay's events: it skips them all
+            empty = event_history.Points.from_parts([])
+            self.supervisor.load_history(event_history.History(empty, [], replay.end_offset))
+        if self._plot is not None:
+            self._plot.show_timeline(self.timeline)
+        for note in changes.notes:
+            self.logLine.emit(log_line(note))
+        self.timelineChanged.emit(self.timeline)
+        self.incidentsChanged.emit(self.timeline)  # also when empty: the last run's go
+        self.checkpointsChanged.emit()
+        self._state = ("", "")
+        self.tick()
+        return self.supervisor
+
+    def start(self, config, resume: bool = False, from_step: int | None = None) -> None:
+        """Start or resume the open run; raises the supervisor's errors unchanged."""
+        if self.replay is not None:
+            raise RuntimeError("a replay is read-only: open the run to resume it")
+        checking = config is not None and user_code.is_user_code(config)
+        if checking:  # the helper process takes 10-30 s: say so before the window waits
+            self.timer.stop()  # no tick may paint over the message meanwhile
+            self.statusChanged.emit("checking your model and data in a helper process…")
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+            QApplication.processEvents()
+        try:
+            self.supervisor.start(config, resume=resume, from_step=from_step)
+        finally:
+            if checking:
+                QApplication.restoreOverrideCursor()
+                self.timer.start()
+        self.tick()
+
+    def kill(self, target: str = "chief") -> bool:
+        return self._command(self.supervisor.kill, target) if self.supervisor else False
+
+    def preempt(self, target: str = "chief") -> bool:
+        return self._command(self.supervisor.preempt, target) if self.supervisor else False
+
+    def _command(self, command, *args) -> bool:
+        """Run a fault command of the supervisor; when it refuses (the run has finished),
+        say why in the event log."""
+        done = command(*args)
+        if not done and self.supervisor.refusal:
+            self.logLine.emit(f"{time.strftime('%H:%M:%S')} {self.supervisor.refusal}")
+        return done
+
+    def preempt_and_stop(self) -> bool:
+        """Preempt the chief with no automatic restart after it (quitting while training).
+        False if nothing is alive."""
+        return bool(self.supervisor) and self.supervisor.preempt_and_stop()
+
+    def checkpoint_now(self) -> bool:
+        return self._command(self.supervisor.checkpoint_now) if self.supervisor else False
+
+    def inject_nan_now(self) -> bool:
+        """Poison the loss of the chief's next step (SIGUSR2; custom loop only): the trainer
+        writes the `fault_injected` event and rolls back. False when no chief trains yet (before
+        its first step the signal could arrive before its handler) or with the fit loop."""
+        supervisor = self.supervisor
+        if supervisor is None or supervisor.config is None or supervisor.config.loop != "custom":
+            return False
+        chief = next((p for p in supervisor.processes if p.is_chief and p.alive), None)
+        trains = any(s.attempt == supervisor.attempt for s in self.timeline.segments[-1:])
+        if chief is None or not trains:
+            return False
+        os.kill(chief.pid, signal.SIGUSR2)
+        return True
+
+    def freeze(self, target: str = "chief") -> bool:
+        return self._command(self.supervisor.freeze, target) if self.supervisor else False
+
+    def thaw(self, target: str = "chief") -> bool:
+        return self._command(self.supervisor.thaw, target) if self.supervisor else False
+
+    def shutdown(self) -> None:
+        """Kill everything of the run (the window is closing)."""
+        self.timer.stop()
+        if self.supervisor is not None:
+            self.supervisor.shutdown()
+
+    # ------------------------------------------------------------ the timer
+    def tick(self) -> None:
+        supervisor = self.supervisor
+        if supervisor is None:
+            return
+        changes = self.timeline.feed(self.source.poll())
+        self._emit(changes)
+        for proc in supervisor.processes:
+            self._follow_output(proc)
+        if self._plot is not None:
+            self._plot.redraw()
+        state = (self._state_name(), self._reason())
+        if state != self._state:
+            self._state = state
+            self.stateChanged.emit(*state)
+        self.statusChanged.emit(self.status_text())
+        now = time.monotonic()
+        if now - self._processes_shown > 0.25 or changes.checkpoints:
+            self._processes_shown = now
+            self.processesChanged.emit(list(supervisor.processes))
+
+    def _follow_output(self, proc) -> None:
+        """Pass on `proc`'s new output lines (with `show_tf_output`), and once, the error that
+        ended it when no `training_error` event said it already."""
+        follower = self._tails.get(proc.log_path)
+        if follower is None:
+            follower = self._tails[proc.log_path] = OutputFollower(proc.log_path)
+        for line in follower.read_lines():
+            if self.show_tf_output:
+                self.logLine.emit(f"  {proc.role}:{proc.index} | {line}")
+        failed = proc.returncode is not None and proc.returncode > 0
+        if not failed or proc.ended_by_supervisor or follower.error is None or follower.reported:
+            return
+        follower.reported = True
+        name = who({"role": proc.role, "index": proc.index})
+        if not any(note.kind == "training_error" and note.text.startswith(f"{name} error:")
+                   and note.attempt == self.supervisor.attempt for note in self.timeline.notes):
+            self.logLine.emit(f"{time.strftime('%H:%M:%S')} {name} failed: {follower.error}")
+
+    def _emit(self, changes: Changes) -> None:
+        """The signals for what one feed of the timeline changed."""
+        for note in changes.notes:
+            self.logLine.emit(log_line(note))
+        if changes.incidents:
+            self.incidentsChanged.emit(self.timeline)
+        if changes.checkpoints:
+            self.checkpointsChanged.emit()
+        if changes:
+            self.timelineChanged.emit(self.timeline)
+
+    # ------------------------------------------------------------ derived state
+    def _state_name(self) -> str:
+        if self.replay is not None:
+            return f"replay ×{self.replay.speed:g}"
+        supervisor = self.supervisor
+        if supervisor.state in _SETTLED_STATES and supervisor.is_busy_elsewhere():
+            return "busy"
+        return supervisor.state
+
+    def steps_per_second(self) -> float:
+        """Steps per second over the last ~2 s of step events (0 when idle)."""
+        if self.replay is not None:  # in the recording's time
+            return self.timeline.steps_per_second(self.replay.recorded_now())
+        return self.timeline.steps_per_second()
+
+    def _reason(self) -> str:
+        """The supervisor's reason; in a replay the replayed run's state, then "done"."""
+        if self.replay is None:
+            return self.supervisor.reason
+        timeline = self.timeline
+        text = timeline.state + (f": {timeline.reason}" if timeline.reason else "")
+        return text + (" (replay done)" if self.replay.done else "")
+
+    def status_text(self) -> str:
+        """"running · step 140/2000 · 212 steps/s · restarts 1 · …": the rate only while a run
+        trains, the restarts (attempts after the first) only after one."""
+        supervisor, timeline = self.supervisor, self.timeline
+        config = supervisor.config
+        total = f"/{config.steps}" if config else ""
+        restarts = max(supervisor.attempt, timeline.attempt, 0)
+        text = f"{self._state_name()} · step {timeline.last_step}{total}"
+        if self.replay is not None or supervisor.state not in _SETTLED_STATES:
+            text += f" · {self.steps_per_second():.0f} steps/s"
+        if restarts:
+            text += f" · restarts {restarts}"
+        reason = self._reason()
+        if reason:
+            text += f" · {reason}"
+        return text

@@ -1,0 +1,106 @@
+"""The window's top: Start / Kill / Preempt / Resume / Checkpoint now, the run's state, and the
+story line under them (`storyBanner`: the state and the last incident in one sentence)."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.story import frozen, has_stepped, story
+from ftgui.qt import theme
+from ftgui.qt.window.story_banner import StoryBanner
+
+BUTTON_MIN_WIDTH = 90  # pixels at scale 1
+
+
+class TopBar(QWidget):
+    """The run buttons (`startButton`, `killButton`, `preemptButton`, `resumeButton`,
+    `checkpointNowButton`), the state label (`stateLabel`) and the story line (`storyBanner`).
+
+    `show_story(timeline, total_steps)` renders `ftgui.core.timeline.story.story`;
+    `set_presenting(on)` makes the story line large (the presentation view) and hides the buttons'
+    row when asked."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("topBar")
+        self.start_button = _button("startButton", "Start", "Start a new run in the run directory")
+        self.kill_button = _button("killButton", "Kill", "Crash the chief: SIGKILL its processes")
+        self.preempt_button = _button("preemptButton", "Preempt",
+                                      "SIGTERM: save at the current step, then stop")
+        self.resume_button = _button("resumeButton", "Resume",
+                                     "Restart from the newest valid checkpoint")
+        self.checkpoint_button = _button("checkpointNowButton", "Checkpoint now",
+                                         "Save a checkpoint after the current step (SIGUSR1)")
+        self.state_label = QLabel("idle")
+        self.state_label.setObjectName("stateLabel")
+        self.story_banner = StoryBanner(story(Timeline()))  # at most two lines
+
+        self.buttons_row = QWidget()
+        row = QHBoxLayout(self.buttons_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        for button in self.buttons():
+            row.addWidget(button)
+        row.addSpacing(12)
+        row.addWidget(self.state_label, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.buttons_row)
+        layout.addWidget(self.story_banner)
+        self._restyle()
+        theme.follow_scale(self, self._restyle)
+
+    def buttons(self) -> tuple[QPushButton, ...]:
+        return (self.start_button, self.kill_button, self.preempt_button, self.resume_button,
+                self.checkpoint_button)
+
+    def show_run(self, timeline: Timeline, state: str, reason: str,
+                 total_steps: int | None = None) -> None:
+        """Show the story of `timeline` (a run of `total_steps` steps, when known) and the
+        run's `state` and `reason` — "running" only once a step of the current attempt is in;
+        until then "starting" (TensorFlow imports, the checkpoint is restored)."""
+        text = story(timeline, total_steps)
+        if text != self.story_banner.text():
+            self.story_banner.set_story(text)
+        if state == "running" and not has_stepped(timeline):
+            state, reason = "starting", "waiting for the first step"
+        if state == "running" and frozen(timeline):
+            state, reason = "frozen", "no progress until Thaw or Kill"
+        elif state == "running" and timeline.held is not None:
+            state, reason = held_words(*timeline.held)
+        colour = "recovering" if state in ("starting", "frozen", "held") else state  # amber
+        if colour != self.state_label.property("state"):
+            theme.set_state(self.state_label, colour)
+        text = state + (f" — {reason}" if reason else "")
+        if text != self.state_label.text():
+            self.state_label.setText(text)
+
+    def set_presenting(self, on: bool) -> None:
+        """The story line at the presentation view's size (`on`) or the normal one."""
+        self.story_banner.setProperty("presenting", bool(on))
+        self.story_banner.restyle()
+
+    def _restyle(self, *_scale) -> None:
+        theme.style(self.kill_button, self.resume_button, self.state_label)
+        self.story_banner.restyle()
+        for button in self.buttons():
+            button.setMinimumWidth(round(BUTTON_MIN_WIDTH * theme.scale()))
+
+
+def _button(name: str, text: str, tip: str) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName(name)
+    button.setToolTip(tip)
+    return button
+
+
+def held_words(step: int, why: str) -> tuple[str, str]:
+    """The state label's (state, reason) while training holds after `step` for `why`: short,
+    so that it fits beside the buttons with the demo panel docked at 1280 px (the story line
+    says the rest)."""
+    if why == "presenter":
+        return "held", f"at step {step} for the presenter"
+    if why == "standby":
+        return "held", f"at step {step} for the warm standby"
+    return "held", f"at step {step} for the fault of {why}"

@@ -1,0 +1,2 @@
+"""Short-lived helper processes the GUI starts: the user-code check, checkpoint inspection, device
+listing."""

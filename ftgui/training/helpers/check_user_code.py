@@ -1,0 +1,262 @@
+"""Helper process: check a run's own model and dataset before any training process starts.
+
+`python -m ftgui.training.helpers.check_user_code CONFIG_JSON` (started by
+`ftgui.core.settings.user_code.check`). It imports the user's module, calls the dataset function,
+checks shapes and dtypes, builds the model under the run's strategy, checks its outputs against the
+classes (or k regression targets), then steps, saves the state as a run does (checkpoint, background
+save, snapshot), restores each save, steps again and compares the results bit for bit
+(`resume_probe`).
+
+It prints one JSON line on stdout: `{"ok": true, "summary": …, "deterministic": …,
+"nondeterministic_ops": […], "reason": "…"}` (exit 0) or `{"ok": false, "error": "FILE:LINE: …",
+"traceback": "…"}` (exit 2). Strategies: default, one-device and mirrored are built as the run
+builds them; multi-worker as a one-worker MultiWorkerMirroredStrategy (no cluster exists yet);
+parameter-server under the default strategy (its cluster processes do not exist yet).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
+
+# Stateful random ops: their hidden state is in no checkpoint, so a resumed run draws other
+# numbers than the run that was never stopped.
+STATEFUL_RANDOM_OPS = {
+    "RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal",
+    "ParameterizedTruncatedNormal", "RandomShuffle", "Multinomial", "RandomGamma",
+    "RandomPoisson", "RandomPoissonV2", "RandomCrop",
+}
+
+
+class Refusal(Exception):
+    """The user's code cannot train: `message` names `path` and `line` (0 when none)."""
+
+    def __init__(self, path: Path | None, line: int, message: str):
+        super().__init__(message)
+        self.path, self.line = path, line
+
+
+def main(argv: list[str]) -> int:
+    from ftgui.core.settings import config as configmod
+
+    config = configmod.from_dict(json.loads(argv[0]))
+    try:
+        config.validate()
+        answer = check(config)
+    except Exception as exc:  # every failure becomes one line plus the traceback
+        print(json.dumps({"ok": False, "error": one_line(exc, config),
+                          "traceback": traceback.format_exc()}), flush=True)
+        return 2
+    print(json.dumps({"ok": True, **answer}), flush=True)
+    return 0
+
+
+def check(config) -> dict:
+    """The checks in order; returns the summary and the determinism verdict."""
+    import tensorflow as tf
+
+    from ftgui.training import data as datamod
+    from ftgui.training.data import StepBatches
+    from ftgui.training.step import TrainState
+
+    tf.keras.utils.set_random_seed(config.seed)
+    tf.config.experimental.enable_op_determinism()
+    strategy = _strategy(config)  # first, as in the trainer: devices are fixed before any op
+    dataset = _stage("dataset", config.dataset, lambda: datamod.load(config.dataset, config.task))
+    StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
+    state = _stage("model", config.model, lambda: TrainState(strategy, config, dataset))
+    _check_outputs(config, state, dataset)
+    deterministic, ops, reason = _step_twice(state, dataset, config)
+    return {"summary": _summary(state.model, dataset, strategy), "deterministic": deterministic,
+            "nondeterministic_ops": ops, "reason": reason}
+
+
+def _stage(name: str, text: str, build):
+    """Run `build()`; a `ValueError` that names no file of the user's gets the file and the
+    function's line (a dataset with mismatched lengths fails in ftgui's code, not the user's)."""
+    try:
+        return build()
+    except ValueError as exc:
+        if ".py:" not in text or _user_frame(exc, [_source(text)[0]]):
+            raise
+        path, function = _source(text)
+        raise Refusal(path, _function_line(path, function), str(exc)) from exc
+
+
+def _strategy(config):
+    from ftgui.training.strategies import configure_devices, make_strategy
+
+    if config.strategy == "parameter-server":
+        import tensorflow as tf
+
+        return tf.distribute.get_strategy()
+    configure_devices(config)
+    return make_strategy(config)  # multi-worker without TF_CONFIG: one local worker
+
+
+def _check_outputs(config, state, dataset) -> None:
+    import numpy as np
+
+    rows = dataset.x_train[: min(4, len(dataset.x_train))]
+    outputs = np.asarray(state.model(rows, training=False))
+    want = (len(rows), dataset.num_classes)
+    if outputs.shape != want or not np.issubdtype(outputs.dtype, np.floating):
+        what = ("logits (batch, num_classes)" if config.task == "classification"
+                else "(batch, k) targets")
+        if ".py:" in config.model:
+            path, function = _source(config.model)
+            where = (path, _function_line(path, function))
+        else:
+            where = (Path(config.model), 0)
+        raise Refusal(*where, f"model outputs {outputs.dtype} {tuple(outputs.shape)} for "
+                              f"{len(rows)} examples; the run needs {what} = {want} "
+                              f"({dataset.name}: {dataset.num_classes} "
+                              f"{'classes' if config.task == 'classification' else 'targets'})")
+
+
+def _step_twice(state, dataset, config) -> tuple[bool, list[str], str]:
+    """Step, save (checkpoint, background save, snapshot), restore, step again and compare
+    (`resume_probe.probe`); (bitwise equal, stateful random ops of the traced step when the
+    step itself differed, the reason in a sentence or '')."""
+    from ftgui.training.resume_probe import probe
+
+    reason, step_differs = probe(state, dataset, config)
+    if not reason:
+        return True, [], ""
+    ops = _random_ops(state) if step_differs else []
+    return False, ops, (_reason(ops) if ops else reason)
+
+
+def _random_ops(state) -> list[str]:
+    """`OpType (node name)` of each stateful random op in the traced training step."""
+    found = []
+    for function in (state._plain_step, state._train_step):
+        for concrete in function._list_all_concrete_functions_for_serialization() or []:
+            graph = concrete.graph.as_graph_def()
+            nodes = list(graph.node)
+            for library_function in graph.library.function:
+                nodes.extend(library_function.node_def)
+            found += [f"{n.op} ({n.name})" for n in nodes if n.op in STATEFUL_RANDOM_OPS]
+    return sorted(set(found))
+
+
+def _reason(ops: list[str]) -> str:
+    if ops:
+        return (f"one training step run twice from the same state gave different results; "
+                f"stateful random ops keep state no checkpoint holds: {', '.join(ops)}")
+    return ("one training step run twice from the same state gave different results; "
+            "TensorFlow names no op for it")
+
+
+def _summary(model, dataset, strategy) -> dict:
+    layers = [[layer.name, type(layer).__name__, str(_output_shape(layer)),
+               int(layer.count_params()) if layer.built else 0] for layer in model.layers]
+    trainable = int(sum(int(np.prod(v.shape)) for v in model.trainable_variables))
+    return {"name": model.name, "layers": layers, "parameters": int(model.count_params()),
+            "trainable_parameters": trainable, "train": len(dataset.x_train),
+            "val": len(dataset.x_val), "input_shape": list(dataset.input_shape),
+            "num_classes": dataset.num_classes, "task": dataset.task,
+            "strategy": type(strategy).__name__}
+
+
+def _output_shape(layer):
+    try:
+        return tuple(layer.output.shape)
+    except (AttributeError, ValueError):
+        return "?"
+
+
+def one_line(exc: BaseException, config) -> str:
+    """`FILE:LINE: Type: message` for the last traceback frame in the user's files (the file
+    alone when there is no line), else `field: message` for ftgui's own refusals."""
+    files = [_source(text)[0] for text in (config.model, config.dataset)
+             if _source(text)[0] is not None]
+    message = cause_line(exc)
+    if isinstance(exc, Refusal):
+        where = f"{exc.path}:{exc.line}" if exc.line else str(exc.path)
+        return f"{where}: {message}"
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename) in files:
+        return f"{exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}"
+    frame = _user_frame(exc, files)
+    if frame is not None:
+        return f"{frame.filename}:{frame.lineno}: {type(exc).__name__}: {message}"
+    if isinstance(exc, ValueError) and ":" in message.split(" ")[0]:
+        return message  # ftgui's own "field: …" line
+    named = next((str(f) for f in files if str(f) in message), None)
+    if named is not None:
+        return message  # already names the file (e.g. "… defines no function 'build'")
+    return f"{files[0] if files else 'user code'}: {type(exc).__name__}: {message}"
+
+
+def cause_line(exc: BaseException) -> str:
+    """The line of `exc`'s message that says what went wrong (the type's name when it has
+    none). Usually the first; but a TensorFlow error raised in traced code starts "in user
+    code:" and gives the cause after the traced frames (e.g. `ConcatV2 … float16`), and
+    Keras' "could not be deserialized" gives it after "Exception encountered:" (e.g. "Could
+    not locate class 'GaussNoise'"): then that cause, without a repeated type name."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    line = lines[0]
+    if "Exception encountered:" in text:
+        rest = text.rsplit("Exception encountered:", 1)[1].strip()
+        sentences = rest.split(". ")
+        line = ". ".join(sentences[:2]).splitlines()[0].rstrip(".") + "."
+    elif line == "in user code:" and len(lines) > 1:
+        line = next((x for x in reversed(lines) if _NAMED_ERROR.match(x)), lines[-1])
+    own = f"{type(exc).__name__}: "
+    return line[len(own):] if line.startswith(own) else line
+
+
+_NAMED_ERROR = re.compile(r"^[A-Z]\w*(Error|Exception): ")
+
+
+def _user_frame(exc: BaseException, files: list[Path]):
+    """The last traceback frame (over the exception's causes) in one of `files`, or None."""
+    wanted = {str(Path(f).resolve()) for f in files if f is not None}
+    last = None
+    while exc is not None:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if str(Path(frame.filename).resolve()) in wanted:
+                last = frame
+        if last is not None:
+            return last
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _source(text: str) -> tuple[Path | None, str]:
+    if ".py:" in text:
+        path, _, function = text.rpartition(":")
+        return Path(path), function
+    if text.endswith((".keras", ".npz")):
+        return Path(text), ""
+    return None, ""
+
+
+def _function_line(path: Path, function: str) -> int:
+    """Line where `function` is defined in `path` (0 when it cannot be found)."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+            return node.lineno
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

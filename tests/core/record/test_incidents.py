@@ -1,0 +1,94 @@
+"""What each incident cost, from events alone (no TensorFlow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ftgui.core.record.incidents import from_events
+
+
+def steps(attempt, first, last, t0, dt=0.1, loss=1.0):
+    return [{"event": "step", "attempt": attempt, "step": s, "loss": loss,
+             "time": t0 + (s - first) * dt} for s in range(first, last + 1)]
+
+
+def test_a_kill_costs_the_redone_steps_and_the_restart():
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0}]
+    events += steps(0, 1, 35, t0=100.0)  # step 35 at 103.4
+    events += [
+        {"event": "fault_injected", "attempt": 0, "time": 103.5, "kind": "kill",
+         "target": "chief", "source": "schedule", "step": 35},
+        {"event": "process_exited", "attempt": 0, "time": 103.6, "role": "chief", "index": 0,
+         "signal": 9, "decisive": True},
+        {"event": "resumed", "attempt": 1, "time": 108.0, "from_step": 30},
+    ]
+    events += steps(1, 31, 60, t0=108.5)  # first new step at 108.5, last at 111.4
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("kill", 35, 30)
+    assert incident.steps_lost == 5
+    assert incident.detect_seconds == pytest.approx(0.1)
+    assert incident.recovery_seconds == pytest.approx(4.9)
+    # 5.0 s from the fault to the first new step, plus 0.5 s the 5 lost steps had taken
+    assert incident.time_lost == pytest.approx(5.5)
+    totals = tracker.totals()
+    assert (totals.incidents, totals.steps_lost) == (1, 5)
+    assert totals.wall == pytest.approx(11.4)
+    assert totals.goodput == pytest.approx((11.4 - 5.5) / 11.4)
+
+
+def test_a_preemption_loses_no_step():
+    events = steps(0, 1, 12, t0=0.0) + [
+        {"event": "fault_injected", "attempt": 0, "time": 1.15, "kind": "preempt",
+         "target": "chief", "source": "user", "step": 12},
+        {"event": "process_exited", "attempt": 0, "time": 1.5, "role": "chief",
+         "exit_code": 42, "decisive": True},
+        {"event": "resumed", "attempt": 1, "time": 3.0, "from_step": 12},
+    ] + steps(1, 13, 14, t0=3.2)
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.source, incident.steps_lost) == ("preempt", "user", 0)
+    assert incident.time_lost == pytest.approx(3.2 - 1.15)
+
+
+def test_a_nan_rolls_back_inside_the_process():
+    events = steps(0, 1, 7, t0=0.0) + [
+        {"event": "fault_injected", "attempt": 0, "time": 0.65, "kind": "nan",
+         "target": "chief", "source": "schedule", "step": 8},
+        {"event": "step", "attempt": 0, "time": 0.7, "step": 8, "loss": None},
+        {"event": "non_finite_loss", "attempt": 0, "time": 0.71, "step": 8},
+        {"event": "rolled_back", "attempt": 0, "time": 0.8, "from_step": 8, "to_step": 5},
+    ] + steps(0, 6, 10, t0=0.9)
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("nan", 8, 5)
+    assert incident.detect_seconds == pytest.approx(0.06)
+    assert incident.recovery_seconds == pytest.approx(0.19)
+
+
+def test_an_unplanned_crash_is_an_incident_and_cleanup_exits_are_not():
+    events = steps(0, 1, 3, t0=0.0) + [
+        {"event": "process_exited", "attempt": 0, "time": 1.0, "role": "worker", "index": 1,
+         "signal": 11, "decisive": True},
+        {"event": "process_exited", "attempt": 0, "time": 1.1, "role": "worker", "index": 0,
+         "signal": 9, "decisive": False},
+    ]
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.target, incident.source) == ("crash", "worker:1", "")
+    assert incident.recovered is None and incident.time_lost is None
+    assert from_events(events).totals().steps_lost == 0
+
+
+def test_a_slow_nan_step_is_counted_once_in_the_time_lost():
+    """The NaN step is logged after the fault (2.5 s here, as a retraced step took in the
+    bad-numerics demo): the time from the fault to the first new step holds it already, so
+    the redone steps' first time ends at the fault (it was counted twice: 5.6 s for 3.2 s)."""
+    events = steps(0, 1, 7, t0=0.0) + [  # step 5 at 0.4, step 7 at 0.6
+        {"event": "fault_injected", "attempt": 0, "time": 0.65, "kind": "nan",
+         "target": "chief", "source": "schedule", "step": 8},
+        {"event": "step", "attempt": 0, "time": 3.15, "step": 8, "loss": None},
+        {"event": "non_finite_loss", "attempt": 0, "time": 3.15, "step": 8},
+        {"event": "rolled_back", "attempt": 0, "time": 3.25, "from_step": 8, "to_step": 5},
+    ] + steps(0, 6, 10, t0=3.5)
+    [incident] = from_events(events).incidents
+    assert incident.steps_lost == 3
+    # back at step 5's state at 3.5 s, which it had first reached at 0.4 s
+    assert incident.time_lost == pytest.approx(3.5 - 0.4)

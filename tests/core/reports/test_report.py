@@ -1,0 +1,148 @@
+"""`ftgui report RUN [-o FILE.html]`: one self-contained HTML file with the plot as inline SVG, the
+figures and incidents, every setting and the checkpoint list; written without Qt."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+from conftest import fake_checkpoint
+from recorded import crash_and_recovery
+
+from ftgui import cli
+from ftgui.core.record import run_notes
+from ftgui.core.record.run_notes import RunNotes
+from ftgui.core.reports import report
+from ftgui.core.settings import config as configmod
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+class Tags(HTMLParser):
+    """Counts start tags and checks that every opened element is closed, in order."""
+
+    VOID = {"meta", "br", "img", "hr", "link", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.counts, self.errors = [], {}, []
+
+    def handle_starttag(self, tag, attrs):
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+
+    def handle_endtag(self, tag):
+        if not self.open or self.open.pop() != tag:
+            self.errors.append(tag)
+
+
+def table(root, name: str) -> list[list[str]]:
+    """The rows (header first) of the table with id `name`, as cell texts."""
+    element = root.find(f".//table[@id='{name}']")
+    return [["".join(cell.itertext()) for cell in row] for row in element.findall("tr")]
+
+
+def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
+    run_dir = crash_and_recovery(tmp_path / "run")
+    fake_checkpoint(run_dir, 10)
+    fake_checkpoint(run_dir, 20)
+    run_notes.save(run_dir, RunNotes("crash at 12 <demo>", "killed by hand & recovered"))
+    out = report.write_report(run_dir, tmp_path / "out.html")
+    text = out.read_text(encoding="utf-8")
+
+    tags = Tags()
+    tags.feed(text)
+    assert tags.errors == [] and tags.open == []
+    assert tags.counts["svg"] == 1 and tags.counts["polyline"] == 2  # one per attempt
+    root = ET.fromstring(text.removeprefix("<!DOCTYPE html>\n"))  # well-formed XML too
+    svg = root.find(f".//{SVG}svg")
+    lines = svg.findall(f"{SVG}polyline")
+    assert [len(line.get("points").split()) for line in lines] == [12, 10]
+    assert len(svg.findall(f"{SVG}rect[@class='redone']")) == 1
+    assert [m.find(f"{SVG}title").text for m in svg.findall(f"{SVG}line[@class='marker']")] == [
+        "killed @ 12", "resume ← 10"]
+
+    assert root.find(".//h1").text == "crash at 12 <demo>"
+    assert "killed by hand & recovered" in text.replace("&amp;", "&")
+    # time lost: the fault 0.05 s after step 12 to the first new step 2.1 s after it, plus
+    # the 0.2 s steps 11-12 had taken; wall 5.12 s; two saves stalled 0.05 s each. Steps
+    # redone, time lost and goodput are printed as the banner and the Incidents tab print
+    # them (issue 24: "2.25 s" and "56.1 %" here, "2.2 s" and "56 %" there)
+    assert table(root, "figures") == [
+        ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint time",
+         "wall time", "goodput"],
+        ["1", "2", "2.2 s", "2", "0.10 s", "5.12 s", "56 %"]]
+    assert table(root, "incidents")[1] == [
+        "kill", "chief", "user", "12", "10", "2", "0.05 s", "2.00 s", "2.2 s", "disk"]
+    settings = {row[0]: row[2] for row in table(root, "settings")[1:]}
+    values = configmod.load_values(run_dir)
+    assert values["strategy"] == "mirrored"
+    other_strategies = {"workers", "ps", "cluster"}  # not used by a mirrored run: left out
+    assert other_strategies <= set(values)
+    assert settings == {key: ("true" if value is True else "false" if value is False
+                              else str(value))
+                        for key, value in values.items() if key not in other_strategies}
+    assert settings["checkpoint_every"] == "10" and settings["auto_recover"] == "true"
+    assert [row[0] for row in table(root, "checkpoints")[1:]] == ["10", "20"]
+    assert table(root, "checkpoints")[1][-1] == "yes"
+
+
+def test_ftgui_report_writes_beside_the_run_without_importing_qt_or_tensorflow(tmp_path):
+    run_dir = crash_and_recovery(tmp_path / "run")
+    code = ("import sys; from ftgui import cli; code = cli.main(['report', sys.argv[1]]); "
+            "assert not {'PySide6', 'tensorflow', 'pyqtgraph'} & set(sys.modules); "
+            "sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    written = tmp_path / "run-report.html"
+    assert result.stdout == f"wrote {written}\n" and written.is_file()
+
+
+def test_ftgui_report_of_a_folder_that_is_no_run_says_so_in_one_line(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["report", str(tmp_path / "empty"), "-o", str(tmp_path / "x.html")]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {tmp_path / 'empty'} is not a run (no config.toml or events.jsonl)\n")
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_long_segment_is_thinned_but_keeps_its_spike():
+    import numpy as np
+
+    from ftgui.core.reports.svg_plot import thin
+
+    x = np.arange(100_000, dtype=float)
+    y = np.ones_like(x)
+    y[54_321] = 9.0
+    tx, ty = thin(x, y)
+    assert len(tx) <= 2000 and 9.0 in ty and 54_321.0 in tx
+    assert np.all(np.diff(tx) > 0)
+
+
+def test_settings_of_other_strategies_show_when_the_strategy_is_missing_or_unknown(tmp_path):
+    from ftgui.core.settings.schema import SETTINGS
+
+    run_dir = crash_and_recovery(tmp_path / "run")
+    path = run_dir / "config.toml"
+    text = path.read_text()
+    line = next(line for line in text.splitlines() if line.startswith("strategy ="))
+    path.write_text(text.replace(line + "\n", ""))  # no strategy: the default, mirrored
+    keys = {row[0] for row in report_settings(run_dir)}
+    assert {"replicas", "gpus", "snapshot_every"} <= keys and not {"workers", "ps"} & keys
+    path.write_text(text.replace(line, 'strategy = "bogus"'))
+    keys = {row[0] for row in report_settings(run_dir)}
+    assert {"replicas", "gpus", "workers", "ps", "cluster", "snapshot_every"} <= keys
+    assert SETTINGS["strategy"].default == "mirrored"
+
+
+def report_settings(run_dir) -> list[list[str]]:
+    text = report.build_report(run_dir)
+    root = ET.fromstring(text.removeprefix("<!DOCTYPE html>\n"))
+    return table(root, "settings")[1:]

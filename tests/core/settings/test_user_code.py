@@ -1,0 +1,270 @@
+"""Your own model and data: the sources a run names, what is recorded, the check in a helper
+process (its refusals name the file and line), and exact recovery of the examples."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ftgui import cli
+from ftgui.core.checkpoints import listing
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings import user_code
+from ftgui.core.settings.config import ConfigError, RunConfig
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "resources" / "examples"
+SHORT = ["--steps", "60", "--checkpoint-every", "10"]
+KILLED = [*SHORT, "--kill-at-step", "35", "--auto-recover", "--restart-backoff", "0"]
+
+
+# ---------------------------------------------------------------- sources (no TensorFlow)
+def test_a_source_names_a_builtin_or_an_existing_file_with_a_function(tmp_path):
+    module = tmp_path / "net.py"
+    module.write_text("def build(s, n): pass\n")
+    parsed = user_code.parse("model", f"{module}:build")
+    assert (parsed.kind, parsed.path, parsed.function) == ("python", module, "build")
+    assert user_code.parse("model", "cnn").kind == "builtin"
+    with pytest.raises(ConfigError, match=r"^model: '2build' in .* is not a Python function"):
+        user_code.parse("model", f"{module}:2build")
+    with pytest.raises(ConfigError, match=r"^model: .* names no function; use .*net.py:FUNCTION"):
+        user_code.parse("model", str(module))
+    with pytest.raises(ConfigError, match=r"^dataset: file .*gone.py' does not exist"):
+        user_code.parse("dataset", f"{tmp_path / 'gone.py'}:load")
+    with pytest.raises(ConfigError, match=r"^model: 'resnet' is not one of mlp, cnn"):
+        RunConfig(model="resnet").validate()
+
+
+def test_regression_needs_your_own_model_and_data():
+    with pytest.raises(ConfigError, match=r"^task: regression needs your own model"):
+        RunConfig(task="regression").validate()
+    with pytest.raises(ConfigError, match=r"^task: 'ranking' is not one of classification"):
+        RunConfig(task="ranking").validate()
+
+
+def test_config_toml_names_files_absolutely_and_records_their_hashes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("net.py").write_text("def build(s, n): pass\n")
+    config = RunConfig(model="net.py:build")
+    configmod.save(tmp_path / "run", config, user_code.record(config, None))
+    table = configmod.load_values(tmp_path / "run")
+    assert table["model"] == f"{tmp_path / 'net.py'}:build"
+    assert "user_code" not in table  # the record is no setting
+    assert configmod.load(tmp_path / "run").model == f"{tmp_path / 'net.py'}:build"
+    record = configmod.load_record(tmp_path / "run")
+    assert record == {"model_source": str(tmp_path / "net.py"),
+                      "model_sha256": user_code.sha256(tmp_path / "net.py")}
+    configmod.save(tmp_path / "run", config.replace(steps=7))  # a later save keeps the record
+    assert configmod.load_record(tmp_path / "run") == record
+
+
+def test_a_resume_with_a_changed_model_file_is_refused(tmp_path):
+    module = tmp_path / "net.py"
+    module.write_text("def build(s, n): pass\n")
+    config = RunConfig(model=f"{module}:build", strategy="default")
+    meta = {"step": 30, **user_code.code_fingerprint(config)}
+    assert user_code.resume_problem(config, meta) == ""
+    module.write_text("def build(s, n): pass  # a comment is a change too\n")
+    problem = user_code.resume_problem(config, meta)
+    assert problem.startswith(f"model: {module} changed since checkpoint step 30 was saved")
+
+    class Restore:
+        step, meta = 30, {"step": 30, **user_code.code_fingerprint(RunConfig(
+            model=f"{module}:build"))}
+    module.write_text("def build(s, n): return 1\n")
+    with pytest.raises(user_code.UserCodeError, match="changed since checkpoint step 30"):
+        user_code.check_start(config, tmp_path / "run", Restore())
+    assert not (tmp_path / "run").exists()
+
+
+# ---------------------------------------------------------------- the check's refusals
+REFUSALS = {
+    "syntax": ("bad.py", "import keras\n\ndef build(input_shape, num_classes)\n    return 1\n",
+               "build", "digits", r"bad\.py:3: SyntaxError: expected ':'"),
+    "raises": ("bad.py", "import keras\n\n\ndef build(input_shape, num_classes):\n"
+               "    raise RuntimeError('no GPU here')\n", "build", "digits",
+               r"bad\.py:5: RuntimeError: no GPU here"),
+    "wrong_output": ("bad.py", "import keras\n\n\ndef build(input_shape, num_classes):\n"
+                     "    inputs = keras.Input(shape=input_shape)\n"
+                     "    x = keras.layers.Flatten()(inputs)\n"
+                     "    return keras.Model(inputs, keras.layers.Dense(3)(x))\n",
+                     "build", "digits",
+                     r"bad\.py:4: model outputs float32 \(4, 3\) for 4 examples; the run needs "
+                     r"logits \(batch, num_classes\) = \(4, 10\)"),
+    "mismatched_lengths": ("data.py", "import numpy as np\n\n\ndef load():\n"
+                           "    return np.zeros((100, 4), np.float32), np.zeros(99, np.int64)\n",
+                           None, "load", r"data\.py:4: dataset: data\.py:load: x_train has 100 "
+                           r"rows but y_train has 99"),
+}
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_bad_user_code_is_refused_before_any_training_process(case, tmp_path, capsys):
+    name, text, function, dataset, line = REFUSALS[case]
+    (tmp_path / name).write_text(text)
+    model = f"{tmp_path / name}:{function}" if function else "mlp"
+    data = f"{tmp_path / name}:{dataset}" if dataset != "digits" else "digits"
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", model, "--dataset", data,
+                     "--strategy", "default", "--steps", "5", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"ftgui: {tmp_path}/")
+    assert _search(line, err[0])
+    assert sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*")) == [
+        "logs", "logs/check.log"]
+    log = (run_dir / "logs" / "check.log").read_text()
+    assert "Traceback (most recent call last)" in log and _search(line, log)
+
+
+def _search(pattern: str, text: str) -> bool:
+    import re
+
+    return re.search(pattern, text) is not None
+
+
+# ---------------------------------------------------------------- exact recovery of the examples
+EXAMPLE_RUNS = {
+    "cnn": ["--model", "digits_cnn.py:build", "--dataset", "digits_data.py:load"],
+    "functional_dropout": ["--model", "functional_dropout.py:build",
+                           "--dataset", "digits_data.py:load"],
+    "regression": ["--task", "regression", "--model", "regression.py:build",
+                   "--dataset", "regression.py:load"],
+}
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("example", list(EXAMPLE_RUNS))
+def test_an_example_killed_at_step_35_recovers_to_the_same_losses_to_the_bit(
+        example, tmp_path, monkeypatch):
+    """Every example redoes steps 31-35 with the losses it had, to the bit (the restored
+    weights, optimizer slots, random state and data position are those of step 30); the CNN's
+    whole curve also equals a run never killed (one reference run: each costs a TensorFlow
+    start)."""
+    monkeypatch.chdir(EXAMPLES)
+    flags = EXAMPLE_RUNS[example]
+    assert cli.main(["train", str(tmp_path / "killed"), *flags, *KILLED, "--quiet"]) == 0
+    killed_events = events.read_all(tmp_path / "killed")
+    assert [e["from_step"] for e in killed_events if e["event"] == "resumed"] == [30]
+    by_attempt = [{e["step"]: e["loss"] for e in killed_events
+                   if e["event"] == "step" and e["attempt"] == attempt} for attempt in (0, 1)]
+    assert sorted(by_attempt[0]) == list(range(1, 36))
+    assert sorted(by_attempt[1]) == list(range(31, 61))
+    assert [by_attempt[1][s] for s in range(31, 36)] == [by_attempt[0][s] for s in range(31, 36)]
+    if example == "cnn":
+        assert cli.main(["train", str(tmp_path / "plain"), *flags, *SHORT, "--quiet"]) == 0
+        plain = events.final_losses(events.read_all(tmp_path / "plain"))
+        assert events.final_losses(killed_events) == plain  # floats round-trip JSON exactly
+    record = configmod.load_record(tmp_path / "killed")
+    model_file = EXAMPLES / flags[flags.index("--model") + 1].split(":")[0]
+    assert record["model_sha256"] == user_code.sha256(model_file)
+    assert record["exact_resume"] is True
+    meta = listing.newest_valid(tmp_path / "killed").meta
+    assert meta["model_sha256"] == record["model_sha256"]
+    assert meta["dataset_sha256"] == record["dataset_sha256"]
+    validations = [e for e in killed_events if e["event"] == "validation"]
+    if example == "regression":  # the module's `metrics`, no accuracy
+        assert all(e["val_accuracy"] is None for e in validations)
+        assert all(e["metrics"]["mean_absolute_error"] > 0 for e in validations)
+
+
+@pytest.mark.tf
+def test_a_model_with_a_stateful_random_op_trains_but_exact_resume_is_not_promised(
+        tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", f"{EXAMPLES}/noisy_model.py:build",
+                     "--strategy", "default", "--steps", "10",
+                     "--checkpoint-every", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "exact resume is not guaranteed" in out and "RandomStandardNormal" in out
+    warnings = [e for e in events.read_all(run_dir) if e["event"] == "determinism_warning"]
+    assert len(warnings) == 1
+    assert any(op.startswith("RandomStandardNormal (") for op in warnings[0]["ops"])
+    record = configmod.load_record(run_dir)
+    assert record["exact_resume"] is False and record["nondeterministic_ops"]
+    assert listing.newest_valid(run_dir).meta["exact_resume"] is False
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("strategy", ["multi-worker", "parameter-server"])
+def test_cluster_strategies_train_a_user_model(strategy, tmp_path):
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--strategy", strategy, "--workers", "2",
+                     "--model", f"{EXAMPLES}/functional_dropout.py:build",
+                     "--dataset", f"{EXAMPLES}/digits_data.py:load",
+                     "--steps", "10", "--checkpoint-every", "5", "--quiet"]) == 0
+    losses = events.final_losses(events.read_all(run_dir))
+    assert sorted(losses) == list(range(1, 11))
+    assert listing.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
+        EXAMPLES / "functional_dropout.py")
+
+
+def test_the_check_helper_answers_in_one_json_line(tmp_path):
+    """The core parses the helper's last JSON line (printing user code may precede it)."""
+    stdout = "hello from the user's module\n" + json.dumps({"ok": True, "x": 1}) + "\n"
+    assert user_code._last_json(stdout) == {"ok": True, "x": 1}
+    assert user_code._last_json("no json at all") is None
+    assert shutil.which(sys.executable)
+
+
+# ---------------------------------------------------------------- the window's pickers
+def test_the_panel_picks_a_file_and_shows_the_function_and_the_check(qtbot):
+    from PySide6.QtWidgets import QPushButton
+
+    from ftgui.qt.panes.config_panel import ConfigPanel, functions_in
+
+    panel = ConfigPanel()
+    qtbot.addWidget(panel)
+    assert panel.findChild(QPushButton, "modelBrowseButton") is not None
+    assert panel.findChild(QPushButton, "datasetBrowseButton") is not None
+    assert functions_in(EXAMPLES / "regression.py") == ["load", "build"]
+    assert panel.source_labels["model"].text() == "built in"
+    panel.choose_source("model", EXAMPLES / "regression.py", "build")
+    panel.choose_source("dataset", EXAMPLES / "regression.py", "load")
+    assert panel.source_labels["model"].text() == "function build() in regression.py"
+    config = panel.config().replace(task="regression")
+    config.validate()
+    assert config.model == f"{EXAMPLES / 'regression.py'}:build"
+    result = user_code.CheckResult(
+        {"name": "sine_regression", "layers": [["dense", "Dense", "(None, 2)", 66]] * 3,
+         "parameters": 290, "train": 640, "val": 160, "input_shape": [6]},
+        deterministic=False, nondeterministic_ops=["RandomStandardNormal (noise)"],
+        reason="stateful random ops: RandomStandardNormal (noise)")
+    panel.show_check(result)
+    text = panel.check_label.text()
+    assert text.startswith("model sine_regression: 3 layers, 290 parameters; data 640 training")
+    assert "exact resume is not guaranteed" in text and "RandomStandardNormal" in text
+
+
+@pytest.mark.tf
+def test_a_saved_keras_model_trains_from_its_own_weights(tmp_path):
+    import keras
+    import numpy as np
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import digits_cnn
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    model = digits_cnn.build((8, 8), 10)
+    for variable in model.trainable_variables:  # weights no fresh build would have
+        variable.assign(np.full(variable.shape, 0.01, dtype=np.float32))
+    model.save(tmp_path / "saved.keras")
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", str(tmp_path / "saved.keras"),
+                     "--strategy", "default", "--steps", "2", "--checkpoint-every", "2",
+                     "--lr", "1e-9", "--quiet"]) == 0
+    restored = keras.models.load_model(tmp_path / "saved.keras", compile=False)
+    import tensorflow as tf
+
+    tf.train.Checkpoint(model=restored).read(
+        str(listing.checkpoint_dir(run_dir) / "ckpt-2")).expect_partial()
+    kernel = restored.trainable_variables[0].numpy()
+    assert np.allclose(kernel, 0.01, atol=1e-6)  # trained 2 steps at lr 1e-9 from 0.01
+    assert listing.newest_valid(run_dir).meta["model_sha256"] == user_code.sha256(
+        tmp_path / "saved.keras")

@@ -1,0 +1,86 @@
+"""A fully warm standby: built and traced before its order, it trains exactly as a cold start
+would; when the run's configuration changed since it was built, it starts cold instead."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import of_kind
+
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.supervision.trainer_command import standby_argv, trainer_args
+
+
+def _ready_standby(run_dir, log_path):
+    """Start a standby of `run_dir` and wait for its `standby_ready` event."""
+    log = open(log_path, "wb")
+    standby = subprocess.Popen(standby_argv(run_dir, sys.executable), stdin=subprocess.PIPE,
+                               stdout=log, stderr=subprocess.STDOUT)
+    reader = events.EventReader(run_dir)
+    while True:
+        ready = [e for e in reader.read_new() if e["event"] == "standby_ready"]
+        if ready:
+            return standby, ready[0]
+        if standby.poll() is not None:
+            raise AssertionError(f"standby ended: {log_path.read_text()}")
+        time.sleep(0.2)
+
+
+def _order(standby, run_dir, attempt: int = 1) -> int:
+    order = {"argv": trainer_args(run_dir, attempt=attempt), "env": {}}
+    standby.stdin.write((json.dumps(order) + "\n").encode())
+    standby.stdin.close()
+    return standby.wait(timeout=600)
+
+
+@pytest.fixture
+def fresh_copy_of_baseline(tmp_path, baseline_run):
+    """A run directory with the baseline's configuration and nothing else."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(baseline_run / "config.toml", run_dir / "config.toml")
+    return run_dir
+
+
+@pytest.mark.tf
+def test_a_prepared_standby_trains_to_the_bit_as_a_cold_start(
+    fresh_copy_of_baseline, baseline_losses, tmp_path
+):
+    run_dir = fresh_copy_of_baseline
+    standby, ready = _ready_standby(run_dir, tmp_path / "standby.log")
+    assert ready["prepared"] is True and ready["prepare_seconds"] > 0
+
+    assert _order(standby, run_dir) == 0
+
+    seen = events.read_all(run_dir)
+    [started] = of_kind(seen, "training_started")
+    assert started["pid"] == standby.pid
+    log = (tmp_path / "standby.log").read_text()
+    assert "standby: activated" in log and "starting cold" not in log
+    # its warm-up step was undone: the run from step 0 is the cold run, every loss to the bit
+    assert events.final_losses(seen) == baseline_losses
+
+
+@pytest.mark.tf
+def test_a_standby_whose_run_changed_starts_cold_with_the_new_configuration(
+    fresh_copy_of_baseline, baseline_losses, tmp_path
+):
+    run_dir = fresh_copy_of_baseline
+    standby, ready = _ready_standby(run_dir, tmp_path / "standby.log")
+    assert ready["prepared"] is True
+    configmod.save(run_dir, configmod.load(run_dir).replace(steps=20))
+
+    assert _order(standby, run_dir) == 0
+
+    assert "configuration changed since it was built" in (tmp_path / "standby.log").read_text()
+    seen = events.read_all(run_dir)
+    [started] = of_kind(seen, "training_started")
+    assert started["pid"] == standby.pid  # the same process, started over
+    losses = events.final_losses(seen)
+    assert losses == {step: baseline_losses[step] for step in range(1, 21)}

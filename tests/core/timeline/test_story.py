@@ -1,0 +1,137 @@
+"""The story line, from events alone (no display): each phase of a crash and its automatic
+recovery as one sentence, with the incident table's figures."""
+
+from __future__ import annotations
+
+from recorded import CHIEF, ev, steps
+
+from ftgui.core.formatting import percent, seconds
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.story import story, totals_line
+
+
+def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():
+    timeline = Timeline()
+    said = []
+
+    def feed(*events):
+        timeline.feed(list(events))
+        said.append(story(timeline, total_steps=400))
+
+    feed(ev("run_started", 0.0))
+    feed(ev("process_started", 0.0, pid=10, restore=None, standby=False, **CHIEF))
+    feed(ev("training_started", 10.0, start_step=0, strategy="mirrored", replicas=2, **CHIEF))
+    feed(*steps(1, 230, 10.25))  # steps 1..230 at 10.25 .. 67.5 s
+    feed(ev("fault_injected", 67.5, kind="kill", target="chief", step=228, source="user"))
+    feed(ev("process_exited", 67.75, pid=10, last_step=230, signal=9, signal_name="SIGKILL",
+            decisive=True, shutdown=False, **CHIEF))
+    feed(ev("recovery_scheduled", 67.75, delay=0.0, restart=1))
+    feed(ev("process_started", 68.0, 1, pid=11, restore="checkpoints/ckpt-200",
+            standby=False, **CHIEF))
+    feed(ev("resumed", 80.0, 1, from_step=200, checkpoint="checkpoints/ckpt-200"))
+    feed(ev("training_started", 80.5, 1, start_step=200, strategy="mirrored", replicas=2,
+            **CHIEF))
+    feed(*steps(201, 210, 81.0, attempt=1))
+    assert said == [
+        "Ready: press Start",
+        "Starting → importing TensorFlow",
+        "Starting → waiting for the first step",
+        "Training: step 230 of 400 · loss 0.0043",
+        "Killed at step 230 → waiting for the process to end",
+        "Killed at step 230 → stopped: Resume restores the newest snapshot or checkpoint",
+        "Killed at step 230 → restarting",
+        "Killed at step 230 → restarting: importing TensorFlow to restore checkpoint 200",
+        "Killed at step 230 → restored checkpoint 200 → waiting for the first step",
+        "Killed at step 230 → restored checkpoint 200 → waiting for the first step",
+        # 30 steps redone; lost: 67.5 → 81.0 s, plus the 7.5 s steps 200..230 had taken
+        "Killed at step 230 → restored checkpoint 200 → resumed: 30 steps redone, 21.0 s lost"
+        " · goodput 75 %",  # (83.25 − 21.0) / 83.25 s
+    ]
+    incident = timeline.incidents[0]
+    assert (incident.step, incident.resumed_step, incident.steps_lost) == (230, 200, 30)
+    assert incident.time_lost == 21.0
+    totals = timeline.totals()
+    assert totals.wall == 83.25
+    # the sentence's figures are the totals line's, the one the incident table shows
+    assert totals_line(totals) == "30 steps redone, 21.0 s lost · goodput 75 %"
+    assert said[-1].endswith(totals_line(totals))
+
+
+def test_after_the_end_the_story_keeps_the_incident_and_says_finished():
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                   ev("fault_injected", 6.0, kind="preempt", target="chief", step=20,
+                      source="user"),
+                   ev("preempted", 6.25, step=20, checkpoint="checkpoints/ckpt-20"),
+                   ev("process_exited", 6.5, pid=10, last_step=20, exit_code=42,
+                      decisive=True, shutdown=False, **CHIEF)])
+    assert story(timeline) == "Preempted at step 20 → stopped: Resume restores the newest " \
+        "checkpoint"
+    timeline.feed([ev("process_started", 10.0, 1, pid=11, restore="checkpoints/ckpt-20",
+                      standby=True, **CHIEF)])
+    assert story(timeline) == ("Preempted at step 20 → restarting: waking the warm standby to "
+                               "restore checkpoint 20")
+    timeline.feed([ev("resumed", 11.0, 1, from_step=20, checkpoint="checkpoints/ckpt-20"),
+                   *steps(21, 24, 11.5, attempt=1),
+                   ev("run_finished", 12.5, 1, step=24, loss=0.04),
+                   ev("process_exited", 12.75, 1, pid=11, last_step=24, exit_code=0,
+                      decisive=True, shutdown=False, **CHIEF)])
+    # lost: 6.0 → 11.5 s, nothing redone; goodput (12.75 − 5.5) / 12.75
+    assert story(timeline) == ("Finished at step 24 · preempted at step 20 → restored "
+                               "checkpoint 20 → resumed: 0 steps redone, 5.5 s lost · "
+                               "goodput 57 %")
+
+
+def test_a_nan_rollback_and_a_worker_lost_in_words():
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 25, 1.0),
+                   ev("non_finite_loss", 7.25, step=25)])
+    assert story(timeline) == "NaN loss at step 25 → rolling back in the process"
+    timeline.feed([ev("rolled_back", 7.5, from_step=25, to_step=20,
+                      checkpoint="checkpoints/ckpt-20")])
+    assert story(timeline) == ("NaN loss at step 25 → rolled back to checkpoint 20 → waiting "
+                               "for the first step")
+    timeline.feed(steps(21, 22, 8.0))
+    assert story(timeline).startswith("NaN loss at step 25 → rolled back to checkpoint 20 → "
+                                      "resumed: 5 steps redone, ")
+
+
+def test_the_formats_the_incident_totals_share():
+    assert seconds(7.66) == "7.7 s"
+    assert percent(0.5149) == "51 %"
+
+
+def test_a_held_run_says_held_not_training_also_after_an_incident():
+    """A hold is a wait at a step boundary: the story line said "Training: step 650" while
+    nothing trained (issue 24 trial)."""
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0), ev("process_started", 0, **CHIEF),
+                   *steps(1, 8, 1.0),
+                   ev("held", 3.0, step=8, why="standby", **CHIEF)])
+    assert story(timeline, 20) == ("Held at step 8 of 20 until the warm standby has imported "
+                                   "TensorFlow · loss 0.1250")
+    timeline.feed([ev("hold_released", 4.0, step=8, by="standby", **CHIEF), *steps(9, 10, 4.25)])
+    assert story(timeline, 20) == "Training: step 10 of 20 · loss 0.1000"
+
+
+def test_a_nan_whose_process_the_watchdog_ended_is_restored_not_rolled_back():
+    """The chaos demo's NaN step outlasted the 3 s watchdog: the trainer was killed and a new
+    process restored checkpoint 270, but the story said "rolled back to checkpoint 270"."""
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0.0), ev("process_started", 0.0, pid=10, **CHIEF),
+                   *steps(1, 24, 1.0),
+                   ev("fault_injected", 7.0, kind="nan", target="chief", step=25,
+                      source="schedule"),
+                   ev("hang_detected", 10.0, seconds=3.0, last_step=24, **CHIEF),
+                   ev("process_exited", 10.5, pid=10, last_step=24, signal=9,
+                      signal_name="SIGKILL", decisive=True, shutdown=False,
+                      reason="hang: no progress for 3.0 s (watchdog 3 s)", **CHIEF),
+                   ev("recovery_scheduled", 10.5, delay=0.0, restart=1),
+                   ev("process_started", 10.5, 1, pid=11, restore="checkpoints/ckpt-20",
+                      **CHIEF),
+                   ev("resumed", 11.0, 1, from_step=20, checkpoint="checkpoints/ckpt-20",
+                      source="disk"),
+                   *steps(21, 22, 11.25, attempt=1)])
+    said = story(timeline)
+    assert said.startswith("NaN loss at step 25 → restored checkpoint 20 → resumed: ")
+    assert "rolled back" not in said

@@ -1,0 +1,236 @@
+"""Words that match the process state (issue 24), from events alone: a fault after the end, a
+freeze and its thaw, an in-process rollback, a warm standby still importing TensorFlow, a
+synchronous cluster's just-in-time recovery and a parameter-server worker replaced."""
+
+from __future__ import annotations
+
+import pytest
+from recorded import CHIEF, ev, steps
+
+from ftgui.core.record.incidents import from_events
+from ftgui.core.timeline.model import Timeline
+from ftgui.core.timeline.story import frozen, source_words, story
+
+
+def told(events: list[dict]) -> tuple[Timeline, str]:
+    timeline = Timeline()
+    timeline.feed(events)
+    return timeline, story(timeline)
+
+
+def finished_run() -> list[dict]:
+    return [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 40, 1.0),
+            ev("run_finished", 11.0, step=40, loss=0.025)]
+
+
+def test_a_kill_written_after_the_end_is_no_incident():
+    """Runs recorded before the supervisor refused it: a K pressed after `run_finished`."""
+    stray = [ev("fault_injected", 11.2, kind="kill", target="chief", step=40, source="user"),
+             ev("process_exited", 11.25, pid=10, last_step=40, signal=9,
+                signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF)]
+    timeline, said = told(finished_run() + stray)
+    assert timeline.incidents == []
+    assert said == "Finished at step 40"
+    assert timeline.notes[-2].text == ("kill of chief at step 40 (user): ignored, the run had "
+                                       "finished")
+    assert from_events(finished_run() + stray).incidents == []  # the Runs view's count
+
+
+def test_a_freeze_is_told_as_frozen_and_a_thaw_closes_it_before_a_later_kill():
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0.0, config={"watchdog_seconds": 0}),
+                   ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                   ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
+                      source="user")])
+    assert story(timeline) == "Froze at step 20 → frozen: no progress until Thaw or Kill"
+    assert frozen(timeline)
+    timeline.feed([ev("thawed", 10.0, target="chief", step=20)])
+    assert not frozen(timeline)
+    assert story(timeline) == "Froze at step 20 → thawed → waiting for the first step"
+    timeline.feed(steps(21, 30, 10.5))
+    # lost: the 4.5 s from the freeze to the first step after the thaw; nothing redone
+    assert story(timeline) == ("Froze at step 20 → thawed → resumed: 0 steps redone, 4.5 s "
+                               "lost · goodput 65 %")  # (12.75 − 4.5) / 12.75
+    timeline.feed([ev("fault_injected", 13.0, kind="kill", target="chief", step=30,
+                      source="user")])
+    assert story(timeline) == "Killed at step 30 → waiting for the process to end"
+    freeze, kill = timeline.incidents
+    assert (freeze.kind, freeze.steps_lost, freeze.time_lost, freeze.thawed) == (
+        "hang", 0, 4.5, True)
+    assert (kill.kind, kill.step) == ("kill", 30)
+
+
+def test_the_state_label_says_frozen_while_frozen(qtbot):
+    from ftgui.qt.window.top_bar import TopBar
+
+    bar = TopBar()
+    qtbot.addWidget(bar)
+    events = [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+              ev("fault_injected", 6.0, kind="hang", target="chief", step=20, source="user")]
+    timeline, _ = told(events)
+    bar.show_run(timeline, "running", "")  # the supervisor: its process is alive
+    assert bar.state_label.text() == "frozen — no progress until Thaw or Kill"
+    timeline.feed([ev("thawed", 8.0, target="chief", step=20), *steps(21, 22, 8.5)])
+    bar.show_run(timeline, "running", "")
+    assert bar.state_label.text() == "running"
+
+
+def test_a_freeze_under_a_watchdog_says_the_watchdog_will_end_it():
+    _, said = told([ev("run_started", 0.0, config={"watchdog_seconds": 10.0}),
+                    ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                    ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
+                       source="user")])
+    assert said == "Froze at step 20 → frozen: the watchdog ends it after 10 s without progress"
+
+
+def test_an_in_process_rollback_has_its_own_phrase():
+    _, said = told([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 24, 1.0),
+                    ev("fault_injected", 7.0, kind="nan", target="chief", step=25,
+                       source="schedule")])
+    assert said == "NaN loss at step 25 → rolling back in the process"
+
+
+def crashed() -> list[dict]:
+    return [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 230, 10.25),
+            ev("fault_injected", 67.5, kind="kill", target="chief", step=230, source="user"),
+            ev("process_exited", 67.75, pid=10, last_step=230, signal=9,
+               signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF),
+            ev("recovery_scheduled", 67.75, delay=0.0, restart=1)]
+
+
+def test_a_warm_standby_still_importing_tensorflow_is_said_so():
+    timeline = Timeline()
+    timeline.feed([*crashed(),
+                   ev("process_started", 68.0, 1, pid=11, restore="checkpoints/ckpt-200",
+                      standby=True, standby_warm=False, standby_age=3.2, **CHIEF)])
+    assert story(timeline) == ("Killed at step 230 → restarting: the warm standby is still "
+                               "importing TensorFlow (3.2 s) to restore checkpoint 200")
+    timeline.feed([{"event": "standby_ready", "time": 1_700_000_071.0, "attempt": -1,
+                    "pid": 11, "import_seconds": 6.1}])
+    assert story(timeline) == ("Killed at step 230 → restarting: the warm standby has "
+                               "imported TensorFlow to restore checkpoint 200")
+
+
+def test_a_standby_ready_before_the_handover_is_woken():
+    timeline = Timeline()
+    timeline.feed([{"event": "standby_ready", "time": 1_700_000_030.0, "attempt": -1,
+                    "pid": 11, "import_seconds": 5.0}, *crashed(),
+                   ev("process_started", 68.0, 1, pid=11, restore="checkpoints/ckpt-200",
+                      standby=True, standby_warm=True, standby_age=38.0, **CHIEF)])
+    assert story(timeline).endswith("restarting: waking the warm standby (TensorFlow already "
+                                    "imported) to restore checkpoint 200")
+
+
+WORKER_0 = {"role": "worker", "index": 0, "chief": True}
+WORKER_1 = {"role": "worker", "index": 1, "chief": False}
+
+
+def test_a_synchronous_cluster_recovered_just_in_time_says_so_and_never_trains_on():
+    timeline = Timeline()
+    said = []
+
+    def feed(*events):
+        timeline.feed(list(events))
+        said.append(story(timeline))
+
+    feed(ev("process_started", 0.0, pid=10, **WORKER_0),
+         ev("process_started", 0.0, pid=11, **WORKER_1), *steps(1, 250, 1.0))
+    feed(ev("fault_injected", 63.5, kind="kill", target="worker:1", step=250, source="user"))
+    feed(ev("process_exited", 63.6, pid=11, last_step=250, signal=9, signal_name="SIGKILL",
+            decisive=True, shutdown=False, **WORKER_1),
+         ev("checkpoint_saved", 63.9, step=250, path="checkpoints/ckpt-250", just_in_time=True),
+         ev("process_exited", 64.0, pid=10, last_step=250, exit_code=1, decisive=False,
+            shutdown=False, **WORKER_0),
+         ev("recovery_scheduled", 64.0, delay=0.0, restart=1))
+    feed(ev("process_started", 64.5, 1, pid=12, restore="checkpoints/ckpt-250", **WORKER_0),
+         ev("process_started", 64.5, 1, pid=13, restore="checkpoints/ckpt-250", **WORKER_1))
+    feed(ev("training_started", 70.0, 1, start_step=250, strategy="multi-worker", replicas=2,
+            **WORKER_0),
+         ev("resumed", 70.1, 1, from_step=250, checkpoint="checkpoints/ckpt-250",
+            source="just_in_time"),
+         ev("training_started", 70.2, 1, start_step=250, strategy="multi-worker", replicas=2,
+            **WORKER_1))
+    feed(*steps(251, 260, 70.5, attempt=1))
+    assert said[1:] == [
+        "Worker 1 killed at step 250 → waiting for the process to end",
+        "Worker 1 killed at step 250 → restarting",
+        "Worker 1 killed at step 250 → restarting: importing TensorFlow to restore checkpoint 250",
+        # not "the others train on", not "back after": nothing trains until the first step
+        "Worker 1 killed at step 250 → restored step 250 just in time → waiting for the first "
+        "step",
+        # lost: 63.5 → 70.5 s; wall 72.75 s
+        "Worker 1 killed at step 250 → restored step 250 just in time → resumed: 0 steps "
+        "redone, 7.0 s lost · goodput 90 %",
+    ]
+    assert source_words(timeline.incidents[0]) == "just in time"
+
+
+def test_a_parameter_server_worker_replaced_costs_nothing_and_is_told_truly():
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF),
+                   ev("process_started", 0.0, pid=11, role="worker", index=1, chief=False),
+                   *steps(1, 300, 1.0),
+                   ev("fault_injected", 76.0, kind="kill", target="worker:1", step=300,
+                      source="user"),
+                   ev("process_exited", 76.1, pid=11, role="worker", index=1, chief=False,
+                      last_step=300, signal=9, signal_name="SIGKILL", decisive=False,
+                      shutdown=False)])
+    assert story(timeline) == ("Worker 1 killed at step 300 → TensorFlow's coordinator carries "
+                               "on with the remaining workers; restarting worker 1")
+    timeline.feed([*steps(301, 310, 76.25),
+                   ev("training_started", 77.3, pid=12, role="worker", index=1, chief=False,
+                      strategy="parameter-server")])
+    said = story(timeline)
+    assert said == ("Worker 1 killed at step 300 → TensorFlow's coordinator carried on with "
+                    "the remaining workers; worker 1 restarted: 0 steps redone, 0.0 s lost · "
+                    "goodput 100 %")
+    [incident] = timeline.incidents
+    assert (incident.lone, incident.steps_lost, incident.time_lost) == (True, 0, 0.0)
+    assert source_words(incident) == ""
+
+
+@pytest.mark.parametrize("kind", ["kill", "preempt", "hang"])
+def test_every_fault_command_after_the_end_does_nothing(tmp_path, monkeypatch, kind):
+    """The trainer wrote `run_finished` and has not exited yet: a K then is refused, says
+    why, and writes no `fault_injected`."""
+    from conftest import poll_until, stand_in_python
+
+    from ftgui.core.record import events
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision.supervisor import Supervisor
+
+    source = ("for action, value in plan:\n"
+              "    if action == 'step': writer.emit('step', step=value, loss=1.0 / value)\n"
+              "    elif action == 'finish': writer.emit('run_finished', step=value, loss=0.2)\n"
+              "time.sleep(600)\n")
+    python = stand_in_python(tmp_path, monkeypatch, source)(
+        {"chief:0:0": [["step", 1], ["step", 2], ["finish", 2]]})
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=python)
+    supervisor.start(RunConfig(steps=2, watchdog_seconds=30))
+    try:
+        poll_until(supervisor, lambda seen: any(e["event"] == "run_finished" for e in seen))
+        assert supervisor.processes[0].alive  # still exiting: a signal could reach it
+        command = {"kill": supervisor.kill, "preempt": supervisor.preempt,
+                   "hang": supervisor.freeze}[kind]
+        assert command("chief") is False
+        name = {"kill": "Kill", "preempt": "Preempt", "hang": "Freeze"}[kind]
+        assert supervisor.refusal == f"{name} ignored: the run has finished (step 2)"
+        assert supervisor.checkpoint_now() is False
+        assert supervisor.refusal == "Checkpoint now ignored: the run has finished (step 2)"
+    finally:
+        supervisor.shutdown()
+    assert [e for e in events.read_all(run_dir) if e["event"] == "fault_injected"] == []
+
+
+def test_the_window_says_why_a_kill_did_nothing(qtbot):
+    from types import SimpleNamespace
+
+    from ftgui.qt.window.controller import RunController
+
+    controller = RunController()
+    refused = "Kill ignored: the run has finished (step 2)"
+    controller.supervisor = SimpleNamespace(kill=lambda target: False, refusal=refused)
+    with qtbot.waitSignal(controller.logLine) as said:
+        assert controller.kill("chief") is False
+    assert said.args[0].endswith(f" {refused}")

@@ -1,0 +1,469 @@
+"""The stage's views at a projector's 1280×720: the y axis after the presentation view, a
+constant or huge loss in the window, `replay --present`, the story line in two lines and marker
+labels that leave the data visible (issue 24, issue 25 case 8)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import numpy as np
+import pytest
+from conftest import PLOT_READY_MS
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QApplication
+from recorded import T0, write_recovered_run
+
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.qt import theme
+from ftgui.qt.window import replay_app
+from ftgui.qt.window.main_window import MainWindow
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """The window at 1280×720 and scale 1, shown, its plot created."""
+    theme.set_scale(1.0)
+    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win.resize(1280, 720)
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
+        win.show()
+    yield win
+    win.controller.shutdown()
+    theme.set_scale(1.0)
+
+
+def tick_labels(plot, side: str = "left") -> list[str]:
+    """The tick labels the axis draws now, as pyqtgraph makes them (its scale included)."""
+    axis = plot.getPlotItem().getAxis(side)
+    low, high = axis.range
+    levels = axis.tickValues(low, high, axis.geometry().height() or 400)
+    return [text for spacing, values in levels
+            for text in axis.tickStrings(values, axis.autoSIPrefixScale * axis.scale, spacing)]
+
+
+def settle(qtbot, window) -> None:
+    qtbot.wait(50)
+    window.plot.redraw()
+    QApplication.processEvents()
+
+
+def test_after_f5_twice_the_y_ticks_lie_within_the_losses(window, qtbot, tmp_path):
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)  # loss 2/step: 2.0 at step 1 down to 0.0077 at step 260
+    window.open_run(run_dir)
+    settle(qtbot, window)
+    for _ in range(2):
+        window.menus.present_action.trigger()
+        settle(qtbot, window)
+    assert not window.presenting
+    values = [float(text) for text in tick_labels(window.plot)]
+    assert values and max(values) >= 1.0  # 0–2.0 on the axis, not 0–2000
+    assert all(-0.2 <= value <= 2.2 for value in values), values
+    axis = window.plot.getPlotItem().getAxis("left")
+    assert axis.autoSIPrefixScale == 1.0 and axis.labelUnitPrefix == ""
+
+
+def test_replay_present_opens_the_presentation_view(monkeypatch, tmp_path, qtbot):
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)
+    seen = []
+
+    class App:
+        def exec(self):
+            windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)
+                       and w.isVisible()]
+            seen.extend((w.presenting, w.menus.present_action.isChecked()) for w in windows)
+            for w in windows:
+                w.controller.shutdown()
+                w.hide()
+            return 0
+
+        def quit(self):
+            pass
+
+    monkeypatch.setattr(replay_app, "make_app", App)
+    assert replay_app.run_replay(run_dir, 1.0, present=True) == 0
+    assert seen == [(True, True)]
+
+
+def write_constant_run(run_dir, loss: float, steps: int = 40) -> None:
+    """A regression run whose loss is `loss` on every step, validated every 10 steps."""
+    configmod.save(run_dir, RunConfig(steps=steps, checkpoint_every=10))
+    with EventWriter(run_dir, 0) as w:
+        w.emit("run_started", time=T0)
+        for step in range(1, steps + 1):
+            w.emit("step", time=T0 + step, step=step, loss=loss)
+            if step % 10 == 0:
+                w.emit("validation", time=T0 + step, step=step, val_loss=loss)
+
+
+@pytest.mark.parametrize(("loss", "low", "high"), [(1e30, 0.9e30, 1.1e30),
+                                                    (1e-30, 0.9e-30, 1.1e-30),
+                                                    (2.5, 2.25, 2.75)])
+def test_a_constant_loss_gets_distinct_ticks_in_every_view(window, qtbot, tmp_path, loss, low,
+                                                           high):
+    run_dir = tmp_path / "run"
+    write_constant_run(run_dir, loss)
+    window.open_run(run_dir)
+    settle(qtbot, window)
+    for presenting in (False, True):
+        window.set_presenting(presenting)
+        settle(qtbot, window)
+        view_low, view_high = window.plot.getPlotItem().getViewBox().viewRange()[1]
+        assert view_low == pytest.approx(low, rel=1e-9)
+        assert view_high == pytest.approx(high, rel=1e-9)
+        labels = tick_labels(window.plot)
+        assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
+        values = [float(text) for text in labels]
+        assert all(low <= value <= high for value in values)
+    window.set_presenting(False)
+    window.plot.set_log_y(True)
+    settle(qtbot, window)
+    view_low, view_high = window.plot.getPlotItem().getViewBox().viewRange()[1]
+    exponent = np.log10(loss)
+    pad = max(abs(exponent), 0) * 0.1 or 1.0
+    assert (view_low, view_high) == pytest.approx((exponent - pad, exponent + pad))
+    x, y = window.plot.traces[0].raw.getData()  # the curve itself, drawn (log10 of the loss)
+    assert len(x) == 40 and y == pytest.approx(np.full(40, exponent))
+
+
+def test_a_single_step_is_in_view(window, qtbot, tmp_path):
+    run_dir = tmp_path / "run"
+    write_constant_run(run_dir, 0.75, steps=1)
+    window.open_run(run_dir)
+    settle(qtbot, window)
+    view_low, view_high = window.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert (view_low, view_high) == pytest.approx((0.675, 0.825))
+
+
+LONG_STORY = ("Killed at step 650 → restored checkpoint 600 from disk → resumed: 50 steps redone, "
+              "7.9 s lost · the warm standby took over in 0.9 s · run totals: 2 incidents, "
+              "95 steps redone, 12.4 s lost · goodput 81 %")
+
+
+EDGE_STORY = ("Finished at step 600 · preempted at step 476 → restored checkpoint 476 → "
+              "resumed: 0 steps redone, 16.9 s lost · goodput 27 %")  # wrapped "%" alone
+
+
+@pytest.mark.parametrize("story", [LONG_STORY, EDGE_STORY])
+@pytest.mark.parametrize("presenting", [True, False])
+def test_the_story_line_takes_at_most_two_lines(window, qtbot, presenting, story):
+    from ftgui.qt.window.story_banner import MIN_FONT_FRACTION, line_count
+
+    window.set_presenting(presenting)
+    banner = window.story_banner
+    banner.set_story(story)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    width = banner.contentsRect().width()
+    assert line_count(banner.shown_text(), banner.font(), width) <= 2
+    # as Qt lays it out: two lines and the padding (6 px above and below at most)
+    lines = QFontMetrics(banner.font()).lineSpacing()
+    assert banner.heightForWidth(banner.width()) < 2.5 * lines + 12  # three: 3 * lines + 12
+    assert banner.text() == story  # the whole sentence for readers and tests
+    base = banner.base_px()
+    assert banner.font().pixelSize() >= base * MIN_FONT_FRACTION
+    if banner.shown_text() != story:  # cut at a word: the whole sentence in the tooltip
+        # the beginning cut, the figures stay; a state clause in front stays too (it was cut:
+        # "… 800 · NaN loss at step 420" did not say the run had finished)
+        shown = banner.shown_text()
+        head = "Finished at step 600 · " if story.startswith("Finished") else ""
+        assert shown.startswith(head) and "… " in shown
+        kept, tail = shown.split("… ", 1)
+        assert story.startswith(kept) and story.endswith(tail)
+        assert banner.toolTip().startswith(story)
+    banner.set_story("Training: step 1 of 400 · loss 2.0000")
+    QApplication.processEvents()
+    assert banner.shown_text() == banner.text()
+    assert banner.font().pixelSize() == base  # a short sentence at the full size
+
+
+def write_chaos_run(run_dir, faults: int = 12) -> None:
+    """A 1200-step run killed every 90 steps and resumed each time from 10 steps back."""
+    configmod.save(run_dir, RunConfig(steps=1200, checkpoint_every=10))
+    step, time = 0, T0
+    for attempt in range(faults + 1):
+        with EventWriter(run_dir, attempt) as w:
+            if attempt == 0:
+                w.emit("run_started", time=time)
+            else:
+                w.emit("resumed", time=time, from_step=step - 10,
+                       checkpoint=f"checkpoints/ckpt-{step - 10}")
+                step -= 10
+            w.emit("process_started", time=time, pid=10 + attempt, restore=None,
+                   standby=False, role="chief", index=0, chief=True)
+            last = min(step + 100, 1200) if attempt < faults else 1200
+            for s in range(step + 1, last + 1):
+                time += 0.01
+                w.emit("step", time=time, step=s, loss=2.0 / s)
+            step = last
+            if attempt < faults:
+                w.emit("fault_injected", time=time, kind="kill", target="chief", step=step,
+                       source="chaos")
+                w.emit("process_exited", time=time + 0.1, pid=10 + attempt, last_step=step,
+                       signal=9, signal_name="SIGKILL", decisive=True, shutdown=False,
+                       role="chief", index=0, chief=True)
+                time += 1.0
+
+
+@pytest.mark.parametrize("presenting", [True, False])
+def test_many_faults_label_only_the_newest_in_a_strip_at_the_top(window, qtbot, tmp_path,
+                                                                 presenting):
+    from ftgui.qt.plot.focus import MAX_LABEL_ROWS, MAX_LABELLED
+
+    run_dir = tmp_path / "run"
+    write_chaos_run(run_dir)
+    window.open_run(run_dir)
+    window.set_presenting(presenting)
+    settle(qtbot, window)
+    plot = window.plot
+    assert len(plot.markers) == 24  # 12 kills, 12 resumes
+    shown = [line.label for _, _, line in plot.markers if line.label.isVisible()]
+    assert 2 <= len(shown) <= MAX_LABELLED
+    steps = sorted(line.value() for _, _, line in plot.markers)
+    newest = steps[-MAX_LABELLED:]
+    assert all(line.value() >= newest[0] for _, _, line in plot.markers
+               if line.label.isVisible())
+    rects = [label.sceneBoundingRect() for label in shown]
+    assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
+    box = plot.getPlotItem().getViewBox().sceneBoundingRect()
+    legend = plot.legend.sceneBoundingRect()
+    row = max(r.height() for r in rects) + 1
+    # presenting, the legend is at the bottom left: two rows under a margin of 6 px; else
+    # the rows beside the legend (top right) and two more under it
+    top = box.top() + 6 if presenting else max(legend.bottom(), box.top() + 6)
+    assert presenting == (legend.top() > box.center().y())
+    lowest = top + MAX_LABEL_ROWS * row + (0 if presenting else row)
+    assert all(r.bottom() <= lowest + 1 for r in rects), [r.bottom() for r in rects]
+    assert lowest - box.top() < box.height() / 2
+
+
+@pytest.mark.parametrize("presenting", [True, False])
+def test_after_a_resume_the_redone_steps_are_magnified_and_the_resumed_curve_stays(
+        window, qtbot, tmp_path, presenting):
+    from ftgui.qt.plot.redone_inset import RedoneInset
+
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)  # killed at 230, resumed from 200, on to 260; loss 2/step
+    window.open_run(run_dir)
+    window.set_presenting(presenting)
+    settle(qtbot, window)
+    plot = window.plot
+    inset = plot.findChild(RedoneInset, "redoneInset")
+    assert inset.isVisible()
+    x_range, y_range = inset.getPlotItem().getViewBox().viewRange()
+    assert x_range == pytest.approx([200.0, 230.0])
+    low, high = 2.0 / 230, 2.0 / 200  # the redone losses, both lines of training
+    pad = (high - low) * 0.1
+    assert y_range == pytest.approx([low - pad, high + pad])
+    old_x, old_y = inset.old.getData()
+    new_x, new_y = inset.new.getData()
+    assert old_x.tolist() == list(range(200, 231))  # from the checkpoint's step on
+    assert new_x.tolist() == list(range(201, 231))  # the steps redone
+    assert old_y.tolist()[1:] == new_y.tolist() == [2.0 / s for s in range(201, 231)]
+    # the main view: the whole resumed curve in view, the inset within the plot, over no label
+    view_low, view_high = plot.getPlotItem().getViewBox().viewRange()[1]
+    assert view_low <= 2.0 / 260 and 2.0 / 201 <= view_high
+    box = plot.getPlotItem().getViewBox().sceneBoundingRect()
+    rect = inset.geometry()
+    assert box.contains(plot.mapToScene(rect).boundingRect())
+    for _kind, _step, line in plot.markers:
+        if line.label.isVisible():
+            label = plot.mapFromScene(line.label.sceneBoundingRect()).boundingRect()
+            assert not label.intersects(rect)
+
+
+def test_no_inset_before_a_resume_nor_on_the_time_axis(window, qtbot, tmp_path):
+    from ftgui.qt.plot.redone_inset import RedoneInset
+
+    run_dir = tmp_path / "run"
+    write_constant_run(run_dir, 0.5)
+    window.open_run(run_dir)
+    settle(qtbot, window)
+    assert not window.plot.findChild(RedoneInset, "redoneInset").isVisible()
+    write_recovered_run(tmp_path / "crash")
+    window.open_run(tmp_path / "crash")
+    settle(qtbot, window)
+    assert window.plot.inset.isVisible()
+    window.plot.set_x_axis("time")
+    settle(qtbot, window)
+    assert not window.plot.inset.isVisible()
+
+
+def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(window, qtbot,
+                                                                            tmp_path):
+    from recorded import two_runs
+
+    from ftgui.core.record import runs
+    from ftgui.qt.runs.compare_view import COMPARE_COLOURS
+
+    every_10, every_4 = two_runs(tmp_path / "runs")
+    window.open_run(every_10)
+    window.set_presenting(True)
+    view = window.run_history.compare([runs.summarize(every_10), runs.summarize(every_4)])
+    QApplication.processEvents()
+    assert not view.isWindow() and view.parent() is window.right_splitter  # no window on top
+    assert view.isVisible() and not window.plot_pane.isVisible()
+    assert not view.table.isVisible() and view.back.isVisible()
+    assert window.story_banner.isVisible()
+    text = view.figures.text()
+    assert "every-10: 4 steps redone · 2.4 s lost · goodput 54 %" in text
+    assert "every-4: 2 steps redone · 2.2 s lost · goodput 56 %" in text
+    assert "final loss 0.05: every-4 = every-10, bitwise" in text
+    assert "font-size:24px" in text
+    colours = [trace.colour for trace in view.plot.overlays.values()]
+    assert colours == list(COMPARE_COLOURS[:2])
+    widths = [trace.raw.opts["pen"].widthF() for trace in view.plot.overlays.values()]
+    assert widths[0] > widths[1] >= 3  # the first one wider: the other is seen lying on it
+    kinds = sorted(kind for kind, _step, _line in view.plot.markers)
+    assert kinds == ["crash", "resume", "resume"]  # both killed at 14: one marker
+    window.set_presenting(False)  # F5 again: the comparison in its own window
+    QApplication.processEvents()
+    assert view.isWindow() and view.isVisible() and window.plot_pane.isVisible()
+    assert view.table.isVisible() and not view.back.isVisible()
+    window.set_presenting(True)
+    QApplication.processEvents()
+    view.back.click()  # back to the run
+    QApplication.processEvents()
+    assert not view.isVisible() and window.plot_pane.isVisible()
+    window.run_history.compare([runs.summarize(every_10), runs.summarize(every_4)])
+    assert not window.plot_pane.isVisible()
+    window.controller.stateChanged.emit("running", "")  # the next run: its plot in place
+    QApplication.processEvents()
+    assert not view.isVisible() and window.plot_pane.isVisible()
+    view.close()
+
+
+def test_final_losses_that_differ_are_shown_in_full():
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import final_line, loss_text
+
+    def run(name, loss):
+        return RunFigures(name, 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 10, loss)
+
+    a, b, c = run("a", 0.0118), run("b", 0.011800000000000001), run("c", 0.0118)
+    rows = [a, b, c]
+    assert loss_text(a, rows) == "0.0118"
+    assert loss_text(b, rows) == "0.011800000000000001"  # one bit apart: both in full
+    assert loss_text(c, rows) == "0.0118 = a, bitwise"
+    assert final_line(rows) == ("final loss a 0.0118 · b 0.011800000000000001 · "
+                                "c 0.0118 = a, bitwise")
+    assert loss_text(run("d", None), rows) == "—"
+
+
+def test_a_stage_names_the_pane_its_text_points_at():
+    import tomllib
+
+    from ftgui.core.demos import definitions
+
+    found, _problems = definitions.discover()
+    by_key = {demo.key: demo for demo in found}
+    crash = by_key["crash-and-recover"]
+    pointing = [stage for stage in crash.stages if "checkpoint table" in stage.text]
+    assert pointing and all(stage.show == "checkpoints" for stage in pointing)
+    for demo in found:  # every stage that tells the room to look at the table shows it
+        for stage in demo.stages:
+            if "checkpoint table" in stage.text:
+                assert stage.show == "checkpoints", (demo.key, stage.text[:40])
+    table = tomllib.loads(crash.path.read_text())
+    table["stages"][1]["show"] = "plot"
+    with pytest.raises(definitions.DemoError,
+                       match=r"^stages\[1\]\.show: 'plot' is not one of checkpoints, incidents$"):
+        definitions.parse(table, crash.path)
+
+
+def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot, tmp_path):
+    from ftgui.qt.demos.panel import STAGE_PANE_PX, show_stage_pane
+
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)
+    window.open_run(run_dir)
+    window.set_presenting(True)
+    QApplication.processEvents()
+    assert not window.table.isVisible()
+    show_stage_pane(window, "checkpoints", window.presenting)
+    QApplication.processEvents()
+    assert window.table.isVisible() and not window.processes.isVisible()
+    assert not window.incident_panel.isVisible()
+    assert window.table.font().pixelSize() == STAGE_PANE_PX
+    assert window.plot.isVisible() and window.story_banner.isVisible()
+    show_stage_pane(window, "incidents", window.presenting)
+    QApplication.processEvents()
+    assert window.incident_panel.isVisible() and not window.table.isVisible()
+    show_stage_pane(window, "", window.presenting)
+    QApplication.processEvents()
+    assert not window.bottom.isVisible()
+    show_stage_pane(window, "checkpoints", window.presenting)
+    window.set_presenting(False)  # what the demo menu does when the view is left
+    show_stage_pane(window, "checkpoints", window.presenting)
+    QApplication.processEvents()
+    assert window.table.isVisible() and window.processes.parentWidget().isVisible()
+    assert window.table.font().pixelSize() != STAGE_PANE_PX
+
+
+def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
+    window.set_presenting(True)
+    window.resize(960, 720)  # the narrowest window; a demo's panel takes as much again
+    banner = window.story_banner
+    banner.set_story(LONG_STORY + " · " + LONG_STORY)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    shown = banner.shown_text()
+    assert shown.startswith("… ") and shown.endswith("95 steps redone, 12.4 s lost · goodput 81 %")
+    assert banner.toolTip().startswith(LONG_STORY + " · " + LONG_STORY)
+    lines = QFontMetrics(banner.font()).lineSpacing()
+    assert banner.heightForWidth(banner.width()) < 2.5 * lines + 12
+
+
+@pytest.mark.parametrize("story", [
+    "Finished at step 800 · NaN loss at step 420 → rolled back to checkpoint 400 → resumed: "
+    "20 steps redone, 3.2 s lost · goodput 88 %",
+    "Finished at step 400 · worker 1 killed at step 250 → TensorFlow's coordinator carried on "
+    "with the remaining workers; worker 1 restarted: 0 steps redone, 0.0 s lost · goodput 100 %"])
+def test_a_cut_end_banner_still_says_the_run_finished(window, qtbot, story):
+    from ftgui.qt.window.story_banner import line_count
+    """The demo panel docked at 1280 px: the end banner was cut to "… 800 · NaN loss …" and
+    "… carried on with the remaining workers; …", the run's state gone."""
+    window.set_presenting(True)
+    window.demos.dock.show()
+    window.resizeDocks([window.demos.dock], [384], Qt.Orientation.Horizontal)
+    banner = window.story_banner
+    banner.set_story(story)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    shown = banner.shown_text()
+    head = story.split(" · ")[0]
+    assert shown != story  # it does not fit whole here
+    # the state and the fault stay in front, whole clauses are cut, the figures stay at the end
+    kept, tail = shown.split(" → … " if " → … " in shown else " · … ")
+    assert shown.startswith(head + " · ") and story.startswith(kept)
+    assert story.endswith(tail) and "steps redone" in tail and "goodput" in tail
+    assert line_count(shown, banner.font(), banner.contentsRect().width()) <= 2
+
+
+def test_the_comparison_of_two_constant_huge_losses_has_a_drawable_range(qtbot, tmp_path):
+    from ftgui.core.record import runs
+    from ftgui.qt.runs.compare_view import CompareView
+
+    for name in ("a", "b"):
+        write_constant_run(tmp_path / name, 1e30)
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1000, 640)
+    view.show()
+    assert view.show_runs([runs.summarize(tmp_path / "a"), runs.summarize(tmp_path / "b")]) == []
+    view.plot.redraw()
+    QApplication.processEvents()
+    low, high = view.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert (low, high) == pytest.approx((0.9e30, 1.1e30))
+    labels = tick_labels(view.plot)
+    assert len(labels) >= 3 and len(set(labels)) == len(labels)
+    model = view.table.model()
+    assert [model.index(row, len(model.columns) - 1).data() for row in (0, 1)] == [
+        "1e+30", "1e+30 = a, bitwise"]

@@ -1,0 +1,178 @@
+"""The presentation view, the story line and the zoom, driven offscreen at a projector's
+1280×720: what a room sees after a crash and its automatic recovery."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import pytest
+from conftest import PLOT_READY_MS
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QLabel
+from recorded import CHIEF, T0, write_recovered_run
+
+from ftgui import cli
+from ftgui.core.record.events import EventWriter
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.qt import theme
+from ftgui.qt.window.main_window import MainWindow
+
+
+def settings_at(tmp_path) -> QSettings:
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """The window at 1280×720 and scale 1, shown, its plot created."""
+    theme.set_scale(1.0)
+    win = MainWindow(settings=settings_at(tmp_path))
+    qtbot.addWidget(win)
+    win.resize(1280, 720)
+    with qtbot.waitSignal(win.plotReady, timeout=PLOT_READY_MS):
+        win.show()
+    yield win
+    win.controller.shutdown()
+    theme.set_scale(1.0)
+
+
+def test_the_story_of_a_crash_and_its_recovery_is_readable_from_the_back(window, tmp_path):
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)
+    window.open_run(run_dir)
+    window.menus.present_action.trigger()  # View → Presentation
+    assert window.presenting and window.menus.present_action.isChecked()
+
+    banner = window.findChild(QLabel, "storyBanner")
+    # lost: 68 → 80.25 s, plus the 7.5 s that steps 201–230 had taken; wall 95 s
+    assert banner.text() == ("Killed at step 230 → restored checkpoint 200 → resumed: 30 steps "
+                             "redone, 19.8 s lost · goodput 79 %")
+    model = window.incident_panel.model_
+    row = [model.data(model.index(0, column)) for column in range(model.columnCount())]
+    # the same figures, printed alike (issue 24: the row said 19.75 s, the banner 19.8 s)
+    assert row[3] == "230" and row[6] == "30" and row[7] == "19.8 s" and row[8] == "disk"
+    assert "goodput <b>79 %</b>" in window.incident_panel.totals.text()
+    banner.ensurePolished()
+    assert banner.font().pixelSize() >= 28
+    assert banner.isVisible()
+    axis = window.plot.getPlotItem().getAxis("bottom")
+    assert axis.style["tickFont"].pixelSize() >= 20
+    assert window.plot.getPlotItem().getAxis("left").style["tickFont"].pixelSize() >= 20
+    assert window.plot.traces[1].raw.opts["pen"].widthF() >= 3
+    assert all(line.pen.widthF() >= 3 for _, _, line in window.plot.markers)
+    # the y axis fits the newest half, steps 130 on (loss 2/130 … 2/260), with room above for
+    # the marker labels and the redone inset: not the first step's 2.0, nor only the redone
+    # steps (which took the rest of the resumed curve out of view; issue 24)
+    low, high = window.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert low < 2 / 260 and 2 / 130 < high < 0.035
+    for hidden in (window.panel, window.table, window.processes, window.log,
+                   window.plot_pane.tools, window.statusBar()):
+        assert not hidden.isVisible()
+    QApplication.processEvents()  # the layout gives the room to the plot
+    assert window.plot.isVisible() and window.plot.width() > 1200
+
+
+def test_marker_labels_never_overlap(window, tmp_path):
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)
+    window.open_run(run_dir)
+    window.set_presenting(True)
+    window.plot.redraw()
+    QApplication.processEvents()
+    labels = [line.label for _, _, line in window.plot.markers]
+    assert len(labels) == 2 and all(label.isVisible() for label in labels)
+    first, second = (label.sceneBoundingRect() for label in labels)
+    assert not first.intersects(second)
+
+
+def test_leaving_the_presentation_view_restores_the_layout(window, tmp_path):
+    window.main_splitter.setSizes([300, 980])
+    before = (window.main_splitter.sizes(), window.right_splitter.sizes())
+    shown = [w.isVisible() for w in (window.panel, window.table, window.processes, window.log,
+                                     window.plot_pane.tools, window.statusBar())]
+    assert all(shown)
+    window.set_presenting(True)
+    assert not window.panel.isVisible()
+    window.set_presenting(False)
+    assert [w.isVisible() for w in (window.panel, window.table, window.processes, window.log,
+                                    window.plot_pane.tools, window.statusBar())] == shown
+    assert (window.main_splitter.sizes(), window.right_splitter.sizes()) == before
+    assert not window.menus.present_action.isChecked()
+    assert window.plot.getPlotItem().getAxis("bottom").style["tickFont"].pixelSize() < 20
+    window.story_banner.ensurePolished()
+    assert window.story_banner.font().pixelSize() == theme.STORY_PX
+    assert window.menus.present_action.shortcut() == QKeySequence("F5")
+
+
+def test_zoom_changes_every_font_and_is_remembered(qtbot, tmp_path):
+    theme.set_scale(1.0)
+    base = QApplication.font().pointSizeF()
+    win = MainWindow(settings=settings_at(tmp_path))
+    qtbot.addWidget(win)
+    menus = win.menus
+    assert [a.shortcut().toString() for a in (menus.zoom_out_action, menus.zoom_reset_action)] \
+        == ["Ctrl+-", "Ctrl+0"]
+    assert QKeySequence("Ctrl++") in menus.zoom_in_action.shortcuts()
+    menus.zoom_in_action.trigger()
+    menus.zoom_in_action.trigger()
+    assert theme.scale() == 1.25
+    assert QApplication.font().pointSizeF() == pytest.approx(1.25 * base)
+    assert win.plot.getPlotItem().getAxis("left").style["tickFont"].pointSizeF() == \
+        pytest.approx(1.25 * base)
+    screen = win.screen().availableGeometry().width()
+    assert win.minimumWidth() == min(round(theme.MIN_WINDOW_WIDTH * 1.25), screen)
+    win.controller.shutdown()
+    win.close()
+
+    theme.set_scale(1.0)
+    again = MainWindow(settings=settings_at(tmp_path))  # the next launch
+    qtbot.addWidget(again)
+    assert theme.scale() == 1.25
+    again.menus.zoom_out_action.trigger()
+    assert theme.scale() == 1.1
+    again.menus.zoom_reset_action.trigger()
+    assert theme.scale() == 1.0 and QApplication.font().pointSizeF() == pytest.approx(base)
+    assert settings_at(tmp_path).value("view/zoom") is None
+    again.controller.shutdown()
+
+
+def test_the_view_menu_lists_presentation_and_zoom(window):
+    texts = [a.text() for a in window.menus.view_menu.actions() if not a.isSeparator()]
+    assert texts == ["&Presentation", "Zoom &in", "Zoom &out", "&Reset zoom"]
+    assert window.findChild(QAction, "presentAction") is window.menus.present_action
+    assert window.menus.run_menu.title() == "&Run"
+    assert window.menus.faults_menu.title() == "&Faults"
+
+
+def test_present_flag_opens_the_presentation_view(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr("ftgui.qt.window.app.run_app",
+                        lambda run_dir=None, present=False: calls.append((run_dir, present)) or 0)
+    assert cli.main(["--present"]) == 0
+    assert cli.main(["open", str(tmp_path), "--present"]) == 0
+    assert cli.main(["--present", "open", str(tmp_path)]) == 0
+    assert cli.main(["open", str(tmp_path)]) == 0
+    assert calls == [(None, True), (tmp_path, True), (tmp_path, True), (tmp_path, False)]
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["--present", "devices"])
+    assert refused.value.code == 2
+
+
+def test_the_state_label_says_starting_until_a_step_of_the_new_attempt_arrives(window, tmp_path):
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=400))
+    with EventWriter(run_dir, 0) as w:
+        w.emit("process_started", time=T0, pid=10, restore=None, standby=False, **CHIEF)
+    window.open_run(run_dir)
+    window.controller.stateChanged.emit("running", "")  # as the supervisor says once started
+    assert window.state_label.text() == "starting — waiting for the first step"
+    assert window.story_banner.text() == "Starting → importing TensorFlow"
+    window.controller.timeline.feed([{"event": "step", "time": T0 + 9, "attempt": 0,
+                                      "step": 1, "loss": 2.0}])
+    window.controller.timelineChanged.emit(window.controller.timeline)
+    assert window.state_label.text() == "running"
+    assert window.story_banner.text() == "Training: step 1 of 400 · loss 2.0000"

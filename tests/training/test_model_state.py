@@ -1,0 +1,459 @@
+"""All of a user's model state saved and every loss term counted (issue 25): a layer's plain
+`tf.Variable` counter resumes exactly from disk and from memory, `model.losses` are part of
+the training loss, a lazily built model trains, and the refusals name their cause."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ftgui import cli
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.training.helpers.check_user_code import cause_line
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "resources" / "examples"
+SHORT = ["--steps", "50", "--checkpoint-every", "10", "--quiet"]
+KILLED = ["--kill-at-step", "35", "--auto-recover", "--restart-backoff", "0"]
+RUNS = {
+    "warmup_counter": ["--model", f"{EXAMPLES}/warmup_counter.py:build"],
+    "regularized": ["--model", f"{EXAMPLES}/regularized.py:build"],
+}
+
+
+# ---------------------------------------------------------------- the one line (no TensorFlow)
+def test_the_one_line_gives_the_cause_of_a_traced_error_and_of_a_failed_deserialization():
+    traced = TypeError("in user code:\n\n    File \"/x/step.py\", line 57, in None  *\n"
+                       "        lambda x, y: f(x, y)\n\n    TypeError: Tensors in list passed to "
+                       "'values' of 'ConcatV2' Op have types [float32, float16] that don't "
+                       "all match.\n")
+    assert cause_line(traced) == ("Tensors in list passed to 'values' of 'ConcatV2' Op have "
+                                  "types [float32, float16] that don't all match.")
+    inner = TypeError("in user code:\n\n    File \"/x/a.py\", line 3\n\n"
+                      "    ValueError: the optimizer has 0 variables\n")
+    assert cause_line(inner) == "ValueError: the optimizer has 0 variables"
+    keras_message = TypeError(
+        "<class 'Functional'> could not be deserialized properly. Please ensure that ...\n\n"
+        "config={'a': 1}.\n\nException encountered: Could not locate class 'GaussNoise'. Make "
+        "sure custom classes are decorated. If they are, import them. Full object config: {}")
+    assert cause_line(keras_message) == ("Could not locate class 'GaussNoise'. Make sure "
+                                         "custom classes are decorated.")
+    assert cause_line(ValueError("first line\nsecond")) == "first line"
+    assert cause_line(ValueError()) == "ValueError"
+
+
+# ---------------------------------------------------------------- exact resume of the examples
+def _values(seen: list[dict]) -> tuple[dict, dict]:
+    """{(attempt, step): loss} and {(attempt, step): (val_loss, val_accuracy)} of a run."""
+    steps = {(e["attempt"], e["step"]): e["loss"] for e in seen if e["event"] == "step"}
+    validations = {(e["attempt"], e["step"]): (e["val_loss"], e["val_accuracy"])
+                   for e in seen if e["event"] == "validation"}
+    return steps, validations
+
+
+@pytest.fixture(scope="module")
+def never_killed(tmp_path_factory):
+    """(example, strategy) -> ({step: loss}, {step: (val_loss, val_accuracy)}) of a run never
+    killed, validated every 5 steps (every step a killed run validates at; the checkpoint
+    interval changes no value)."""
+    cache: dict = {}
+
+    def run(example: str, strategy: str):
+        if (example, strategy) not in cache:
+            run_dir = tmp_path_factory.mktemp(f"{example}-{strategy}") / "run"
+            assert cli.main(["train", str(run_dir), *RUNS[example], "--strategy", strategy,
+                             *SHORT, "--checkpoint-every", "5"]) == 0
+            steps, validations = _values(events.read_all(run_dir))
+            cache[example, strategy] = ({s: v for (_, s), v in steps.items()},
+                                        {s: v for (_, s), v in validations.items()})
+        return cache[example, strategy]
+    return run
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("example, strategy, snapshot_every, source, from_step", [
+    ("warmup_counter", "mirrored", 0, "disk", 30),
+    ("warmup_counter", "mirrored", 5, "memory", 35),
+    ("warmup_counter", "default", 0, "disk", 30),
+    ("warmup_counter", "default", 5, "memory", 35),
+    ("regularized", "mirrored", 0, "disk", 30),
+    ("regularized", "mirrored", 5, "memory", 35),
+])
+def test_an_example_with_its_own_state_killed_at_35_resumes_equal_to_the_bit(
+        example, strategy, snapshot_every, source, from_step, tmp_path, never_killed):
+    """Every step loss and validation value of every attempt equals the run never killed:
+    the warm-up counter (a plain tf.Variable, not in `model.variables`) comes back as it was
+    at the restored step, from the checkpoint files and from the in-memory snapshot."""
+    reference_steps, reference_validations = never_killed(example, strategy)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), *RUNS[example], "--strategy", strategy, *SHORT,
+                     "--snapshot-every", str(snapshot_every), *KILLED]) == 0
+    seen = events.read_all(run_dir)
+    [resumed] = [e for e in seen if e["event"] == "resumed"]
+    assert (resumed["source"], resumed["from_step"]) == (source, from_step)
+    steps, validations = _values(seen)
+    assert sorted(s for a, s in steps if a == 0) == list(range(1, 36))
+    assert sorted(s for a, s in steps if a == 1) == list(range(from_step + 1, 51))
+    assert {key: loss for key, loss in steps.items()} == {
+        (a, s): reference_steps[s] for a, s in steps}
+    assert {(a, s) for a, s in validations} >= {(0, 10), (0, 20), (0, 30), (1, 40), (1, 50)}
+    assert validations == {(a, s): reference_validations[s] for a, s in validations}
+    assert configmod.load_record(run_dir)["exact_resume"] is True
+
+
+# ---------------------------------------------------------------- regularization losses
+CONSTANT_PENALTY = """
+import keras
+from keras import layers
+
+
+class Penalty(layers.Layer):
+    def call(self, x):
+        self.add_loss(keras.ops.convert_to_tensor(5.0))
+        return x
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.Dense(32, activation="relu"{regularizer})(layers.Flatten()(inputs))
+    x = {penalty}
+    return keras.Model(inputs, layers.Dense(num_classes{regularizer})(x))
+"""
+
+
+def _model_file(directory: Path, name: str, regularizer: str = "", penalty: bool = False):
+    path = directory / f"{name}.py"
+    path.write_text(CONSTANT_PENALTY.format(
+        regularizer=regularizer, penalty="Penalty()(x)" if penalty else "x"))
+    return f"{path}:build"
+
+
+def _losses(run_dir: Path, model: str, strategy: str = "default") -> dict[int, float]:
+    assert cli.main(["train", str(run_dir), "--model", model, "--strategy", strategy,
+                     "--steps", "6", "--checkpoint-every", "6", "--quiet"]) == 0
+    return events.final_losses(events.read_all(run_dir))
+
+
+@pytest.mark.tf
+def test_regularization_losses_are_part_of_the_training_loss(tmp_path):
+    """An `add_loss` of 5 (no gradient) adds exactly 5 to every step's loss, in float32; a
+    strong L2 kernel regularizer trains another loss than the same model without it."""
+    import numpy as np
+
+    plain = _losses(tmp_path / "plain", _model_file(tmp_path, "plain"))
+    penalty = _losses(tmp_path / "penalty", _model_file(tmp_path, "penalty", penalty=True))
+    assert penalty == {s: float(np.float32(plain[s]) + np.float32(5.0)) for s in plain}
+    l2 = _losses(tmp_path / "l2", _model_file(
+        tmp_path, "l2", regularizer=", kernel_regularizer=keras.regularizers.l2(1.0)"))
+    assert l2[1] > plain[1] + 10  # the initial kernels' squares, tens for these layers
+    assert all(l2[s] != plain[s] for s in plain)
+
+
+@pytest.mark.tf
+def test_under_two_replicas_the_penalty_is_counted_once(tmp_path):
+    """Each replica adds its share (`scale_regularization_loss`): 2 replicas log plain + 5."""
+    plain = _losses(tmp_path / "plain", _model_file(tmp_path, "plain"), "mirrored")
+    penalty = _losses(tmp_path / "penalty", _model_file(tmp_path, "penalty", penalty=True),
+                      "mirrored")
+    assert all(abs(penalty[s] - plain[s] - 5.0) < 1e-5 for s in plain)
+
+
+# ---------------------------------------------------------------- the check
+GLOBAL_COUNTER = """
+import keras
+import tensorflow as tf
+from keras import layers
+
+COUNTER = tf.Variable(0.0, trainable=False, name="module_counter")
+
+
+class Warm(layers.Layer):
+    def call(self, x, training=False):
+        if training:
+            COUNTER.assign_add(1.0)
+        return x * tf.minimum(1.0, (COUNTER + 1.0) / 50.0)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Warm()(layers.Dense(16, activation="relu")(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+LAZY = """
+import keras
+from keras import layers
+
+
+class Lazy(keras.Model):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.flatten = layers.Flatten()
+        self.hidden = layers.Dense(32, activation="relu")
+        self.out = layers.Dense(num_classes)
+
+    def call(self, x, training=False):
+        return self.out(self.hidden(self.flatten(x)))
+
+
+def build(input_shape, num_classes):
+    return Lazy(num_classes)
+"""
+
+HALF = """
+import keras
+from keras import layers
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.Dense(32, activation="relu", dtype="float16")(layers.Flatten()(inputs))
+    return keras.Model(inputs, layers.Dense(num_classes, dtype="float32")(x))
+"""
+
+
+@pytest.mark.tf
+def test_a_variable_outside_the_object_graph_is_named_and_exact_resume_not_promised(
+        tmp_path, capsys):
+    model = tmp_path / "global_counter.py"
+    model.write_text(GLOBAL_COUNTER)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", f"{model}:build", "--steps", "2",
+                     "--checkpoint-every", "2"]) == 0
+    record = configmod.load_record(run_dir)
+    assert record["exact_resume"] is False
+    assert record["determinism_reason"] == (
+        "the training step uses variables that no checkpoint or snapshot holds (outside the "
+        "model's and optimizer's object graph): module_counter")
+    assert "exact resume is not guaranteed" in capsys.readouterr().out
+
+
+@pytest.mark.tf
+def test_a_lazily_built_subclassed_model_trains_and_resumes_exactly(tmp_path):
+    model = tmp_path / "lazy.py"
+    model.write_text(LAZY)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", f"{model}:build", "--steps", "4",
+                     "--checkpoint-every", "2", "--quiet"]) == 0
+    assert sorted(events.final_losses(events.read_all(run_dir))) == [1, 2, 3, 4]
+    assert configmod.load_record(run_dir)["exact_resume"] is True
+
+
+@pytest.mark.tf
+def test_a_float16_layer_under_mirrored_is_refused_with_its_cause(tmp_path, capsys):
+    model = tmp_path / "half.py"
+    model.write_text(HALF)
+    assert cli.main(["train", str(tmp_path / "run"), "--model", f"{model}:build",
+                     "--strategy", "mirrored", "--steps", "2"]) != 0
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"ftgui: {re.escape(str(model))}: TypeError: Tensors in list passed to 'values' of "
+        r"'ConcatV2' Op have types \[[a-z0-9, ]*float16[a-z0-9, ]*\] that don't all match\.",
+        line), line
+
+
+@pytest.mark.tf
+def test_a_saved_model_with_a_custom_layer_is_refused_naming_the_class(tmp_path, capsys):
+    import keras
+    from keras import layers
+
+    class GaussNoise(layers.Layer):
+        def call(self, x, training=False):
+            return x
+
+    inputs = keras.Input(shape=(8, 8))
+    x = GaussNoise()(layers.Flatten()(inputs))
+    keras.Model(inputs, layers.Dense(10)(x)).save(tmp_path / "noise.keras")
+    assert cli.main(["train", str(tmp_path / "run"), "--model", str(tmp_path / "noise.keras"),
+                     "--steps", "2"]) != 0
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == (f"ftgui: {tmp_path / 'noise.keras'}: TypeError: Could not locate class "
+                    "'GaussNoise'. Make sure custom classes and functions are decorated with "
+                    "`@keras.saving.register_keras_serializable()`.")
+
+
+@pytest.mark.tf
+def test_the_check_finds_a_save_that_misses_a_variable(monkeypatch):
+    """The probe steps, saves, restores and steps again: a snapshot that copied only
+    `model.variables` (the bug of issue 25) is caught and named."""
+    import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.actions import snapshot
+    from ftgui.training.step import TrainState
+
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", model=f"{EXAMPLES}/warmup_counter.py:build")
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    assert resume_probe.probe(state, dataset, config) == ("", False)
+    monkeypatch.setattr(snapshot, "state_variables", lambda s: [
+        *s.model.variables, *s.optimizer.variables, s.step])
+    assert resume_probe.probe(state, dataset, config) == (
+        "a restore from the in-memory snapshot does not bring back warmup/warmup_steps: "
+        "that save misses them", False)
+
+
+MIXED_STATE = """
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+class Counters(layers.Layer):
+    def build(self, input_shape):
+        self.seen = tf.Variable(False, trainable=False)
+        self.small = tf.Variable(0, dtype=tf.int8, trainable=False)
+        self.big = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    def call(self, x, training=False):
+        if training:
+            self.seen.assign(True)
+            self.small.assign_add(1)
+            self.big.assign_add(3)
+        return x * tf.cast(self.small, x.dtype)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Counters(name="counters")(layers.Dense(8)(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+@pytest.mark.tf
+def test_bool_int8_and_int64_variables_of_a_layer_are_snapshotted_and_restored(tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.actions.snapshot import StateBytes
+    from ftgui.training.step import TrainState
+
+    model = tmp_path / "mixed.py"
+    model.write_text(MIXED_STATE)
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", model=f"{model}:build")
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    assert resume_probe.probe(state, dataset, config) == ("", False)
+    layer = state.model.get_layer("counters")
+    snapshot = StateBytes(state)
+    payload = snapshot.read()
+    held = (bool(layer.seen.numpy()), int(layer.small.numpy()), int(layer.big.numpy()))
+    assert held == (True, 2, 6)  # after steps 1 and 2 (the probe restores before each 2)
+    layer.seen.assign(False), layer.small.assign(-7), layer.big.assign(2 ** 40)
+    snapshot.load(payload)
+    assert (bool(layer.seen.numpy()), int(layer.small.numpy()), int(layer.big.numpy())) == held
+    assert np.array_equal(snapshot.read(), payload)
+
+
+HELD = """
+import types
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+class Holder(layers.Layer):
+    def build(self, input_shape):
+        self.in_list = [tf.Variable(0.0, trainable=False, name="in_list")]
+        self.in_dict = {"c": tf.Variable(0.0, trainable=False, name="in_dict")}
+        self.elsewhere = types.SimpleNamespace(c=tf.Variable(0.0, trainable=False,
+                                                             name="in_namespace"))
+
+    def call(self, x, training=False):
+        counters = [self.in_list[0], self.in_dict["c"]{namespace}]
+        if training:
+            for counter in counters:
+                counter.assign_add(1.0)
+        return x * tf.minimum(1.0, (tf.add_n(counters) + 1.0) / 50.0)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Holder(name="holder")(layers.Dense(8)(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+@pytest.mark.tf
+def test_variables_a_layer_keeps_in_a_list_or_dict_are_saved_and_one_elsewhere_is_named(
+        tmp_path):
+    """Keras wraps a layer's list and dict attributes in containers TensorFlow's checkpoint
+    does not follow: ftgui adds their variables to the checkpoint (the probe's save, restore
+    and step is exact); a variable in any other object is named."""
+    import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.state_variables import name_of, state_variables
+    from ftgui.training.step import TrainState
+
+    answers = []
+    for namespace in ("", ", self.elsewhere.c"):
+        model = tmp_path / f"held{len(answers)}.py"
+        model.write_text(HELD.replace("{namespace}", namespace))
+        tf.keras.utils.set_random_seed(0)
+        config = RunConfig(strategy="default", model=f"{model}:build")
+        dataset = datamod.load(config.dataset, config.task)
+        state = TrainState(tf.distribute.get_strategy(), config, dataset)
+        assert {"holder/in_list", "holder/in_dict"} <= {name_of(v)
+                                                        for v in state_variables(state)}
+        answers.append(resume_probe.probe(state, dataset, config))
+    assert answers == [("", False), (
+        "the training step uses variables that no checkpoint or snapshot holds (outside the "
+        "model's and optimizer's object graph): holder/in_namespace", False)]
+
+
+METRIC_IN_A_LAYER = """
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+class Tracked(layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen = keras.metrics.Sum(name="seen")
+
+    def call(self, x, training=False):
+        if training:
+            self.seen.update_state(1.0)
+        return x * tf.minimum(1.0, (self.seen.result() + 1.0) / 50.0)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Tracked(name="tracked")(layers.Dense(8)(layers.Flatten()(inputs)))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+@pytest.mark.tf
+def test_a_keras_metric_a_layer_updates_in_training_is_saved(tmp_path):
+    """A `keras.metrics.Sum` kept by a layer is in neither `model.variables` nor TensorFlow's
+    object graph of the model; ftgui saves it (the probe is exact, the variable is listed)."""
+    import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training import resume_probe
+    from ftgui.training.state_variables import name_of, state_variables
+    from ftgui.training.step import TrainState
+
+    model = tmp_path / "metric_layer.py"
+    model.write_text(METRIC_IN_A_LAYER)
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", model=f"{model}:build")
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    assert "seen/total" in [name_of(v) for v in state_variables(state)]
+    assert resume_probe.probe(state, dataset, config) == ("", False)
