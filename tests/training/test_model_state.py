@@ -14,7 +14,7 @@ from ftgui.core.record import events
 from ftgui.core.settings import config as configmod
 from ftgui.training.helpers.check_user_code import cause_line
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "resources" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
 SHORT = ["--steps", "50", "--checkpoint-every", "10", "--quiet"]
 KILLED = ["--kill-at-step", "35", "--auto-recover", "--restart-backoff", "0"]
 RUNS = {

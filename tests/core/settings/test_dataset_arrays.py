@@ -99,7 +99,7 @@ def test_a_bad_regression_target_is_refused_naming_y(tmp_path, capsys, case):
     path = tmp_path / f"{case}.npz"
     np.savez(path, x=np.ones((ROWS, 3), np.float32), y=y)
     run_dir = tmp_path / "run"
-    model = Path(__file__).resolve().parents[1] / "resources" / "examples" / "regression.py"
+    model = Path(__file__).resolve().parents[3] / "resources" / "examples" / "regression.py"
     code = cli.main(["train", str(run_dir), "--dataset", str(path), "--task", "regression",
                      "--model", f"{model}:build", "--strategy", "default", "--batch-size", "8",
                      "--quiet"])
