@@ -5,6 +5,7 @@ that imports TensorFlow fails (the quick suite must stay quick)."""
 from __future__ import annotations
 
 import json
+import socket
 import stat
 import sys
 import time
@@ -223,3 +224,13 @@ def stand_in_python(tmp_path: Path, monkeypatch, source: str):
         return str(launcher)
 
     return with_plan
+
+
+def network_address() -> str:
+    """An IPv4 address of this machine other than loopback (the one a neighbour reaches)."""
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family == socket.AF_INET and not address.address.startswith("127."):
+                return address.address
+    pytest.skip("this machine has no network address other than loopback: no neighbour "
+                "could connect, and there is nothing to check")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BASELINE_FLAGS, alive, of_kind
+from conftest import BASELINE_FLAGS, alive, network_address, of_kind
 
 from ftgui import cli
 from ftgui.core.record import events
@@ -125,7 +125,10 @@ def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path,
 
     from ftgui.core.supervision.supervisor import Supervisor
 
-    far = f"127.0.0.2:{cluster.free_port('127.0.0.2')}"  # not "localhost": another machine
+    # this machine's network address, not a loopback one (127.0.0.0/8 and [::1] are this
+    # machine to ftgui): the task there stands for another machine's
+    address = network_address()
+    far = f"{address}:{cluster.free_port(address)}"
     config = RunConfig(strategy="multi-worker", steps=60, checkpoint_every=10,
                        cluster=f"worker=localhost:0,{far}").with_cluster_counts()
     supervisor = Supervisor(tmp_path / "run")

@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from conftest import of_kind
+from conftest import network_address, of_kind
 
 from ftgui.core.record import events
 from ftgui.core.settings.config import ConfigError, RunConfig
@@ -29,16 +29,6 @@ inside = socket.create_connection(("127.0.0.1", server.getsockname()[1]), timeou
 print("loopback ok", flush=True)
 sys.stdin.read()
 """
-
-
-def network_address() -> str:
-    """An IPv4 address of this machine other than loopback (the one a neighbour reaches)."""
-    for addresses in psutil.net_if_addrs().values():
-        for address in addresses:
-            if address.family == socket.AF_INET and not address.address.startswith("127."):
-                return address.address
-    pytest.skip("this machine has no network address other than loopback: no neighbour "
-                "could connect, and there is nothing to check")
 
 
 def reachable(host: str, port: int) -> bool:
