@@ -48,14 +48,10 @@ def run_app(run_dir: Path | None = None, present: bool = False) -> int:
     Ctrl+C in the terminal closes the window, which kills every training process; SIGTERM
     closes it after preempting the run (it saves its current step), without asking.
     """
-    missing = missing_display()
-    if missing:
-        print(f"ftgui: {missing}", file=sys.stderr)
+    opened = open_window()
+    if opened is None:
         return 2
-    app = make_app()
-    from ftgui.qt.window.main_window import MainWindow
-
-    window = MainWindow()
+    app, window = opened
     if run_dir is not None:
         if not Path(run_dir).is_dir():
             print(f"ftgui: run_dir: {run_dir} is not a directory", file=sys.stderr)
@@ -68,7 +64,26 @@ def run_app(run_dir: Path | None = None, present: bool = False) -> int:
 
     signal.signal(signal.SIGINT, lambda *_: window.quit_guard.quit_with(KILL))
     signal.signal(signal.SIGTERM, lambda *_: window.quit_guard.quit_with(PREEMPT))
-    wake = QTimer()  # lets Python run its signal handlers while Qt's loop waits
+    return run_loop(app, window)
+
+
+def open_window():
+    """The application and its main window, `(QApplication, MainWindow)`; None, with the
+    reason printed on stderr, when Qt has no screen (`missing_display`)."""
+    missing = missing_display()
+    if missing:
+        print(f"ftgui: {missing}", file=sys.stderr)
+        return None
+    app = make_app()
+    from ftgui.qt.window.main_window import MainWindow
+
+    return app, MainWindow()
+
+
+def run_loop(app: QApplication, window) -> int:
+    """Run Qt's event loop until the window quits, then end the run's processes; returns the
+    loop's exit code. A timer lets Python run its signal handlers while Qt's loop waits."""
+    wake = QTimer()
     wake.start(200)
     wake.timeout.connect(lambda: None)
     code = app.exec()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QTimer
 
-from ftgui.qt.window.app import make_app, missing_display
+from ftgui.qt.window.app import open_window, run_loop
 
 QUIT_DELAY_MS = 300  # with --exit-when-done: the last events are drawn before the window goes
 
@@ -19,14 +19,10 @@ def run_replay(run_dir: Path, speed: float, exit_when_done: bool = False,
     code (0 when `exit_when_done` ends it after the last event). `present` switches the
     window to its presentation view (the `presentAction`). The run and speed are checked
     before this is called (`ftgui.core.timeline.replay.check_run`, `check_speed`)."""
-    missing = missing_display()
-    if missing:
-        print(f"ftgui: {missing}", file=sys.stderr)
+    opened = open_window()
+    if opened is None:
         return 2
-    app = make_app()
-    from ftgui.qt.window.main_window import MainWindow
-
-    window = MainWindow()
+    app, window = opened
     if not window.replay_run(run_dir, speed):
         print(f"ftgui: {window.statusBar().currentMessage()}", file=sys.stderr)
         return 2
@@ -43,9 +39,4 @@ def run_replay(run_dir: Path, speed: float, exit_when_done: bool = False,
         controller.stateChanged.connect(quit_when_done)
         quit_when_done()
     signal.signal(signal.SIGINT, lambda *_: window.close())
-    wake = QTimer()  # lets Python run its signal handlers while Qt's loop waits
-    wake.start(200)
-    wake.timeout.connect(lambda: None)
-    code = app.exec()
-    window.controller.shutdown()
-    return code
+    return run_loop(app, window)

@@ -87,7 +87,7 @@ def test_replay_present_opens_the_presentation_view(monkeypatch, tmp_path, qtbot
         def quit(self):
             pass
 
-    monkeypatch.setattr(replay_app, "make_app", App)
+    monkeypatch.setattr("ftgui.qt.window.app.make_app", App)  # replay opens its window there
     assert replay_app.run_replay(run_dir, 1.0, present=True) == 0
     assert seen == [(True, True)]
 
