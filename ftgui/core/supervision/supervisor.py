@@ -32,10 +32,11 @@ from ftgui.core.settings.schema import SETTINGS
 from ftgui.core.supervision import cluster, holds, peer_notice
 from ftgui.core.supervision.fault_injection import FaultInjection
 from ftgui.core.supervision.fault_schedule import FaultSchedule
+from ftgui.core.supervision.launcher import StartError
 from ftgui.core.supervision.processes import describe_exit, kill_tree
 from ftgui.core.supervision.recovery import RestartPolicy, exit_verdict
 from ftgui.core.supervision.standby import StandbyPool
-from ftgui.core.supervision.task_launch import LOG_DIR, StartError, TaskLauncher
+from ftgui.core.supervision.task_launch import LOG_DIR, TaskLauncher
 from ftgui.core.supervision.training_process import TrainingProcess
 
 

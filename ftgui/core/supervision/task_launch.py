@@ -20,6 +20,7 @@ from ftgui.core.record.events import EventWriter
 from ftgui.core.settings.config import ConfigError
 from ftgui.core.supervision import cluster, peer_notice, training_process
 from ftgui.core.supervision.cluster import Task
+from ftgui.core.supervision.launcher import StartError
 from ftgui.core.supervision.loopback_ns import LoopbackNamespace, NamespaceError
 from ftgui.core.supervision.standby import Member, wants_cluster
 from ftgui.core.supervision.trainer_command import remote_command, trainer_args
@@ -31,10 +32,6 @@ EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart 
 # notice, `peer_notice`) and its just-in-time checkpoint takes ~0.2 s more: it gets this long to
 # save and exit before the cluster is ended.
 JUST_IN_TIME_GRACE_SECONDS = 3.0
-
-
-class StartError(RuntimeError):
-    """A run cannot start (or resume) as asked; the message says why and what to do."""
 
 
 class TaskLauncher:
