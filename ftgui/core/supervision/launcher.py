@@ -19,7 +19,8 @@ command):
    worker), with no `begin_attempt` before it;
 5. `TaskHandle.poll()` 10–30 times a second per live task; `signal()` for a fault or a checkpoint
    request; `kill()` and `wait()` when the attempt ends;
-6. `end_attempt()` once every task of the attempt has ended (before the next `begin_attempt`).
+6. `end_attempt()` once every task of the attempt has ended or been killed: before the next
+   `begin_attempt`, at `Supervisor.shutdown`, and when the run folder is lost.
 
 Warm standbys (`keep_standbys`, `standbys_ready`, `mark_standby_ready`, `dismiss_standbys`) are
 optional for a launcher: one that keeps none returns True from `standbys_ready` (nothing to wait

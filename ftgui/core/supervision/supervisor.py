@@ -259,6 +259,7 @@ class Supervisor:
         self.shared.user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         if not (self._folder_lost or self._check_folder()):  # a lost folder gets no events
             self.tasks.kill_all()
+        self.launcher.end_attempt()
         self.dismiss_standbys()
         self.release_namespace()
         self.poll()
@@ -307,6 +308,7 @@ class Supervisor:
         self._recovery.due = self._faults.timer_due = None
         self.shared.user_stop = "shutdown"
         problem = "; ".join([problem, *self.tasks.kill_all(record=False)])
+        self.launcher.end_attempt()
         self.dismiss_standbys()
         self._lock.release()
         self.shared.settled = True

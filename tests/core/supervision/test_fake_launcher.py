@@ -4,12 +4,14 @@ makes, and its "processes" write the events a trainer writes (no TensorFlow, no 
 from __future__ import annotations
 
 import dataclasses
+import json
 import signal
 
 from conftest import fake_checkpoint
 
 from ftgui.core.record import events
 from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision import peer_notice
 from ftgui.core.supervision.launcher import Launcher, TaskHandle, TaskStart
 from ftgui.core.supervision.local_launcher import LocalLauncher
 from ftgui.core.supervision.supervisor import Supervisor
@@ -38,7 +40,7 @@ class FakeTrainer:
         return events.EventWriter(self.run_dir, self.request.attempt)
 
     def poll(self) -> int | None:
-        if self.code is None:
+        if self.code is None and self.request.task.is_chief:  # the others only take part
             self._train_one_step()
         return self.code
 
@@ -46,7 +48,8 @@ class FakeTrainer:
         with self._writer() as writer:
             if not self.began:
                 self.began = True
-                writer.emit("training_started", role="chief", index=0, pid=self.pid,
+                task = self.request.task
+                writer.emit("training_started", role=task.role, index=task.index, pid=self.pid,
                             start_step=self.step, strategy="default")
                 if self.restore:
                     writer.emit("resumed", from_step=self.step, checkpoint=self.restore)
@@ -203,8 +206,44 @@ def test_a_run_killed_and_recovered_through_a_fake_launcher(tmp_path):
     assert (supervisor.state, supervisor.reason) == ("finished", "reached the last step")
     assert fake.calls == [("dismiss_standbys",)]
     supervisor.shutdown()
-    assert fake.calls[1:] == [("dismiss_standbys",), ("release_namespace",)]
+    assert fake.calls[1:] == [("end_attempt",), ("dismiss_standbys",), ("release_namespace",)]
     assert not supervisor.live
+
+
+def test_a_lost_worker_ends_its_cluster_through_the_handles(tmp_path):
+    run_dir = tmp_path / "run"
+    fake = FakeLauncher(run_dir.absolute())
+    supervisor = Supervisor(run_dir, launcher=fake)
+    supervisor.start(dataclasses.replace(CONFIG, strategy="multi-worker", workers=2,
+                                         auto_recover=False))
+    ports = [call[0] for call in fake.calls].count("free_port")
+    assert [c[0] for c in fake.calls] == [
+        "hold_namespace", "end_attempt", "hold_namespace", *["free_port"] * ports,
+        "hold_namespace", "begin_attempt", "start", "start"]
+    assert ports == 2  # one per worker, from the launcher (inside its namespace)
+    begin, first, second = fake.calls[-3:]
+    assert begin == ("begin_attempt", [(0, "worker:0"), (0, "worker:1")])
+    assert [(c[1], c[2][1:7], c[4]) for c in (first, second)] == [
+        ("worker:0", ["--role", "worker", "--index", "0", "--attempt", "0"],
+         "logs/worker-0.attempt-0.log"),
+        ("worker:1", ["--role", "worker", "--index", "1", "--attempt", "0"],
+         "logs/worker-1.attempt-0.log")]
+    tf_config = [json.loads(c[3]["TF_CONFIG"]) for c in (first, second)]
+    assert [t["task"] for t in tf_config] == [{"type": "worker", "index": 0},
+                                              {"type": "worker", "index": 1}]
+    _poll_until(supervisor, lambda seen: _of(seen, "step"))
+    del fake.calls[:]
+
+    assert supervisor.kill("worker:1")
+    seen = supervisor.poll()
+    # worker 1 is gone: worker 0 is told and given the grace to save, then killed
+    assert fake.calls == [("signal", 1001, "SIGKILL", True), ("wait", 1000), ("kill", 1000)]
+    exits = _of(seen, "process_exited")
+    assert [(e["index"], e["signal"], e["decisive"]) for e in exits] == [
+        (1, 9, True), (0, 9, False)]
+    assert (supervisor.state, supervisor.reason) == ("killed", "worker 1 ended by SIGKILL")
+    assert peer_notice.read(run_dir, 0)["reason"] == "worker 1 ended by SIGKILL"
+    supervisor.shutdown()
 
 
 def test_preempt_freeze_thaw_and_checkpoint_now_are_signals_to_the_handle(tmp_path):
