@@ -53,10 +53,14 @@ def _shared(name: str, doc: str) -> property:
     return property(get, put, doc=doc)
 
 
-def _delegate(part: str, name: str) -> property:
-    """A public method of the supervisor that one of its collaborators carries out."""
-    return property(lambda self: getattr(getattr(self, part), name),
-                    doc=f"`{part}.{name}`: see there.")
+def _delegate(part: str, name: str):
+    """A public method of the supervisor that one of its collaborators carries out (a plain
+    method, so that a test or a caller may still replace it on one supervisor)."""
+    def method(self, *args, **kwargs):
+        return getattr(getattr(self, part), name)(*args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"`{part}.{name}`: see there."
+    return method
 
 
 class Supervisor:
@@ -98,9 +102,9 @@ class Supervisor:
     def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable,
                  launcher: Launcher | None = None):
         self.run_dir = Path(run_dir).absolute()
-        self.python = python
         self.launcher: Launcher = launcher or LocalLauncher(
             self.run_dir, self.run_dir / LOG_DIR, python)
+        self._python = python
         self.shared = SupervisionState()
         self.journal = Journal(self.run_dir, self.shared)
         self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
@@ -125,6 +129,17 @@ class Supervisor:
                                      self._drain)
 
     # ----------------------------------------------------------------- queries
+    @property
+    def python(self) -> str:
+        """The interpreter the trainers run with (a local launcher's; set it before a start)."""
+        return getattr(self.launcher, "python", self._python)
+
+    @python.setter
+    def python(self, value: str) -> None:
+        self._python = value
+        if hasattr(self.launcher, "python"):
+            self.launcher.python = value
+
     @property
     def live(self) -> bool:
         """True while a process runs or an automatic restart is pending."""
