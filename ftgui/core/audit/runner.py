@@ -2,10 +2,10 @@
 processes, each exact on its own), then the final weights compared in one helper process and a
 verdict per fault. Used by `ftgui audit` (the window runs that command in a QProcess).
 
-Every run is driven through the `Supervisor`'s public API, as `ftgui train` does. The reference
-starts first, alone, so that its user-code check refuses a bad model (exit status 2) before any
-training starts; the fault runs start as soon as it has launched. `say` gets a progress line at
-least every `TICK_SECONDS` while anything is awaited.
+Every run is driven through the `Supervisor`'s public API, as `ftgui train` does. All runs start
+at once; each start runs the user-code check before its process (the same model and data for
+all), so a bad model is refused (exit status 2) before any training starts. `say` gets a
+progress line at least every `TICK_SECONDS` while anything is awaited.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ftgui.core.audit.outputs import AuditResult
 from ftgui.core.audit.plan import REFERENCE, AuditRun
 from ftgui.core.audit.verdict import judge
 from ftgui.core.record import events as eventsmod
+from ftgui.core.record.runs import is_run_dir
 from ftgui.core.settings.schema import ConfigError
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.run_figures import read_run
@@ -37,7 +38,7 @@ def is_audit_dir(path: Path) -> bool:
 
 def refuse_used_folder(audit_dir: Path, runs: list[AuditRun]) -> None:
     """Raise `ConfigError` when `audit_dir` already holds an audit or one of its run folders."""
-    taken = [run.name for run in runs if (audit_dir / run.name).exists()]
+    taken = [run.name for run in runs if is_run_dir(audit_dir / run.name)]
     if is_audit_dir(audit_dir) or taken:
         raise ConfigError(f"run_dir: {audit_dir} already holds an audit"
                           f"{' (' + ', '.join(taken) + ')' if taken else ''}; pick a new folder")
@@ -92,14 +93,18 @@ def run_audit(audit_dir: Path, runs: list[AuditRun], say: Callable[[str], None] 
     starters = _Starters()
     comparer = weights.Comparer()
     try:
-        say(f"run 1 of {total}: starting {REFERENCE} (never interrupted)"
-            + (" after checking your model (a helper process imports TensorFlow)"
-               if _is_user_code(reference.run) else ""))
-        starters.start([reference], say, "the user-code check")
-        for number, item in enumerate(watched[1:], start=2):
-            say(f"run {number} of {total}: starting {item.run.name}: {item.run.kind} after "
-                f"step {item.run.step} ({item.run.target}), automatic recovery on")
-        starters.start(watched[1:], say, f"{total - 1} fault runs to start")
+        for number, item in enumerate(watched, start=1):
+            what = ("never interrupted" if item.run.name == REFERENCE else
+                    f"{item.run.kind} after step {item.run.step} ({item.run.target}), "
+                    "automatic recovery on")
+            say(f"run {number} of {total}: starting {item.run.name}: {what}")
+        checks = " (each checks your model first in a helper process)" if _is_user_code(
+            reference.run) else ""
+        try:
+            starters.start(watched, say, f"{total} runs to start{checks}")
+        except Exception:
+            (audit_dir / PLAN_FILE).unlink(missing_ok=True)  # nothing trained: free to retry
+            raise
         _watch(watched, say, comparer)
         for item in watched:
             item.supervisor.shutdown()
