@@ -11,6 +11,8 @@ progress line at least every `TICK_SECONDS` while anything is awaited.
 from __future__ import annotations
 
 import json
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,12 +23,13 @@ from ftgui.core.audit.outputs import AuditResult
 from ftgui.core.audit.plan import REFERENCE, AuditRun
 from ftgui.core.audit.verdict import judge
 from ftgui.core.record import events as eventsmod
-from ftgui.core.record.runs import is_run_dir
-from ftgui.core.settings.schema import ConfigError
+from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir
+from ftgui.core.settings.config import FAULT_STEPS
+from ftgui.core.settings.schema import SETTINGS, ConfigError
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.run_figures import read_run
 
-PLAN_FILE = "audit-plan.json"  # marks an audit folder (the Runs view groups its runs)
+PLAN_FILE = AUDIT_PLAN  # marks an audit folder (the Runs view groups its runs)
 TICK_SECONDS = 2.0
 POLL_SECONDS = 0.05
 
@@ -248,3 +251,46 @@ def _settings(config) -> dict:
     if config.strategy in ("multi-worker", "parameter-server"):
         shown["workers"] = config.workers
     return shown
+
+
+# settings a fault run sets itself: the panel's values of them are not passed on
+_FAULT_SETTINGS = frozenset({*FAULT_STEPS, "chaos_faults", "chaos_kinds", "chaos_seed",
+                             "kill_after_seconds", "fault_target", "auto_recover",
+                             "watchdog_seconds"})
+DONE_LINE = re.compile(r"^(\d+) of (\d+) runs done")
+START_LINE = re.compile(r"^run (\d+) of (\d+): starting")
+
+
+def command(audit_dir: Path, config, python: str = sys.executable) -> list[str]:
+    """The `ftgui audit` command line that audits `config` (a `RunConfig`) into `audit_dir`:
+    a flag for every setting that is not its default, fault and recovery settings left to
+    the audit."""
+    argv = [python, "-m", "ftgui", "audit", str(audit_dir)]
+    for name, setting in SETTINGS.items():
+        value = getattr(config, name)
+        if name in _FAULT_SETTINGS or value == setting.default:
+            continue
+        if setting.kind is bool:
+            argv.append(setting.flag if value else f"--no-{setting.flag[2:]}")
+        else:
+            argv += [setting.flag, str(value)]
+    return argv
+
+
+def progress(line: str) -> tuple[int, int] | None:
+    """(runs done, runs in all) that a progress line of `run_audit` tells, else None."""
+    match = DONE_LINE.match(line)
+    if match:
+        return int(match[1]), int(match[2])
+    match = START_LINE.match(line)
+    return (0, int(match[2])) if match else None
+
+
+def new_audit_dir(root: Path) -> Path:
+    """A fresh, not yet existing audit folder under `root`, named by the local time."""
+    stamp = time.strftime("audit-%Y%m%d-%H%M%S")
+    path, n = root / stamp, 1
+    while path.exists():
+        n += 1
+        path = root / f"{stamp}-{n}"
+    return path

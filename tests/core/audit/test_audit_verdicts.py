@@ -308,3 +308,35 @@ def test_a_folder_that_holds_an_audit_is_refused(tmp_path, capsys):
     assert cli.main(["audit", str(tmp_path), "--steps", "20", "--faults", "kill"]) == 2
     assert capsys.readouterr().err == (f"ftgui: run_dir: {tmp_path} already holds an audit; "
                                        "pick a new folder\n")
+
+
+# ------------------------------------------------ the window's command, the runs view
+def test_the_windows_audit_command_passes_the_panels_settings_but_not_its_faults(tmp_path):
+    config = RunConfig(strategy="multi-worker", workers=3, warm_standby=True, steps=300,
+                       kill_at_step=40, auto_recover=True, global_batch_size=63)
+    argv = runner.command(tmp_path / "a", config, python="python")
+    assert argv == ["python", "-m", "ftgui", "audit", str(tmp_path / "a"),
+                    "--strategy", "multi-worker", "--workers", "3", "--batch-size", "63",
+                    "--steps", "300", "--warm-standby"]
+    assert cli.build_parser().parse_args(argv[3:]).workers == 3
+
+
+def test_progress_lines_tell_the_runs_done_of_how_many():
+    assert runner.progress("run 1 of 5: starting reference: never interrupted") == (0, 5)
+    assert runner.progress("3 of 5 runs done: kill finished at step 200") == (3, 5)
+    assert runner.progress("3 of 5 runs done; waiting for nan (step 7 of 200)") == (3, 5)
+    assert runner.progress("waiting for the weights comparison (4 s)") is None
+
+
+def test_the_runs_of_an_audit_are_listed_together_under_its_name(tmp_path):
+    from ftgui.core.record import runs
+    from tests import recorded
+
+    audit = tmp_path / "audit-1"
+    runner.write_plan(audit, plan.plan(RunConfig(steps=20), ["kill"]))
+    recorded.crash_and_recovery(audit / "kill")
+    recorded.crash_and_recovery(audit / "reference")
+    recorded.killed_before_the_first_checkpoint(tmp_path / "alone")
+    listed = runs.list_runs(tmp_path)
+    assert [(run.name, run.group) for run in listed] == [
+        ("alone", ""), ("audit-1 › kill", "audit-1"), ("audit-1 › reference", "audit-1")]
