@@ -23,7 +23,7 @@ from ftgui.core.audit.outputs import AuditResult
 from ftgui.core.audit.plan import REFERENCE, AuditRun
 from ftgui.core.audit.verdict import judge
 from ftgui.core.record import events as eventsmod
-from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir
+from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir, new_run_dir
 from ftgui.core.settings.config import FAULT_STEPS
 from ftgui.core.settings.schema import SETTINGS, ConfigError
 from ftgui.core.supervision.supervisor import Supervisor
@@ -286,11 +286,7 @@ def progress(line: str) -> tuple[int, int] | None:
     return (0, int(match[2])) if match else None
 
 
+
 def new_audit_dir(root: Path) -> Path:
     """A fresh, not yet existing audit folder under `root`, named by the local time."""
-    stamp = time.strftime("audit-%Y%m%d-%H%M%S")
-    path, n = root / stamp, 1
-    while path.exists():
-        n += 1
-        path = root / f"{stamp}-{n}"
-    return path
+    return new_run_dir(root, prefix="audit")

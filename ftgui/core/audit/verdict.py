@@ -38,12 +38,12 @@ class Verdict:
 
     name: str
     kind: str
-    target: str
     step: int
+    target: str
     status: str
     difference: str = ""
-    first_step: int | None = None
     weights_differ: list[str] = field(default_factory=list)
+    first_step: int | None = None
     steps_redone: int | None = None
     time_lost: float | None = None
     source: str = ""
@@ -109,7 +109,7 @@ def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: Wei
     timeline = Timeline()
     timeline.feed(events)
     incident = fault_incident(run, timeline)
-    verdict = Verdict(run.name, run.kind, run.target, run.step, "exact")
+    verdict = Verdict(run.name, run.kind, run.step, run.target, "exact")
     if incident is not None:
         verdict.steps_redone, verdict.time_lost = incident.steps_lost, incident.time_lost
         verdict.resumed_from = incident.resumed_step

@@ -39,10 +39,10 @@ def runs_root() -> Path:
     return user_data_path("ftgui") / "runs"
 
 
-def new_run_dir(root: Path | None = None) -> Path:
-    """A fresh, not yet existing run directory named by the local time."""
+def new_run_dir(root: Path | None = None, prefix: str = "run") -> Path:
+    """A fresh, not yet existing run directory named by the local time (`prefix`-YYYYmmdd-…)."""
     root = root or runs_root()
-    stamp = time.strftime("run-%Y%m%d-%H%M%S")
+    stamp = time.strftime(f"{prefix}-%Y%m%d-%H%M%S")
     path, n = root / stamp, 1
     while path.exists():
         n += 1

@@ -42,11 +42,6 @@ class VerdictsModel(RowsModel):
 
     columns = COLUMNS
 
-    def set_rows(self, rows: list[dict]) -> None:
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
-
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
             return None
