@@ -223,9 +223,14 @@ def _judge_all(audit_dir: Path, watched: list[_Watched], say: Callable[[str], No
                            f"{reference.supervisor.reason}; see {reference.run_dir}/logs")
     steps = reference.run.config.steps
     faults = {item.run.name: item.run_dir for item in watched[1:]}
-    say("comparing the final weights with the reference's (in a helper process)")
-    found = _wait_while(lambda: comparer.compare(reference.run_dir, faults, steps), say,
-                        "the weights comparison")
+    config = reference.run.config
+    if config.loop == "fit":  # ModelCheckpoint's Keras weight files, not ftgui's checkpoints
+        found = {name: weights.WeightsResult(problem="the fit loop's weights are not compared")
+                 for name in faults}
+    else:
+        say("comparing the final weights with the reference's (in a helper process)")
+        found = _wait_while(lambda: comparer.compare(reference.run_dir, faults, steps), say,
+                            "the weights comparison")
     check = reference.supervisor.user_check
     warned = check.reason if check is not None and not check.deterministic else ""
     reference_events = eventsmod.read_all(reference.run_dir)
@@ -236,12 +241,12 @@ def _judge_all(audit_dir: Path, watched: list[_Watched], say: Callable[[str], No
         verdict.run_dir = str(item.run_dir)
         verdicts.append(verdict)
     _, figures = read_run(reference.run_dir)
-    config = reference.run.config
+    snapshots = config.loop == "custom" and config.strategy in ("default", "one-device",
+                                                                 "mirrored")
     return AuditResult(
         audit_dir, _settings(config), verdicts, checkpoints=figures.checkpoints,
         checkpoint_seconds=figures.checkpoint_seconds,
-        snapshot_every=config.snapshot_every if config.strategy in (
-            "default", "one-device", "mirrored") else 0,
+        snapshot_every=config.snapshot_every if snapshots else 0,
         seconds=time.monotonic() - began, left_out=left_out)
 
 

@@ -125,10 +125,10 @@ def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: Wei
                                                   else ""))
     elif incident is None:
         verdict.status, verdict.reason = "failed", "the fault never fired"
+    elif run.config.loop == "fit":  # its weights are Keras files: compared by the losses only
+        verdict.status, verdict.reason = "design", FIT_REASON
     elif weights.problem:
         verdict.status, verdict.reason = "failed", f"final weights: {weights.problem}"
-    elif run.config.loop == "fit":
-        verdict.status, verdict.reason = "design", FIT_REASON
     elif difference is not None or weights.differ:
         verdict.status, verdict.reason = "differs", nondeterministic
     elif nondeterministic:

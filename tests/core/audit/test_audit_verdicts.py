@@ -192,9 +192,11 @@ def test_differing_final_weights_fail_naming_the_variables():
 
 
 def test_the_fit_loop_is_not_exact_by_design_and_not_a_pass():
+    not_compared = WeightsResult(problem="the fit loop's weights are not compared")
     found = verdict.judge(audit_run(loop="fit"), reference_events(),
-                          killed_run(shift_after_resume=0.5), WeightsResult())
+                          killed_run(shift_after_resume=0.5), not_compared)
     assert found.status == "design" and "restarts at the epoch start by design" in found.reason
+    assert found.first_step == 11  # what differs is still told
     assert not found.passed and verdict.exit_status([found]) == 1
 
 
