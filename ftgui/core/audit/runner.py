@@ -101,7 +101,7 @@ def run_audit(audit_dir: Path, runs: list[AuditRun], say: Callable[[str], None] 
                     f"{item.run.kind} after step {item.run.step} ({item.run.target}), "
                     "automatic recovery on")
             say(f"run {number} of {total}: starting {item.run.name}: {what}")
-        checks = " (each checks your model first in a helper process)" if _is_user_code(
+        checks = ": each checks your model first in a helper process" if _is_user_code(
             reference.run) else ""
         try:
             starters.start(watched, say, f"{total} runs to start{checks}")

@@ -1,6 +1,7 @@
-"""The issue's acceptance cases, on real training (marked tf; two audits in all): the built-in
-model recovers exactly from every default fault, and a model with a stateful random op does not,
-the failure naming the first step that differs."""
+"""The issue's acceptance cases, on real training (marked tf; two audits in all, and one
+refused by the user-code check): the built-in model recovers exactly from every default fault,
+a model with a stateful random op does not, the failure naming the first step that differs, and
+a model that fails the check stops the audit before any training."""
 
 from __future__ import annotations
 
@@ -59,3 +60,18 @@ def test_a_stateful_random_op_breaks_exactness_and_the_failure_names_the_step(tm
     assert failure.get("message").startswith(
         f"first difference at step {nan['first_step']}: loss ")
     assert "RandomStandardNormal" in nan["reason"]
+
+
+def test_a_model_that_fails_the_check_exits_2_in_one_line_before_any_training(tmp_path,
+                                                                               capsys):
+    model = tmp_path / "broken.py"
+    model.write_text("def build(input_shape, num_classes):\n"
+                     "    raise RuntimeError('no GPU here')\n", encoding="utf-8")
+    audit_dir = tmp_path / "audit"
+    status = cli.main(["audit", str(audit_dir), "--steps", "50", "--faults", "kill",
+                       "--model", f"{model}:build"])
+    assert status == 2
+    assert capsys.readouterr().err == f"ftgui: {model}:2: RuntimeError: no GPU here\n"
+    assert not any((audit_dir / name / "events.jsonl").exists() for name in ("reference",
+                                                                              "kill"))
+    assert not (audit_dir / "audit-plan.json").exists()  # the folder is free for a retry
