@@ -30,22 +30,24 @@ def reference_events(steps: int = 20) -> list[dict]:
 
 
 def killed_run(kill_at: int = 14, restored: int = 10, steps: int = 20,
-               shift_after_resume: float = 0.0) -> list[dict]:
-    """Killed by the schedule after `kill_at`, resumed from the disk checkpoint `restored`
-    2 s after the exit; the resumed losses shifted by `shift_after_resume`."""
+               shift_after_resume: float = 0.0, target: str = "chief",
+               source: str = "disk") -> list[dict]:
+    """`target` killed by the schedule after `kill_at`, resumed from `restored` (restored
+    from `source`) 2 s after the exit; the resumed losses shifted by `shift_after_resume`."""
+    role, _, index = target.partition(":")
     crash = 1.0 + 0.25 * (kill_at - 1)
     resumed = crash + 2.0
     return [
         ev("run_started", 0.0), ev("training_started", 0.5, start_step=0),
         *losses(1, kill_at, 1.0), ev("validation", 6.0, step=10, val_loss=0.5,
                                      val_accuracy=0.75),
-        ev("fault_injected", crash + 0.01, kind="kill", target="chief", step=kill_at,
+        ev("fault_injected", crash + 0.01, kind="kill", target=target, step=kill_at,
            source="schedule"),
-        ev("process_exited", crash + 0.05, role="chief", index=0, signal=9,
-           signal_name="SIGKILL", decisive=True, chief=True),
+        ev("process_exited", crash + 0.05, role=role, index=int(index or 0), signal=9,
+           signal_name="SIGKILL", decisive=True, chief=role == "chief"),
         ev("training_started", resumed - 0.1, 1, start_step=restored),
         ev("resumed", resumed - 0.05, 1, from_step=restored, checkpoint=f"ckpt-{restored}",
-           source="disk"),
+           source=source),
         *losses(restored + 1, steps, resumed, 1, shift_after_resume),
         ev("run_finished", resumed + 3.0, 1, step=steps, loss=1.0 / steps),
         ev("process_exited", resumed + 3.1, 1, role="chief", index=0, exit_code=0,
@@ -173,6 +175,17 @@ def test_an_exact_recovery_passes_with_its_cost_from_the_incident():
     assert found.line() == ("✓ kill after step 14 (chief): exact to the bit; redid 4 steps, "
                             "lost 3.0 s, restored from disk step 10")
     assert verdict.exit_status([found]) == 0
+
+
+def test_a_worker_loss_the_survivors_saved_just_in_time_redoes_nothing():
+    run = plan.AuditRun("worker-loss", "worker-loss", 14, "worker:1",
+                        RunConfig(strategy="multi-worker", workers=2, steps=20))
+    found = verdict.judge(run, reference_events(),
+                          killed_run(restored=14, target="worker:1", source="just_in_time"),
+                          WeightsResult())
+    assert (found.status, found.target, found.steps_redone, found.source,
+            found.resumed_from) == ("exact", "worker:1", 0, "just in time", 14)
+    assert found.line().startswith("✓ worker-loss after step 14 (worker:1): exact to the bit")
 
 
 def test_a_differing_loss_fails_naming_the_first_step():
