@@ -78,6 +78,7 @@ class AuditDialog(QDialog):
         self.bar = QProgressBar()
         self.bar.setObjectName("auditProgressBar")
         self.bar.setRange(0, 0)  # busy until the first line says how many runs
+        self.bar.setFormat("%v of %m runs done")
         self.log = QPlainTextEdit()
         self.log.setObjectName("auditLog")
         self.log.setReadOnly(True)
@@ -147,8 +148,9 @@ class AuditDialog(QDialog):
             self._partial = b""
         self.exit_code = exit_code
         self.cancel.setText("Close")
-        self.bar.setRange(0, 1)
-        self.bar.setValue(1)
+        if self.bar.maximum() == 0:  # ended before it said how many runs
+            self.bar.setRange(0, 1)
+        self.bar.setValue(self.bar.maximum() if exit_code in (0, 1) else 0)
         summary = self.audit_dir / outputs.DEFAULT_NAMES["json"]
         words = OUTCOMES.get(exit_code, f"the audit ended with exit status {exit_code}")
         if exit_code in (0, 1) and summary.is_file():

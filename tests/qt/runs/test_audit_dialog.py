@@ -60,6 +60,7 @@ def test_the_dialog_shows_the_runs_done_and_ends_on_the_verdicts(qtbot, tmp_path
         dialog.start()
     runs = [pair for pair in seen if pair[1] == 3]  # while the audit ran: of 3 runs
     assert runs == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert bar.text() == "3 of 3 runs done"
     table = dialog.findChild(QTableView, "auditVerdictTable")
     model = table.model()
     rows = [[model.index(r, c).data() for c in range(model.columnCount())]
