@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QAction
 
-from ftgui.core.audit import runner
+from ftgui.core.audit import plan, runner
 from ftgui.core.settings.schema import ConfigError
 from ftgui.qt.runs.audit_dialog import AuditDialog
 
@@ -32,7 +32,7 @@ class AuditMenu:
         panel = self.window.panel
         try:
             config = panel.config()
-            config.validate()
+            plan.reference_config(config).validate()  # the panel's faults are the audit's
         except ConfigError as exc:
             panel.show_error(str(exc))
             return None

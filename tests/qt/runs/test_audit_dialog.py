@@ -89,3 +89,30 @@ def test_a_refused_audit_says_why_in_one_line(qtbot, tmp_path):
         "kill, preempt, hang, nan, worker-loss")
     assert not dialog.findChild(QTableView, "auditVerdictTable").isVisibleTo(dialog)
     assert not audit_dir.exists()  # refused before anything was written
+
+
+def test_the_menu_audits_the_panels_settings_into_the_runs_folder(window, tmp_path,
+                                                                  monkeypatch):
+    from ftgui.core.settings.config import RunConfig
+
+    started = []
+    monkeypatch.setattr(AuditDialog, "start", lambda dialog: started.append(dialog))
+    window.run_history.dock.set_root(tmp_path / "runs")
+    # a hang without a watchdog: the audit sets its own faults, so this is no refusal
+    window.panel.set_config(RunConfig(steps=120, hang_at_step=5, replicas=4))
+    dialog = window.menus.audit.start()
+    assert started == [dialog]
+    arguments = dialog.process.arguments()
+    audit_dir = arguments[arguments.index("audit") + 1]
+    assert audit_dir.startswith(str((tmp_path / "runs" / "audit-").absolute()))
+    assert arguments[arguments.index("audit") + 2:] == ["--replicas", "4", "--steps", "120"]
+    dialog.close()
+
+
+def test_a_setting_the_audit_cannot_train_is_shown_on_the_panel(window):
+    from ftgui.core.settings.config import RunConfig
+
+    window.panel.set_config(RunConfig(global_batch_size=63))
+    assert window.menus.audit.start() is None
+    assert window.panel.error_label.text() == (
+        "global_batch_size: 63 is not divisible by the 2 replicas of strategy mirrored")
