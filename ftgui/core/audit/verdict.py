@@ -72,7 +72,9 @@ class Verdict:
         head = f"{MARKS[self.status]} {self.name} after step {self.step} ({self.target})"
         if self.status == "failed":
             return f"{head}: failed: {self.reason}"
-        cost = (f"redid {self.steps_redone} steps, lost {_seconds(self.time_lost)}, "
+        redone = self.steps_redone
+        steps = "—" if redone is None else f"{redone} step{'' if redone == 1 else 's'}"
+        cost = (f"redid {steps}, lost {_seconds(self.time_lost)}, "
                 f"restored from {self.source or '—'}"
                 + (f" step {self.resumed_from}" if self.resumed_from is not None else ""))
         if self.status == "exact":
