@@ -55,6 +55,22 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--from-step", type=int, help="with --resume: fork from this checkpoint")
     train.add_argument("--quiet", action="store_true", help="print only the final line")
 
+    audit = sub.add_parser(
+        "audit", allow_abbrev=False,
+        help="audit fault tolerance: a reference run and one run per fault, compared to the bit",
+        description="Train a reference run, then one run per fault kind with automatic "
+        "recovery, and compare every logged loss, validation value and the final weights "
+        "with the reference, to the bit. Exit status 0: every fault recovered exactly; 1: "
+        "one did not (or is not exact by design); 2: bad input.")
+    audit.add_argument("run_dir", type=Path, help="the audit's folder (RUN/reference, RUN/kill, "
+                       "… and the output files)")
+    _add_config_flags(audit)
+    audit.add_argument("--faults", help="fault kinds, comma separated: kill, preempt, hang, nan, "
+                       "worker-loss (default: every kind the strategy supports)")
+    audit.add_argument("--junit", type=Path, help="JUnit XML file (default RUN/audit-junit.xml)")
+    audit.add_argument("--json", type=Path, help="JSON summary (default RUN/audit.json)")
+    audit.add_argument("--html", type=Path, help="HTML report (default RUN/audit.html)")
+
     ckpts = sub.add_parser("checkpoints", allow_abbrev=False, help="list a run's checkpoints")
     ckpts.add_argument("run_dir", type=Path)
     ckpts.add_argument("--json", action="store_true")
@@ -166,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "checkpoints":
             return cmd_checkpoints(args)
+        if args.command == "audit":
+            return cmd_audit(args)
         if args.command == "devices":
             return cmd_devices(args)
         if args.command == "worker":
@@ -318,6 +336,30 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"ftgui: `ftgui train {run_dir} --resume` goes on from "
               f"{restore_point.resume_words(run_dir)}", file=sys.stderr)
     return 1
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Plan the audit (bad input: one line, exit status 2, before anything starts), run it,
+    print a verdict per fault and write the JUnit XML, JSON and HTML files."""
+    from ftgui.core.audit import outputs, plan, runner
+
+    config = config_from_args(args, RunConfig())
+    kinds, left_out = plan.parse_kinds(args.faults, config)
+    runs = plan.plan(config, kinds)
+    runner.refuse_used_folder(args.run_dir, runs)
+    for line in left_out:
+        print(line, flush=True)
+    print(f"audit: {len(runs)} runs ({', '.join(run.name for run in runs)}), "
+          f"{config.steps} steps each, into {args.run_dir}", flush=True)
+    result = runner.run_audit(args.run_dir, runs, say=lambda line: print(line, flush=True),
+                              left_out=left_out)
+    paths = outputs.write_outputs(result, args.junit, args.json, args.html)
+    for verdict in result.verdicts:
+        print(verdict.line())
+    print(result.cost_line())
+    print(f"audit took {formatting.seconds(result.seconds)}; wrote "
+          + ", ".join(str(path) for path in paths.values()))
+    return result.exit_status
 
 
 def _show_check(result, quiet: bool) -> None:

@@ -18,6 +18,12 @@ class RowsModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list = []
 
+    def set_rows(self, rows: list) -> None:
+        """Show `rows` in place of the rows shown."""
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
         return 0 if parent.isValid() else len(self.rows)
 

@@ -29,6 +29,7 @@ from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import ConfigError
 
 STEP_PREFIX = b'{"event":"step"'  # how EventWriter writes every step event (compact JSON)
+AUDIT_PLAN = "audit-plan.json"  # marks an `ftgui audit` folder: its runs are listed as a group
 STATUSES = ("running", "finished", "preempted", "failed", "killed", "stopped", "interrupted",
             "idle")
 
@@ -38,10 +39,10 @@ def runs_root() -> Path:
     return user_data_path("ftgui") / "runs"
 
 
-def new_run_dir(root: Path | None = None) -> Path:
-    """A fresh, not yet existing run directory named by the local time."""
+def new_run_dir(root: Path | None = None, prefix: str = "run") -> Path:
+    """A fresh, not yet existing run directory named by the local time (`prefix`-YYYYmmdd-…)."""
     root = root or runs_root()
-    stamp = time.strftime("run-%Y%m%d-%H%M%S")
+    stamp = time.strftime(f"{prefix}-%Y%m%d-%H%M%S")
     path, n = root / stamp, 1
     while path.exists():
         n += 1
@@ -78,6 +79,7 @@ class RunSummary:
     attempts: int = 0
     started: float | None = None
     final_loss: float | None = None
+    group: str = ""  # the audit folder the run belongs to ('' for a run of its own)
 
 
 @dataclass
@@ -204,7 +206,9 @@ def _status(run_dir: Path, scan: _Scan) -> tuple[str, str]:
 def list_runs(root: str | os.PathLike) -> list[RunSummary]:
     """Every run directory directly under `root`, newest start first (never-started runs last).
 
-    A missing or unreadable `root` gives an empty list.
+    The runs of an audit folder (`ftgui audit`: a folder holding `AUDIT_PLAN`) are listed as a
+    group, one after the other by name, at the place of the group's newest start; each is named
+    `AUDIT › RUN` and has `group` AUDIT. A missing or unreadable `root` gives an empty list.
     """
     root = Path(root)
     try:
@@ -212,5 +216,26 @@ def list_runs(root: str | os.PathLike) -> list[RunSummary]:
     except OSError:
         return []
     runs = [summarize(path) for path in sorted(children) if is_run_dir(path)]
-    runs.sort(key=lambda run: (run.started is None, -(run.started or 0.0), run.name))
+    for folder in sorted(children):
+        if (folder / AUDIT_PLAN).is_file():
+            runs += _group(folder)
+    newest: dict[str, float] = {}
+    for run in runs:
+        if run.group and run.started is not None:
+            newest[run.group] = max(newest.get(run.group, run.started), run.started)
+
+    def order(run: RunSummary):
+        started = newest.get(run.group, run.started) if run.group else run.started
+        return (started is None, -(started or 0.0), run.group, run.name)
+
+    runs.sort(key=order)
     return runs
+
+
+def _group(folder: Path) -> list[RunSummary]:
+    members = []
+    for path in sorted(p for p in folder.iterdir() if p.is_dir() and is_run_dir(p)):
+        run = summarize(path)
+        run.name, run.group = f"{folder.name} › {path.name}", folder.name
+        members.append(run)
+    return members

@@ -12,6 +12,7 @@ from PySide6.QtGui import QAction, QKeySequence
 
 from ftgui.qt.runs.run_history import RunHistory
 from ftgui.qt.window.about import HelpMenu
+from ftgui.qt.window.audit_menu import AuditMenu
 from ftgui.qt.window.menu_actions import MenuActions
 from ftgui.qt.window.recent_runs import RecentRuns
 
@@ -20,8 +21,8 @@ class WindowMenus:
     """The menu bar of `window` (a `MainWindow`). Attributes: the menus `run_menu`, `view_menu`,
     `faults_menu`; the actions `open_action`, `new_action`, `quit_action`, `present_action`,
     `zoom_in_action`, `zoom_out_action`, `zoom_reset_action`, `faults_actions`; and the
-    helpers `recent_runs`, `run_history`, `menu_actions`, `help` (also on the window under those
-    names)."""
+    helpers `recent_runs`, `run_history`, `audit`, `menu_actions`, `help` (also on the window
+    under those names, but `audit`)."""
 
     def __init__(self, window):
         bar = window.menuBar()
@@ -42,6 +43,8 @@ class WindowMenus:
             self.run_menu.addAction(action)
         # Runs… (the Runs dock), Clear overlays, Export curves as CSV…, Export plot as PNG…
         self.run_history = RunHistory(window, self.run_menu, before=self.quit_action)
+        # Audit my training… (auditAction): `ftgui audit` with the panel's settings
+        self.audit = AuditMenu(window, self.run_menu, before=self.quit_action)
 
         self.view_menu = bar.addMenu("&View")
         self.view_menu.setObjectName("viewMenu")

@@ -1,0 +1,112 @@
+"""The runs of an audit: the reference (never interrupted) and one run per fault kind, each
+fault at a step drawn from the run's seed, with automatic recovery on.
+
+Which fault kinds a strategy supports is what `RunConfig.validate` accepts (the `model.fit`
+loop takes kills only; a hang needs the watchdog, which the audit sets); a worker loss (a kill
+of the last worker) needs workers: strategy multi-worker or parameter-server.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ftgui.core.settings.config import FAULT_STEPS, RunConfig
+from ftgui.core.settings.schema import ConfigError, split_list
+
+KINDS = ("kill", "preempt", "hang", "nan", "worker-loss")
+WORKER_STRATEGIES = ("multi-worker", "parameter-server")
+REFERENCE = "reference"
+HANG_WATCHDOG_SECONDS = 5.0  # a hang run's watchdog when the settings give none
+MIN_STEPS = 3  # a fault needs a step before it and one after it
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One run of an audit: `name` (its folder under the audit folder: reference, kill, …),
+    `kind` ('' for the reference), the global `step` the fault hits after (0 for the reference),
+    its `target` (chief, worker:I) and the run's whole configuration."""
+
+    name: str
+    kind: str
+    step: int
+    target: str
+    config: RunConfig
+
+
+def reference_config(config: RunConfig) -> RunConfig:
+    """`config` with every fault off (planned, timed, chaos): the run nothing interrupts."""
+    return config.replace(**{name: 0 for name in FAULT_STEPS}, chaos_faults=0,
+                          kill_after_seconds=0.0, auto_recover=False)
+
+
+def fault_config(config: RunConfig, kind: str, step: int) -> RunConfig:
+    """The reference's settings with one `kind` fault after global `step`, automatic recovery
+    on (at least 3 restarts) and, for a hang, a watchdog. Raises `ConfigError` when the
+    strategy or loop does not take the fault (`RunConfig.validate`'s line)."""
+    base = reference_config(config).replace(
+        auto_recover=True, max_restarts=max(config.max_restarts, 3))
+    if kind == "worker-loss":
+        if config.strategy not in WORKER_STRATEGIES:
+            raise ConfigError(f"faults: worker-loss needs workers (strategy "
+                              f"{' or '.join(WORKER_STRATEGIES)}), not {config.strategy}")
+        changed = base.replace(kill_at_step=step, fault_target=f"worker:{config.workers - 1}")
+    else:
+        changed = base.replace(**{f"{kind}_at_step": step}, fault_target="chief")
+        if kind == "hang" and not changed.watchdog_seconds:
+            changed = changed.replace(watchdog_seconds=HANG_WATCHDOG_SECONDS)
+    changed.validate()
+    return changed
+
+
+def supported(config: RunConfig, kind: str) -> str:
+    """'' when the run's strategy and loop take fault `kind`, else why not (one line)."""
+    try:
+        fault_config(config, kind, max(config.steps - 1, 1))
+    except ConfigError as exc:
+        return str(exc)
+    return ""
+
+
+def parse_kinds(text: str | None, config: RunConfig) -> tuple[list[str], list[str]]:
+    """The fault kinds to audit, in `KINDS` order, and lines on the default kinds left out.
+
+    `text` is the `--faults` list (None: every kind the strategy supports, the others left out
+    with a line each). Raises `ConfigError` (one line naming `faults`) for an unknown kind, a
+    kind the strategy lacks, or an empty list."""
+    if text is None:
+        kinds, left_out = [], []
+        for kind in KINDS:
+            why = supported(config, kind)
+            if why:
+                left_out.append(f"{kind} left out: {why.removeprefix('faults: ')}")
+            else:
+                kinds.append(kind)
+        return kinds, left_out
+    asked = split_list(text)
+    if not asked:
+        raise ConfigError(f"faults: name at least one of {', '.join(KINDS)}")
+    for kind in asked:
+        if kind not in KINDS:
+            raise ConfigError(f"faults: {kind!r} is not one of {', '.join(KINDS)}")
+        why = supported(config, kind)
+        if why:
+            raise ConfigError(why if why.startswith("faults:") else f"faults: {kind}: {why}")
+    return [kind for kind in KINDS if kind in asked], []
+
+
+def plan(config: RunConfig, kinds: list[str]) -> list[AuditRun]:
+    """The reference run, then one run per kind of `kinds`, each fault after a step drawn from
+    `random.Random(config.seed)` past the first checkpoint (so that a restore has one) and
+    before the last step. Raises `ConfigError` for fewer than `MIN_STEPS` steps."""
+    if config.steps < MIN_STEPS:
+        raise ConfigError(f"steps: an audit needs at least {MIN_STEPS} steps, not "
+                          f"{config.steps}")
+    rng = random.Random(config.seed)
+    low = min(config.checkpoint_every + 1, config.steps - 1)
+    runs = [AuditRun(REFERENCE, "", 0, "", reference_config(config))]
+    for kind in kinds:
+        step = rng.randrange(low, config.steps)
+        faulty = fault_config(config, kind, step)
+        runs.append(AuditRun(kind, kind, step, faulty.fault_target, faulty))
+    return runs

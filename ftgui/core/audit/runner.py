@@ -1,0 +1,297 @@
+"""An audit driven headless: the reference run and the fault runs at once (independent
+processes, each exact on its own), then the final weights compared in one helper process and a
+verdict per fault. Used by `ftgui audit` (the window runs that command in a QProcess).
+
+Every run is driven through the `Supervisor`'s public API, as `ftgui train` does. All runs start
+at once; each start runs the user-code check before its process (the same model and data for
+all), so a bad model is refused (exit status 2) before any training starts. `say` gets a
+progress line at least every `TICK_SECONDS` while anything is awaited.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ftgui.core.audit import weights
+from ftgui.core.audit.outputs import AuditResult
+from ftgui.core.audit.plan import REFERENCE, AuditRun
+from ftgui.core.audit.verdict import judge
+from ftgui.core.record import events as eventsmod
+from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir, new_run_dir
+from ftgui.core.settings.config import FAULT_STEPS
+from ftgui.core.settings.schema import SETTINGS, ConfigError
+from ftgui.core.supervision.supervisor import Supervisor
+from ftgui.core.timeline.run_figures import read_run
+
+PLAN_FILE = AUDIT_PLAN  # marks an audit folder (the Runs view groups its runs)
+TICK_SECONDS = 2.0
+POLL_SECONDS = 0.05
+
+
+def is_audit_dir(path: Path) -> bool:
+    """Whether `path` is an audit's folder (it holds `PLAN_FILE`)."""
+    return (Path(path) / PLAN_FILE).is_file()
+
+
+def refuse_used_folder(audit_dir: Path, runs: list[AuditRun]) -> None:
+    """Raise `ConfigError` when `audit_dir` already holds an audit or one of its run folders."""
+    taken = [run.name for run in runs if is_run_dir(audit_dir / run.name)]
+    if is_audit_dir(audit_dir) or taken:
+        raise ConfigError(f"run_dir: {audit_dir} already holds an audit"
+                          f"{' (' + ', '.join(taken) + ')' if taken else ''}; pick a new folder")
+
+
+def write_plan(audit_dir: Path, runs: list[AuditRun]) -> None:
+    audit_dir.mkdir(parents=True, exist_ok=True)
+    plan = [{"name": r.name, "kind": r.kind, "step": r.step, "target": r.target} for r in runs]
+    (audit_dir / PLAN_FILE).write_text(json.dumps({"runs": plan}, indent=1) + "\n",
+                                       encoding="utf-8")
+
+
+class _Watched:
+    """One run of the audit under its supervisor, and what it is waiting for."""
+
+    def __init__(self, run: AuditRun, audit_dir: Path):
+        self.run = run
+        self.run_dir = audit_dir / run.name
+        self.supervisor = Supervisor(self.run_dir)
+        self.step = 0
+        self.stepping = False  # a step event came since the last process started
+        self.done = False
+
+    def poll(self) -> None:
+        for event in self.supervisor.poll():
+            if event.get("event") == "step" and isinstance(event.get("step"), int):
+                self.step, self.stepping = event["step"], True
+            elif event.get("event") == "process_started":
+                self.stepping = False
+        self.done = not self.supervisor.live
+
+    def waiting_for(self) -> str:
+        name = self.run.name
+        if self.supervisor.state == "recovering":
+            return f"{name} (restart due after step {self.step})"
+        if not self.stepping:
+            return f"{name} ({'restarting' if self.step else 'starting'}: importing TensorFlow)"
+        return f"{name} (step {self.step} of {self.run.config.steps})"
+
+
+def run_audit(audit_dir: Path, runs: list[AuditRun], say: Callable[[str], None] = print,
+              left_out: list[str] | None = None) -> AuditResult:
+    """Train every run of `runs` (the reference first) under `audit_dir`, judge each fault and
+    return the result (the caller writes the outputs). Raises `ConfigError` (a bad model:
+    the reference's user-code check) or `StartError` before any training starts."""
+    began = time.monotonic()
+    refuse_used_folder(audit_dir, runs)
+    write_plan(audit_dir, runs)
+    watched = [_Watched(run, audit_dir) for run in runs]
+    total = len(watched)
+    reference = watched[0]
+    starters = _Starters()
+    comparer = weights.Comparer()
+    try:
+        for number, item in enumerate(watched, start=1):
+            what = ("never interrupted" if item.run.name == REFERENCE else
+                    f"{item.run.kind} after step {item.run.step} ({item.run.target}), "
+                    "automatic recovery on")
+            say(f"run {number} of {total}: starting {item.run.name}: {what}")
+        checks = ": each checks your model first in a helper process" if _is_user_code(
+            reference.run) else ""
+        try:
+            starters.start(watched, say, f"{total} runs to start{checks}")
+        except Exception:
+            (audit_dir / PLAN_FILE).unlink(missing_ok=True)  # nothing trained: free to retry
+            raise
+        _watch(watched, say, comparer)
+        for item in watched:
+            item.supervisor.shutdown()
+        starters.release()
+        return _judge_all(audit_dir, watched, say, began, left_out or [], comparer)
+    finally:
+        for item in watched:
+            item.supervisor.shutdown()
+        starters.release()
+        comparer.close()
+
+
+def _is_user_code(run: AuditRun) -> bool:
+    from ftgui.core.settings import user_code
+
+    return user_code.is_user_code(run.config)
+
+
+class _Starters:
+    """Starts supervisors in threads, so that the user-code checks (a helper process each) run
+    side by side while the console is told what is awaited; each thread lives on until
+    `release`: Linux sends a trainer SIGKILL when the thread that started it ends (the
+    trainers' PR_SET_PDEATHSIG is tied to the thread, not the process)."""
+
+    def __init__(self):
+        self._release = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, items: list[_Watched], say: Callable[[str], None], what: str) -> None:
+        """Start each item's run in its own thread; return when all have started, saying
+        every `TICK_SECONDS` what is awaited. Raises the first start's error."""
+        errors: list[BaseException] = []
+        started = [threading.Event() for _ in items]
+        for item, done in zip(items, started, strict=True):
+            thread = threading.Thread(target=self._start_one, args=(item, errors, done),
+                                      daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        began = time.monotonic()
+        while not all(done.wait(TICK_SECONDS) for done in started):
+            say(f"waiting for {what} ({time.monotonic() - began:.0f} s)")
+        if errors:
+            raise errors[0]
+
+    def _start_one(self, item: _Watched, errors: list, done: threading.Event) -> None:
+        try:
+            item.supervisor.start(item.run.config)
+        except Exception as exc:  # noqa: BLE001 (raised again in the caller's thread)
+            errors.append(exc)
+        done.set()
+        self._release.wait()
+
+    def release(self) -> None:
+        """Let the threads end (after every run's processes have ended)."""
+        self._release.set()
+        for thread in self._threads:
+            thread.join()
+
+
+def _wait_while(work: Callable[[], object], say: Callable[[str], None], what: str):
+    """Run `work` in a thread, saying every `TICK_SECONDS` what is awaited; its result, or
+    its exception raised here. (Not for starting processes: see `_Starters`.)"""
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # raised again in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    began = time.monotonic()
+    thread.start()
+    while thread.is_alive():
+        thread.join(TICK_SECONDS)
+        if thread.is_alive():
+            say(f"waiting for {what} ({time.monotonic() - began:.0f} s)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _watch(watched: list[_Watched], say: Callable[[str], None],
+           comparer: weights.Comparer) -> None:
+    """Poll every supervisor until all runs ended, with a line per ended run and one on what
+    is awaited every `TICK_SECONDS`. When the reference has ended, the weights helper starts
+    (its TensorFlow import overlaps the fault runs' last steps)."""
+    last_line = time.monotonic()
+    ended = 0
+    while ended < len(watched):
+        for item in watched:
+            if item.done:
+                continue
+            item.poll()
+            if item.done:
+                ended += 1
+                if item is watched[0]:
+                    comparer.start()
+                say(f"{ended} of {len(watched)} runs done: {item.run.name} "
+                    f"{item.supervisor.state} at step {item.supervisor.last_step}")
+        if ended < len(watched) and time.monotonic() - last_line >= TICK_SECONDS:
+            last_line = time.monotonic()
+            waiting = [item.waiting_for() for item in watched if not item.done]
+            say(f"{ended} of {len(watched)} runs done; waiting for {', '.join(waiting)}")
+        time.sleep(POLL_SECONDS)
+
+
+def _judge_all(audit_dir: Path, watched: list[_Watched], say: Callable[[str], None],
+               began: float, left_out: list[str], comparer: weights.Comparer) -> AuditResult:
+    reference = watched[0]
+    if reference.supervisor.state != "finished":
+        raise RuntimeError(f"the reference run ended {reference.supervisor.state}: "
+                           f"{reference.supervisor.reason}; see {reference.run_dir}/logs")
+    steps = reference.run.config.steps
+    faults = {item.run.name: item.run_dir for item in watched[1:]}
+    config = reference.run.config
+    if config.loop == "fit":  # ModelCheckpoint's Keras weight files, not ftgui's checkpoints
+        found = {name: weights.WeightsResult(problem="the fit loop's weights are not compared")
+                 for name in faults}
+    else:
+        say("comparing the final weights with the reference's (in a helper process)")
+        found = _wait_while(lambda: comparer.compare(reference.run_dir, faults, steps), say,
+                            "the weights comparison")
+    check = reference.supervisor.user_check
+    warned = check.reason if check is not None and not check.deterministic else ""
+    reference_events = eventsmod.read_all(reference.run_dir)
+    verdicts = []
+    for item in watched[1:]:
+        verdict = judge(item.run, reference_events, eventsmod.read_all(item.run_dir),
+                        found[item.run.name], warned)
+        verdict.run_dir = str(item.run_dir)
+        verdicts.append(verdict)
+    _, figures = read_run(reference.run_dir)
+    snapshots = config.loop == "custom" and config.strategy in ("default", "one-device",
+                                                                 "mirrored")
+    return AuditResult(
+        audit_dir, _settings(config), verdicts, checkpoints=figures.checkpoints,
+        checkpoint_seconds=figures.checkpoint_seconds,
+        snapshot_every=config.snapshot_every if snapshots else 0,
+        seconds=time.monotonic() - began, left_out=left_out)
+
+
+def _settings(config) -> dict:
+    keys = ("strategy", "model", "dataset", "loop", "steps", "checkpoint_every", "seed")
+    shown = {key: getattr(config, key) for key in keys}
+    if config.strategy in ("multi-worker", "parameter-server"):
+        shown["workers"] = config.workers
+    return shown
+
+
+# settings a fault run sets itself: the panel's values of them are not passed on
+_FAULT_SETTINGS = frozenset({*FAULT_STEPS, "chaos_faults", "chaos_kinds", "chaos_seed",
+                             "kill_after_seconds", "fault_target", "auto_recover",
+                             "watchdog_seconds"})
+DONE_LINE = re.compile(r"^(\d+) of (\d+) runs done")
+START_LINE = re.compile(r"^run (\d+) of (\d+): starting")
+
+
+def command(audit_dir: Path, config, python: str = sys.executable) -> list[str]:
+    """The `ftgui audit` command line that audits `config` (a `RunConfig`) into `audit_dir`:
+    a flag for every setting that is not its default, fault and recovery settings left to
+    the audit."""
+    argv = [python, "-m", "ftgui", "audit", str(audit_dir)]
+    for name, setting in SETTINGS.items():
+        value = getattr(config, name)
+        if name in _FAULT_SETTINGS or value == setting.default:
+            continue
+        if setting.kind is bool:
+            argv.append(setting.flag if value else f"--no-{setting.flag[2:]}")
+        else:
+            argv += [setting.flag, str(value)]
+    return argv
+
+
+def progress(line: str) -> tuple[int, int] | None:
+    """(runs done, runs in all) that a progress line of `run_audit` tells, else None."""
+    match = DONE_LINE.match(line)
+    if match:
+        return int(match[1]), int(match[2])
+    match = START_LINE.match(line)
+    return (0, int(match[2])) if match else None
+
+
+
+def new_audit_dir(root: Path) -> Path:
+    """A fresh, not yet existing audit folder under `root`, named by the local time."""
+    return new_run_dir(root, prefix="audit")

@@ -1,0 +1,77 @@
+"""The issue's acceptance cases, on real training (marked tf; two audits in all, and one
+refused by the user-code check): the built-in model recovers exactly from every default fault,
+a model with a stateful random op does not, the failure naming the first step that differs, and
+a model that fails the check stops the audit before any training."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ftgui import cli
+from ftgui.core import formatting
+
+pytestmark = pytest.mark.tf
+
+
+def cases(audit_dir):
+    suite = ET.parse(audit_dir / "audit-junit.xml").getroot()
+    return {case.get("name"): case for case in suite.iter("testcase")}
+
+
+def test_the_built_in_model_recovers_exactly_from_every_fault(tmp_path, capsys):
+    audit_dir = tmp_path / "audit"
+    status = cli.main(["audit", str(audit_dir), "--steps", "200", "--checkpoint-every", "20"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    found = cases(audit_dir)
+    assert list(found) == ["kill", "preempt", "hang", "nan"]
+    assert all(case.find("failure") is None and case.find("skipped") is None
+               for case in found.values())
+    summary = json.loads((audit_dir / "audit.json").read_text(encoding="utf-8"))
+    html = (audit_dir / "audit.html").read_text(encoding="utf-8")
+    for fault in summary["faults"]:
+        assert fault["status"] == "exact" and fault["weights_differ"] == []
+        assert fault["source"] in ("memory", "just in time", "disk")
+        figures = (f"<td class=\"n\">{fault['step']}</td><td>chief</td>"
+                   f"<td>{fault['source']}</td><td class=\"n\">{fault['resumed_from']}</td>"
+                   f"<td class=\"n\">{fault['steps_redone']}</td>"
+                   f"<td class=\"n\">{formatting.seconds(fault['time_lost'])}</td>")
+        assert figures in html
+    preempt = next(f for f in summary["faults"] if f["name"] == "preempt")
+    assert preempt["steps_redone"] == 0 and preempt["resumed_from"] == preempt["step"]
+    assert summary["reference"]["checkpoints"] == 10
+    assert "run 5 of 5: starting nan" in out
+
+
+def test_a_stateful_random_op_breaks_exactness_and_the_failure_names_the_step(tmp_path,
+                                                                             capsys):
+    audit_dir = tmp_path / "audit"
+    status = cli.main(["audit", str(audit_dir), "--steps", "60", "--checkpoint-every", "20",
+                       "--model", "resources/examples/noisy_model.py:build", "--faults", "nan"])
+    assert status == 1
+    failure = cases(audit_dir)["nan"].find("failure")
+    summary = json.loads((audit_dir / "audit.json").read_text(encoding="utf-8"))
+    nan = summary["faults"][0]
+    # the rollback restores step `resumed_from`; the noise drawn after it is not the same
+    assert nan["first_step"] == nan["resumed_from"] + 1
+    assert failure.get("message").startswith(
+        f"first difference at step {nan['first_step']}: loss ")
+    assert "RandomStandardNormal" in nan["reason"]
+
+
+def test_a_model_that_fails_the_check_exits_2_in_one_line_before_any_training(tmp_path,
+                                                                               capsys):
+    model = tmp_path / "broken.py"
+    model.write_text("def build(input_shape, num_classes):\n"
+                     "    raise RuntimeError('no GPU here')\n", encoding="utf-8")
+    audit_dir = tmp_path / "audit"
+    status = cli.main(["audit", str(audit_dir), "--steps", "50", "--faults", "kill",
+                       "--model", f"{model}:build"])
+    assert status == 2
+    assert capsys.readouterr().err == f"ftgui: {model}:2: RuntimeError: no GPU here\n"
+    assert not any((audit_dir / name / "events.jsonl").exists() for name in ("reference",
+                                                                              "kill"))
+    assert not (audit_dir / "audit-plan.json").exists()  # the folder is free for a retry

@@ -1,0 +1,357 @@
+"""The audit's plan, comparison, verdicts and outputs on recorded events (no TensorFlow): what
+a CI pipeline reads for each fault, and the one-line refusals before anything trains."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from ftgui import cli
+from ftgui.core.audit import compare, outputs, plan, runner, verdict
+from ftgui.core.audit.weights import WeightsResult, readable
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.settings.schema import ConfigError
+from tests.recorded import ev
+
+
+def losses(first: int, last: int, start: float, attempt: int = 0, shift: float = 0.0):
+    return [ev("step", start + 0.25 * (s - first), attempt, step=s, loss=1.0 / s + shift)
+            for s in range(first, last + 1)]
+
+
+def reference_events(steps: int = 20) -> list[dict]:
+    return [ev("run_started", 0.0), ev("training_started", 0.5, start_step=0),
+            *losses(1, steps, 1.0), ev("validation", 6.0, step=10, val_loss=0.5,
+                                       val_accuracy=0.75),
+            ev("run_finished", 7.0, step=steps, loss=1.0 / steps)]
+
+
+def killed_run(kill_at: int = 14, restored: int = 10, steps: int = 20,
+               shift_after_resume: float = 0.0, target: str = "chief",
+               source: str = "disk") -> list[dict]:
+    """`target` killed by the schedule after `kill_at`, resumed from `restored` (restored
+    from `source`) 2 s after the exit; the resumed losses shifted by `shift_after_resume`."""
+    role, _, index = target.partition(":")
+    crash = 1.0 + 0.25 * (kill_at - 1)
+    resumed = crash + 2.0
+    return [
+        ev("run_started", 0.0), ev("training_started", 0.5, start_step=0),
+        *losses(1, kill_at, 1.0), ev("validation", 6.0, step=10, val_loss=0.5,
+                                     val_accuracy=0.75),
+        ev("fault_injected", crash + 0.01, kind="kill", target=target, step=kill_at,
+           source="schedule"),
+        ev("process_exited", crash + 0.05, role=role, index=int(index or 0), signal=9,
+           signal_name="SIGKILL", decisive=True, chief=role == "chief"),
+        ev("training_started", resumed - 0.1, 1, start_step=restored),
+        ev("resumed", resumed - 0.05, 1, from_step=restored, checkpoint=f"ckpt-{restored}",
+           source=source),
+        *losses(restored + 1, steps, resumed, 1, shift_after_resume),
+        ev("run_finished", resumed + 3.0, 1, step=steps, loss=1.0 / steps),
+        ev("process_exited", resumed + 3.1, 1, role="chief", index=0, exit_code=0,
+           decisive=True, chief=True),
+    ]
+
+
+def audit_run(kind: str = "kill", step: int = 14, **settings) -> plan.AuditRun:
+    return plan.AuditRun(kind, kind, step, "chief", RunConfig(steps=20, **settings))
+
+
+# ---------------------------------------------------------------- which faults, at which steps
+def test_a_mirrored_audit_takes_every_fault_but_the_worker_loss_and_says_why():
+    kinds, left_out = plan.parse_kinds(None, RunConfig(steps=200))
+    assert kinds == ["kill", "preempt", "hang", "nan"]
+    assert left_out == ["worker-loss left out: worker-loss needs workers (strategy "
+                        "multi-worker or parameter-server), not mirrored"]
+
+
+def test_a_multi_worker_audit_adds_a_worker_loss_of_the_last_worker():
+    config = RunConfig(strategy="multi-worker", workers=2, steps=200)
+    kinds, _ = plan.parse_kinds(None, config)
+    assert "worker-loss" in kinds
+    runs = plan.plan(config, ["worker-loss"])
+    assert (runs[1].kind, runs[1].target) == ("worker-loss", "worker:1")
+    assert runs[1].config.kill_at_step == runs[1].step
+    assert runs[1].config.auto_recover
+
+
+def test_the_fit_loop_audits_kills_only():
+    kinds, left_out = plan.parse_kinds(None, RunConfig(loop="fit", steps=200))
+    assert kinds == ["kill"]
+    assert [line.split(" left out")[0] for line in left_out] == [
+        "preempt", "hang", "nan", "worker-loss"]
+
+
+@pytest.mark.parametrize(("faults", "line"), [
+    ("kill,crash", "faults: 'crash' is not one of kill, preempt, hang, nan, worker-loss"),
+    ("worker-loss", "faults: worker-loss needs workers (strategy multi-worker or "
+                    "parameter-server), not mirrored"),
+    (" , ", "faults: name at least one of kill, preempt, hang, nan, worker-loss"),
+])
+def test_a_fault_list_the_strategy_cannot_run_is_refused_in_one_line(faults, line):
+    with pytest.raises(ConfigError) as raised:
+        plan.parse_kinds(faults, RunConfig(steps=200))
+    assert str(raised.value) == line
+
+
+def test_fault_steps_come_from_the_seed_after_the_first_checkpoint_and_before_the_end():
+    config = RunConfig(steps=200, checkpoint_every=20, seed=7)
+    first = plan.plan(config, ["kill", "preempt", "hang", "nan"])
+    again = plan.plan(config, ["kill", "preempt", "hang", "nan"])
+    other = plan.plan(config.replace(seed=8), ["kill", "preempt", "hang", "nan"])
+    assert [r.step for r in first] == [r.step for r in again]
+    assert [r.step for r in first] != [r.step for r in other]
+    assert first[0].name == "reference" and first[0].step == 0
+    assert not first[0].config.auto_recover
+    assert all(21 <= r.step < 200 for r in first[1:])
+    hang = first[3]
+    assert hang.config.hang_at_step == hang.step
+    assert hang.config.watchdog_seconds == plan.HANG_WATCHDOG_SECONDS
+
+
+def test_the_reference_keeps_none_of_the_users_faults():
+    config = RunConfig(steps=50, kill_at_step=20, chaos_faults=3, kill_after_seconds=4.0)
+    reference = plan.plan(config, ["nan"])
+    assert (reference[0].config.kill_at_step, reference[0].config.chaos_faults,
+            reference[0].config.kill_after_seconds) == (0, 0, 0.0)
+    assert reference[1].config.kill_at_step == 0  # the nan run has its one fault only
+
+
+# ---------------------------------------------------------------- the comparison to the bit
+def test_a_recovery_that_redoes_the_same_losses_has_no_difference():
+    assert compare.first_difference(reference_events(), killed_run()) is None
+
+
+def test_a_redone_step_one_bit_off_is_the_first_difference():
+    run = killed_run(shift_after_resume=1e-16)  # 1/11 + 1e-16 is the next float up
+    found = compare.first_difference(reference_events(), run)
+    assert (found.step, found.what, found.attempt) == (11, "loss", 1)
+    assert found.got != found.expected
+    assert found.text() == (f"step 11: loss {found.got!r} (attempt 1), reference "
+                            f"{1.0 / 11!r}")
+
+
+def test_minus_zero_is_not_zero():
+    assert not compare.same_bits(-0.0, 0.0)
+    assert compare.same_bits(float("nan"), float("nan"))
+    assert compare.same_bits(None, None) and not compare.same_bits(None, 0.0)
+
+
+def test_the_poisoned_nan_is_the_fault_not_a_difference_but_a_nan_elsewhere_is():
+    reference = reference_events()
+    run = [*losses(1, 6, 1.0),
+           ev("fault_injected", 2.3, kind="nan", target="chief", step=7, source="schedule"),
+           ev("step", 2.5, step=7, loss=None), ev("rolled_back", 2.6, from_step=7, to_step=5),
+           *losses(6, 20, 3.0)]
+    assert compare.first_difference(reference, run) == \
+        compare.Difference(10, "validation missing", -1, None, 0.5)
+    assert run[11]["step"] == 8
+    run[11] = ev("step", 3.5, step=8, loss=None)  # not poisoned by the fault: a difference
+    assert compare.first_difference(reference, run).step == 8
+
+
+def test_a_step_the_run_never_logged_is_a_difference():
+    run = [e for e in killed_run() if not (e["event"] == "step" and e["step"] == 20)]
+    found = compare.first_difference(reference_events(), run)
+    assert found.text() == f"step 20: loss never logged, reference {1.0 / 20!r}"
+
+
+def test_an_extra_validation_at_a_preemption_save_is_no_difference():
+    run = killed_run()
+    run.insert(5, ev("validation", 2.0, step=5, val_loss=0.9, val_accuracy=0.5))
+    assert compare.first_difference(reference_events(), run) is None
+
+
+# ---------------------------------------------------------------- verdicts
+def test_an_exact_recovery_passes_with_its_cost_from_the_incident():
+    found = verdict.judge(audit_run(), reference_events(), killed_run(), WeightsResult())
+    assert (found.status, found.steps_redone, found.resumed_from, found.source) == (
+        "exact", 4, 10, "disk")
+    # from the fault (0.01 s after step 14) to the first new step, plus the 1 s that
+    # steps 11-14 had taken (from step 10's time to step 14's)
+    assert found.time_lost == pytest.approx(2.0 - 0.01 + 1.0)
+    assert found.line() == ("✓ kill after step 14 (chief): exact to the bit; redid 4 steps, "
+                            "lost 3.0 s, restored from disk step 10")
+    assert verdict.exit_status([found]) == 0
+
+
+def test_a_worker_loss_the_survivors_saved_just_in_time_redoes_nothing():
+    run = plan.AuditRun("worker-loss", "worker-loss", 14, "worker:1",
+                        RunConfig(strategy="multi-worker", workers=2, steps=20))
+    found = verdict.judge(run, reference_events(),
+                          killed_run(restored=14, target="worker:1", source="just_in_time"),
+                          WeightsResult())
+    assert (found.status, found.target, found.steps_redone, found.source,
+            found.resumed_from) == ("exact", "worker:1", 0, "just in time", 14)
+    assert found.line().startswith("✓ worker-loss after step 14 (worker:1): exact to the bit")
+
+
+def test_a_differing_loss_fails_naming_the_first_step():
+    found = verdict.judge(audit_run(), reference_events(),
+                          killed_run(shift_after_resume=1e-16), WeightsResult())
+    assert (found.status, found.first_step) == ("differs", 11)
+    assert found.first_difference_text().startswith("first difference at step 11: loss ")
+    assert verdict.exit_status([found]) == 1
+
+
+def test_differing_final_weights_fail_naming_the_variables():
+    differ = WeightsResult(["optimizer/_trainable_variables/0 (dense/kernel)", "step"])
+    found = verdict.judge(audit_run(), reference_events(), killed_run(), differ)
+    assert found.status == "differs" and found.first_step is None
+    assert found.first_difference_text() == (
+        "final weights differ: optimizer/_trainable_variables/0 (dense/kernel), step")
+
+
+def test_the_fit_loop_is_not_exact_by_design_and_not_a_pass():
+    not_compared = WeightsResult(problem="the fit loop's weights are not compared")
+    found = verdict.judge(audit_run(loop="fit"), reference_events(),
+                          killed_run(shift_after_resume=0.5), not_compared)
+    assert found.status == "design" and "restarts at the epoch start by design" in found.reason
+    assert found.first_step == 11  # what differs is still told
+    assert not found.passed and verdict.exit_status([found]) == 1
+
+
+def test_a_non_deterministic_model_fails_when_it_differs_and_is_no_pass_when_it_does_not():
+    warned = "the model uses RandomStandardNormal, whose state no checkpoint holds"
+    differs = verdict.judge(audit_run(), reference_events(),
+                            killed_run(shift_after_resume=1e-16), WeightsResult(), warned)
+    assert differs.status == "differs" and differs.line().endswith(
+        f"(the user-code check warned: {warned})")
+    equal = verdict.judge(audit_run(), reference_events(), killed_run(), WeightsResult(),
+                          warned)
+    assert equal.status == "design" and not equal.passed
+
+
+def test_a_run_that_did_not_finish_or_whose_fault_never_fired_fails():
+    unfinished = [e for e in killed_run() if e["event"] != "run_finished"][:-1]
+    assert verdict.judge(audit_run(), reference_events(), unfinished,
+                         WeightsResult()).status == "failed"
+    quiet = reference_events()
+    assert verdict.judge(audit_run(), reference_events(), quiet,
+                         WeightsResult()).reason == "the fault never fired"
+
+
+def test_a_missing_final_checkpoint_fails():
+    found = verdict.judge(audit_run(), reference_events(), killed_run(),
+                          WeightsResult(problem="no checkpoint of step 20"))
+    assert (found.status, found.reason) == ("failed", "final weights: no checkpoint of step 20")
+
+
+def test_trainable_variables_are_named_after_the_models_variables():
+    names = ["dense/kernel", "dense/bias"]
+    assert readable("optimizer/_trainable_variables/1", names) == \
+        "optimizer/_trainable_variables/1 (dense/bias)"
+    assert readable("optimizer/_variables/3", names) == "optimizer/_variables/3"
+
+
+# ---------------------------------------------------------------- outputs
+def result_of(tmp_path: Path) -> outputs.AuditResult:
+    exact = verdict.judge(audit_run(), reference_events(), killed_run(), WeightsResult())
+    second = plan.AuditRun("nan", "kill", 14, "chief", RunConfig(steps=20))  # named nan
+    differs = verdict.judge(second, reference_events(), killed_run(shift_after_resume=1e-16),
+                            WeightsResult())
+    design = verdict.judge(audit_run(loop="fit"), reference_events(), killed_run(),
+                           WeightsResult())
+    design.name = "fit-kill"
+    return outputs.AuditResult(tmp_path, {"strategy": "mirrored", "steps": 20},
+                               [exact, differs, design], checkpoints=2,
+                               checkpoint_seconds=0.5, snapshot_every=10, seconds=12.5)
+
+
+def test_junit_has_one_case_per_fault_the_failure_text_naming_the_first_step(tmp_path):
+    result = result_of(tmp_path)
+    paths = outputs.write_outputs(result)
+    suite = ET.parse(paths["junit"]).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert list(cases) == ["kill", "nan", "fit-kill"]
+    assert cases["kill"].find("failure") is None and cases["kill"].find("skipped") is None
+    assert cases["nan"].find("failure").get("message").startswith(
+        "first difference at step 11: loss ")
+    assert cases["fit-kill"].find("skipped").get("message").startswith(
+        "not exact by design: the model.fit loop restarts at the epoch start by design")
+    assert result.exit_status == 1
+
+
+def test_the_json_summary_holds_each_verdict_and_the_reference_cost(tmp_path):
+    paths = outputs.write_outputs(result_of(tmp_path), json_path=tmp_path / "out" / "a.json")
+    summary = json.loads(paths["json"].read_text(encoding="utf-8"))
+    assert summary["exit_status"] == 1
+    assert summary["reference"] == {"checkpoints": 2, "checkpoint_seconds": 0.5,
+                                    "snapshot_every": 10}
+    kill = summary["faults"][0]
+    assert (kill["name"], kill["status"], kill["passed"], kill["steps_redone"],
+            kill["source"]) == ("kill", "exact", True, 4, "disk")
+
+
+def test_the_html_report_has_a_section_per_fault_with_its_figures(tmp_path):
+    paths = outputs.write_outputs(result_of(tmp_path))
+    html = paths["html"].read_text(encoding="utf-8")
+    ET.fromstring(html.split("\n", 1)[1])  # well-formed
+    for name in ("kill", "nan", "fit-kill"):
+        assert f'id="fault-{name}"' in html and f'id="figures-{name}"' in html
+    assert "<td>disk</td>" in html and "reference run: 2 checkpoints" in html
+
+
+# ---------------------------------------------------------------- refusals before training
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--faults", "kill,fire"],
+     "ftgui: faults: 'fire' is not one of kill, preempt, hang, nan, worker-loss\n"),
+    (["--faults", "worker-loss"], "ftgui: faults: worker-loss needs workers (strategy "
+                                  "multi-worker or parameter-server), not mirrored\n"),
+    (["--loop", "fit", "--faults", "hang"],
+     "ftgui: faults: hang: hang_at_step: the fit loop takes kill faults only; use loop "
+     "custom\n"),
+    (["--model", "missing.py:build"],
+     "ftgui: model (--model): file '{cwd}/missing.py' does not exist\n"),
+    (["--steps", "2"], "ftgui: steps: an audit needs at least 3 steps, not 2\n"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, argv, line):
+    audit_dir = tmp_path / "audit"
+    assert cli.main(["audit", str(audit_dir), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == line.format(cwd=Path.cwd())
+    assert captured.out == "" and not audit_dir.exists()
+
+
+def test_a_folder_that_holds_an_audit_is_refused(tmp_path, capsys):
+    runs = plan.plan(RunConfig(steps=20), ["kill"])
+    runner.write_plan(tmp_path, runs)
+    assert runner.is_audit_dir(tmp_path)
+    assert cli.main(["audit", str(tmp_path), "--steps", "20", "--faults", "kill"]) == 2
+    assert capsys.readouterr().err == (f"ftgui: run_dir: {tmp_path} already holds an audit; "
+                                       "pick a new folder\n")
+
+
+# ------------------------------------------------ the window's command, the runs view
+def test_the_windows_audit_command_passes_the_panels_settings_but_not_its_faults(tmp_path):
+    config = RunConfig(strategy="multi-worker", workers=3, warm_standby=True, steps=300,
+                       kill_at_step=40, auto_recover=True, global_batch_size=63)
+    argv = runner.command(tmp_path / "a", config, python="python")
+    assert argv == ["python", "-m", "ftgui", "audit", str(tmp_path / "a"),
+                    "--strategy", "multi-worker", "--workers", "3", "--batch-size", "63",
+                    "--steps", "300", "--warm-standby"]
+    assert cli.build_parser().parse_args(argv[3:]).workers == 3
+
+
+def test_progress_lines_tell_the_runs_done_of_how_many():
+    assert runner.progress("run 1 of 5: starting reference: never interrupted") == (0, 5)
+    assert runner.progress("3 of 5 runs done: kill finished at step 200") == (3, 5)
+    assert runner.progress("3 of 5 runs done; waiting for nan (step 7 of 200)") == (3, 5)
+    assert runner.progress("waiting for the weights comparison (4 s)") is None
+
+
+def test_the_runs_of_an_audit_are_listed_together_under_its_name(tmp_path):
+    from ftgui.core.record import runs
+    from tests import recorded
+
+    audit = tmp_path / "audit-1"
+    runner.write_plan(audit, plan.plan(RunConfig(steps=20), ["kill"]))
+    recorded.crash_and_recovery(audit / "kill")
+    recorded.crash_and_recovery(audit / "reference")
+    recorded.killed_before_the_first_checkpoint(tmp_path / "alone")
+    listed = runs.list_runs(tmp_path)
+    assert [(run.name, run.group) for run in listed] == [
+        ("alone", ""), ("audit-1 › kill", "audit-1"), ("audit-1 › reference", "audit-1")]
