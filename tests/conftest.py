@@ -4,11 +4,15 @@ that imports TensorFlow fails (the quick suite must stay quick)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 import socket
 import stat
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -34,6 +38,13 @@ def _no_tensorflow_in_the_quick_suite(request):
     if _quick_suite(request.config) and not imported_before and "tensorflow" in sys.modules:
         pytest.fail(f"{request.node.nodeid} imported tensorflow: mark it tf or import less",
                     pytrace=False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tf tests first, each file's in its order, then the quick ones: the two xdist workers
+    then end on short tests and finish together (a training test collected last could leave
+    one worker idle for its minute or two)."""
+    items.sort(key=lambda item: item.get_closest_marker("tf") is None)
 
 
 # pyproject's addopts run the suite on 2 pytest-xdist workers: each worker reports whether it
@@ -64,6 +75,42 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by `make(folder)` once per test session, also across
+    pytest-xdist workers (each a process of its own): the first worker to ask makes it under a
+    file lock, the others wait for it and reuse it. A reference run costs a TensorFlow start
+    or more, and worksteal spreads a module's tests over both workers. Tests must not change
+    the folder: copy it first. A `make` that raises leaves nothing: the next asker tries again."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above every worker's own
+    shared = root / "made-once"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock, _locked(lock):
+        if not done.exists():
+            if folder.exists():  # a make that failed half-way
+                shutil.rmtree(folder)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+@contextlib.contextmanager
+def _locked(handle):
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: one process per session then (-n 0)
+        yield
+        return
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 # The run most tests compare against: MirroredStrategy on 2 logical CPUs, digits, MLP, global
 # batch 64, seed 42, 60 steps with a checkpoint every 10 (the defaults keep the newest 5).
 BASELINE_FLAGS = ["--steps", "60", "--checkpoint-every", "10"]
@@ -71,10 +118,12 @@ BASELINE_FLAGS = ["--steps", "60", "--checkpoint-every", "10"]
 
 @pytest.fixture(scope="session")
 def baseline_run(tmp_path_factory) -> Path:
-    """A 60-step run trained once, never interrupted. Tests must not change it: copy it first."""
-    run_dir = tmp_path_factory.mktemp("baseline") / "run"
-    assert cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--quiet"]) == 0
-    return run_dir
+    """A 60-step run trained once (per session, shared by the xdist workers: `made_once`),
+    never interrupted. Tests must not change it: copy it first."""
+    def train(folder: Path) -> None:
+        assert cli.main(["train", str(folder / "run"), *BASELINE_FLAGS, "--quiet"]) == 0
+
+    return made_once(tmp_path_factory, "baseline", train) / "run"
 
 
 @pytest.fixture(scope="session")

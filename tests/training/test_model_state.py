@@ -4,10 +4,12 @@ the training loss, a lazily built model trains, and the refusals name their caus
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
 import pytest
+from conftest import made_once
 
 from ftgui import cli
 from ftgui.core.record import events
@@ -57,14 +59,18 @@ def _values(seen: list[dict]) -> tuple[dict, dict]:
 def never_killed(tmp_path_factory):
     """(example, strategy) -> ({step: loss}, {step: (val_loss, val_accuracy)}) of a run never
     killed, validated every 5 steps (every step a killed run validates at; the checkpoint
-    interval changes no value)."""
+    interval changes no value). Each trained once per session, whichever xdist worker asks
+    first (`made_once`)."""
     cache: dict = {}
+
+    def train(example: str, strategy: str, folder: Path) -> None:
+        assert cli.main(["train", str(folder / "run"), *RUNS[example], "--strategy", strategy,
+                         *SHORT, "--checkpoint-every", "5"]) == 0
 
     def run(example: str, strategy: str):
         if (example, strategy) not in cache:
-            run_dir = tmp_path_factory.mktemp(f"{example}-{strategy}") / "run"
-            assert cli.main(["train", str(run_dir), *RUNS[example], "--strategy", strategy,
-                             *SHORT, "--checkpoint-every", "5"]) == 0
+            run_dir = made_once(tmp_path_factory, f"never-killed-{example}-{strategy}",
+                                functools.partial(train, example, strategy)) / "run"
             steps, validations = _values(events.read_all(run_dir))
             cache[example, strategy] = ({s: v for (_, s), v in steps.items()},
                                         {s: v for (_, s), v in validations.items()})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import psutil
 import pytest
-from conftest import BASELINE_FLAGS, of_kind, poll_until_done
+from conftest import BASELINE_FLAGS, made_once, of_kind, poll_until_done
 
 from ftgui import cli
 from ftgui.core.checkpoints import listing
@@ -27,19 +28,30 @@ from ftgui.training.data import StepBatches
 
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
-    """The baseline run crashed (SIGKILL) right after step 35, then `ftgui train RUN --resume`."""
-    run_dir = tmp_path_factory.mktemp("killed") / "run"
-    with contextlib.redirect_stderr(io.StringIO()) as kill_err:
-        kill_status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step", "35",
-                                "--quiet"])
-    newest_after_kill = listing.newest_valid(run_dir)
-    events_after_kill = events.read_all(run_dir)
-    resume_status = cli.main(["train", str(run_dir), "--resume", "--quiet"])
+    """The baseline run crashed (SIGKILL) right after step 35, then `ftgui train RUN --resume`
+    (once per session, whichever xdist worker asks first: `made_once`; what the tests read of
+    it is kept in outcome.json)."""
+    def crash_and_resume(folder: Path) -> None:
+        run_dir = folder / "run"
+        with contextlib.redirect_stderr(io.StringIO()) as kill_err:
+            kill_status = cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--kill-at-step",
+                                    "35", "--quiet"])
+        newest_after_kill = listing.newest_valid(run_dir)
+        events_after_kill = events.read_all(run_dir)
+        resume_status = cli.main(["train", str(run_dir), "--resume", "--quiet"])
+        (folder / "outcome.json").write_text(json.dumps({
+            "kill_status": kill_status, "kill_err": kill_err.getvalue(),
+            "newest_after_kill": newest_after_kill and newest_after_kill.step,
+            "events_after_kill": events_after_kill, "resume_status": resume_status}))
+
+    folder = made_once(tmp_path_factory, "killed-at-35-then-resumed", crash_and_resume)
+    outcome = json.loads((folder / "outcome.json").read_text())
     return SimpleNamespace(
-        run_dir=run_dir, kill_status=kill_status, kill_err=kill_err.getvalue(),
-        newest_after_kill=newest_after_kill,
-        events_after_kill=events_after_kill, resume_status=resume_status,
-        events=events.read_all(run_dir),
+        run_dir=folder / "run", kill_status=outcome["kill_status"],
+        kill_err=outcome["kill_err"],
+        newest_after_kill=SimpleNamespace(step=outcome["newest_after_kill"]),
+        events_after_kill=outcome["events_after_kill"],
+        resume_status=outcome["resume_status"], events=events.read_all(folder / "run"),
     )
 
 
@@ -164,17 +176,30 @@ def test_the_first_loss_is_the_same_for_1_2_and_4_replicas(tmp_path, baseline_lo
 # ----------------------------------------------------------------- fork
 
 
+@pytest.fixture(scope="module")
+def forked_at_20(tmp_path_factory, baseline_run):
+    """A copy of the baseline run forked at step 20 (`ftgui train RUN --resume --from-step
+    20`): its folder and the fork's exit status. Made once per session (`made_once`); tests
+    only read it."""
+    def fork(folder: Path) -> None:
+        shutil.copytree(baseline_run, folder / "run")
+        status = cli.main(["train", str(folder / "run"), "--resume", "--from-step", "20",
+                           "--quiet"])
+        (folder / "status").write_text(str(status))
+
+    folder = made_once(tmp_path_factory, "baseline-forked-at-20", fork)
+    return folder / "run", int((folder / "status").read_text())
+
+
 @pytest.mark.tf
 def test_a_fork_from_step_20_archives_newer_checkpoints_and_replays_the_same_losses(
-    tmp_path, baseline_run, baseline_losses
+    forked_at_20, baseline_run, baseline_losses
 ):
-    run_dir = tmp_path / "run"
-    shutil.copytree(baseline_run, run_dir)
+    run_dir, status = forked_at_20
+    # the copy's newer checkpoints before the fork: the baseline's (copied byte for byte)
     newer_files = {p.name: p.read_bytes()
-                   for p in (run_dir / "checkpoints").glob("ckpt-[3456]0.*")}
+                   for p in (baseline_run / "checkpoints").glob("ckpt-[3456]0.*")}
     assert len(newer_files) == 4 * 3  # index, one data shard, metadata
-
-    status = cli.main(["train", str(run_dir), "--resume", "--from-step", "20", "--quiet"])
 
     assert status == 0
     archive = run_dir / "history" / "fork-1"
@@ -373,12 +398,11 @@ def test_checkpoints_are_written_off_the_step_path_and_tensorflow_finds_the_kept
 
 
 @pytest.mark.tf
-def test_tensorboard_shows_each_step_once_after_a_fork(tmp_path, baseline_run, baseline_losses):
+def test_tensorboard_shows_each_step_once_after_a_fork(forked_at_20, baseline_losses):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run_dir = tmp_path / "run"
-    shutil.copytree(baseline_run, run_dir)
-    assert cli.main(["train", str(run_dir), "--resume", "--from-step", "20", "--quiet"]) == 0
+    run_dir, status = forked_at_20  # the fork of the test above, trained once for both
+    assert status == 0
     board = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0})
     board.Reload()
     losses = [(e.step, e.value) for e in board.Scalars("loss")]

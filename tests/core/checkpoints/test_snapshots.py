@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import fake_checkpoint, of_kind, poll_until, poll_until_done
+from conftest import fake_checkpoint, made_once, of_kind, poll_until, poll_until_done
 
 from ftgui import cli
 from ftgui.core.checkpoints import listing, restore_point, snapshots
@@ -229,9 +229,13 @@ FLAGS = ["--strategy", "mirrored", "--replicas", "2", "--steps", "400",
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> dict[int, float]:
-    run_dir = tmp_path_factory.mktemp("uninterrupted") / "run"
-    assert cli.main(["train", str(run_dir), *FLAGS, "--quiet"]) == 0
-    assert not snapshots.snapshot_path(run_dir).exists()  # a finished run frees its memory
+    """The losses of the run never killed, trained once per session (`made_once`)."""
+    def train(folder):
+        run_dir = folder / "run"
+        assert cli.main(["train", str(run_dir), *FLAGS, "--quiet"]) == 0
+        assert not snapshots.snapshot_path(run_dir).exists()  # a finished run frees its memory
+
+    run_dir = made_once(tmp_path_factory, "snapshots-uninterrupted", train) / "run"
     return events.final_losses(events.read_all(run_dir))
 
 

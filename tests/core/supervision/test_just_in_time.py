@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
-from conftest import alive, fake_checkpoint, of_kind, poll_until_done, stand_in_python
+from conftest import alive, fake_checkpoint, made_once, of_kind, poll_until_done, stand_in_python
 
 from ftgui import cli
 from ftgui.core.checkpoints import listing, moves
@@ -329,8 +330,10 @@ def test_the_loop_tells_the_last_completed_step_when_a_step_fails():
 def never_killed(tmp_path_factory) -> dict[int, float]:
     """The schedule's losses, never killed (2 mirrored replicas: the same bits as 2 workers,
     DESIGN.md §4, at the cost of one process)."""
-    run_dir = tmp_path_factory.mktemp("jit-reference") / "run"
-    assert cli.main(["train", str(run_dir), *SCHEDULE, "--quiet"]) == 0
+    def train(folder: Path) -> None:  # once per session, whichever xdist worker asks first
+        assert cli.main(["train", str(folder / "run"), *SCHEDULE, "--quiet"]) == 0
+
+    run_dir = made_once(tmp_path_factory, "jit-never-killed", train) / "run"
     losses = events.final_losses(events.read_all(run_dir))
     assert sorted(losses) == list(range(1, 81))
     return losses
