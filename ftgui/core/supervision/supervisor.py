@@ -95,7 +95,7 @@ class Supervisor:
     release_namespace = _delegate("launcher", "release_namespace")
     dismiss_standbys = _delegate("launcher", "dismiss_standbys")
 
-    def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable,
+    def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable, *,
                  launcher: Launcher | None = None):
         self.run_dir = Path(run_dir).absolute()
         self.python = python
