@@ -53,10 +53,11 @@ def _shared(name: str, doc: str) -> property:
     return property(get, put, doc=doc)
 
 
-def _delegate(part: str, name: str) -> property:
-    """A public method of the supervisor that one of its collaborators carries out."""
-    return property(lambda self: getattr(getattr(self, part), name),
-                    doc=f"`{part}.{name}`: see there.")
+def _delegate(part: str, method) -> property:
+    """A public method of the supervisor that one of its collaborators (`part`) carries out:
+    `method` of that collaborator's class, whose docstring it keeps."""
+    return property(lambda self: getattr(getattr(self, part), method.__name__),
+                    doc=method.__doc__)
 
 
 class Supervisor:
@@ -82,18 +83,18 @@ class Supervisor:
     last_step = _shared("last_step", "The newest global step seen.")
     processes = _shared("processes", "The current attempt's `TrainingProcess`es.")
     held = _shared("held", "(step, why) while the attempt is held, else None.")
-    kill = _delegate("faults", "kill")
-    preempt = _delegate("faults", "preempt")
-    preempt_and_stop = _delegate("faults", "preempt_and_stop")
-    checkpoint_now = _delegate("faults", "checkpoint_now")
-    freeze = _delegate("faults", "freeze")
-    thaw = _delegate("faults", "thaw")
-    plan_hold = _delegate("faults", "plan_hold")
-    release_hold = _delegate("faults", "release_hold")
-    standby_ready = _delegate("faults", "standby_ready")
-    hold_namespace = _delegate("launcher", "hold_namespace")
-    release_namespace = _delegate("launcher", "release_namespace")
-    dismiss_standbys = _delegate("launcher", "dismiss_standbys")
+    kill = _delegate("faults", FaultInjection.kill)
+    preempt = _delegate("faults", FaultInjection.preempt)
+    preempt_and_stop = _delegate("faults", FaultInjection.preempt_and_stop)
+    checkpoint_now = _delegate("faults", FaultInjection.checkpoint_now)
+    freeze = _delegate("faults", FaultInjection.freeze)
+    thaw = _delegate("faults", FaultInjection.thaw)
+    plan_hold = _delegate("faults", FaultInjection.plan_hold)
+    release_hold = _delegate("faults", FaultInjection.release_hold)
+    standby_ready = _delegate("faults", FaultInjection.standby_ready)
+    hold_namespace = _delegate("launcher", Launcher.hold_namespace)
+    release_namespace = _delegate("launcher", Launcher.release_namespace)
+    dismiss_standbys = _delegate("launcher", Launcher.dismiss_standbys)
 
     def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable, *,
                  launcher: Launcher | None = None):
