@@ -53,11 +53,18 @@ def _shared(name: str, doc: str) -> property:
     return property(get, put, doc=doc)
 
 
-def _delegate(part: str, method) -> property:
+class _Delegate:
     """A public method of the supervisor that one of its collaborators (`part`) carries out:
-    `method` of that collaborator's class, whose docstring it keeps."""
-    return property(lambda self: getattr(getattr(self, part), method.__name__),
-                    doc=method.__doc__)
+    `method` of that collaborator's class, whose docstring it keeps. An attribute set on the
+    supervisor itself wins over it (a test's stand-in)."""
+
+    def __init__(self, part: str, method):
+        self.part, self.name, self.__doc__ = part, method.__name__, method.__doc__
+
+    def __get__(self, supervisor, owner=None):
+        if supervisor is None:
+            return self
+        return getattr(getattr(supervisor, self.part), self.name)
 
 
 class Supervisor:
@@ -83,25 +90,25 @@ class Supervisor:
     last_step = _shared("last_step", "The newest global step seen.")
     processes = _shared("processes", "The current attempt's `TrainingProcess`es.")
     held = _shared("held", "(step, why) while the attempt is held, else None.")
-    kill = _delegate("faults", FaultInjection.kill)
-    preempt = _delegate("faults", FaultInjection.preempt)
-    preempt_and_stop = _delegate("faults", FaultInjection.preempt_and_stop)
-    checkpoint_now = _delegate("faults", FaultInjection.checkpoint_now)
-    freeze = _delegate("faults", FaultInjection.freeze)
-    thaw = _delegate("faults", FaultInjection.thaw)
-    plan_hold = _delegate("faults", FaultInjection.plan_hold)
-    release_hold = _delegate("faults", FaultInjection.release_hold)
-    standby_ready = _delegate("faults", FaultInjection.standby_ready)
-    hold_namespace = _delegate("launcher", Launcher.hold_namespace)
-    release_namespace = _delegate("launcher", Launcher.release_namespace)
-    dismiss_standbys = _delegate("launcher", Launcher.dismiss_standbys)
+    kill = _Delegate("faults", FaultInjection.kill)
+    preempt = _Delegate("faults", FaultInjection.preempt)
+    preempt_and_stop = _Delegate("faults", FaultInjection.preempt_and_stop)
+    checkpoint_now = _Delegate("faults", FaultInjection.checkpoint_now)
+    freeze = _Delegate("faults", FaultInjection.freeze)
+    thaw = _Delegate("faults", FaultInjection.thaw)
+    plan_hold = _Delegate("faults", FaultInjection.plan_hold)
+    release_hold = _Delegate("faults", FaultInjection.release_hold)
+    standby_ready = _Delegate("faults", FaultInjection.standby_ready)
+    hold_namespace = _Delegate("launcher", Launcher.hold_namespace)
+    release_namespace = _Delegate("launcher", Launcher.release_namespace)
+    dismiss_standbys = _Delegate("launcher", Launcher.dismiss_standbys)
 
     def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable, *,
                  launcher: Launcher | None = None):
         self.run_dir = Path(run_dir).absolute()
-        self.python = python
         self.launcher: Launcher = launcher or LocalLauncher(
             self.run_dir, self.run_dir / LOG_DIR, python)
+        self.python = python
         self.shared = SupervisionState()
         self.journal = Journal(self.run_dir, self.shared)
         self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
@@ -126,6 +133,18 @@ class Supervisor:
                                      self._drain)
 
     # ----------------------------------------------------------------- queries
+    @property
+    def python(self) -> str:
+        """The Python the trainers are started with (by the local launcher; set it before a
+        start to run them with another)."""
+        return self._python
+
+    @python.setter
+    def python(self, value: str) -> None:
+        self._python = value
+        if isinstance(self.launcher, LocalLauncher):
+            self.launcher.python = value
+
     @property
     def live(self) -> bool:
         """True while a process runs or an automatic restart is pending."""
