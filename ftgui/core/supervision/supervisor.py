@@ -67,6 +67,23 @@ class _Delegate:
         return getattr(getattr(supervisor, self.part), self.name)
 
 
+# The supervisor's commands its collaborators carry out: (attribute, its class, the commands).
+DELEGATED = (
+    ("faults", FaultInjection, ("kill", "preempt", "preempt_and_stop", "checkpoint_now",
+                                "freeze", "thaw", "plan_hold", "release_hold", "standby_ready")),
+    ("launcher", Launcher, ("hold_namespace", "release_namespace", "dismiss_standbys")),
+)
+
+
+def _delegating(cls):
+    """Give `cls` each command of `DELEGATED` as a `_Delegate`."""
+    for part, kind, names in DELEGATED:
+        for name in names:
+            setattr(cls, name, _Delegate(part, getattr(kind, name)))
+    return cls
+
+
+@_delegating
 class Supervisor:
     """Owns the processes of one run directory.
 
@@ -90,18 +107,6 @@ class Supervisor:
     last_step = _shared("last_step", "The newest global step seen.")
     processes = _shared("processes", "The current attempt's `TrainingProcess`es.")
     held = _shared("held", "(step, why) while the attempt is held, else None.")
-    kill = _Delegate("faults", FaultInjection.kill)
-    preempt = _Delegate("faults", FaultInjection.preempt)
-    preempt_and_stop = _Delegate("faults", FaultInjection.preempt_and_stop)
-    checkpoint_now = _Delegate("faults", FaultInjection.checkpoint_now)
-    freeze = _Delegate("faults", FaultInjection.freeze)
-    thaw = _Delegate("faults", FaultInjection.thaw)
-    plan_hold = _Delegate("faults", FaultInjection.plan_hold)
-    release_hold = _Delegate("faults", FaultInjection.release_hold)
-    standby_ready = _Delegate("faults", FaultInjection.standby_ready)
-    hold_namespace = _Delegate("launcher", Launcher.hold_namespace)
-    release_namespace = _Delegate("launcher", Launcher.release_namespace)
-    dismiss_standbys = _Delegate("launcher", Launcher.dismiss_standbys)
 
     def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable, *,
                  launcher: Launcher | None = None):
