@@ -53,16 +53,37 @@ def _shared(name: str, doc: str) -> property:
     return property(get, put, doc=doc)
 
 
-def _delegate(part: str, name: str):
-    """A public method of the supervisor that one of its collaborators carries out (a plain
-    method, so that a test or a caller may still replace it on one supervisor)."""
-    def method(self, *args, **kwargs):
-        return getattr(getattr(self, part), name)(*args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"`{part}.{name}`: see there."
-    return method
+class _Delegate:
+    """A public method of the supervisor that one of its collaborators (`part`) carries out:
+    `method` of that collaborator's class, whose docstring it keeps. An attribute set on the
+    supervisor itself wins over it (a test's stand-in)."""
+
+    def __init__(self, part: str, method):
+        self.part, self.name, self.__doc__ = part, method.__name__, method.__doc__
+
+    def __get__(self, supervisor, owner=None):
+        if supervisor is None:
+            return self
+        return getattr(getattr(supervisor, self.part), self.name)
 
 
+# The supervisor's commands its collaborators carry out: (attribute, its class, the commands).
+DELEGATED = (
+    ("faults", FaultInjection, ("kill", "preempt", "preempt_and_stop", "checkpoint_now",
+                                "freeze", "thaw", "plan_hold", "release_hold", "standby_ready")),
+    ("launcher", Launcher, ("hold_namespace", "release_namespace", "dismiss_standbys")),
+)
+
+
+def _delegating(cls):
+    """Give `cls` each command of `DELEGATED` as a `_Delegate`."""
+    for part, kind, names in DELEGATED:
+        for name in names:
+            setattr(cls, name, _Delegate(part, getattr(kind, name)))
+    return cls
+
+
+@_delegating
 class Supervisor:
     """Owns the processes of one run directory.
 
@@ -86,25 +107,13 @@ class Supervisor:
     last_step = _shared("last_step", "The newest global step seen.")
     processes = _shared("processes", "The current attempt's `TrainingProcess`es.")
     held = _shared("held", "(step, why) while the attempt is held, else None.")
-    kill = _delegate("faults", "kill")
-    preempt = _delegate("faults", "preempt")
-    preempt_and_stop = _delegate("faults", "preempt_and_stop")
-    checkpoint_now = _delegate("faults", "checkpoint_now")
-    freeze = _delegate("faults", "freeze")
-    thaw = _delegate("faults", "thaw")
-    plan_hold = _delegate("faults", "plan_hold")
-    release_hold = _delegate("faults", "release_hold")
-    standby_ready = _delegate("faults", "standby_ready")
-    hold_namespace = _delegate("launcher", "hold_namespace")
-    release_namespace = _delegate("launcher", "release_namespace")
-    dismiss_standbys = _delegate("launcher", "dismiss_standbys")
 
-    def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable,
+    def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable, *,
                  launcher: Launcher | None = None):
         self.run_dir = Path(run_dir).absolute()
         self.launcher: Launcher = launcher or LocalLauncher(
             self.run_dir, self.run_dir / LOG_DIR, python)
-        self._python = python
+        self.python = python
         self.shared = SupervisionState()
         self.journal = Journal(self.run_dir, self.shared)
         self.resume_line = ""  # what the last resume decided when it is news (CLI, window)
@@ -131,13 +140,14 @@ class Supervisor:
     # ----------------------------------------------------------------- queries
     @property
     def python(self) -> str:
-        """The interpreter the trainers run with (a local launcher's; set it before a start)."""
-        return getattr(self.launcher, "python", self._python)
+        """The Python the trainers are started with (by the local launcher; set it before a
+        start to run them with another)."""
+        return self._python
 
     @python.setter
     def python(self, value: str) -> None:
         self._python = value
-        if hasattr(self.launcher, "python"):
+        if isinstance(self.launcher, LocalLauncher):
             self.launcher.python = value
 
     @property
