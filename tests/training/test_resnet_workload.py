@@ -64,14 +64,18 @@ def _values(seen: list[dict]) -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def never_killed(tmp_path_factory):
+    """({step: loss}, {step: (val_loss, val_accuracy)}, last checkpoint's variables) of a run
+    never killed, validated every step (a resume from memory validates at its step; the
+    checkpoint interval changes no value)."""
     run_dir = tmp_path_factory.mktemp("resnet") / "run"
-    assert cli.main(["train", str(run_dir), *RESNET]) == 0
+    assert cli.main(["train", str(run_dir), *RESNET, "--checkpoint-every", "1"]) == 0
     steps, validations = _values(events.read_all(run_dir))
     return ({s: v for (_, s), v in steps.items()}, {s: v for (_, s), v in validations.items()},
             _variables(run_dir))
 
 
 @pytest.mark.tf
+@pytest.mark.timeout(900)  # three ResNet processes: at load 13 on 2 cores each took ~150 s
 @pytest.mark.parametrize("snapshot_every, source, from_step", [(0, "disk", 4),
                                                                 (1, "memory", 5)])
 def test_a_resnet_run_killed_at_5_resumes_equal_to_the_bit(
