@@ -46,7 +46,8 @@ class RunWaits:
     """The waits of a live run from its events (`feed`, in file order): a process started cold
     (not from a warm standby) imports TensorFlow and builds its model until its
     `training_started`; then the run waits for its first step (tracing the step function).
-    A process that exits waits for nothing more. `tick(now)` gives the lines due."""
+    A chief's `resumed` (it restored, after its import) ends its import too. A process that
+    exits waits for nothing more. `tick(now)` gives the lines due."""
 
     def __init__(self) -> None:
         self._importing: dict[int, tuple[str, float]] = {}  # pid -> (label, since)
@@ -70,6 +71,9 @@ class RunWaits:
             self._importing.pop(pid, None)
             if pid in self._chiefs:
                 self._first_step_since = event["time"]
+        elif kind == "resumed":  # the chief restored: its import is over (the event has no pid)
+            for chief in self._chiefs:
+                self._importing.pop(chief, None)
         elif kind == "process_exited":
             self._importing.pop(pid, None)
             if pid in self._chiefs:

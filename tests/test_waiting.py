@@ -84,6 +84,8 @@ def test_a_restart_after_a_kill_is_said_again():
     waits.feed(started(21.0, pid=2, restore="checkpoints/ckpt-30"))
     assert waits.tick(21.05) == ["chief: importing TensorFlow and building the model"]
     assert waits.tick(24.1) == ["still importing TensorFlow: chief (3 s)"]
+    waits.feed({"event": "resumed", "time": 26.0, "attempt": 1, "from_step": 30})
+    assert waits.tick(27.1) == []  # restored: the import is over; training_started comes next
 
 
 def test_a_chief_killed_while_tracing_leaves_no_wait_behind():
