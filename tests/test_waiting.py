@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 from ftgui import cli, waiting
 from ftgui.console import Progress
 from ftgui.waiting import RunWaits, notice
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def started(time: float, pid: int, label: str = "chief", standby: bool = False, **fields):
@@ -164,3 +167,31 @@ def test_ftgui_devices_says_it_waits_on_stderr_and_keeps_stdout_json(monkeypatch
     assert err[1].startswith("still listing devices (") and err[1].endswith(" s)")
     assert json.loads(captured.out) == [{"name": "/physical_device:CPU:0",
                                          "device_type": "CPU"}]
+
+
+def test_ftgui_train_says_it_checks_a_users_model_while_the_check_runs(
+        monkeypatch, capsys, tmp_path):
+    from ftgui.core.settings.config import ConfigError
+    from ftgui.core.supervision.supervisor import Supervisor
+
+    monkeypatch.setattr(waiting, "FIRST_STILL_S", 0.0)
+    monkeypatch.setattr(waiting, "STILL_EVERY_S", 0.0)
+    seen: list[str] = []
+
+    def slow_check(self, config, resume=False, from_step=None):  # the helper process' wait
+        for _ in range(600):
+            seen.append(capsys.readouterr().out)
+            if "still checking your model and dataset" in "".join(seen):
+                break
+            threading.Event().wait(0.05)
+        raise ConfigError("model: refused by the fake check")
+
+    monkeypatch.setattr(Supervisor, "start", slow_check)
+    model = f"{ROOT / 'resources' / 'examples' / 'digits_cnn.py'}:build"
+    assert cli.main(["train", str(tmp_path / "run"), "--model", model]) == 2
+    captured = capsys.readouterr()
+    out = ("".join(seen) + captured.out).splitlines()
+    assert out[0] == ("checking your model and dataset: a helper process imports TensorFlow, "
+                      "then tries a step, a save and a restore")
+    assert out[1].startswith("still checking your model and dataset (")
+    assert captured.err == "ftgui: model: refused by the fake check\n"
