@@ -24,6 +24,27 @@ PYTHON = sys.executable
 TIME = "/usr/bin/time"
 
 
+# The workloads every benchmark runs on (`--workload`): ftgui's model and dataset settings.
+# mlp: Flatten → Dense(64) → Dense(10) on the 8×8 digits, ~1.5 ms a step; resnet: the built-in
+# ResNet-style CNN (1.2 M parameters, batch normalization) on the synthetic 32×32×3 images,
+# tens of milliseconds a step (docs/command-line.md, "The realistic workload").
+WORKLOADS = {"mlp": {"model": "mlp", "dataset": "digits"},
+             "resnet": {"model": "resnet", "dataset": "synthetic"}}
+
+
+def add_workload_argument(parser) -> None:
+    """`--workload mlp|resnet` (default mlp) on a benchmark's argparse parser."""
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="mlp",
+                        help="mlp: the MLP on digits (default); resnet: the ResNet-style CNN "
+                             "on the synthetic 32x32x3 images")
+
+
+def workload_flags(workload: str) -> list[str]:
+    """The `ftgui train` flags of `workload`: ["--model", …, "--dataset", …]."""
+    settings = WORKLOADS[workload]
+    return ["--model", settings["model"], "--dataset", settings["dataset"]]
+
+
 def ftgui_cmd() -> list[str]:
     """The `ftgui` console script if installed, else `python -m ftgui.cli`."""
     exe = shutil.which("ftgui")

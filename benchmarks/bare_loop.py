@@ -4,7 +4,10 @@ Same model (Flatten → Dense(64, relu) → Dense(10)), optimizer (Adam 0.01, bu
 strategy scope), loss (`compute_average_loss` over the global batch, summed with
 `strategy.reduce`), strategy (MirroredStrategy over N logical CPUs), data (scikit-learn digits,
 80/20 split, step-indexed batches: a permutation per epoch seeded by (seed, epoch)), global batch,
-seed and op determinism. Nothing of ftgui is imported.
+seed and op determinism. Nothing of ftgui is imported, but with `--workload resnet`: then the
+model is ftgui's built-in ResNet-style CNN and the data its synthetic 32×32×3 images (taken from
+`ftgui.training.models.build` and `ftgui.training.data.load`, so that both sides train the same
+layers on the same arrays); the loop, strategy, optimizer and checkpoints stay TensorFlow alone.
 
     python benchmarks/bare_loop.py --steps 1000                 # prints "step N TIME LOSS" per step
     python benchmarks/bare_loop.py --steps 1000 --no-fetch      # no float(loss) / print per step
@@ -64,6 +67,9 @@ def parse_args(argv=None):
     p.add_argument("--replicas", type=int, default=2)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--workload", choices=("mlp", "resnet"), default="mlp",
+                   help="mlp: the MLP on digits; resnet: ftgui's ResNet-style CNN on its "
+                        "synthetic images")
     p.add_argument("--no-fetch", action="store_true",
                    help="do not fetch the loss (float) nor print it every step")
     p.add_argument("--input", choices=("values", "dataset"), default="values",
@@ -93,7 +99,15 @@ def load_digits_split():
     return x[train], y[train]
 
 
-def build(replicas=2, lr=0.01, seed=42):
+def load_synthetic_split():
+    """ftgui's synthetic images, its 80/20 split: the training rows (x float32, y int32)."""
+    from ftgui.training import data
+
+    dataset = data.load("synthetic")
+    return dataset.x_train, dataset.y_train
+
+
+def build(replicas=2, lr=0.01, seed=42, workload="mlp"):
     """Devices, seeds, data, strategy, model, optimizer and step counter (call once per process).
 
     Returns a namespace: tf, np, strategy, model, optimizer, step_var, checkpoint, x_train, y_train.
@@ -112,14 +126,19 @@ def build(replicas=2, lr=0.01, seed=42):
     tf.keras.utils.set_random_seed(seed)
     tf.config.experimental.enable_op_determinism()
 
-    x_train, y_train = load_digits_split()
+    x_train, y_train = load_digits_split() if workload == "mlp" else load_synthetic_split()
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:replicas]
     strategy = tf.distribute.MirroredStrategy(devices=devices)
     with strategy.scope():
-        inputs = keras.Input(shape=x_train.shape[1:])
-        h = layers.Flatten()(inputs)
-        h = layers.Dense(64, activation="relu")(h)
-        model = keras.Model(inputs, layers.Dense(10)(h))
+        if workload == "resnet":
+            from ftgui.training import models
+
+            model = models.build("resnet", x_train.shape[1:], 10)
+        else:
+            inputs = keras.Input(shape=x_train.shape[1:])
+            h = layers.Flatten()(inputs)
+            h = layers.Dense(64, activation="relu")(h)
+            model = keras.Model(inputs, layers.Dense(10)(h))
         optimizer = keras.optimizers.Adam(learning_rate=lr)
         optimizer.build(model.trainable_variables)
         step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -135,7 +154,7 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     import_seconds = time.perf_counter() - _T0
-    b = build(args.replicas, args.lr, args.seed)
+    b = build(args.replicas, args.lr, args.seed, args.workload)
     strategy, model, optimizer, step_var = b.strategy, b.model, b.optimizer, b.step_var
     checkpoint, x_train, y_train = b.checkpoint, b.x_train, b.y_train
     replicas = strategy.num_replicas_in_sync

@@ -1,6 +1,10 @@
 """Training time stalled per checkpoint, and what one checkpoint save costs.
 
     python benchmarks/bench_checkpoint.py [--steps 2000] [--reps 3] [--no-breakdown]
+        [--workload mlp|resnet]
+
+`--workload resnet` measures the ResNet-style CNN on the synthetic images (a 14.5 MB checkpoint,
+steps of tens of ms) instead of the MLP on digits, in every part.
 
 1. `ftgui train --steps N` with the default `--checkpoint-every` (RunConfig's), with
    `--checkpoint-every 10` (for reference), and with `--checkpoint-every 1000000` (never, except
@@ -40,13 +44,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     HERE,
     PYTHON,
+    WORKLOADS,
     Table,
+    add_workload_argument,
     ftgui_train,
     header,
     interleaved,
     median,
     spread,
     step_rate,
+    workload_flags,
 )
 
 TARGET_PCT = 2.0  # issue 14: at most 2 % of the interval at the default interval
@@ -121,24 +128,24 @@ def bucket_profile(times: dict[int, float], saved: list[int], every: int) -> lis
     return [statistics.median(row[i] for row in rows) for i in range(n)] if rows else []
 
 
-def run_variant(work: Path, every: int, steps: int, tag: str) -> dict:
+def run_variant(work: Path, every: int, steps: int, tag: str, workload: str) -> dict:
     run_dir = work / tag
-    figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", str(every)],
-                          work / f"{tag}.out")
+    figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", str(every),
+                                    *workload_flags(workload)], work / f"{tag}.out", timeout=900)
     figures.update(analyse(figures.pop("events"), every))
     shutil.rmtree(run_dir, ignore_errors=True)
     return figures
 
 
 # ----------------------------------------------------------------------------- in-process part
-def inprocess(reps: int) -> dict:
+def inprocess(reps: int, workload: str = "mlp") -> dict:
     """Time checkpoint writes for bare_loop.py's model (runs in its own process, imports TF)."""
     import cProfile
     import pstats
 
     import bare_loop
 
-    b = bare_loop.build()
+    b = bare_loop.build(workload=workload)
     tf, np = b.tf, b.np
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-ckpt-"))
     out = {}
@@ -192,16 +199,16 @@ def inprocess(reps: int) -> dict:
 
 
 # ----------------------------------------------------------------------------- breakdown part
-def breakdown(work: Path, steps: int) -> list[str]:
+def breakdown(work: Path, steps: int, workload: str = "mlp") -> list[str]:
     """ftgui's own trainer with timers around CheckpointAction.save and what it calls."""
     from ftgui.core.settings import config as configmod
     from ftgui.core.supervision.trainer_command import trainer_args
 
     run_dir = work / "timed"
-    configmod.save(run_dir, configmod.RunConfig().replace(steps=steps,
-                                                          checkpoint_every=REFERENCE_INTERVAL))
+    configmod.save(run_dir, configmod.RunConfig(**WORKLOADS[workload]).replace(
+        steps=steps, checkpoint_every=REFERENCE_INTERVAL))
     result = subprocess.run([PYTHON, str(HERE / "trainer_timed.py"), *trainer_args(run_dir)],
-                            capture_output=True, text=True, timeout=240)
+                            capture_output=True, text=True, timeout=900)
     if "TIMINGS " not in result.stdout:
         return [f"timed trainer failed ({result.returncode}): {result.stderr[-400:]}"]
     data = json.loads(result.stdout.rsplit("TIMINGS ", 1)[1].splitlines()[0])
@@ -274,15 +281,16 @@ def main() -> int:
     parser.add_argument("--inprocess", type=int, metavar="N", help=argparse.SUPPRESS)
     parser.add_argument("--budget", type=float, default=200,
                         help="start no new repetition after this many seconds (default 200)")
+    add_workload_argument(parser)
     args = parser.parse_args()
     if args.inprocess:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        print("INPROCESS " + json.dumps(inprocess(args.inprocess)))
+        print("INPROCESS " + json.dumps(inprocess(args.inprocess, args.workload)))
         return 0
 
-    header(f"checkpoint stall: ftgui train, {args.steps} steps, checkpoint every "
-           f"{default_interval} (default) / {REFERENCE_INTERVAL} / never, {args.reps} "
-           "interleaved repetitions")
+    header(f"checkpoint stall ({args.workload} workload): ftgui train, {args.steps} steps, "
+           f"checkpoint every {default_interval} (default) / {REFERENCE_INTERVAL} / never, "
+           f"{args.reps} interleaved repetitions")
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-ckpt-"))
     variants = {"default": default_interval, f"every{REFERENCE_INTERVAL}": REFERENCE_INTERVAL,
                 "never": NEVER}
@@ -299,7 +307,8 @@ def main() -> int:
     try:
         results = interleaved(
             list(variants), args.reps, args.budget,
-            lambda name, rep: run_variant(work, variants[name], args.steps, f"{name}-{rep}"),
+            lambda name, rep: run_variant(work, variants[name], args.steps, f"{name}-{rep}",
+                                          args.workload),
             show)
         loops = {name: spread([r["loop_seconds"] for r in rs]) for name, rs in results.items()}
         print("\n   loop seconds: " + ", ".join(
@@ -343,8 +352,9 @@ def main() -> int:
 
         # 2. in-process CheckpointManager.save
         print("\n   in one process (bare_loop.py's model, 2-replica MirroredStrategy):", flush=True)
-        proc = subprocess.run([PYTHON, __file__, "--inprocess", "30"], capture_output=True,
-                              text=True, timeout=200, cwd=str(HERE))
+        proc = subprocess.run([PYTHON, __file__, "--inprocess", "30", "--workload",
+                               args.workload], capture_output=True, text=True, timeout=600,
+                              cwd=str(HERE))
         inproc = None
         if proc.returncode == 0 and "INPROCESS " in proc.stdout:
             inproc = json.loads(proc.stdout.rsplit("INPROCESS ", 1)[1])
@@ -369,13 +379,14 @@ def main() -> int:
         if not args.no_breakdown:
             print("\n   ftgui's trainer with timers (benchmarks/trainer_timed.py, 300 steps, "
                   f"checkpoint every {REFERENCE_INTERVAL}):", flush=True)
-            breakdown_lines = breakdown(work, 300)
+            breakdown_lines = breakdown(work, 300 if args.workload == "mlp" else 60,
+                                        args.workload)
             for line in breakdown_lines:
                 print(f"   {line}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    table = Table("bench_checkpoint")
+    table = Table(f"bench_checkpoint --workload {args.workload}")
     for name, f in figures.items():
         every = f["interval_steps"]
         target = name == "default"

@@ -1,10 +1,12 @@
 """Recovery time: from the kill of the training process to its first resumed step.
 
     python benchmarks/bench_recovery.py [--reps 3] [--steps 60] [--kill-at 35] [--no-standby]
+        [--workload mlp|resnet]
 
 Variants, interleaved, each repetition in fresh directories (MirroredStrategy over 2 logical CPUs,
-digits, MLP, global batch 64, a checkpoint every 10 steps, SIGKILL right after step 35, so the
-resume is from step 30):
+global batch 64, a checkpoint every 10 steps, SIGKILL right after step 35, so the resume is from
+step 30; `--workload mlp` the MLP on digits, `--workload resnet` the ResNet-style CNN on the
+synthetic images, in every variant and mode):
   bare      benchmarks/bare_loop.py kills itself after step 35 (prints `killed 35 TIME` first);
             this script restarts it at once with --restore, like a shell `until … ; do :; done`.
             Recovery = time of the first `step` line of the restarted process - kill time.
@@ -56,18 +58,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     HERE,
     PYTHON,
+    WORKLOADS,
     Table,
+    add_workload_argument,
     ftgui_train,
     header,
     interleaved,
     median,
     read_events,
     spread,
+    workload_flags,
 )
 
 
-def bare_argv(ckpt: Path, steps: int, *extra: str) -> list[str]:
-    return [PYTHON, str(HERE / "bare_loop.py"), "--steps", str(steps), "--ckpt-dir", str(ckpt),
+def bare_argv(ckpt: Path, steps: int, workload: str, *extra: str) -> list[str]:
+    return [PYTHON, str(HERE / "bare_loop.py"), "--steps", str(steps), "--workload", workload,
+            "--ckpt-dir", str(ckpt),
             "--checkpoint-every", "10", *extra]
 
 
@@ -82,20 +88,21 @@ def first_step_line(proc: subprocess.Popen, log) -> tuple[int, float] | None:
     return None
 
 
-def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool) -> dict:
+def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool,
+             workload: str) -> dict:
     ckpt = work / f"{tag}-ckpt"
     log = open(work / f"{tag}.log", "w")
     try:
         waiting = None
         if standby:  # started before the crash: pays import and set-up while the first one runs
-            waiting = subprocess.Popen(bare_argv(ckpt, steps, "--restore", "--standby"),
+            waiting = subprocess.Popen(bare_argv(ckpt, steps, workload, "--restore", "--standby"),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.DEVNULL)
             for raw in waiting.stdout:
                 log.write("standby| " + raw.decode(errors="replace"))
                 if raw.startswith(b"standby ready"):
                     break
-        first = subprocess.Popen(bare_argv(ckpt, steps, "--kill-at-step", str(kill_at)),
+        first = subprocess.Popen(bare_argv(ckpt, steps, workload, "--kill-at-step", str(kill_at)),
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         killed_at = None
         for raw in first.stdout:
@@ -112,13 +119,13 @@ def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool) -> d
             waiting.stdin.flush()
             second = waiting
         else:
-            second = subprocess.Popen(bare_argv(ckpt, steps, "--restore"),
+            second = subprocess.Popen(bare_argv(ckpt, steps, workload, "--restore"),
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         restarted = time.time()
         found = first_step_line(second, log)
         rest = second.stdout.read().decode(errors="replace")
         log.write(rest)
-        second.wait(timeout=120)
+        second.wait(timeout=600)
         if found is None:
             raise RuntimeError("restarted bare loop printed no step")
         step, when = found
@@ -141,12 +148,14 @@ def snapshot_flags(memory: bool) -> list[str]:
     return ["--snapshot-every", "1" if memory else "0"]
 
 
-def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = False) -> dict:
+def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = False,
+              workload: str = "mlp") -> dict:
     run_dir = work / tag
     figures = ftgui_train(run_dir, ["--steps", str(steps), "--checkpoint-every", "10",
                                     "--kill-at-step", str(kill_at), "--auto-recover",
-                                    "--restart-backoff", "0", *snapshot_flags(memory)],
-                          work / f"{tag}.out")
+                                    "--restart-backoff", "0", *snapshot_flags(memory),
+                                    *workload_flags(workload)],
+                          work / f"{tag}.out", timeout=600)
     events = figures.pop("events")
 
     def first(event_type, attempt, **match):
@@ -215,12 +224,14 @@ def kill_when_ready(run_dir: Path, config, target: str, prepared_wanted: int, ki
     return events
 
 
-def run_ftgui_standby(work: Path, kill_at: int, tag: str, timeout: float = 150) -> dict:
+def run_ftgui_standby(work: Path, kill_at: int, tag: str, workload: str = "mlp",
+                      timeout: float = 400) -> dict:
     """A warm-standby run killed by the supervisor once the standby is ready."""
     from ftgui.core.settings.config import RunConfig
 
-    config = RunConfig().replace(steps=10_000_000, checkpoint_every=10, auto_recover=True,
-                                 restart_backoff=0.0, warm_standby=True)
+    config = RunConfig(**WORKLOADS[workload]).replace(
+        steps=10_000_000, checkpoint_every=10, auto_recover=True, restart_backoff=0.0,
+        warm_standby=True)
     rss = []
     events = kill_when_ready(work / tag, config, "chief", 1, kill_at, timeout,
                              lambda supervisor: rss.append(standby_rss(supervisor)))
@@ -268,13 +279,14 @@ def warm_vs_plain(results: dict, med: dict) -> None:
           f"cost: one more process per task, RSS {median([r['rss'] for r in warm]):.0f} MB")
 
 
-def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str) -> dict:
+def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str, workload: str) -> dict:
     """One multi-worker run whose worker 1 is killed after `kill_at`; figures of its recovery."""
     run_dir = work / tag
     figures = ftgui_train(run_dir, ["--strategy", "multi-worker", "--workers", "2", "--steps",
                                     str(steps), "--checkpoint-every", "10", "--kill-at-step",
                                     str(kill_at), "--fault-target", "worker:1",
-                                    "--auto-recover", "--restart-backoff", "0"],
+                                    "--auto-recover", "--restart-backoff", "0",
+                                    *workload_flags(workload)],
                           work / f"{tag}.out", timeout=600)
     events = figures.pop("events")
     fault = next(e for e in events if e["event"] == "fault_injected")
@@ -289,13 +301,15 @@ def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str) -> dict:
             "jit_save": saved.get("save_seconds"), "live_differs": saved.get("live_differs")}
 
 
-def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, timeout: float = 240) -> dict:
+def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, workload: str,
+                timeout: float = 400) -> dict:
     """A multi-worker x2 run (checkpoint every 20, automatic recovery, no backoff) driven by
     `Supervisor`, worker 1 killed by it once the run is past `kill_at` and, with `standby`,
     once both members of its standby cluster are prepared. Figures of the recovery."""
     from ftgui.core.settings.config import RunConfig
 
-    config = RunConfig(strategy="multi-worker", workers=2, steps=10_000_000,
+    config = RunConfig(**WORKLOADS[workload], strategy="multi-worker", workers=2,
+                       steps=10_000_000,
                        checkpoint_every=20, auto_recover=True, restart_backoff=0.0,
                        warm_standby=standby)
     events = kill_when_ready(work / tag, config, "worker:1", 2 if standby else 0, kill_at,
@@ -309,11 +323,11 @@ def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, timeout: floa
             "redone": fault["step"] - resumed["from_step"], "killed_after": fault["step"]}
 
 
-def measure_cluster(reps: int, kill_at: int, budget: float) -> int:
+def measure_cluster(reps: int, kill_at: int, budget: float, workload: str) -> int:
     """Kill -> first resumed step of a multi-worker run: a cold restart of both workers
     against the standby cluster formed in advance (`ftgui.core.supervision.standby`)."""
-    header(f"multi-worker x2 recovery: worker 1 killed by the supervisor past step {kill_at}; "
-           f"cold restart vs standby cluster, {reps} interleaved repetitions")
+    header(f"multi-worker x2 recovery ({workload} workload): worker 1 killed by the supervisor "
+           f"past step {kill_at}; cold restart vs standby cluster, {reps} interleaved repetitions")
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-cluster-"))
 
     def show(rep, name, r):
@@ -325,11 +339,12 @@ def measure_cluster(reps: int, kill_at: int, budget: float) -> int:
     try:
         results = interleaved(["cold", "standby-cluster"], reps, budget,
                               lambda name, rep: run_cluster(work, f"{name}-{rep}",
-                                                            name != "cold", kill_at), show)
+                                                            name != "cold", kill_at,
+                                                            workload), show)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {name: median([r["recovery"] for r in rs]) for name, rs in results.items()}
-    table = Table("bench_recovery --cluster")
+    table = Table(f"bench_recovery --cluster --workload {workload}")
     table.add("cold restart of both workers, kill -> step", f"{med['cold']:.2f} s")
     table.add("standby cluster, kill -> step", f"{med['standby-cluster']:.2f} s")
     ratio = med["standby-cluster"] / med["cold"]
@@ -341,14 +356,14 @@ def measure_cluster(reps: int, kill_at: int, budget: float) -> int:
     return 0
 
 
-def measure_just_in_time(reps: int, steps: int, kill_at: int) -> int:
-    header(f"just-in-time recovery: multi-worker x2, worker 1 killed after step {kill_at}, "
-           f"checkpoint every 10, {reps} run(s)")
+def measure_just_in_time(reps: int, steps: int, kill_at: int, workload: str) -> int:
+    header(f"just-in-time recovery ({workload} workload): multi-worker x2, worker 1 killed "
+           f"after step {kill_at}, checkpoint every 10, {reps} run(s)")
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-jit-"))
     results = []
     try:
         for rep in range(reps):
-            r = run_just_in_time(work, steps, kill_at, f"jit-{rep}")
+            r = run_just_in_time(work, steps, kill_at, f"jit-{rep}", workload)
             results.append(r)
             print(f"   rep {rep}: resumed from step {r['from_step']} ({r['source']}), "
                   f"{r['redone']} step(s) redone, kill -> first resumed step "
@@ -357,7 +372,7 @@ def measure_just_in_time(reps: int, steps: int, kill_at: int) -> int:
                   flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    table = Table("bench_recovery --just-in-time")
+    table = Table(f"bench_recovery --just-in-time --workload {workload}")
     redone = max(r["redone"] for r in results)
     table.add("steps redone after a lost worker (periodic: up to 9)", f"{redone}", "<= 1",
               redone <= 1)
@@ -380,13 +395,14 @@ def main() -> int:
                         help="start no new repetition after this many seconds (default 265)")
     parser.add_argument("--cluster", action="store_true",
                         help="measure a multi-worker cold restart against its standby cluster")
+    add_workload_argument(parser)
     args = parser.parse_args()
     if args.cluster:
-        return measure_cluster(args.reps, max(args.kill_at, 100), args.budget)
+        return measure_cluster(args.reps, max(args.kill_at, 100), args.budget, args.workload)
     if args.just_in_time:
-        return measure_just_in_time(args.reps, args.steps, args.kill_at)
-    header(f"recovery: kill after step {args.kill_at} to the first resumed step, "
-           f"{args.reps} interleaved repetitions")
+        return measure_just_in_time(args.reps, args.steps, args.kill_at, args.workload)
+    header(f"recovery ({args.workload} workload): kill after step {args.kill_at} to the first "
+           f"resumed step, {args.reps} interleaved repetitions")
     has_standby = ftgui_has_standby()
     if has_standby:
         print("   this ftgui has a warm standby (`warm_standby`): measured as ftgui-standby")
@@ -401,10 +417,12 @@ def main() -> int:
     def run(name, rep):
         tag = f"{name}-{rep}"
         if name in ("ftgui", "ftgui-memory"):
-            return run_ftgui(work, args.steps, args.kill_at, tag, name == "ftgui-memory")
+            return run_ftgui(work, args.steps, args.kill_at, tag, name == "ftgui-memory",
+                             args.workload)
         if name == "ftgui-standby":
-            return run_ftgui_standby(work, args.kill_at, tag)
-        return run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby")
+            return run_ftgui_standby(work, args.kill_at, tag, args.workload)
+        return run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby",
+                        args.workload)
 
     def show(rep, name, r):
         extra = ""
@@ -463,7 +481,7 @@ def main() -> int:
         print("   warm standby: not implemented in ftgui; every ftgui recovery pays a fresh "
               "process (TensorFlow import + set-up + first-step trace)")
 
-    table = Table("bench_recovery")
+    table = Table(f"bench_recovery --workload {args.workload}")
     table.add("bare script restart, kill -> step", f"{med['bare']:.2f} s")
     table.add("ftgui auto-recovery, kill -> step", f"{med['ftgui']:.2f} s")
     if results["ftgui"]:

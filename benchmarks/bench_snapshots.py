@@ -1,9 +1,12 @@
 """Training throughput with in-memory snapshots at several intervals against none.
 
     python benchmarks/bench_snapshots.py [--rounds 7] [--block 300] [--every 1,2,5,10]
+        [--workload mlp|resnet]
 
 One process (TensorFlow imported here: this measures the step path, not a process): ftgui's
-TrainState (MirroredStrategy over 2 logical CPUs, digits, MLP, global batch 64, the defaults)
+TrainState (MirroredStrategy over 2 logical CPUs, global batch 64, the defaults; `--workload
+mlp`: the MLP on digits, `resnet`: the ResNet-style CNN on the synthetic images, whose 14.5 MB
+state makes each snapshot ~30x larger and each step ~40x longer: give e.g. `--block 30`)
 runs blocks of `--block` global steps on the real step-indexed batches; after each step ftgui's
 `SnapshotAction` is called as the loop calls it, with `snapshot_every` = 0 (off) or each of
 `--every`. Blocks are interleaved (ABAB…, the order rotated each round) and each round gives
@@ -25,7 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from _common import Table, header, median, rotate, spread  # noqa: E402
+from _common import (  # noqa: E402
+    WORKLOADS,
+    Table,
+    add_workload_argument,
+    header,
+    median,
+    rotate,
+    spread,
+)
 
 
 def main() -> int:
@@ -35,6 +46,7 @@ def main() -> int:
     parser.add_argument("--every", default="1,2,5,10")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="cpu: this process' CPU seconds (steadier on a shared machine)")
+    add_workload_argument(parser)
     args = parser.parse_args()
     intervals = [int(x) for x in args.every.split(",")]
 
@@ -50,9 +62,10 @@ def main() -> int:
     from ftgui.training.strategies import configure_devices, make_strategy
 
     default = SETTINGS["snapshot_every"].default
-    header(f"snapshots: steps/s with snapshot_every in {intervals} against off, "
-           f"{args.rounds} interleaved rounds of {args.block} steps (default {default})")
-    config = RunConfig()
+    header(f"snapshots ({args.workload} workload): steps/s with snapshot_every in {intervals} "
+           f"against off, {args.rounds} interleaved rounds of {args.block} steps "
+           f"(default {default})")
+    config = RunConfig(**WORKLOADS[args.workload])
     configure_devices(config)
     tf.keras.utils.set_random_seed(config.seed)
     tf.config.experimental.enable_op_determinism()
@@ -95,7 +108,7 @@ def main() -> int:
             action.close()
             snapshots.discard(run_dir / str(every))
     print()
-    table = Table("bench_snapshots")
+    table = Table(f"bench_snapshots --workload {args.workload}")
     for every in intervals:
         action = actions[every]
         per = action.write_seconds / max(action.taken, 1) * 1e3

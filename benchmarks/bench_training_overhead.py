@@ -1,6 +1,7 @@
 """Training throughput under ftgui versus the same custom loop as a bare TensorFlow script.
 
     python benchmarks/bench_training_overhead.py [--steps 1000] [--reps 3] [--with-dataset]
+        [--workload mlp|resnet]
 
 Variants, run interleaved (order rotated each repetition), each a fresh process under
 `/usr/bin/time -v`:
@@ -15,7 +16,9 @@ Variants, run interleaved (order rotated each repetition), each a fresh process 
   bare-dataset   (only with --with-dataset) bare_loop.py --input dataset: tf.data +
                  experimental_distribute_dataset, the tf.distribute tutorial's input recipe,
                  fetch every step - for reference
-All: MirroredStrategy over 2 logical CPUs, digits, MLP, Adam 0.01, global batch 64, seed 42.
+All: MirroredStrategy over 2 logical CPUs, Adam 0.01, global batch 64, seed 42; `--workload
+mlp` (default) the MLP on digits, `--workload resnet` the ResNet-style CNN on the synthetic
+images (its steps take ~40x longer: give fewer `--steps`, e.g. 300).
 steps/s = (last step - first step) / (time of last step - time of first step): the first step
 (tf.function tracing) and process start are excluded; the wall time of each process is shown too.
 Target: ftgui >= 0.95 x bare+fetch steps/s (ftgui with its checkpoints, the script without).
@@ -39,7 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     HERE,
     PYTHON,
+    WORKLOADS,
     Table,
+    add_workload_argument,
     bare_step_lines,
     ftgui_train,
     header,
@@ -50,14 +55,16 @@ from _common import (  # noqa: E402
     spread,
     step_rate,
     timed,
+    workload_flags,
 )
 
 TARGET = 0.95
 
 
-def run_ftgui(work: Path, steps: int, tag: str) -> dict:
+def run_ftgui(work: Path, steps: int, tag: str, workload: str) -> dict:
     run_dir = work / f"ftgui-{tag}"
-    figures = ftgui_train(run_dir, ["--steps", str(steps)], work / f"ftgui-{tag}.out")
+    figures = ftgui_train(run_dir, ["--steps", str(steps), *workload_flags(workload)],
+                          work / f"ftgui-{tag}.out", timeout=900)
     events = figures.pop("events")
     rate = step_rate(events)
     finished = next(e for e in events if e["event"] == "run_finished")
@@ -74,9 +81,10 @@ def run_ftgui(work: Path, steps: int, tag: str) -> dict:
     return figures
 
 
-def run_bare(work: Path, steps: int, tag: str, extra: list[str]) -> dict:
+def run_bare(work: Path, steps: int, tag: str, extra: list[str], workload: str) -> dict:
     out = work / f"bare-{tag}.out"
-    figures = timed([PYTHON, str(HERE / "bare_loop.py"), "--steps", str(steps), *extra], out)
+    figures = timed([PYTHON, str(HERE / "bare_loop.py"), "--steps", str(steps),
+                     "--workload", workload, *extra], out, timeout=900)
     text = out.read_text()
     if figures["returncode"] != 0:
         raise RuntimeError(f"bare_loop failed: {text[-800:]}")
@@ -91,7 +99,7 @@ def run_bare(work: Path, steps: int, tag: str, extra: list[str]) -> dict:
     return figures
 
 
-def inprocess(blocks: int, steps: int) -> dict:
+def inprocess(blocks: int, steps: int, workload: str) -> dict:
     """Diagnostic, in one process: ms per call of ftgui's TrainState.train_step versus the bare
     step (same model, optimizer and strategy; bare_loop.py's input code), interleaved blocks,
     and of the other per-step work of ftgui's loop (step event, TensorBoard scalar)."""
@@ -107,7 +115,7 @@ def inprocess(blocks: int, steps: int) -> dict:
     from ftgui.training import step as stepmod
     from ftgui.training.strategies import configure_devices, make_strategy
 
-    config = RunConfig()
+    config = RunConfig(**WORKLOADS[workload])
     configure_devices(config)
     tf.keras.utils.set_random_seed(config.seed)
     tf.config.experimental.enable_op_determinism()
@@ -197,26 +205,31 @@ def main() -> int:
     parser.add_argument("--no-diagnostic", action="store_true",
                         help="skip the in-process per-call timing (about 40 s)")
     parser.add_argument("--inprocess", action="store_true", help=argparse.SUPPRESS)
+    add_workload_argument(parser)
     args = parser.parse_args()
+    block_steps = 200 if args.workload == "mlp" else 20
     if args.inprocess:
-        print("INPROCESS " + json.dumps(inprocess(blocks=5, steps=200)), flush=True)
+        print("INPROCESS " + json.dumps(inprocess(5, block_steps, args.workload)), flush=True)
         return 0
     from ftgui.core.settings.config import RunConfig
 
-    header(f"training overhead: ftgui vs bare TensorFlow loop, {args.steps} steps, ftgui "
+    header(f"training overhead ({args.workload} workload): ftgui vs bare TensorFlow loop, "
+           f"{args.steps} steps, ftgui "
            f"checkpoints every {RunConfig().checkpoint_every} (its default), "
            f"{args.reps} interleaved repetitions")
     variants = {
-        "ftgui": lambda w, tag: run_ftgui(w, args.steps, tag),
-        "bare+fetch": lambda w, tag: run_bare(w, args.steps, tag, []),
+        "ftgui": lambda w, tag: run_ftgui(w, args.steps, tag, args.workload),
+        "bare+fetch": lambda w, tag: run_bare(w, args.steps, tag, [], args.workload),
         "bare+ckpt": lambda w, tag: run_bare(
             w, args.steps, tag, ["--ckpt-dir", str(w / f"ckpt-{tag}"),
-                                 "--checkpoint-every", str(RunConfig().checkpoint_every)]),
-        "bare-nofetch": lambda w, tag: run_bare(w, args.steps, tag, ["--no-fetch"]),
+                                 "--checkpoint-every", str(RunConfig().checkpoint_every)],
+            args.workload),
+        "bare-nofetch": lambda w, tag: run_bare(w, args.steps, tag, ["--no-fetch"],
+                                                args.workload),
     }
     if args.with_dataset:
         variants["bare-dataset"] = lambda w, tag: run_bare(w, args.steps, tag,
-                                                           ["--input", "dataset"])
+                                                           ["--input", "dataset"], args.workload)
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-overhead-"))
     try:
@@ -263,10 +276,10 @@ def main() -> int:
 
     diagnostic = None
     if not args.no_diagnostic and time.perf_counter() - began < args.budget:
-        print("\n   diagnostic, one process, interleaved blocks of 200 calls (ms per call):",
-              flush=True)
-        proc = subprocess.run([PYTHON, __file__, "--inprocess"], capture_output=True, text=True,
-                              timeout=240)
+        print(f"\n   diagnostic, one process, interleaved blocks of {block_steps} calls (ms per "
+              "call):", flush=True)
+        proc = subprocess.run([PYTHON, __file__, "--inprocess", "--workload", args.workload],
+                              capture_output=True, text=True, timeout=600)
         if "INPROCESS " in proc.stdout:
             diagnostic = json.loads(proc.stdout.rsplit("INPROCESS ", 1)[1])
             for name, d in diagnostic.items():
@@ -275,7 +288,7 @@ def main() -> int:
         else:
             print(f"   diagnostic failed: {proc.stderr.strip()[-500:]}")
 
-    table = Table("bench_training_overhead")
+    table = Table(f"bench_training_overhead --workload {args.workload}")
     for name in results:
         table.add(f"{name} steps/s (median)", f"{med[name]:.1f}")
     table.add("ftgui / bare+fetch steps/s", f"{ratio_fetch:.3f}", f">= {TARGET}",

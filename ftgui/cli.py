@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -13,7 +14,7 @@ from ftgui.core import formatting
 from ftgui.core.checkpoints import fit_checkpoints, listing, restore_point
 from ftgui.core.record.run_state import PREEMPT_TIMEOUT_S
 from ftgui.core.settings import config as configmod
-from ftgui.core.settings import devices
+from ftgui.core.settings import devices, user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.settings.schema import SETTINGS
 from ftgui.streams import make_console_safe
@@ -297,14 +298,20 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"--steps {config.steps}; give --steps N with N > {args.from_step}"
         )
     if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
-        devices.check_gpus(config.gpus)
+        with _notice(args.quiet, "counting this machine's GPUs",
+                     "a helper process imports TensorFlow"):
+            devices.check_gpus(config.gpus)
     supervisor = Supervisor(run_dir)
     history = supervisor.poll()  # known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
     progress.prime(history)  # the summary then tells an earlier attempt's incident too
     stop = SignalStop(supervisor)
     try:
-        supervisor.start(config, resume=args.resume, from_step=args.from_step)
+        with _notice(args.quiet or not user_code.is_user_code(config),
+                     "checking your model and dataset",
+                     "a helper process imports TensorFlow, then tries a step, a save and a "
+                     "restore"):
+            supervisor.start(config, resume=args.resume, from_step=args.from_step)
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
@@ -312,6 +319,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         while supervisor.live and not stop.done():
             for event in supervisor.poll():
                 progress.show(event)
+            progress.tick(time.time())
             time.sleep(0.05)
         for event in supervisor.poll():
             progress.show(event)
@@ -360,6 +368,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     print(f"audit took {formatting.seconds(result.seconds)}; wrote "
           + ", ".join(str(path) for path in paths.values()))
     return result.exit_status
+
+
+def _notice(silent: bool, what: str, why: str):
+    """`waiting.notice(what, why)` on stdout (where `ftgui train` says everything else), or
+    nothing when `silent` (`--quiet`, or no such wait)."""
+    from ftgui.waiting import notice
+
+    if silent:
+        return contextlib.nullcontext()
+    return notice(what, why, say=lambda line: print(line, flush=True))
 
 
 def _show_check(result, quiet: bool) -> None:
@@ -494,8 +512,10 @@ def _num(value) -> str:
 
 def cmd_devices(args: argparse.Namespace) -> int:
     from ftgui.core.settings.devices import list_devices
+    from ftgui.waiting import notice
 
-    devices = list_devices()
+    with notice("listing devices", "a helper process imports TensorFlow"):  # on stderr
+        devices = list_devices()
     if args.json:
         print(json.dumps(devices, indent=1))
     else:

@@ -1,5 +1,7 @@
 """The headless run's progress on the console: a step line at most every 2 s and one sentence per
-notable event, both from the run's `Timeline` (the same sentences as the window's event log)."""
+notable event, both from the run's `Timeline` (the same sentences as the window's event log),
+and what the run waits for when it waits (`ftgui.waiting.RunWaits`: importing TensorFlow,
+tracing the first step)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import time
 
 from ftgui.core import formatting
 from ftgui.core.timeline.model import Timeline
+from ftgui.waiting import RunWaits
 
 STEP_LINE_SECONDS = 2.0
 # `ftgui train` ends with its own line for these (`finished: step N of M, final loss …`)
@@ -25,6 +28,7 @@ class Progress:
         self.quiet = quiet
         self.last_loss = None
         self.timeline = Timeline()
+        self.waits = RunWaits()
         self._last_print = 0.0
 
     def prime(self, history: list[dict]) -> None:
@@ -39,8 +43,21 @@ class Progress:
             self.quiet = True
             sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
 
+    def tick(self, now: float) -> None:
+        """Print what the run waits for, when a line is due at `now` (Unix seconds)."""
+        lines = self.waits.tick(now)
+        if self.quiet:
+            return
+        try:
+            for line in lines:
+                print(line, flush=True)
+        except BrokenPipeError:
+            self.quiet = True
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
+
     def _show(self, event: dict) -> None:
         changes = self.timeline.feed([event])
+        self.waits.feed(event)
         if event["event"] == "step":
             self.last_loss = event["loss"]
             if not self.quiet and time.time() - self._last_print > STEP_LINE_SECONDS:

@@ -53,7 +53,8 @@ def test_a_dataset_file_that_does_not_exist_is_refused_before_anything_is_writte
 def test_a_model_name_that_is_no_built_in_is_named_as_typed_not_as_a_path(tmp_path, capsys):
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), "--model", "rnn"]) == 2
-    assert capsys.readouterr().err == "ftgui: model (--model): 'rnn' is not one of mlp, cnn\n"
+    assert capsys.readouterr().err == (
+        "ftgui: model (--model): 'rnn' is not one of mlp, cnn, resnet\n")
     assert not run_dir.exists()
 
 

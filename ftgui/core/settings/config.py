@@ -142,7 +142,7 @@ def _check_sources(config: RunConfig) -> None:
                           f"not the built-in {config.model}")
     if config.task == "regression" and config.dataset in BUILTIN_DATASETS:
         raise ConfigError("task: regression needs your own dataset (--dataset PATH.py:FUNCTION "
-                          "or PATH.npz), not the built-in digits")
+                          f"or PATH.npz), not the built-in {config.dataset}")
 
 
 def _check_faults(config: RunConfig) -> None:

@@ -1,7 +1,8 @@
 """Checking a run's dataset before any process starts (NumPy only, no TensorFlow).
 
 The training process splits the data 80/20 into training and validation (`ftgui.training.data`),
-so a global batch must fit in the training split: 1,437 examples for the built-in digits.
+so a global batch must fit in the training split: 1,437 examples for the built-in digits, 4,000
+for the built-in synthetic images.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import numpy as np
 from ftgui.core.settings.config import ConfigError, RunConfig
 
 DIGITS_EXAMPLES = 1797
+# The synthetic images (`ftgui.training.data.synthetic_images`): (n, 32, 32, 3) float32, 10 classes
+SYNTHETIC_EXAMPLES = 5000
+SYNTHETIC_SHAPE = (32, 32, 3)
+SYNTHETIC_CLASSES = 10
+BUILTIN_EXAMPLES = {"digits": DIGITS_EXAMPLES, "synthetic": SYNTHETIC_EXAMPLES}
 VALIDATION_FRACTION = 0.2
 # Classes are the largest label + 1: a label of 10^9 would ask for an output layer of 10^9 units
 # (the trainer ran out of memory). Far above any real label set.
@@ -32,8 +38,8 @@ def check(config: RunConfig) -> int | None:
     None."""
     if ".py:" in config.dataset:
         return None
-    if config.dataset == "digits":
-        examples = DIGITS_EXAMPLES
+    if config.dataset in BUILTIN_EXAMPLES:
+        examples = BUILTIN_EXAMPLES[config.dataset]
     else:
         examples = _check_npz(Path(config.dataset), config.task)
     train = train_size(examples)

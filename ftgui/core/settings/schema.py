@@ -14,11 +14,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-server")
-MODELS = ("mlp", "cnn")
+MODELS = ("mlp", "cnn", "resnet")
 FAULT_KINDS = ("kill", "preempt", "nan", "hang")
 LOOPS = ("custom", "fit")
 TASKS = ("classification", "regression")
-BUILTIN_DATASETS = ("digits",)
+BUILTIN_DATASETS = ("digits", "synthetic")
 MAX_LOGICAL_CPUS = 8
 MAX_WORKERS = 8
 MAX_PS = 4
@@ -213,9 +213,11 @@ class Settings:
         on_resume=FREE, placeholder="all on this machine", strategies=_DISTRIBUTED)
     # -- training
     model: str = setting(
-        "mlp", help="The Keras model to train: mlp, cnn, PATH.py:FUNCTION (FUNCTION(input_shape, "
-        "num_classes) returns an uncompiled Keras model giving logits) or PATH.keras (its "
-        "weights are the starting point)", flag="--model", label="Model", group="training",
+        "mlp", help="The Keras model to train: mlp, cnn, resnet (a residual CNN of 1.2 M "
+        "parameters with batch normalization, for images such as the synthetic dataset's), "
+        "PATH.py:FUNCTION (FUNCTION(input_shape, num_classes) returns an uncompiled Keras model "
+        "giving logits) or PATH.keras (its weights are the starting point)", flag="--model",
+        label="Model", group="training",
         object_name="modelCombo", on_resume=REFUSED, choices=MODELS, widget="file")
     task: str = setting(
         "classification", help="classification: integer labels, softmax cross-entropy on "
@@ -232,8 +234,10 @@ class Settings:
         choice_labels=("custom loop (restores the exact step)",
                        "Keras model.fit (restores to the epoch start)"))
     dataset: str = setting(
-        "digits", help="digits (built in), a FILE.npz with arrays x and y, or PATH.py:FUNCTION "
-        "returning numpy (x_train, y_train) or (x_train, y_train, x_val, y_val)",
+        "digits", help="digits (built in: 1,797 8×8 handwritten digits), synthetic (built in: "
+        "5,000 32×32×3 images of 10 classes generated from a fixed seed), a FILE.npz with arrays "
+        "x and y, or PATH.py:FUNCTION returning numpy (x_train, y_train) or (x_train, y_train, "
+        "x_val, y_val)",
         flag="--dataset",
         label="Dataset", group="training", object_name="datasetCombo", on_resume=REFUSED,
         choices=BUILTIN_DATASETS, widget="file")

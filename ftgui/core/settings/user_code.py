@@ -1,10 +1,10 @@
 """The user's own model and dataset: what a source names, its fingerprint, and the check.
 
-A model is `mlp`, `cnn`, `PATH.py:FUNCTION` (`FUNCTION(input_shape, num_classes)` returns an
-uncompiled Keras model giving logits (batch, num_classes), or (batch, k) for regression) or
-`PATH.keras` (a saved model; its weights are the starting point). A dataset is `digits`,
-`PATH.npz` (arrays x, y) or `PATH.py:FUNCTION` (returns numpy `(x_train, y_train)` or
-`(x_train, y_train, x_val, y_val)`).
+A model is `mlp`, `cnn`, `resnet`, `PATH.py:FUNCTION` (`FUNCTION(input_shape, num_classes)`
+returns an uncompiled Keras model giving logits (batch, num_classes), or (batch, k) for
+regression) or `PATH.keras` (a saved model; its weights are the starting point). A dataset is
+`digits`, `synthetic`, `PATH.npz` (arrays x, y) or `PATH.py:FUNCTION` (returns numpy
+`(x_train, y_train)` or `(x_train, y_train, x_val, y_val)`).
 
 The check imports the user's code, so it runs in a helper process
 (`python -m ftgui.training.helpers.check_user_code`), never here: `check()` starts it and parses its
@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ftgui.core import formatting
-from ftgui.core.settings.schema import ConfigError
+from ftgui.core.settings.schema import BUILTIN_DATASETS, MODELS, ConfigError
 from ftgui.streams import CHILD_ENV
 
 CHECK_LOG = "check.log"  # RUN/logs/check.log: the full traceback of a refused check
-BUILTIN_MODELS = ("mlp", "cnn")
-BUILTIN_DATASETS = ("digits",)
+BUILTIN_MODELS = MODELS
 RECORD_TABLE = "user_code"  # the table of RUN/config.toml holding the record
 
 
@@ -69,7 +68,8 @@ def parse(name: str, text: str) -> Source:
     elif name == "model":  # the help text (--help, tooltip) names the file forms
         raise ConfigError(f"model: {text!r} is not one of {', '.join(builtins)}")
     else:
-        raise ConfigError(f"dataset: {text!r} is neither 'digits' nor a path to a .npz file")
+        raise ConfigError(f"dataset: {text!r} is neither one of {', '.join(builtins)} nor a "
+                          f"path to a .npz file")
     if not path.is_file():
         raise ConfigError(f"{name}: file {str(path)!r} does not exist")
     return Source(text, kind, path, function)

@@ -35,8 +35,8 @@ def test_a_source_names_a_builtin_or_an_existing_file_with_a_function(tmp_path):
         user_code.parse("model", str(module))
     with pytest.raises(ConfigError, match=r"^dataset: file .*gone.py' does not exist"):
         user_code.parse("dataset", f"{tmp_path / 'gone.py'}:load")
-    with pytest.raises(ConfigError, match=r"^model: 'resnet' is not one of mlp, cnn"):
-        RunConfig(model="resnet").validate()
+    with pytest.raises(ConfigError, match=r"^model: 'vgg' is not one of mlp, cnn, resnet"):
+        RunConfig(model="vgg").validate()
 
 
 def test_regression_needs_your_own_model_and_data():
