@@ -31,7 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ftgui.core.checkpoints import listing
 from ftgui.core.checkpoints.listing import CheckpointInfo
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
 from ftgui.core.settings.schema import (
     APPLIES,
     BUILTIN_DATASETS,
@@ -278,3 +281,26 @@ def fill_from_record(run_dir: str | os.PathLike, values: dict, meta: dict | None
     shown = ", ".join(f"{name} {value}" for name, value in taken.items())
     return values, (f"{path} {' and '.join(what)}: taken from the run's own record ({source}): "
                     f"{shown}")
+
+
+def load_config(run_dir: str | os.PathLike, has_history: bool) -> tuple[RunConfig, str]:
+    """The configuration of run `run_dir` from its `config.toml`, and a line saying which
+    settings came from the run's own record ('' when none did): for a run that trained
+    (`has_history`), a setting the file lacks or cannot read comes from the record
+    (`fill_from_record`, with the newest valid checkpoint's metadata), never from a default.
+    Raises `ConfigError` naming the file, or `OSError`."""
+    values = configmod.load_values(run_dir)
+    if set(SETTINGS) <= set(values):  # complete: the record is not read
+        try:
+            return configmod.load(run_dir), ""
+        except ConfigError:
+            if not has_history:
+                raise
+    note = ""
+    if has_history:  # a setting missing or unreadable: from the record
+        restore = listing.newest_valid(run_dir)
+        values, note = fill_from_record(run_dir, values, restore.meta if restore else None)
+    try:
+        return configmod.from_dict(values), note
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (in {Path(run_dir) / configmod.CONFIG_FILE})") from None

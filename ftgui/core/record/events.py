@@ -12,6 +12,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Protocol
 
 from ftgui.core import formatting
 from ftgui.core.record import run_state
@@ -105,6 +106,15 @@ def emit(run_dir: str | os.PathLike, event: str, attempt: int, **fields) -> dict
     """Append a single event (opens and closes the file); returns it."""
     with EventWriter(run_dir, attempt) as writer:
         return writer.emit(event, **fields)
+
+
+class EventSource(Protocol):
+    """Where a view's events come from: a run's `Supervisor` (live, and a run opened from disk:
+    its own events and the trainers', read from `RUN/events.jsonl` by an `EventReader`) or a
+    `ReplayClock` (a finished run played back, no supervisor). `poll()` returns the new
+    events in file order, as dicts."""
+
+    def poll(self) -> list[dict]: ...
 
 
 class EventReader:

@@ -1,90 +1,119 @@
-"""The tasks of an attempt: starting a training process per task (warm from a standby or cold),
-the command for a task on another machine, the warm-standby pool kept beside them; and, before
-the next attempt, the survivors' just-in-time save and the old attempt's last exits.
+"""The tasks of an attempt: starting each through the launcher (`launcher.Launcher`: warm
+from a standby or cold), the command for a task on another machine, the warm standbys kept
+beside them; and, before the next attempt, the survivors' just-in-time save and the old
+attempt's last exits.
 
-`TaskLauncher` is a part of `ftgui.core.supervision.supervisor.Supervisor` (a mixin): it uses the
-supervisor's run directory, attempt, restore point, in-memory snapshot, fault schedule, standby
-pool, the newest step of the attempt's line of training (`_line`), `_on_exit`, `_kill_all`,
-`_drain` and `_emit`, and writes `process_started`, `remote_task`, the promoted just-in-time
-`checkpoint_saved` and the `step` a promoted checkpoint recovers (`from_checkpoint`).
+`AttemptTasks` is a collaborator of `ftgui.core.supervision.supervisor.Supervisor`: it is given
+the run's shared state and journal (`shared_state`), the launcher, the fault schedule, and the
+supervisor's `config` (a getter), `on_exit` (records one exit and decides what it means) and
+`drain` (reads the run's new events). It writes `process_started`, `remote_task`,
+`cluster_exposed`, the promoted just-in-time `checkpoint_saved` and the `step` a promoted
+checkpoint recovers (`from_checkpoint`).
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from ftgui.core.checkpoints import moves
 from ftgui.core.checkpoints.listing import CheckpointInfo
 from ftgui.core.record.events import EventWriter
-from ftgui.core.settings.config import ConfigError
-from ftgui.core.supervision import cluster, peer_notice, training_process
+from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.supervision import cluster, peer_notice
 from ftgui.core.supervision.cluster import Task
-from ftgui.core.supervision.loopback_ns import LoopbackNamespace, NamespaceError
-from ftgui.core.supervision.standby import Member, wants_cluster
+from ftgui.core.supervision.fault_schedule import FaultSchedule
+from ftgui.core.supervision.launcher import Launcher, StartError, TaskStart
+from ftgui.core.supervision.shared_state import Journal, SupervisionState
 from ftgui.core.supervision.trainer_command import remote_command, trainer_args
 from ftgui.core.supervision.training_process import TrainingProcess
 
 LOG_DIR = "logs"
 EXIT_GRACE_SECONDS = 5.0  # an old attempt's process still exiting at a restart gets this long
+KILL_WAIT_SECONDS = 10.0  # how long a SIGKILLed process is waited for (D state: it never ends)
 # A multi-worker survivor's step fails ~0.1 s after a peer's loss (at once when told by a
 # notice, `peer_notice`) and its just-in-time checkpoint takes ~0.2 s more: it gets this long to
 # save and exit before the cluster is ended.
 JUST_IN_TIME_GRACE_SECONDS = 3.0
 
 
-class StartError(RuntimeError):
-    """A run cannot start (or resume) as asked; the message says why and what to do."""
-
-
-class TaskLauncher:
+class AttemptTasks:
     """Starting the processes of a supervisor's attempt and its warm standbys, and ending the
-    attempt before: its survivors' just-in-time save, its last exits."""
+    attempt: its survivors' just-in-time save, its last exits."""
 
-    def _spawn(self, task: Task, writer: EventWriter, rejoins: int = 0,
-               member: Member | None = None) -> TrainingProcess:
-        """Start `task` (`rejoins`: its restarts on its own within this attempt; `member`: the
-        standby-cluster member already handed its order)."""
-        suffix = f".restart-{rejoins}" if rejoins else ""
-        log_name = f"{task.role}-{task.index}.attempt-{self.attempt}{suffix}.log"
-        log_path = self.run_dir / LOG_DIR / log_name
-        restore = self._restore
-        restarts = self._starts.get(task.name, 0)
+    def __init__(self, run_dir: Path, state: SupervisionState, journal: Journal,
+                 launcher: Launcher, faults: FaultSchedule,
+                 config: Callable[[], RunConfig | None],
+                 on_exit: Callable[[TrainingProcess], None], drain: Callable[[], None]):
+        self.run_dir, self.state, self.journal = run_dir, state, journal
+        self.launcher, self.faults = launcher, faults
+        self.config, self.on_exit, self.drain = config, on_exit, drain
+
+    def start(self, tasks: list[Task], writer: EventWriter) -> None:
+        """Start the attempt's local tasks (`begin_attempt`, then one `start` each, in task
+        order) and announce the others. Raises `StartError` when one cannot be started."""
+        local = [self._request(task) for task in tasks if task.local]
         try:
-            proc = training_process.start(
-                task, self._trainer_args(task), self._task_env(task), log_path, self._standby,
-                self.python, restarts=restarts, rejoins=rejoins,
-                start_step=self.last_step if rejoins else (restore.step if restore else 0),
-                handed=(member.popen, member.log_path) if member else None,
-                namespace=self._namespace)
+            self.launcher.begin_attempt(self.config(), local)
         except OSError as exc:
-            self._kill_all()
+            raise StartError(f"cannot start the attempt's tasks: {exc}") from None
+        requests = iter(local)
+        for task in tasks:
+            if task.local:
+                self._spawn(next(requests), writer)
+            else:
+                self._announce_remote(task, writer)
+
+    def rejoin(self, proc: TrainingProcess, writer: EventWriter) -> TrainingProcess:
+        """Start `proc`'s task again on its own within the attempt (a parameter-server
+        worker). Raises `StartError`."""
+        return self._spawn(self._request(proc.task, proc.rejoins + 1), writer)
+
+    def _request(self, task: Task, rejoins: int = 0) -> TaskStart:
+        suffix = f".restart-{rejoins}" if rejoins else ""
+        attempt = self.state.attempt
+        log_name = f"{task.role}-{task.index}.attempt-{attempt}{suffix}.log"
+        return TaskStart(task, self.trainer_args(task), self.task_env(task),
+                         self.run_dir / LOG_DIR / log_name, attempt, rejoins)
+
+    def _spawn(self, request: TaskStart, writer: EventWriter) -> TrainingProcess:
+        state, task = self.state, request.task
+        restore = state.restore
+        restarts = state.starts.get(task.name, 0)
+        try:
+            handle = self.launcher.start(request)
+        except OSError as exc:
+            self.kill_all()
             raise StartError(f"cannot start {task.name}: {exc}") from None
-        self.processes.append(proc)
-        warm, age = self._standby.readiness(proc.pid) if proc.standby else (None, None)
+        proc = TrainingProcess(
+            task, handle, restarts=restarts, rejoins=request.rejoins,
+            last_step=state.last_step if request.rejoins else (restore.step if restore else 0))
+        state.processes.append(proc)
+        age = handle.standby_age
         writer.emit(
-            "process_started", role=task.role, index=task.index, pid=proc.pid,
+            "process_started", role=task.role, index=task.index, pid=handle.pid,
             chief=task.is_chief, label=task.label, restarts=restarts,
-            address=member.address if member else task.address,
+            address=handle.address or task.address,
             restore=restore.relpath if restore else None,
-            log=str(proc.log_path.relative_to(self.run_dir)), standby=proc.standby,
-            standby_warm=warm, standby_age=None if age is None else round(age, 2),
-            snapshot=self._memory.step if self._memory is not None and task.is_chief else None,
+            log=str(handle.log_path.relative_to(self.run_dir)), standby=handle.standby,
+            standby_warm=handle.standby_warm if handle.standby else None,
+            standby_age=None if age is None else round(age, 2),
+            snapshot=state.memory.step if state.memory is not None and task.is_chief else None,
         )
         return proc
 
-    _namespace: LoopbackNamespace | None = None  # the cluster's, while one is held
-
-    def _isolate(self, tasks: list[Task], writer: EventWriter, first: bool) -> None:
+    def isolate(self, tasks: list[Task], writer: EventWriter, first: bool) -> None:
         """Before the tasks of an attempt start: a cluster all on this machine gets (or keeps)
         its loopback-only network namespace, so that no other machine can reach its ports;
         one with remote tasks says once (`first`: the first attempt of this start) that its
         ports are open to the network, and before a restart checks that no other program took
         a local task's port. Raises `StartError` naming the reason or the port."""
-        if cluster.isolated(self.config):
-            self.hold_namespace()
+        config = self.config()
+        if cluster.isolated(config):
+            self.launcher.hold_namespace()
             return
-        self.release_namespace()
+        self.launcher.release_namespace()
         spec = tasks[0].tf_config["cluster"] if tasks and tasks[0].tf_config else {}
         line = cluster.exposure_line(spec)
         if line and first:
@@ -92,137 +121,118 @@ class TaskLauncher:
                         line=line)
         if not first:
             try:
-                cluster.check_ports(self.config)
+                cluster.check_ports(config)
             except ConfigError as exc:
                 raise StartError(f"cannot restart: {exc}") from None
 
-    def _free_port(self):
+    def free_port(self) -> Callable[[], int]:
         """Where this attempt's free ports come from: the cluster's namespace when it has one
         (ports there are not this machine's), else this machine."""
-        if cluster.isolated(self.config):
-            self.hold_namespace()
-            return self._namespace.free_port
-        return cluster.free_port
-
-    def hold_namespace(self) -> None:
-        """Make the loopback-only network namespace of a cluster all on this machine (kept
-        until `release_namespace`), where its tasks and standbys start. Raises `StartError`
-        with the reason where the system allows none."""
-        if self._namespace is None:
-            try:
-                self._namespace = LoopbackNamespace.create()  # this Python, not the trainers
-            except NamespaceError as exc:
-                raise StartError(
-                    "cannot keep the cluster's TensorFlow servers off the network: "
-                    f"{exc.strerror or exc}; ftgui starts a cluster of this machine only in a "
-                    "loopback-only network namespace (as root, or with unprivileged user "
-                    "namespaces allowed: sysctl kernel.unprivileged_userns_clone=1)") from None
-        self._standby.namespace = self._namespace
-
-    def release_namespace(self) -> None:
-        """Let go of the cluster's network namespace (its processes have ended); the standbys
-        started inside it go too (they could not serve a cluster outside it)."""
-        if self._namespace is not None:
-            self._standby.dismiss()
-            self._namespace.close()
-            self._namespace = self._standby.namespace = None
+        if cluster.isolated(self.config()):
+            self.launcher.hold_namespace()
+        return self.launcher.free_port
 
     def _announce_remote(self, task: Task, writer: EventWriter) -> str:
         """Write the command that starts `task` on its own machine (a `remote_task` event).
 
         That machine needs ftgui installed and this run directory at the same path (a shared
         file system): its events and the chief's checkpoints live there."""
-        command = remote_command(self._trainer_args(task), task.tf_config)
+        command = remote_command(self.trainer_args(task), task.tf_config)
         writer.emit("remote_task", role=task.role, index=task.index, address=task.address,
                     label=task.label, command=command)
         return command
 
-    def _task_env(self, task: Task) -> dict[str, str]:
+    def task_env(self, task: Task) -> dict[str, str]:
+        """The environment `task` gets on top of the launcher's: its `TF_CONFIG`, and no GPU
+        for a CPU run."""
         env = cluster.tf_config_env(task)
-        if self.config.gpus == 0:
+        if self.config().gpus == 0:
             env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
         return env
 
-    def _keep_standbys(self) -> None:
+    def keep_standbys(self) -> None:
         """Keep one warm standby per task, or one standby cluster, while the run lives
         (started once the attempt trains, so that imports do not compete with its start;
         or at once when the attempt itself came from standbys and imports nothing, so that a
         second fault soon after finds the next standby ready)."""
-        config = self.config
-        warm_start = any(p.standby for p in self.processes)
-        if config and config.warm_standby and (self._progress_seen or warm_start) \
-                and not self._settled:
-            if wants_cluster(config):
-                self._standby.keep_cluster(config.workers)
-            else:
-                self._standby.keep(len(self._task_names))
+        config, state = self.config(), self.state
+        warm_start = any(p.standby for p in state.processes)
+        if config and config.warm_standby and (state.progress_seen or warm_start) \
+                and not state.settled:
+            self.launcher.keep_standbys(config, len(state.task_names))
 
-    def _hand_standby_cluster(self, tasks: list[Task]) -> dict[str, Member]:
-        """Hand this attempt's orders to the standby cluster when it is ready for the run's
-        configuration (`StandbyPool.hand_cluster_orders`): task name -> its member; empty
-        when the attempt starts cold."""
-        if not wants_cluster(self.config) or not self._standby.members:
-            return {}
-        orders = [(self._trainer_args(task), self._task_env(task)) for task in tasks]
-        members = self._standby.hand_cluster_orders(orders, self.config.to_dict())
-        return {} if members is None else {t.name: m for t, m in zip(tasks, members, strict=True)}
-
-    def dismiss_standbys(self) -> None:
-        """End every waiting standby (the run is over, or the supervisor is closing)."""
-        self._standby.dismiss()
-
-    def _trainer_args(self, task: Task) -> list[str]:
+    def trainer_args(self, task: Task) -> list[str]:
         """The trainer's arguments for `task` in this attempt, with the faults it fires."""
-        own = self._faults.args_for(self.config, task, self._task_names)
-        restore = self._restore.relpath if self._restore is not None else None
-        return trainer_args(self.run_dir, task.role, task.index, self.attempt, restore, own,
-                            restore_snapshot=self._memory is not None and task.is_chief)
+        state = self.state
+        own = self.faults.args_for(self.config(), task, state.task_names)
+        restore = state.restore.relpath if state.restore is not None else None
+        return trainer_args(self.run_dir, task.role, task.index, state.attempt, restore, own,
+                            restore_snapshot=state.memory is not None and task.is_chief)
 
-    def _end_old_attempt(self) -> None:
+    def end_old_attempt(self) -> None:
         """Record the exit of every process of the attempt that ended before the next one starts
         (a worker may still be exiting when a restart is due): wait up to EXIT_GRACE_SECONDS
         for it, then kill it. Each exit is written as the old attempt's; none keeps a port."""
         deadline = time.time() + EXIT_GRACE_SECONDS
-        for proc in self.processes:
+        for proc in self.state.processes:
             if proc.alive:
-                try:
-                    proc.popen.wait(timeout=max(deadline - time.time(), 0.0))
-                except subprocess.TimeoutExpired:
+                if proc.handle.wait(deadline - time.time()) is None:
                     continue
-                self._on_exit(proc)
-        self._kill_all()
+                self.on_exit(proc)
+        self.kill_all()
+        self.launcher.end_attempt()
 
-    def _refresh_servers(self) -> None:
+    def kill_all(self, record: bool = True) -> list[str]:
+        """SIGKILL every live process of the attempt and wait until each is reaped (up to
+        KILL_WAIT_SECONDS each); `record`: record each exit (`on_exit`), else only note its
+        exit status. Returns a line per process that did not end (uninterruptible sleep:
+        reported, not hidden), each also set as `state.reason` when `record`."""
+        stuck = []
+        for proc in self.state.processes:
+            if not proc.alive:
+                continue
+            proc.ended_by_supervisor = True
+            code = proc.handle.kill(KILL_WAIT_SECONDS)
+            if code is None:
+                stuck.append(f"{proc.name} (pid {proc.pid}) did not end after SIGKILL")
+                if record:
+                    self.state.reason = stuck[-1]
+            elif not record:
+                proc.returncode = code
+            elif proc.alive:  # record its exit now, before a restart replaces the list
+                self.on_exit(proc)
+        return stuck
+
+    def refresh_servers(self) -> None:
         """Parameter-server workers and servers run no steps and write no heartbeats: show the
         chief's step, and count a live, not frozen process as a heartbeat."""
-        if self.config is None or self.config.strategy != "parameter-server":
+        config = self.config()
+        if config is None or config.strategy != "parameter-server":
             return
         now = time.time()
-        for proc in self.processes:
+        for proc in self.state.processes:
             if proc.alive and not proc.is_chief and not proc.frozen:
-                proc.last_step, proc.last_heartbeat = self.last_step, now
+                proc.last_step, proc.last_heartbeat = self.state.last_step, now
 
-    def _await_just_in_time(self, reason: str) -> None:
+    def await_just_in_time(self, reason: str) -> None:
         """In a multi-worker cluster that lost a process (`reason`: what happened, e.g.
         "worker 1 ended by SIGKILL"), tell the others (`peer_notice.announce`: each aborts its
         collectives, so that none waits in one for the lost peer), then let them save the last
         completed step (`actions/just_in_time.py`) and exit on their own, for at most
         `JUST_IN_TIME_GRACE_SECONDS` in all. A frozen process is not waited for."""
-        if self.config.strategy != "multi-worker":
+        if self.config().strategy != "multi-worker":
             return
         try:
-            peer_notice.announce(self.run_dir, self.attempt, reason)
+            peer_notice.announce(self.run_dir, self.state.attempt, reason)
         except OSError as exc:  # then only TensorFlow tells them, as before
-            self.reason = f"cannot tell the other workers that {reason}: {exc}"
+            self.state.reason = f"cannot tell the other workers that {reason}: {exc}"
         deadline = time.monotonic() + JUST_IN_TIME_GRACE_SECONDS
-        for other in self.processes:
+        for other in self.state.processes:
             if other.alive and not other.frozen:
-                try:
-                    other.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
+                if other.handle.wait(deadline - time.monotonic()) is None:
                     return
 
-    def _promote_just_in_time(self) -> None:
+    def promote_just_in_time(self) -> None:
         """Move a worker's just-in-time checkpoint into `RUN/checkpoints` once its attempt has
         ended (`moves.promote_just_in_time`) and report it as saved.
 
@@ -232,9 +242,9 @@ class TaskLauncher:
         (`_recover_steps`)."""
         promoted = moves.promote_just_in_time(self.run_dir)
         for info, source in promoted:
-            self._emit("checkpoint_saved", step=info.step, path=info.relpath,
-                       loss=info.meta.get("loss"), size=info.size, just_in_time=True,
-                       promoted_from=source, saved_by=info.meta.get("saved_by"))
+            self.journal.emit("checkpoint_saved", step=info.step, path=info.relpath,
+                              loss=info.meta.get("loss"), size=info.size, just_in_time=True,
+                              promoted_from=source, saved_by=info.meta.get("saved_by"))
         self._recover_steps([info for info, _ in promoted])
 
     def _recover_steps(self, promoted: list[CheckpointInfo]) -> None:
@@ -247,14 +257,14 @@ class TaskLauncher:
         """
         if not promoted:
             return
-        self._drain()
-        line_attempt, newest = self._line
-        if line_attempt != self.attempt:  # an attempt this supervisor did not launch
+        self.drain()
+        line_attempt, newest = self.state.line
+        if line_attempt != self.state.attempt:  # an attempt this supervisor did not launch
             return
         for info in sorted(promoted, key=lambda info: info.step):
             if info.step <= newest or "loss" not in info.meta:
                 continue
-            self._emit("step", step=info.step, loss=info.meta["loss"],
-                       epoch=info.meta.get("epoch"), from_checkpoint=True,
-                       checkpoint=info.relpath)
+            self.journal.emit("step", step=info.step, loss=info.meta["loss"],
+                              epoch=info.meta.get("epoch"), from_checkpoint=True,
+                              checkpoint=info.relpath)
             newest = info.step

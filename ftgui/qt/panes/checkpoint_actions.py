@@ -31,7 +31,7 @@ class CheckpointActions(QObject):
         process; the result opens in a dialog (or the status bar says where the model went)."""
         window = self.window
         status = window.statusBar()
-        job = CheckpointJob(window.controller.supervisor.run_dir, step,
+        job = CheckpointJob(window.controller.run_dir, step,
                             evaluate=export is None, export=export, parent=window)
         job.failed.connect(lambda reason: window._refuse(RuntimeError(reason)))
         if export is None:
@@ -56,7 +56,7 @@ class CheckpointActions(QObject):
     def delete(self, step: int) -> None:
         """Delete checkpoint `step`'s files after asking."""
         window = self.window
-        run_dir = window.controller.supervisor.run_dir
+        run_dir = window.controller.run_dir
         answer = QMessageBox.question(
             window, "Delete checkpoint",
             f"Delete checkpoint {step} of {run_dir.name}? Its files are removed from disk.",

@@ -1,6 +1,7 @@
 """The bridge between the Qt views and the Qt-free supervisor: one timer polls, views render.
 
-Every ~33 ms the controller asks the supervisor for the run's new events and feeds them to the
+Every ~33 ms the controller asks its event source (`EventSource`: the run's supervisor, or the
+clock of a replay, which has no supervisor) for the run's new events and feeds them to the
 run's `Timeline` (`ftgui.core.timeline.model`), the one model every view renders; it then emits what
 changed, follows the processes' output files, and lets the plot redraw once. Views never
 interpret events and never talk to processes themselves.
@@ -17,29 +18,22 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Protocol
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 
+from ftgui.core.checkpoints import resume_check
 from ftgui.core.record import event_history
-from ftgui.core.record.events import who
+from ftgui.core.record.events import EventSource, who
 from ftgui.core.record.process_output import OutputFollower
 from ftgui.core.settings import user_code
+from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.model import Changes, Note, Timeline
 from ftgui.core.timeline.replay import ReplayClock
 
 POLL_MS = 33
 _SETTLED_STATES = ("idle", "finished", "killed", "failed", "preempted", "stopped", "interrupted")
-
-
-class EventSource(Protocol):
-    """Where the controller's events come from: the run's `Supervisor` (live, and a run opened
-    from disk) or a `ReplayClock` (a finished run played back). `poll()` returns the new events
-    in file order."""
-
-    def poll(self) -> list[dict]: ...
 
 
 def log_line(note: Note) -> str:
@@ -68,8 +62,10 @@ class RunController(QObject):
 
     def __init__(self, plot=None, parent=None):
         super().__init__(parent)
-        self.supervisor: Supervisor | None = None
+        self.supervisor: Supervisor | None = None  # None before a run is open, and in a replay
         self.replay: ReplayClock | None = None  # the source while a replay plays, else None
+        self.run_dir: Path | None = None  # the run shown (absolute), None before any
+        self._replay_config: RunConfig | None = None  # the replayed run's configuration
         self.timeline = Timeline()
         self._plot = None
         self.plot = plot
@@ -104,14 +100,25 @@ class RunController(QObject):
         """Where `tick` takes the events from: the replay clock, else the supervisor."""
         return self.replay or self.supervisor
 
-    def open(self, run_dir: Path, replay: ReplayClock | None = None) -> Supervisor:
-        """Show `run_dir` (existing or new); stops nothing that runs elsewhere. With `replay`,
-        the run's events come from that clock instead (read-only: nothing can be started)."""
+    @property
+    def config(self) -> RunConfig | None:
+        """The configuration of the run shown: the supervisor's, or the replayed run's (None
+        when it has none that loads)."""
+        if self.supervisor is not None:
+            return self.supervisor.config
+        return self._replay_config
+
+    def open(self, run_dir: Path, replay: ReplayClock | None = None) -> Supervisor | None:
+        """Show `run_dir` (existing or new) and return its supervisor; stops nothing that runs
+        elsewhere. With `replay`, the run's events come from that clock instead and no
+        supervisor is made (read-only: nothing can be started); returns None."""
         if self.supervisor is not None and self.supervisor.live:
             raise RuntimeError("a run is live; kill or preempt it before opening another")
         if self.supervisor is not None:
             self.supervisor.shutdown()
-        self.supervisor = Supervisor(run_dir)
+        self.run_dir = Path(run_dir).absolute()
+        self.supervisor = Supervisor(run_dir) if replay is None else None
+        self._replay_config = None if replay is None else _replayed_config(self.run_dir)
         self._tails.clear()
         self.timeline = Timeline()
         self.replay = replay
@@ -120,9 +127,6 @@ class RunController(QObject):
             history = event_history.read_history(run_dir)
             self.supervisor.load_history(history)
             changes = self.timeline.feed(history)  # a million steps open in about a second
-        else:  # the supervisor is never polled for a replay's events: it skips them all
-            empty = event_history.Points.from_parts([])
-            self.supervisor.load_history(event_history.History(empty, [], replay.end_offset))
         if self._plot is not None:
             self._plot.show_timeline(self.timeline)
         for note in changes.notes:
@@ -202,12 +206,13 @@ class RunController(QObject):
 
     # ------------------------------------------------------------ the timer
     def tick(self) -> None:
-        supervisor = self.supervisor
-        if supervisor is None:
+        source = self.source
+        if source is None:
             return
-        changes = self.timeline.feed(self.source.poll())
+        changes = self.timeline.feed(source.poll())
         self._emit(changes)
-        for proc in supervisor.processes:
+        processes = self.supervisor.processes if self.supervisor is not None else []
+        for proc in processes:
             self._follow_output(proc)
         if self._plot is not None:
             self._plot.redraw()
@@ -219,7 +224,7 @@ class RunController(QObject):
         now = time.monotonic()
         if now - self._processes_shown > 0.25 or changes.checkpoints:
             self._processes_shown = now
-            self.processesChanged.emit(list(supervisor.processes))
+            self.processesChanged.emit(list(processes))
 
     def _follow_output(self, proc) -> None:
         """Pass on `proc`'s new output lines (with `show_tf_output`), and once, the error that
@@ -277,9 +282,10 @@ class RunController(QObject):
         """"running · step 140/2000 · 212 steps/s · restarts 1 · …": the rate only while a run
         trains, the restarts (attempts after the first) only after one."""
         supervisor, timeline = self.supervisor, self.timeline
-        config = supervisor.config
+        config = self.config
         total = f"/{config.steps}" if config else ""
-        restarts = max(supervisor.attempt, timeline.attempt, 0)
+        attempt = supervisor.attempt if supervisor is not None else -1
+        restarts = max(attempt, timeline.attempt, 0)
         text = f"{self._state_name()} · step {timeline.last_step}{total}"
         if self.replay is not None or supervisor.state not in _SETTLED_STATES:
             text += f" · {self.steps_per_second():.0f} steps/s"
@@ -289,3 +295,12 @@ class RunController(QObject):
         if reason:
             text += f" · {reason}"
         return text
+
+
+def _replayed_config(run_dir: Path) -> RunConfig | None:
+    """The configuration of a run to replay (`resume_check.load_config`), None when it has
+    none that loads (the replay shows its events all the same)."""
+    try:
+        return resume_check.load_config(run_dir, has_history=True)[0]
+    except (ConfigError, OSError):
+        return None

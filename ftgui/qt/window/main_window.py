@@ -126,8 +126,7 @@ class MainWindow(QMainWindow):
 
     def run_dir(self) -> Path | None:
         """The directory of the run open in the window (absolute), or None before any."""
-        supervisor = self.controller.supervisor
-        return None if supervisor is None else supervisor.run_dir
+        return self.controller.run_dir
 
     def _apply_theme(self, *_scale) -> None:
         """Sizes of the window's own layout from the theme at its current scale (the top bar
@@ -201,7 +200,7 @@ class MainWindow(QMainWindow):
         self.controller.stateChanged.connect(self._on_state)
         self.controller.logLine.connect(self._log_line)
         self.controller.checkpointsChanged.connect(
-            lambda: self.table.refresh(self.controller.supervisor.run_dir)
+            lambda: self.table.refresh(self.controller.run_dir)
         )
         self.controller.statusChanged.connect(self.status_label.setText)
         self.controller.timelineChanged.connect(self._show_story)
@@ -219,9 +218,7 @@ class MainWindow(QMainWindow):
             config = self.panel.config()
             config.validate()
             run_dir = self.panel.run_dir()
-            if self.controller.supervisor is None or self.controller.supervisor.run_dir != (
-                run_dir.absolute()
-            ):
+            if self.controller.run_dir != run_dir.absolute():
                 self.controller.open(run_dir)
             self.controller.start(config)
         except (ConfigError, StartError, RunBusyError, RuntimeError, OSError) as exc:
@@ -271,7 +268,7 @@ class MainWindow(QMainWindow):
 
         try:
             self.controller.open(Path(run_dir), replay=ReplayClock.from_run(run_dir, speed))
-            config = self.controller.supervisor.config
+            config = self.controller.config
         except (ConfigError, RuntimeError, OSError) as exc:
             self._refuse(exc)
             return False
@@ -317,7 +314,7 @@ class MainWindow(QMainWindow):
     def _run_dir_edited(self) -> None:
         run_dir = self.panel.run_dir()
         current = self.controller.supervisor
-        if current is not None and (current.live or current.run_dir == run_dir.absolute()):
+        if self.controller.run_dir == run_dir.absolute() or (current is not None and current.live):
             return
         if (run_dir / configmod.CONFIG_FILE).is_file():
             self.open_run(run_dir)
@@ -327,7 +324,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ state
     def _show_story(self, *_timeline) -> None:
         """The story line and the state label, from the timeline and the last state shown."""
-        config = self.controller.supervisor.config if self.controller.supervisor else None
+        config = self.controller.config
         self.top_bar.show_run(self.controller.timeline, *self._state,
                               total_steps=config.steps if config else None)
         self.incident_panel.show_totals(self.controller.timeline)  # the banner's figures, now
@@ -336,7 +333,7 @@ class MainWindow(QMainWindow):
         supervisor = self.controller.supervisor
         live = state in LIVE_STATES
         alive = bool(supervisor) and any(p.alive for p in supervisor.processes)
-        has_run = bool(supervisor) and supervisor.config is not None
+        has_run = self.controller.config is not None
         self.start_button.setEnabled(not live and state != "busy" and not has_run)
         self.kill_button.setEnabled(alive)
         self.preempt_button.setEnabled(alive)

@@ -274,7 +274,8 @@ def test_case_8_a_flag_on_resume_overrides_the_bad_value_as_the_hint_says(
         f"{finished_run / 'config.toml'}; give --steps to change it)\n")
 
     python = planned_python({"chief:0:1": [["resumed", 60], ["step", 61], ["exit", 0]]})
-    monkeypatch.setattr(Supervisor.__init__, "__defaults__", (python,))
+    defaults = (python, *Supervisor.__init__.__defaults__[1:])  # python, then the launcher
+    monkeypatch.setattr(Supervisor.__init__, "__defaults__", defaults)
     assert cli.main(["train", str(finished_run), "--resume", "--steps", "100", "--quiet"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("finished: step 61 of 100")
     assert configmod.load(finished_run).steps == 100

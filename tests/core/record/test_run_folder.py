@@ -97,7 +97,7 @@ def test_a_replaced_folder_stops_the_trainer_on_its_own_and_stays_empty(tmp_path
         run_dir.rename(tmp_path / "moved")
         run_dir.mkdir()
         [chief] = supervisor.processes
-        assert chief.popen.wait(timeout=60) == exitcodes.RUN_FOLDER_GONE
+        assert chief.handle.wait(60) == exitcodes.RUN_FOLDER_GONE
         assert list(run_dir.iterdir()) == []  # no event, checkpoint or log in the new folder
         log = (tmp_path / "moved" / "logs" / "chief-0.attempt-0.log").read_text()
         assert f"error: {_replaced(run_dir)}" in log.splitlines()

@@ -206,15 +206,15 @@ def test_a_restart_of_a_cluster_with_remote_tasks_names_the_local_port_another_p
     tasks = cluster.tasks(config)
     (tmp_path / "run").mkdir()
     with EventWriter(tmp_path / "run", 1) as writer, socket.socket() as squatter:
-        supervisor._isolate(tasks, writer, first=False)  # free: the restart goes ahead
+        supervisor.tasks.isolate(tasks, writer, first=False)  # free: the restart goes ahead
         squatter.bind(("", free))
         squatter.listen()
         with pytest.raises(StartError) as raised:
-            supervisor._isolate(tasks, writer, first=False)
+            supervisor.tasks.isolate(tasks, writer, first=False)
     assert str(raised.value) == (
         f"cannot restart: cluster: localhost:{free}: port {free} on localhost is in use "
         "(Address already in use); pick a free port, or port 0 to let ftgui pick one")
-    assert supervisor._namespace is None  # a cluster with remote tasks is not isolated
+    assert not supervisor.launcher.isolated  # a cluster with remote tasks is not isolated
 
 
 def test_a_local_cluster_where_no_namespace_can_be_made_is_refused_before_anything_starts(

@@ -16,7 +16,7 @@ from recorded import crash_and_recovery
 from ftgui import cli
 from ftgui.core.record import event_history
 from ftgui.core.record.events import read_all
-from ftgui.core.settings.config import ConfigError
+from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.replay import ReplayClock, check_speed, schedule
 
@@ -133,8 +133,11 @@ def test_a_replay_is_read_only(window, tmp_path):
     assert not window.start_run() and not window.resume_run()
     assert "read-only" in window.statusBar().currentMessage()
     assert not window.controller.kill("chief")
-    assert window.controller.supervisor.poll() == []  # the events come from the clock only
-    assert window.controller.supervisor.processes == []
+    # no supervisor at all: the events come from the clock only, no process can be started
+    assert window.controller.supervisor is None
+    assert window.controller.source is window.controller.replay
+    assert window.controller.config == RunConfig(steps=20, checkpoint_every=10,
+                                                 auto_recover=True)
     assert (run_dir / "events.jsonl").read_bytes() == before  # nothing written to the run
     window.open_run(run_dir)  # opening it again ends the replay
     assert window.controller.replay is None and window.resume_button.isEnabled() is False

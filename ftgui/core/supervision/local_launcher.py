@@ -1,0 +1,163 @@
+"""The launcher of processes on this machine (`launcher.Launcher`): each task is
+`python -m ftgui.training ARGS` in its own session, or a warm standby handed its order.
+
+A cluster all on this machine runs inside one loopback-only network namespace
+(`loopback_ns`), held from `hold_namespace` to `release_namespace`; its standbys start in it
+too. A MultiWorkerMirroredStrategy run keeps a standby cluster (`standby.StandbyPool`):
+`begin_attempt` hands it the attempt's orders when it is ready, and each task's `start` then
+takes its member; otherwise a task takes a waiting standby, else starts cold.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from ftgui.core.supervision import cluster
+from ftgui.core.supervision.launcher import StartError, TaskStart
+from ftgui.core.supervision.loopback_ns import LoopbackNamespace, NamespaceError
+from ftgui.core.supervision.processes import kill_tree, signal_tree, spawn
+from ftgui.core.supervision.standby import Member, StandbyPool, wants_cluster
+from ftgui.core.supervision.trainer_command import trainer_argv
+
+
+class LocalProcess:
+    """A task running as a process of this machine (`launcher.TaskHandle`): `popen` is its
+    `subprocess.Popen`."""
+
+    def __init__(self, popen: subprocess.Popen, log_path: Path, address: str | None = None,
+                 standby: bool = False, standby_warm: bool | None = None,
+                 standby_age: float | None = None):
+        self.popen, self.log_path, self.address = popen, log_path, address
+        self.standby, self.standby_warm, self.standby_age = standby, standby_warm, standby_age
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def ident(self) -> str:
+        return f"pid {self.popen.pid}"
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.popen.wait(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def signal(self, sig: int, tree: bool = True) -> bool:
+        if tree:
+            return signal_tree(self.popen.pid, sig)
+        try:
+            os.kill(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def kill(self, timeout: float = 10.0) -> int | None:
+        kill_tree(self.popen.pid)
+        return self.wait(timeout)
+
+    @property
+    def frozen(self) -> bool:
+        try:
+            return psutil.Process(self.popen.pid).status() == psutil.STATUS_STOPPED
+        except psutil.Error:
+            return False
+
+
+class LocalLauncher:
+    """Starts a run's tasks as processes of this machine (`launcher.Launcher`); standbys log
+    to `log_dir/standby-<n>.log`. `python`: the interpreter the trainers run with."""
+
+    def __init__(self, run_dir: str | os.PathLike, log_dir: str | os.PathLike,
+                 python: str = sys.executable):
+        self.python = python
+        self._pool = StandbyPool(Path(run_dir), Path(log_dir), python)
+        self._namespace: LoopbackNamespace | None = None
+        self._members: dict[int, Member] = {}  # task index -> its standby-cluster member
+
+    @property
+    def standbys(self) -> list[tuple[subprocess.Popen, Path]]:
+        return self._pool.standbys
+
+    @property
+    def isolated(self) -> bool:
+        return self._namespace is not None
+
+    def hold_namespace(self) -> None:
+        if self._namespace is None:
+            try:
+                self._namespace = LoopbackNamespace.create()  # this Python, not the trainers
+            except NamespaceError as exc:
+                raise StartError(
+                    "cannot keep the cluster's TensorFlow servers off the network: "
+                    f"{exc.strerror or exc}; ftgui starts a cluster of this machine only in a "
+                    "loopback-only network namespace (as root, or with unprivileged user "
+                    "namespaces allowed: sysctl kernel.unprivileged_userns_clone=1)") from None
+        self._pool.namespace = self._namespace
+
+    def release_namespace(self) -> None:
+        if self._namespace is not None:
+            self._pool.dismiss()
+            self._namespace.close()
+            self._namespace = self._pool.namespace = None
+
+    def free_port(self) -> int:
+        if self._namespace is not None:  # ports there are not this machine's
+            return self._namespace.free_port()
+        return cluster.free_port()
+
+    def begin_attempt(self, config, starts: list[TaskStart]) -> None:
+        """Hand the attempt's orders to the standby cluster when it is ready for `config`
+        (`StandbyPool.hand_cluster_orders`); the attempt starts cold otherwise."""
+        self._members = {}
+        if not wants_cluster(config) or not self._pool.members:
+            return
+        orders = [(start.args, start.env) for start in starts]
+        members = self._pool.hand_cluster_orders(orders, config.to_dict())
+        if members is not None:
+            self._members = {s.task.index: m for s, m in zip(starts, members, strict=True)}
+
+    def start(self, request: TaskStart) -> LocalProcess:
+        """The member `begin_attempt` handed this task's order, else a waiting standby given
+        it, else `python -m ftgui.training` started cold (in the namespace when one is held).
+        Raises `OSError` if the program cannot be started."""
+        member = self._members.pop(request.task.index, None) if not request.rejoins else None
+        if member is not None:
+            popen, log_path, address = member.popen, member.log_path, member.address
+        else:
+            popen, log_path = self._pool.hand_order(request.args, request.env)
+            address = None
+        if popen is None:
+            popen = spawn(trainer_argv(request.args, self.python), request.log_path,
+                          request.env, namespace=self._namespace)
+            return LocalProcess(popen, request.log_path)
+        warm, age = self._pool.readiness(popen.pid)
+        return LocalProcess(popen, log_path, address, standby=True,
+                            standby_warm=warm, standby_age=age)
+
+    def end_attempt(self) -> None:
+        self._members = {}
+
+    def keep_standbys(self, config, tasks: int) -> None:
+        if wants_cluster(config):
+            self._pool.keep_cluster(config.workers)
+        else:
+            self._pool.keep(tasks)
+
+    def standbys_ready(self, config, tasks: int) -> bool:
+        return self._pool.ready_for(config, tasks)
+
+    def mark_standby_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
+        self._pool.mark_ready(pid, prepared_for)
+
+    def dismiss_standbys(self) -> None:
+        self._pool.dismiss()
