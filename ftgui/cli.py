@@ -280,7 +280,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
         devices.check_gpus(config.gpus)
-    supervisor = Supervisor(run_dir)
+    from ftgui.core.supervision.slurm.launcher import launcher_for
+
+    launcher = launcher_for(config, run_dir)  # Slurm's checks: one line before anything
+    supervisor = Supervisor(run_dir, launcher=launcher)
     history = supervisor.poll()  # known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
     progress.prime(history)  # the summary then tells an earlier attempt's incident too
@@ -291,9 +294,13 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
             _show_check(supervisor.user_check, args.quiet)
+        job_line = ""
         while supervisor.live and not stop.done():
             for event in supervisor.poll():
                 progress.show(event)
+            if launcher is not None and launcher.line() != job_line and not args.quiet:
+                job_line = launcher.line()
+                print(f"slurm: {job_line}", flush=True)
             time.sleep(0.05)
         for event in supervisor.poll():
             progress.show(event)

@@ -393,7 +393,8 @@ _RESTORE_SOURCES = {"memory": "the in-memory snapshot of step",
 
 
 def _process_started(event, step):
-    text = f"{who(event)} started (pid {event.get('pid')})"
+    where = f"pid {event.get('pid')}" if event.get("pid") is not None else event.get("ident")
+    text = f"{who(event)} started ({where})"  # a Slurm task: "job 17 worker:1"
     if event.get("snapshot") is not None:
         text += f", restoring step {event['snapshot']} from memory"
     elif event.get("restore"):

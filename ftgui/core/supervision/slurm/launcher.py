@@ -227,9 +227,14 @@ class SlurmLauncher:
 
     # ------------------------------------------------------------- Slurm's view
     def line(self) -> str:
-        """The job as a person reads it (`job 17 RUNNING on localhost, restart 1`), '' before
-        the first submission."""
-        return self.job.line() if self.job else ""
+        """The job as a person reads it (`job 17 RUNNING on localhost, restart 1`, and once
+        it left PENDING, how long this start waited for Slurm), '' before the first
+        submission."""
+        if self.job is None:
+            return ""
+        waited = (f" (waited {self.waited:.1f} s for Slurm)"
+                  if self.waited is not None and self.job.state == "RUNNING" else "")
+        return self.job.line() + waited
 
     def refresh(self, force: bool = False) -> None:
         """Ask Slurm about the job and read the tasks' new exit records, at most every
@@ -301,6 +306,17 @@ class SlurmLauncher:
         if info is not None and info.state == "PENDING" and info.restarts > self._order_restart:
             return info
         return None
+
+
+def launcher_for(config: RunConfig, run_dir: str | Path,
+                 python: str = sys.executable) -> SlurmLauncher | None:
+    """The launcher a run of `config` needs: a `SlurmLauncher` for launcher slurm, after the
+    checks before a submission (`checks.check_environment`: `ConfigError` in one line), else
+    None (the supervisor's own local launcher)."""
+    if config.launcher != "slurm":
+        return None
+    checks.check_environment(config)
+    return SlurmLauncher(run_dir, python)
 
 
 def _status(srun_status: int) -> int:
