@@ -294,13 +294,16 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
             _show_check(supervisor.user_check, args.quiet)
-        job_line = ""
+        job_line, reported = "", False
         while supervisor.live and not stop.done():
             for event in supervisor.poll():
                 progress.show(event)
             if launcher is not None and launcher.line() != job_line and not args.quiet:
                 job_line = launcher.line()
                 print(f"slurm: {job_line}", flush=True)
+            if launcher is not None and launcher.pending_report() and not reported:
+                print(f"slurm: {launcher.pending_report()}", file=sys.stderr, flush=True)
+            reported = bool(launcher and launcher.pending_report())
             time.sleep(0.05)
         for event in supervisor.poll():
             progress.show(event)

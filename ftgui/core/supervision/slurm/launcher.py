@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ftgui.core.supervision.launcher import TaskStart
 
 REFRESH_SECONDS = 0.25  # Slurm is asked at most this often (poll() is called 10-30 times/s)
+PENDING_LIMIT_SECONDS = 60.0  # a start pending this long is reported with Slurm's reason
 
 
 @dataclass
@@ -107,13 +108,16 @@ class SlurmLauncher:
     """Runs a supervisor's attempts as starts of one Slurm batch job (see the module).
 
     `python`: the interpreter the nodes run (the same path there: shared software); `env`
-    for the Slurm commands is this process's (`SLURM_CONF`)."""
+    for the Slurm commands is this process's (`SLURM_CONF`); `pending_limit`: seconds a start
+    may wait for Slurm before `pending_report` says so."""
 
     standbys: list = []  # noqa: RUF012 (no warm standbys: a restart is a job start)
 
-    def __init__(self, run_dir: str | Path, python: str = sys.executable):
+    def __init__(self, run_dir: str | Path, python: str = sys.executable,
+                 pending_limit: float = PENDING_LIMIT_SECONDS):
         self.run_dir = Path(run_dir).absolute()
         self.python = python
+        self.pending_limit = pending_limit  # seconds: see `pending_report`
         self.job: JobInfo | None = None
         self.waited: float | None = None  # seconds the current attempt was PENDING
         self._pending_since: float | None = None
@@ -236,6 +240,21 @@ class SlurmLauncher:
                   if self.waited is not None and self.job.state == "RUNNING" else "")
         return self.job.line() + waited
 
+    @property
+    def pending_seconds(self) -> float | None:
+        """How long the current start has been PENDING so far (None once it left PENDING)."""
+        if self._pending_since is None:
+            return None
+        return time.monotonic() - self._pending_since
+
+    def pending_report(self) -> str:
+        """Once a start has been PENDING past `pending_limit` seconds: the line saying so
+        with Slurm's reason (`job 7 still PENDING after 61 s: Resources`); '' otherwise."""
+        waited = self.pending_seconds
+        if waited is None or waited < self.pending_limit or self.job is None:
+            return ""
+        return f"job {self.job.job} still PENDING after {waited:.0f} s: {self.job.reason}"
+
     def refresh(self, force: bool = False) -> None:
         """Ask Slurm about the job and read the tasks' new exit records, at most every
         `REFRESH_SECONDS` unless `force`."""
@@ -247,6 +266,7 @@ class SlurmLauncher:
         for record in records:
             if record.get("job") == self.job.job:
                 self._exits[(record["attempt"], record["name"])] = record["returncode"]
+                self._steps.pop(record["name"], None)  # a rejoin gets a step of its own
         try:
             info = watcher.job_info(self.job.job)
             if info is not None and info.active:
@@ -265,8 +285,8 @@ class SlurmLauncher:
         return step if step and step.split(".")[0] == job else None
 
     def exit_of(self, task: SlurmTask) -> int | None:
-        """A task's exit status: its exit record, a rejoin's srun status, or (the job ended
-        or was requeued without a record for it) the job's: -9 for a cancelled job."""
+        """A task's exit status: its exit record, a rejoin's srun status, or -9 when the job
+        ended or was requeued without a record for it (Slurm ended its step)."""
         if task.popen is not None:
             status = task.popen.poll()
             return None if status is None else _status(status)
@@ -281,9 +301,9 @@ class SlurmLauncher:
             code = self._exits.get((task.attempt, task.name))
             if code is not None:
                 return code
-            if info.state == "CANCELLED" or info.restarts > self._order_restart:
-                return -int(signals.SIGKILL)
-            return -info.exit_signal if info.exit_signal else (info.exit_code or 1)
+            # no record: the task was still running when the job ended or was requeued, and
+            # Slurm ended its step (SIGKILL after KillWait)
+            return -int(signals.SIGKILL)
         return None
 
     def cancel_job(self) -> None:
