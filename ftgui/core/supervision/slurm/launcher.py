@@ -126,6 +126,11 @@ class SlurmLauncher:
         self._offset = 0
         self._asked = 0.0
         self._order_restart = 0
+        self._started = False  # this launcher submitted or released the job (not another's)
+        known = job_script.read_job_id(self.run_dir)  # the run's job of an earlier session:
+        if known is not None:  # a requeued one is released for the next attempt, not left
+            self.job = JobInfo(known, "UNKNOWN")
+            self._order_restart = (job_script.read_order(self.run_dir) or {}).get("restart", 0)
 
     # ------------------------------------------------------------- the seam
     @property
@@ -181,6 +186,7 @@ class SlurmLauncher:
             raise OSError(str(exc)) from None
         job_script.write_job_id(self.run_dir, job)
         self.job = JobInfo(job, "PENDING", restarts=restart)
+        self._started = True
         self.refresh(force=True)
 
     def start(self, request: TaskStart) -> SlurmTask:
@@ -205,8 +211,9 @@ class SlurmLauncher:
 
     def end_attempt(self) -> None:
         """End what is left of the attempt's job; a job Slurm requeued is held for the next
-        attempt instead (it would otherwise start on its own after its BeginTime)."""
-        if self.job is None:
+        attempt instead (it would otherwise start on its own after its BeginTime). A job this
+        launcher did not start (a run another ftgui supervises) is left alone."""
+        if self.job is None or not self._started:
             return
         self.refresh(force=True)
         if self._requeued_job() is not None:
@@ -239,6 +246,14 @@ class SlurmLauncher:
         waited = (f" (waited {self.waited:.1f} s for Slurm)"
                   if self.waited is not None and self.job.state == "RUNNING" else "")
         return self.job.line() + waited
+
+    def current_line(self) -> str:
+        """`line()` after asking Slurm (at most every `REFRESH_SECONDS`) while the job is
+        active, and once for a job of an earlier session; a job that ended is not asked
+        again."""
+        if self.job is not None and (self.job.active or not self._asked):
+            self.refresh()
+        return self.line()
 
     @property
     def pending_seconds(self) -> float | None:
