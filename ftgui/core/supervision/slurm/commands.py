@@ -18,7 +18,8 @@ def run(argv: list[str], check: bool = True, timeout: float = COMMAND_TIMEOUT_SE
     the command and Slurm's own message) when it is missing, times out, or (with `check`)
     exits non-zero."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=timeout)
     except FileNotFoundError:
         raise SlurmError(f"{argv[0]} is not on the PATH (install Slurm's client commands, "
                          "e.g. apt-get install slurm-client)") from None

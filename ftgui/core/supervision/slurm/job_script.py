@@ -140,7 +140,8 @@ def write_job_id(run_dir: str | os.PathLike, job: str) -> None:
 def read_job_id(run_dir: str | os.PathLike) -> str | None:
     """The run's current job id, or None."""
     try:
-        return str(json.loads((slurm_dir(run_dir) / JOB_FILE).read_text())["job"])
+        text = (slurm_dir(run_dir) / JOB_FILE).read_text(encoding="utf-8")
+        return str(json.loads(text)["job"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -139,7 +139,8 @@ def run(run_dir: Path, env: dict) -> int:
     job, restart = env["SLURM_JOB_ID"], int(env.get("SLURM_RESTART_COUNT", "0") or 0)
     order = take_order(run_dir, job, restart)
     hosts = subprocess.run(["scontrol", "show", "hostnames", env["SLURM_JOB_NODELIST"]],
-                           capture_output=True, text=True, check=True).stdout.split()
+                           capture_output=True, text=True, encoding="utf-8",
+                           check=True).stdout.split()
     rank_hosts = placement(hosts, expand_tasks_per_node(env["SLURM_TASKS_PER_NODE"]))
     base = port_base(job, restart)
     python = order.get("python") or sys.executable

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ftgui.core.supervision.slurm import commands
 from ftgui.core.supervision.slurm.commands import SlurmError
@@ -104,7 +105,7 @@ def completed(job: str) -> JobInfo | None:
     if not match:
         return None
     try:
-        lines = open(match.group(1), encoding="utf-8", errors="replace").read().splitlines()
+        lines = Path(match.group(1)).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     ends = [parse_job(line) for line in lines if f"JobId={job} " in line]
