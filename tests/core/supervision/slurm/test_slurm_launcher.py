@@ -25,6 +25,8 @@ def test_a_start_the_node_cannot_take_is_pending_with_its_reason(slurm_conf, tmp
                              check=True).stdout.strip()
     launcher = SlurmLauncher(tmp_path / "run", pending_limit=1.0)
     try:
+        while watcher.job_info(blocker).state != "RUNNING":  # it holds every CPU of the node
+            time.sleep(0.1)
         config = RunConfig(strategy="multi-worker", workers=2, steps=10, launcher="slurm")
         configmod.save(tmp_path / "run", config)
         starts = [TaskStart(task, trainer_args(tmp_path / "run", task.role, task.index), {},
