@@ -216,6 +216,8 @@ class IncidentTracker:
         decisive = is_decisive(event)
         if not abnormal:
             return False
+        if not decisive and exitcodes.was_preempted(event):
+            return False  # a worker of a preempted cluster saved and stopped: not a lost one
         if not decisive:
             return self._worker_lost(event, when)
         incident = self._open

@@ -50,6 +50,24 @@ def test_a_preemption_loses_no_step():
     assert incident.time_lost == pytest.approx(3.2 - 1.15)
 
 
+def test_a_worker_preempted_with_its_cluster_is_not_a_lost_worker():
+    # a multi-worker cluster preempted: worker 1's exit 42 is seen before the chief's (under
+    # Slurm the tasks' exits arrive in the order the job recorded them)
+    events = steps(0, 1, 151, t0=0.0, dt=0.01) + [
+        {"event": "fault_injected", "attempt": 0, "time": 1.52, "kind": "preempt",
+         "target": "chief", "source": "schedule", "step": 150},
+        {"event": "process_exited", "attempt": 0, "time": 1.6, "role": "worker", "index": 1,
+         "exit_code": 42, "decisive": False},
+        {"event": "process_exited", "attempt": 0, "time": 1.61, "role": "worker", "index": 0,
+         "chief": True, "exit_code": 42, "decisive": True},
+        {"event": "resumed", "attempt": 1, "time": 5.0, "from_step": 151},
+    ] + steps(1, 152, 160, t0=5.5)
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.lone, incident.steps_lost) == ("preempt", False, 0)
+    assert incident.detect_seconds == pytest.approx(1.61 - 1.52)
+    assert incident.time_lost == pytest.approx(5.5 - 1.52)
+
+
 def test_a_nan_rolls_back_inside_the_process():
     events = steps(0, 1, 7, t0=0.0) + [
         {"event": "fault_injected", "attempt": 0, "time": 0.65, "kind": "nan",
