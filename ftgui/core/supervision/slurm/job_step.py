@@ -135,6 +135,19 @@ def job_status(order: dict, codes: dict[str, int]) -> int:
     return 1
 
 
+def record_start(run_dir: Path, order: dict, job: str, restart: int, nodes: str) -> None:
+    """Write the job's start as the attempt's `job_started` event: `job`, `restart`, `nodes`
+    and `pending_seconds`, how long the start waited for Slurm since ftgui submitted or
+    released it (the order's `ordered` time; None for an order the job derived itself)."""
+    from ftgui.core.record.events import EventWriter
+
+    ordered = None if order.get("derived") else order.get("ordered")
+    pending = max(time.time() - ordered, 0.0) if isinstance(ordered, (int, float)) else None
+    with EventWriter(run_dir, order["attempt"]) as writer:
+        writer.emit("job_started", launcher="slurm", job=job, restart=restart, nodes=nodes,
+                    pending_seconds=pending)
+
+
 def run(run_dir: Path, env: dict) -> int:
     job, restart = env["SLURM_JOB_ID"], int(env.get("SLURM_RESTART_COUNT", "0") or 0)
     order = take_order(run_dir, job, restart)
@@ -144,6 +157,7 @@ def run(run_dir: Path, env: dict) -> int:
     rank_hosts = placement(hosts, expand_tasks_per_node(env["SLURM_TASKS_PER_NODE"]))
     base = port_base(job, restart)
     python = order.get("python") or sys.executable
+    record_start(run_dir, order, job, restart, env["SLURM_JOB_NODELIST"])
     print(f"ftgui: job {job} restart {restart}: attempt {order['attempt']} on "
           f"{env['SLURM_JOB_NODELIST']} ({len(order['tasks'])} tasks, ports from {base})",
           flush=True)

@@ -163,6 +163,7 @@ class SlurmLauncher:
         order = {
             "attempt": starts[0].attempt, "job": reuse.job if reuse else None,
             "restart": restart, "python": self.python, "layout": layout,
+            "ordered": time.time(),  # the job's start says how long Slurm kept it waiting
             "tasks": [{"name": s.task.name, "role": s.task.role, "index": s.task.index,
                        "chief": s.task.is_chief,
                        "rank": job_script.rank_of(layout, s.task.role, s.task.index),
