@@ -301,7 +301,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         with _notice(args.quiet, "counting this machine's GPUs",
                      "a helper process imports TensorFlow"):
             devices.check_gpus(config.gpus)
-    supervisor = Supervisor(run_dir)
+    from ftgui.core.supervision.slurm.launcher import launcher_for
+
+    launcher = launcher_for(config, run_dir)  # Slurm's checks: one line before anything
+    supervisor = Supervisor(run_dir, launcher=launcher)
     history = supervisor.poll()  # known to the supervisor, not printed again
     progress = Progress(quiet=args.quiet)
     progress.prime(history)  # the summary then tells an earlier attempt's incident too
@@ -316,10 +319,17 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
             _show_check(supervisor.user_check, args.quiet)
+        job_line, reported = "", False
         while supervisor.live and not stop.done():
             for event in supervisor.poll():
                 progress.show(event)
             progress.tick(time.time())
+            if launcher is not None and launcher.line() != job_line and not args.quiet:
+                job_line = launcher.line()
+                print(f"slurm: {job_line}", flush=True)
+            if launcher is not None and launcher.pending_report() and not reported:
+                print(f"slurm: {launcher.pending_report()}", file=sys.stderr, flush=True)
+            reported = bool(launcher and launcher.pending_report())
             time.sleep(0.05)
         for event in supervisor.poll():
             progress.show(event)

@@ -283,3 +283,38 @@ def network_address() -> str:
                 return address.address
     pytest.skip("this machine has no network address other than loopback: no neighbour "
                 "could connect, and there is nothing to check")
+
+
+SLURM_CONF_ENV = "FTGUI_SLURM_CONF"  # the slurm.conf of the cluster CI (or you) started
+REQUIRE_SLURM_ENV = "FTGUI_REQUIRE_SLURM"  # 1 on CI: no cluster is a failure, not a skip
+
+
+@pytest.fixture(scope="session")
+def slurm_conf() -> Path:
+    """The `slurm.conf` of a running single-node cluster (`tools/slurm-cluster up DIR`, named
+    by FTGUI_SLURM_CONF), also set as SLURM_CONF for the Slurm commands the tests and ftgui
+    run. Skips with the reason when there is none, or fails when FTGUI_REQUIRE_SLURM=1 (CI)."""
+    import os
+    import shutil
+    import subprocess
+
+    def unavailable(reason: str):
+        if os.environ.get(REQUIRE_SLURM_ENV) == "1":
+            pytest.fail(f"Slurm required on CI ({REQUIRE_SLURM_ENV}=1) but {reason}",
+                        pytrace=False)
+        pytest.skip(f"no Slurm cluster: {reason} (start one with `tools/slurm-cluster up DIR` "
+                    f"and set {SLURM_CONF_ENV} to its slurm.conf)")
+
+    conf = os.environ.get(SLURM_CONF_ENV)
+    if not conf:
+        unavailable(f"{SLURM_CONF_ENV} is not set")
+    if not shutil.which("sbatch"):
+        unavailable("sbatch is not on the PATH")
+    if not os.access(conf, os.R_OK):
+        unavailable(f"{conf} is not readable")
+    os.environ["SLURM_CONF"] = conf
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True,
+                         timeout=30)
+    if out.returncode != 0 or not out.stdout.strip():
+        unavailable(f"sinfo fails ({out.stderr.strip() or 'no nodes'})")
+    return Path(conf)

@@ -156,6 +156,13 @@ def train(run_dir: Path, config, args, events) -> int:
     )
 
     import_seconds = time.perf_counter() - _T0
+    from ftgui.training import slurm_task
+
+    if slurm_task.under_slurm():  # a task of a Slurm job: its TF_CONFIG from the resolver
+        try:
+            slurm_task.configure(config, args.role, args.index)
+        except (ValueError, RuntimeError, KeyError) as exc:
+            return refuse(events, args, exc)
     if config.strategy == "parameter-server" and args.role in ("worker", "ps"):
         return serve(events, args, import_seconds)
     is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)

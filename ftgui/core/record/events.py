@@ -257,11 +257,14 @@ class EventKind(str, enum.Enum):
     RUN_STARTED = "run_started"  # supervisor, first launch: config
     # supervisor: role, index, pid, restore, standby (and standby_warm: it had imported
     # TensorFlow; standby_age: seconds since it was started)
-    PROCESS_STARTED = "process_started"
+    PROCESS_STARTED = "process_started"  # also `ident`: the launcher's name ("job 7 worker:1")
     REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
     # supervisor, once before a cluster with remote tasks starts: `addresses`, `line`
     CLUSTER_EXPOSED = "cluster_exposed"
     STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
+    # a Slurm job's batch step, at each start of the job: launcher, job, restart, nodes,
+    # pending_seconds (how long it waited for Slurm since ftgui submitted or released it)
+    JOB_STARTED = "job_started"
     TRAINING_STARTED = "training_started"  # trainer: role, index, start_step, strategy, replicas
     RESUMED = "resumed"  # chief: from_step, checkpoint (restored)
     # chief: step, loss, epoch. Or the supervisor, for a step a promoted just-in-time
@@ -393,7 +396,8 @@ _RESTORE_SOURCES = {"memory": "the in-memory snapshot of step",
 
 
 def _process_started(event, step):
-    text = f"{who(event)} started (pid {event.get('pid')})"
+    where = f"pid {event.get('pid')}" if event.get("pid") is not None else event.get("ident")
+    text = f"{who(event)} started ({where})"  # a Slurm task: "job 17 worker:1"
     if event.get("snapshot") is not None:
         text += f", restoring step {event['snapshot']} from memory"
     elif event.get("restore"):
@@ -483,6 +487,10 @@ _DESCRIBERS = {
         else "warm standby ready") + f" (TensorFlow imported in "
     f"{formatting.seconds(e.get('import_seconds'))})",
     "training_started": _training_started,
+    "job_started": lambda e, s: f"Slurm job {e.get('job')} started on {e.get('nodes')}"
+    + (f", restart {e.get('restart')}" if e.get("restart") else "")
+    + (f" after {formatting.seconds(e.get('pending_seconds'))} waiting for Slurm"
+       if e.get("pending_seconds") is not None else ""),
     "resumed": lambda e, s: f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} "
     f"{e.get('from_step')}",
     "step": lambda e, s: f"step {e.get('step')}: loss {_loss(e.get('loss'))}",

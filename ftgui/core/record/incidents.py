@@ -3,7 +3,9 @@
 An incident starts at a `fault_injected` event, or at an unplanned abnormal exit. Per incident:
 - detect: seconds from the fault to the moment it was known (the process' exit, the watchdog's
   `hang_detected`, or the trainer's `non_finite_loss`);
-- recovery: seconds from detection to the first new step (restart, imports, restore);
+- recovery: seconds from detection to the first new step (restart, imports, restore); under
+  Slurm the part of it the recovery's job waited as PENDING is its own phase (`queued_seconds`,
+  from the job's `job_started` event);
 - steps lost: global steps computed again (step reached at the fault − step resumed from);
 - time lost: wall seconds from the fault to the first new step, plus the time the lost steps
   had taken the first time.
@@ -65,6 +67,7 @@ class Incident:
     lone: bool = False  # a parameter-server worker lost while the others trained on
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
     in_process: bool = False  # recovered by the trainer itself (a NaN rolled back), no restart
+    queued_seconds: float | None = None  # the recovery's batch job waited this long for Slurm
     # the same moments on the run clock (seconds since the run's first event, never backwards)
     at: float = 0.0
     at_detected: float | None = None
@@ -216,6 +219,8 @@ class IncidentTracker:
         decisive = is_decisive(event)
         if not abnormal:
             return False
+        if not decisive and exitcodes.was_preempted(event):
+            return False  # a worker of a preempted cluster saved and stopped: not a lost one
         if not decisive:
             return self._worker_lost(event, when)
         incident = self._open
@@ -242,6 +247,17 @@ class IncidentTracker:
         incident.resumed_step = incident.step = self._last_step
         incident.recovered = incident.at_recovered = None
         incident.lone = True
+        return True
+
+    def _on_job_started(self, event, when):
+        """A Slurm job of a recovery started (`job_started`, written by its batch step): the
+        seconds it waited for Slurm (`pending_seconds`) are a phase of the incident."""
+        incident = self._open
+        pending = event.get("pending_seconds")
+        if incident is None or incident.detected is None or not isinstance(
+                pending, (int, float)) or event.get("attempt", 0) <= incident.attempt:
+            return False
+        incident.queued_seconds = (incident.queued_seconds or 0.0) + float(pending)
         return True
 
     def _on_training_started(self, event, when):

@@ -91,7 +91,19 @@ class RunConfig(Settings):
         _check_faults(self)
         if self.cluster:
             _check_cluster(self)
+        if self.launcher == "slurm":
+            _check_slurm(self)
         parse_target(self.fault_target, self)
+
+    @property
+    def num_tasks(self) -> int:
+        """Training processes the run needs (Slurm tasks): 1 for a one-process strategy,
+        `workers` for multi-worker, coordinator + workers + parameter servers otherwise."""
+        if self.strategy == "multi-worker":
+            return self.workers
+        if self.strategy == "parameter-server":
+            return 1 + self.workers + self.ps
+        return 1
 
     def with_cluster_counts(self) -> RunConfig:
         """A copy whose `workers` and `ps` are the counts of the `cluster` addresses (itself
@@ -179,6 +191,31 @@ def _check_cluster(config: RunConfig) -> None:
     if config.strategy == "multi-worker" and set(jobs) != {"worker"}:
         raise ConfigError("cluster: multi-worker takes only worker=… addresses")
     _refuse_shared_addresses(jobs)
+
+
+SLURM_STRATEGIES = ("multi-worker", "parameter-server")
+
+
+def _check_slurm(config: RunConfig) -> None:
+    """What launcher slurm cannot take (Slurm, not `cluster`, places the tasks; the job's tasks
+    are not processes of this machine, so no standby, snapshot or process signal reaches them)."""
+    if config.strategy not in SLURM_STRATEGIES:
+        raise ConfigError(f"launcher: slurm runs strategy multi-worker or parameter-server, "
+                          f"not {config.strategy}")
+    if config.cluster:
+        raise ConfigError("cluster: with launcher slurm the addresses come from Slurm; "
+                          "leave cluster empty")
+    if config.hang_at_step or (config.chaos_faults and "hang" in split_list(config.chaos_kinds)):
+        raise ConfigError("hang_at_step: hang faults are not injected through Slurm; "
+                          "use kill or preempt")
+    if config.slurm_tasks_per_node and \
+            config.slurm_tasks_per_node * config.slurm_nodes < config.num_tasks:
+        raise ConfigError(
+            f"slurm_tasks_per_node: {config.slurm_tasks_per_node} per node on "
+            f"{config.slurm_nodes} node(s) is fewer than the run's {config.num_tasks} tasks")
+    if config.slurm_nodes > config.num_tasks:
+        raise ConfigError(f"slurm_nodes: {config.slurm_nodes} nodes for {config.num_tasks} "
+                          "tasks leaves a node without a task")
 
 
 def _refuse_shared_addresses(jobs: dict[str, list[str]]) -> None:

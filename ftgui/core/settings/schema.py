@@ -26,6 +26,9 @@ MAX_GPUS = 64
 MAX_STEPS = 100_000_000
 MAX_SEED = 2**31 - 1
 MAX_SECONDS = 86400  # one day: the longest fault delay or watchdog
+LAUNCHERS = ("local", "slurm")
+MAX_SLURM_NODES = 1024
+MAX_SLURM_MINUTES = 525_600  # a year: Slurm's time limits are minutes
 
 # What a resume (or fork) that asks for another value of a setting does. Declared here;
 # enforcing it is the resume check's job.
@@ -36,7 +39,7 @@ ON_RESUME = (APPLIES, REFUSED, FREE)
 
 # Panel groups, in the order they are shown.
 GROUPS = {"strategy": "Strategy and devices", "training": "Training",
-          "recovery": "Faults and recovery"}
+          "recovery": "Faults and recovery", "launcher": "Launcher (Slurm)"}
 
 # Widget kinds of the panel; `Setting.widget` defaults to one that fits the type.
 WIDGETS = ("combo", "spin", "check", "text", "file", "target")
@@ -324,6 +327,38 @@ class Settings:
         "chief", help="Which process the scheduled faults hit: chief, worker:I or ps:I",
         flag="--fault-target", label="Fault target", group="recovery",
         object_name="faultTargetCombo", on_resume=FREE, widget="target")
+    # -- launcher
+    launcher: str = setting(
+        "local", help="Who starts the training processes: local (ftgui, on this machine) or "
+        "slurm (one batch job submitted with sbatch, a task per process; the run folder must "
+        "be on storage the nodes share)", flag="--launcher", label="Launcher",
+        group="launcher", object_name="launcherCombo", on_resume=FREE, choices=LAUNCHERS,
+        choice_labels=("this machine (ftgui starts the processes)",
+                       "Slurm (sbatch, one task per process)"))
+    slurm_partition: str = setting(
+        "", help="Slurm partition the job is submitted to (sbatch --partition; empty: the "
+        "cluster's default partition)", flag="--slurm-partition", label="Partition",
+        group="launcher", object_name="slurmPartitionEdit", on_resume=FREE,
+        placeholder="the default partition")
+    slurm_nodes: int = setting(
+        1, help="Nodes the job's tasks are spread over (sbatch --nodes)", flag="--slurm-nodes",
+        label="Nodes", group="launcher", object_name="slurmNodesSpin", on_resume=FREE,
+        unit="nodes", low=1, high=MAX_SLURM_NODES)
+    slurm_tasks_per_node: int = setting(
+        0, help="Tasks (training processes) per node (0: the tasks divided over the nodes)",
+        flag="--slurm-tasks-per-node", label="Tasks per node",
+        group="launcher", object_name="slurmTasksPerNodeSpin", on_resume=FREE, unit="tasks",
+        low=0, high=MAX_WORKERS + MAX_PS + 1, off="auto")
+    slurm_time_limit: int = setting(
+        0, help="The job's time limit (sbatch --time; 0: the partition's limit)",
+        flag="--slurm-time-limit", label="Time limit", group="launcher",
+        object_name="slurmTimeLimitSpin", on_resume=FREE, unit="minutes", low=0,
+        high=MAX_SLURM_MINUTES, off="the partition's")
+    slurm_options: str = setting(
+        "", help="Extra sbatch options, as on its command line (e.g. --account=ml); they are "
+        "written into the job script", flag="--slurm-options",
+        label="Extra sbatch options", group="launcher", object_name="slurmOptionsEdit",
+        on_resume=FREE, placeholder="none")
 
 
 SETTINGS: dict[str, Setting] = {

@@ -4,9 +4,10 @@ A planned fault fires once per run, even when a restart replays its step
 (`ftgui.core.supervision.fault_plan`). A process that counts steps fires its own faults (they go on
 its command line); a parameter-server worker or ps counts none, so its kill, hang and preempt are
 armed here and fired by the supervisor on the chief's step (the coordinator holds at that step until
-it is: `ftgui.core.supervision.holds`). Planned holds (`holds`: a demo's presenter, a fault waiting
-for the warm standby) go to every process that counts steps, and happen once per run like the
-faults. `kill_after_seconds` is a timer kept here too.
+it is: `ftgui.core.supervision.holds`). Under Slurm every kill and preempt is armed so (each
+task holds at its step), and the supervisor sends it through Slurm. Planned holds (`holds`: a
+demo's presenter, a fault waiting for the warm standby) go to every process that counts steps,
+and happen once per run like the faults. `kill_after_seconds` is a timer kept here too.
 """
 
 from __future__ import annotations
@@ -55,14 +56,16 @@ class FaultSchedule:
         runs_steps = config.strategy != "parameter-server" or task.role == "chief"
         own = []
         for fault in fault_plan.plan(config, task_names):
-            if runs_steps and not self._hits(fault, task) and self._armed_elsewhere(
+            slurm = self._through_slurm(config, fault)
+            if runs_steps and (slurm or not self._hits(fault, task)) and self._armed_elsewhere(
                     config, fault):
                 # the coordinator holds at the step of a worker's or ps' fault until the
                 # supervisor fired it, so the fault lands at its step, not a chunk later
+                # (under Slurm every task holds: the fault comes through Slurm, `scancel`)
                 own.extend(self._hold_arg(fault.step, fault.target))
             if not self._hits(fault, task) or fault.key in self.fired:
                 continue
-            if runs_steps:
+            if runs_steps and not slurm:
                 own.append(fault.key)
             elif fault.kind in ("kill", "hang", "preempt"):
                 self.armed.append(fault)
@@ -77,9 +80,18 @@ class FaultSchedule:
 
     def _armed_elsewhere(self, config: RunConfig, fault: fault_plan.PlannedFault) -> bool:
         """A fault the supervisor fires itself on the chief's step (a parameter-server
-        worker's or ps' kill, hang or preempt), not fired yet."""
-        return (config.strategy == "parameter-server" and fault.target != "chief"
-                and fault.kind in ("kill", "hang", "preempt") and fault.key not in self.fired)
+        worker's or ps' kill, hang or preempt; any kill or preempt under Slurm), not fired
+        yet."""
+        elsewhere = (config.strategy == "parameter-server" and fault.target != "chief") or \
+            self._through_slurm(config, fault)
+        return (elsewhere and fault.kind in ("kill", "hang", "preempt")
+                and fault.key not in self.fired)
+
+    @staticmethod
+    def _through_slurm(config: RunConfig, fault: fault_plan.PlannedFault) -> bool:
+        """A kill or preempt of a run under Slurm: sent through Slurm (`scancel --signal`)
+        by the supervisor, not fired by the trainer itself."""
+        return config.launcher == "slurm" and fault.kind in ("kill", "preempt")
 
     def _hold_arg(self, step: int, why: str) -> list[str]:
         return [] if step in self.held else [f"{holds.KIND}@{step}:{why}"]

@@ -93,7 +93,7 @@ class AttemptTasks:
         age = handle.standby_age
         writer.emit(
             "process_started", role=task.role, index=task.index, pid=handle.pid,
-            chief=task.is_chief, label=task.label, restarts=restarts,
+            ident=handle.ident, chief=task.is_chief, label=task.label, restarts=restarts,
             address=handle.address or task.address,
             restore=restore.relpath if restore else None,
             log=str(handle.log_path.relative_to(self.run_dir)), standby=handle.standby,

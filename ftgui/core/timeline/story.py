@@ -103,8 +103,10 @@ def incident_line(incident: Incident) -> str:
         return (f"{fault}{ARROW}TensorFlow's coordinator carried on with the remaining workers; "
                 f"{_who(incident)} restarted: 0 steps redone, {seconds(0.0)} lost")
     how = "thawed" if incident.thawed else _restored(incident)
-    return (f"{fault}{ARROW}{how}{ARROW}resumed: {steps(incident.steps_lost or 0)} redone, "
-            f"{seconds(incident.time_lost or 0.0)} lost")
+    queued = (f"waiting for Slurm: {seconds(incident.queued_seconds)}{ARROW}"
+              if incident.queued_seconds is not None else "")
+    return (f"{fault}{ARROW}{queued}{how}{ARROW}resumed: {steps(incident.steps_lost or 0)} "
+            f"redone, {seconds(incident.time_lost or 0.0)} lost")
 
 
 SOURCE_WORDS = {"memory": "memory", "just_in_time": "just in time", "disk": "disk",

@@ -24,6 +24,7 @@ KILL_TEXT = "✕ Kill"
 
 def process_rows(processes, now: float | None = None) -> list[dict]:
     """Plain rows for the table from `Supervisor.processes` (newest process per task name).
+    `pid` is the process id, or for a task that runs elsewhere its launcher's name for it.
 
     `heartbeat` is seconds since the process last reported (a step or a heartbeat event).
     """
@@ -34,7 +35,7 @@ def process_rows(processes, now: float | None = None) -> list[dict]:
     rows = []
     for proc in latest.values():
         if proc.alive:
-            state = "frozen" if _stopped(proc.pid) else "running"
+            state = "frozen" if proc.pid is not None and _stopped(proc.pid) else "running"
         elif proc.ended_by_supervisor:
             state = "ended"
         elif proc.returncode is not None and proc.returncode < 0:
@@ -44,7 +45,9 @@ def process_rows(processes, now: float | None = None) -> list[dict]:
                 proc.returncode, f"failed ({proc.returncode})"
             )
         rows.append({
-            "name": proc.name, "label": proc.label, "pid": proc.pid, "state": state,
+            # a task with no process here (a Slurm task) is named by its handle: "job 7 step 7.1"
+            "name": proc.name, "label": proc.label, "state": state,
+            "pid": proc.pid if proc.pid is not None else proc.handle.ident,
             "alive": proc.alive, "last_step": proc.last_step,
             "heartbeat": max(0.0, now - proc.last_heartbeat) if proc.alive else None,
             "restarts": proc.restarts,

@@ -26,8 +26,10 @@ from ftgui.core.checkpoints import resume_check
 from ftgui.core.record import event_history
 from ftgui.core.record.events import EventSource, who
 from ftgui.core.record.process_output import OutputFollower
+from ftgui.core.settings import config as configmod
 from ftgui.core.settings import user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
+from ftgui.core.supervision.slurm.launcher import SlurmLauncher, launcher_for
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.model import Changes, Note, Timeline
 from ftgui.core.timeline.replay import ReplayClock
@@ -117,7 +119,8 @@ class RunController(QObject):
         if self.supervisor is not None:
             self.supervisor.shutdown()
         self.run_dir = Path(run_dir).absolute()
-        self.supervisor = Supervisor(run_dir) if replay is None else None
+        self.supervisor = Supervisor(run_dir, launcher=_launcher_of(run_dir)) \
+            if replay is None else None
         self._replay_config = None if replay is None else _replayed_config(self.run_dir)
         self._tails.clear()
         self.timeline = Timeline()
@@ -149,12 +152,27 @@ class RunController(QObject):
             QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
             QApplication.processEvents()
         try:
+            self._take_launcher(config or self.supervisor.config)
             self.supervisor.start(config, resume=resume, from_step=from_step)
         finally:
             if checking:
                 QApplication.restoreOverrideCursor()
                 self.timer.start()
         self.tick()
+
+    def _take_launcher(self, config: RunConfig | None) -> None:
+        """Before a start: a supervisor whose launcher is the one `config` asks for (Slurm's
+        checks first: `ConfigError` in one line), the run's history read into it again."""
+        if config is None:
+            return
+        wanted = launcher_for(config, self.supervisor.run_dir)
+        if isinstance(wanted, SlurmLauncher) == isinstance(self.supervisor.launcher,
+                                                           SlurmLauncher):
+            return
+        run_dir = self.supervisor.run_dir
+        self.supervisor.shutdown()
+        self.supervisor = Supervisor(run_dir, launcher=wanted)
+        self.supervisor.load_history(event_history.read_history(run_dir))
 
     def kill(self, target: str = "chief") -> bool:
         return self._command(self.supervisor.kill, target) if self.supervisor else False
@@ -273,7 +291,9 @@ class RunController(QObject):
     def _reason(self) -> str:
         """The supervisor's reason; in a replay the replayed run's state, then "done"."""
         if self.replay is None:
-            return self.supervisor.reason
+            launcher = self.supervisor.launcher
+            job = launcher.current_line() if isinstance(launcher, SlurmLauncher) else ""
+            return " · ".join(filter(None, (self.supervisor.reason, job)))
         timeline = self.timeline
         text = timeline.state + (f": {timeline.reason}" if timeline.reason else "")
         return text + (" (replay done)" if self.replay.done else "")
@@ -295,6 +315,16 @@ class RunController(QObject):
         if reason:
             text += f" · {reason}"
         return text
+
+
+def _launcher_of(run_dir: Path) -> SlurmLauncher | None:
+    """The launcher of an existing run: a `SlurmLauncher` when its config.toml says launcher
+    slurm (no Slurm check yet: that comes with a start), else None (the local one)."""
+    try:
+        slurm = configmod.load_values(run_dir).get("launcher") == "slurm"
+    except (OSError, ConfigError):
+        return None
+    return SlurmLauncher(run_dir) if slurm else None
 
 
 def _replayed_config(run_dir: Path) -> RunConfig | None:

@@ -63,8 +63,9 @@ class TopBar(QWidget):
         text = story(timeline, total_steps)
         if text != self.story_banner.text():
             self.story_banner.set_story(text)
-        if state == "running" and not has_stepped(timeline):
-            state, reason = "starting", "waiting for the first step"
+        if state == "running" and not has_stepped(timeline):  # a reason (a Slurm job) stays
+            state, reason = "starting", " · ".join(filter(None, ("waiting for the first step",
+                                                                 reason)))
         if state == "running" and frozen(timeline):
             state, reason = "frozen", "no progress until Thaw or Kill"
         elif state == "running" and timeline.held is not None:

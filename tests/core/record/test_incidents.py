@@ -50,6 +50,44 @@ def test_a_preemption_loses_no_step():
     assert incident.time_lost == pytest.approx(3.2 - 1.15)
 
 
+def test_a_worker_preempted_with_its_cluster_is_not_a_lost_worker():
+    # a multi-worker cluster preempted: worker 1's exit 42 is seen before the chief's (under
+    # Slurm the tasks' exits arrive in the order the job recorded them)
+    events = steps(0, 1, 151, t0=0.0, dt=0.01) + [
+        {"event": "fault_injected", "attempt": 0, "time": 1.52, "kind": "preempt",
+         "target": "chief", "source": "schedule", "step": 150},
+        {"event": "process_exited", "attempt": 0, "time": 1.6, "role": "worker", "index": 1,
+         "exit_code": 42, "decisive": False},
+        {"event": "process_exited", "attempt": 0, "time": 1.61, "role": "worker", "index": 0,
+         "chief": True, "exit_code": 42, "decisive": True},
+        {"event": "resumed", "attempt": 1, "time": 5.0, "from_step": 151},
+    ] + steps(1, 152, 160, t0=5.5)
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.lone, incident.steps_lost) == ("preempt", False, 0)
+    assert incident.detect_seconds == pytest.approx(1.61 - 1.52)
+    assert incident.time_lost == pytest.approx(5.5 - 1.52)
+
+
+def test_the_time_a_recoverys_slurm_job_waited_is_its_own_phase():
+    from ftgui.core.timeline.story import incident_line
+
+    events = steps(0, 1, 70, t0=0.0) + [
+        {"event": "fault_injected", "attempt": 0, "time": 7.0, "kind": "kill",
+         "target": "worker:1", "source": "schedule", "step": 70},
+        {"event": "process_exited", "attempt": 0, "time": 7.1, "role": "worker", "index": 1,
+         "signal": 9, "decisive": True},
+        {"event": "job_started", "attempt": 0, "time": 7.2, "job": "5", "pending_seconds": 0.4},
+        {"event": "job_started", "attempt": 1, "time": 11.2, "job": "6", "pending_seconds": 3.1},
+        {"event": "resumed", "attempt": 1, "time": 20.0, "from_step": 70,
+         "source": "just_in_time"},
+    ] + steps(1, 71, 80, t0=21.0)
+    [incident] = from_events(events).incidents
+    assert incident.queued_seconds == pytest.approx(3.1)  # attempt 0's own start is no phase
+    assert incident_line(incident) == (
+        "worker 1 killed at step 70 → waiting for Slurm: 3.1 s → restored step 70 just in "
+        "time → resumed: 0 steps redone, 14.0 s lost")
+
+
 def test_a_nan_rolls_back_inside_the_process():
     events = steps(0, 1, 7, t0=0.0) + [
         {"event": "fault_injected", "attempt": 0, "time": 0.65, "kind": "nan",

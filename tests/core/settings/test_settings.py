@@ -25,6 +25,8 @@ DEFAULTS = {
     "kill_at_step": 0, "preempt_at_step": 0, "nan_at_step": 0, "hang_at_step": 0,
     "kill_after_seconds": 0.0, "watchdog_seconds": 0.0, "chaos_faults": 0,
     "chaos_kinds": "kill,preempt,nan", "chaos_seed": 0, "fault_target": "chief",
+    "launcher": "local", "slurm_partition": "", "slurm_nodes": 1, "slurm_tasks_per_node": 0,
+    "slurm_time_limit": 0, "slurm_options": "",
 }
 
 
@@ -49,12 +51,16 @@ def every_setting_changed(tmp_path) -> list[RunConfig]:
     module = tmp_path / "net.py"
     module.write_text("def build(input_shape, num_classes): pass\n")
     regression = RunConfig(task="regression", model=f"{module}:build", dataset=str(dataset))
-    for config in (many, fit, regression):
+    slurm = RunConfig(strategy="multi-worker", workers=4, launcher="slurm",
+                      slurm_partition="gpu", slurm_nodes=2, slurm_tasks_per_node=2,
+                      slurm_time_limit=30, slurm_options="--account=ml --qos=high")
+    configs = [many, fit, regression, slurm]
+    for config in configs:
         config.validate()
     changed = {name for name in SETTINGS
-               if any(getattr(c, name) != DEFAULTS[name] for c in (many, fit, regression))}
+               if any(getattr(c, name) != DEFAULTS[name] for c in configs)}
     assert changed == set(SETTINGS)
-    return [many, fit, regression]
+    return configs
 
 
 def test_each_setting_keeps_its_default():
@@ -188,6 +194,12 @@ BAD_VALUES = [
     ("chaos_kinds", "kill,boom", "chaos_kinds: 'boom' is not one of kill, preempt, nan, hang"),
     ("chaos_seed", -1, "chaos_seed: -1 is not a whole number from 0 to 2147483647"),
     ("fault_target", "boss", "fault_target: 'boss' is not one of chief, worker:I, ps:I"),
+    ("launcher", "k8s", "launcher: 'k8s' is not one of local, slurm"),
+    ("slurm_partition", 3, "slurm_partition: 3 is not text"),
+    ("slurm_nodes", 0, "slurm_nodes: 0 is not a whole number from 1 to 1024"),
+    ("slurm_tasks_per_node", -1, "slurm_tasks_per_node: -1 is not a whole number from 0 to 13"),
+    ("slurm_time_limit", -5, "slurm_time_limit: -5 is not a whole number from 0 to 525600"),
+    ("slurm_options", 7, "slurm_options: 7 is not text"),
 ]
 
 
