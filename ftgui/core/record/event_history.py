@@ -230,7 +230,8 @@ def _read_events(handle) -> _Events:
         stamped = b'"mono"' in data  # else a run written before `mono` existed
         if number == 0 and data:
             first_time = event_of(data[:data.find(b"\n")]).get("time")
-        fast = _chunk_columns(data, number, stamped)
+        count = data.count(b"\n")
+        fast = _chunk_columns(data, number, stamped, count)
         if fast is not None:
             columns, clocks, chunk_others = fast
             row0 = len(lines)
@@ -242,7 +243,7 @@ def _read_events(handle) -> _Events:
                     clock_marks.append((row0 + row, clock))
                     last_clock = clock
             others.extend(chunk_others)
-            number += data.count(b"\n")
+            number += count
             continue
         for line in data.split(b"\n")[:-1]:
             try:
@@ -283,19 +284,20 @@ def _read_events(handle) -> _Events:
     return _Events(Points.from_parts(parts), others, end, first_time)
 
 
-_STEP_TYPES = {int}
 _LOSS_TYPES = {float, type(None)}
 
 
 class _Line(msgspec.Struct):
-    """The fields of an event line that the step columns take, each as JSON has it (no type
-    is enforced here: `_chunk_columns` checks them as `_read_events` does); a field the line
-    lacks is None (`mono`: NaN, as `event.get("mono", nan)`). Other fields are skipped."""
+    """The fields of an event line that the step columns take; a field the line lacks is None
+    (`mono`: NaN, as `event.get("mono", nan)`), other fields are skipped. `attempt` and `step`
+    must be JSON whole numbers or null (in any event: a chunk with another value there is read
+    line by line); the others are taken as JSON has them and checked by `_chunk_columns` as
+    `_read_events` checks a line."""
 
     event: Any = None
     time: Any = None
-    attempt: Any = None
-    step: Any = None
+    attempt: int | None = None
+    step: int | None = None
     loss: Any = None
     mono: Any = math.nan
     clock: Any = None
@@ -306,23 +308,24 @@ class _Line(msgspec.Struct):
 # floats are the bits Python's json reads (tests/core/record/test_history_parsing.py).
 _decode_lines = msgspec.json.Decoder(list[_Line]).decode
 _EVENT = operator.attrgetter("event")
-_STEP_FIELDS = [operator.attrgetter(name) for name in ("step", "attempt", "time", "loss")]
+_STEP, _ATTEMPT = operator.attrgetter("step"), operator.attrgetter("attempt")
+_TIME, _LOSS = operator.attrgetter("time"), operator.attrgetter("loss")
 _MONO, _CLOCK = operator.attrgetter("mono"), operator.attrgetter("clock")
 
 
-def _chunk_columns(data: bytes, first_line: int, stamped: bool):
+def _chunk_columns(data: bytes, first_line: int, stamped: bool, count: int | None = None):
     """The fast path of `_read_events` for `data`, complete lines: all parsed by one msgspec
     call (`_Line`) and the step events' fields checked column by column (a Python loop per
     line took 4 s for 1M steps, bench_streaming). Returns ((line, attempt, step, time, loss,
     mono) arrays, [(row, clock)] of the steps naming a clock, [(line, event)] of the other
     events), or None when a line is not a JSON object or a step event is not in the trainer's
     shape: that chunk is then read line by line, so both paths keep and skip exactly the same
-    lines."""
+    lines. `count`: the number of lines in `data`, when the caller has counted them."""
     try:  # a blank line makes ",," and is read line by line
         parsed = _decode_lines(b"[" + data[:-1].replace(b"\n", b",") + b"]")
     except msgspec.DecodeError:  # also a line that is no object (ValidationError)
         return None
-    if len(parsed) != data.count(b"\n"):  # a line of two values separated by a comma
+    if len(parsed) != (data.count(b"\n") if count is None else count):  # two values, one line
         return None
     try:
         if set(map(_EVENT, parsed)) <= {"step"}:  # the usual chunk: steps only
@@ -333,21 +336,20 @@ def _chunk_columns(data: bytes, first_line: int, stamped: bool):
             found = [parsed[k] for k in rows.tolist()]
     except TypeError:  # an `event` that is a list or an object
         return None
-    step, attempt, time_, loss = (list(map(get, found)) for get in _STEP_FIELDS)
+    time_, loss = list(map(_TIME, found)), list(map(_LOSS, found))
     mono = list(map(_MONO, found)) if stamped else []
-    if not (set(map(type, step)) <= _STEP_TYPES and set(map(type, attempt)) <= _STEP_TYPES
-            and set(map(type, time_)) <= {float} and set(map(type, loss)) <= _LOSS_TYPES
+    if not (set(map(type, time_)) <= {float} and set(map(type, loss)) <= _LOSS_TYPES
             and set(map(type, mono)) <= {float}):
         return None
-    try:
-        ints = [np.array(values, dtype=np.int64) for values in (step, attempt)]
-    except OverflowError:  # outside int64: the line-by-line path decides
+    try:  # msgspec made them int or None
+        ints = [np.fromiter(map(get, found), dtype=np.int64, count=len(found))
+                for get in (_STEP, _ATTEMPT)]
+    except (TypeError, OverflowError):  # None (no step), or outside int64: read line by line
         return None
     losses = np.array(loss, dtype=np.float64)  # None -> NaN
     if np.count_nonzero(~np.isfinite(losses)) != loss.count(None):
         return None
-    count = len(found)
-    monos = np.array(mono, dtype=np.float64) if stamped else np.full(count, math.nan)
+    monos = np.array(mono, dtype=np.float64) if stamped else np.full(len(found), math.nan)
     columns = (rows.astype(np.int64) + first_line, ints[1], ints[0],
                np.array(time_, dtype=np.float64), losses, monos)
     clocks = [(row, clock) for row, clock in enumerate(map(_CLOCK, found))
