@@ -357,11 +357,11 @@ def _chunk_columns(data: bytes, first_line: int, stamped: bool, count: int | Non
     others = []
     if len(found) == len(parsed):
         return columns, clocks, others
-    chunk = data.split(b"\n")
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # not a split: few lines
     not_steps = np.ones(len(parsed), dtype=bool)
     not_steps[rows] = False
     for k in np.flatnonzero(not_steps).tolist():
-        event = parse_line(chunk[k])
+        event = parse_line(data[ends[k - 1] + 1 if k else 0:ends[k]])
         if event is not None:
             others.append((first_line + k, event))
     return columns, clocks, others
