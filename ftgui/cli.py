@@ -177,20 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         print(version_text(verbose=args.verbose))
         return 0
     try:
-        if args.command == "install-desktop-entry":
-            return cmd_desktop_entry(args)
-        if args.command == "train":
-            return cmd_train(args)
-        if args.command == "checkpoints":
-            return cmd_checkpoints(args)
-        if args.command == "audit":
-            return cmd_audit(args)
-        if args.command == "devices":
-            return cmd_devices(args)
-        if args.command == "worker":
-            return cmd_worker(args)
-        if args.command == "report":
-            return cmd_report(args)
+        headless = {"install-desktop-entry": cmd_desktop_entry, "train": cmd_train,
+                    "checkpoints": cmd_checkpoints, "audit": cmd_audit, "devices": cmd_devices,
+                    "worker": cmd_worker, "report": cmd_report}
+        if args.command in headless:
+            return headless[args.command](args)
         _refuse_missing_qt_libraries()
         if args.command == "replay":
             return cmd_replay(args)

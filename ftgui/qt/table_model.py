@@ -35,6 +35,12 @@ class RowsModel(QAbstractTableModel):
             return self.columns[section]
         return None
 
+    def reset_rows(self, rows: list) -> None:
+        """Show `rows` instead of the current ones; the views reset (selection, scroll)."""
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
 
 def set_up_table(view: QTableView, name: str, model, multi: bool = False,
                  stripes: bool = False, row_padding: int | None = None) -> None:
@@ -70,3 +76,29 @@ def set_up_table(view: QTableView, name: str, model, multi: bool = False,
     # the last column takes the room left (Qt's stretched last section keeps at least 100 px,
     # which makes a table that fits scroll sideways at 1280 px)
     header.setSectionResizeMode(model.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+
+
+
+class MenuTable(QTableView):
+    """A table view of one `RowsModel` (`model_`, made from the class's `model_class`) with
+    the look of `set_up_table` (`objectName` `object_name`, `stripes`) and a right-click menu
+    per row: the subclass's `row_menu(row number)`, a QMenu."""
+
+    model_class: type[RowsModel] = RowsModel
+    object_name = ""
+    stripes = False
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model_ = self.model_class(self)
+        set_up_table(self, self.object_name, self.model_, stripes=self.stripes)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._open_row_menu)
+
+    def row_menu(self, number: int):
+        raise NotImplementedError
+
+    def _open_row_menu(self, position) -> None:
+        index = self.indexAt(position)
+        if index.isValid():  # not below the rows
+            self.row_menu(index.row()).exec(self.viewport().mapToGlobal(position))

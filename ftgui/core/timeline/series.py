@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ftgui.core.timeline.axis_range import finite_extent
+
 
 class GrowingSeries:
     """x/y/t float64 buffers that double when full; `x()`/`y()`/`t()` are views of the filled
@@ -15,6 +17,8 @@ class GrowingSeries:
         self._y = np.empty(capacity, dtype=np.float64)
         self._t = np.empty(capacity, dtype=np.float64)
         self.size = 0
+        self._extent: tuple[float, float] | None = None  # finite y of the first _extent_of
+        self._extent_of = 0
 
     def append(self, x: float, y: float | None, t: float | None = None) -> None:
         if self.size == len(self._x):
@@ -47,3 +51,16 @@ class GrowingSeries:
 
     def t(self) -> np.ndarray:
         return self._t[: self.size]
+
+    def y_extent(self) -> tuple[float, float] | None:
+        """(lowest, highest) finite y, None when no y is finite: `axis_range.finite_extent` of
+        `y()`, looking only at the points added since the last call (points are only ever
+        appended, so the earlier ones' extent still holds; a full scan of 1M points took 5-10
+        ms of every redraw, bench_streaming)."""
+        if self._extent_of < self.size:
+            new = finite_extent([self._y[self._extent_of:self.size]])
+            if new is not None and self._extent is not None:
+                new = (min(new[0], self._extent[0]), max(new[1], self._extent[1]))
+            self._extent = new if new is not None else self._extent
+            self._extent_of = self.size
+        return self._extent

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ftgui.qt import theme
+from ftgui.qt.controls import named_button
 
 TEXT_PX = 15  # the stage's sentences, in pixels at scale 1
 PRESENTING_TEXT_PX = 24  # in the presentation view
@@ -94,9 +95,7 @@ def _label(name: str) -> QLabel:
 
 
 def _button(name: str, text: str, tip: str) -> QPushButton:
-    button = QPushButton(text)
-    button.setObjectName(name)
-    button.setToolTip(tip)
+    button = named_button(name, text, tip)
     button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Page Up / Down stay the menu's
     return button
 

@@ -7,14 +7,15 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor, QFont
-from PySide6.QtWidgets import QMenu, QTableView
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QMenu
 
 from ftgui.core import formatting
 from ftgui.core.checkpoints import fit_checkpoints, listing, moves
 from ftgui.core.checkpoints.listing import CheckpointInfo
 from ftgui.qt import theme
-from ftgui.qt.table_model import RowsModel, set_up_table
+from ftgui.qt.controls import add_signal_actions
+from ftgui.qt.table_model import MenuTable, RowsModel
 
 ARCHIVE_TIP = "kept by the fork of attempt {fork} (the abandoned branch), not restorable here"
 COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
@@ -127,21 +128,15 @@ class CheckpointModel(RowsModel):
         return "yes" if info.valid else f"no: {info.reason}"
 
 
-class CheckpointTable(QTableView):
+class CheckpointTable(MenuTable):
     """The table view; the selected step survives refreshes. Emits `resumeRequested(step)`."""
 
+    model_class, object_name, stripes = CheckpointModel, "checkpointTable", True
+    resume_enabled = False  # the run can be resumed (nothing trains)
     resumeRequested = Signal(int)
     inspectRequested = Signal(int)
     exportRequested = Signal(int)
     deleteRequested = Signal(int)
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.model_ = CheckpointModel(self)
-        set_up_table(self, "checkpointTable", self.model_, stripes=True)
-        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.customContextMenuRequested.connect(self._menu)
-        self.resume_enabled = False
 
     def refresh(self, run_dir: Path | None) -> None:
         selected = self.selected_step()
@@ -159,25 +154,19 @@ class CheckpointTable(QTableView):
             return None
         return self.model_.rows[rows[0].row()].step
 
-    def _menu(self, position) -> None:
-        index = self.indexAt(position)
-        if not index.isValid():
-            return
-        info = self.model_.rows[index.row()]
-        own = self.model_.fork_of(index.row()) is None  # archived ones are shown, not used
+    def row_menu(self, number: int) -> QMenu:
+        """The right-click menu of row `number`: resume from (fork), inspect, export, delete
+        that checkpoint; an archived one (another branch's) offers them all disabled."""
+        info = self.model_.rows[number]
+        own = self.model_.fork_of(number) is None  # archived ones are shown, not used
         menu = QMenu(self)
-        action = QAction(f"Resume from step {info.step} (fork; newer checkpoints are kept)", menu)
-        action.setEnabled(own and info.valid and self.resume_enabled)
-        action.triggered.connect(lambda: self.resumeRequested.emit(info.step))
-        menu.addAction(action)
+        add_signal_actions(menu, [
+            (f"Resume from step {info.step} (fork; newer checkpoints are kept)",
+             self.resumeRequested, own and info.valid and self.resume_enabled)], info.step)
         menu.addSeparator()
-        for text, signal, enabled in (
-            ("Inspect and evaluate…", self.inspectRequested, info.valid),
-            ("Export as .keras model…", self.exportRequested, info.valid),
-            ("Delete…", self.deleteRequested, self.resume_enabled),
-        ):
-            item = QAction(text, menu)
-            item.setEnabled(own and enabled)
-            item.triggered.connect(lambda _=False, s=signal: s.emit(info.step))
-            menu.addAction(item)
-        menu.exec(self.viewport().mapToGlobal(position))
+        add_signal_actions(menu, [
+            ("Inspect and evaluate…", self.inspectRequested, own and info.valid),
+            ("Export as .keras model…", self.exportRequested, own and info.valid),
+            ("Delete…", self.deleteRequested, own and self.resume_enabled),
+        ], info.step)
+        return menu

@@ -50,9 +50,7 @@ class IncidentModel(RowsModel):
         return super().headerData(section, orientation, role)
 
     def set_incidents(self, incidents) -> None:
-        self.beginResetModel()
-        self.rows = list(incidents)
-        self.endResetModel()
+        self.reset_rows(list(incidents))
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:

@@ -10,12 +10,13 @@ import time
 
 import psutil
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence
-from PySide6.QtWidgets import QMenu, QTableView
+from PySide6.QtGui import QBrush, QColor, QKeySequence
+from PySide6.QtWidgets import QMenu
 
 from ftgui.core import formatting
 from ftgui.qt import theme
-from ftgui.qt.table_model import RowsModel, set_up_table
+from ftgui.qt.controls import add_signal_actions
+from ftgui.qt.table_model import MenuTable, RowsModel
 
 # The Kill cell sits next to the name, where a narrow table still shows it.
 COLUMNS = ("process", "kill", "pid", "state", "last step", "heartbeat", "restarts")
@@ -71,9 +72,7 @@ class ProcessModel(RowsModel):
 
     def set_rows(self, rows: list[dict]) -> None:
         if [r["name"] for r in rows] != [r["name"] for r in self.rows]:
-            self.beginResetModel()
-            self.rows = rows
-            self.endResetModel()
+            self.reset_rows(rows)
             return
         self.rows = rows
         if rows:
@@ -118,10 +117,11 @@ class ProcessModel(RowsModel):
         return None
 
 
-class ProcessTable(QTableView):
+class ProcessTable(MenuTable):
     """Shows `process_rows`. Kill a process by its row's Kill cell or Delete; a right click
     offers Kill, Preempt, Freeze and Thaw for that one process."""
 
+    model_class, object_name = ProcessModel, "processTable"
     killRequested = Signal(str)
     preemptRequested = Signal(str)
     freezeRequested = Signal(str)
@@ -129,10 +129,6 @@ class ProcessTable(QTableView):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.model_ = ProcessModel(self)
-        set_up_table(self, "processTable", self.model_)
-        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.customContextMenuRequested.connect(self._menu)
         self.clicked.connect(self._clicked)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt's name)
@@ -160,26 +156,16 @@ class ProcessTable(QTableView):
         rows = self.selectionModel().selectedRows()
         return self.model_.rows[rows[0].row()]["name"] if rows else None
 
-    def _menu(self, position) -> None:
-        index = self.indexAt(position)
-        if not index.isValid():
-            return
-        menu = self.row_menu(index.row())
-        menu.exec(self.viewport().mapToGlobal(position))
-
     def row_menu(self, number: int) -> QMenu:
         """The right-click menu of row `number`: Kill, Preempt, Freeze, Thaw that process."""
         row = self.model_.rows[number]
         menu = QMenu(self)
         frozen = row["state"] == "frozen"
-        for text, signal, enabled in (
-            ("Kill (SIGKILL)", self.killRequested, row["alive"]),
-            ("Preempt (SIGTERM)", self.preemptRequested, row["alive"] and not frozen),
-            ("Freeze (SIGSTOP)", self.freezeRequested, row["alive"] and not frozen),
-            ("Thaw (SIGCONT)", self.thawRequested, frozen),
-        ):
-            action = QAction(f"{text} {row['label']}", menu)
-            action.setEnabled(enabled)
-            action.triggered.connect(lambda _=False, s=signal, n=row["name"]: s.emit(n))
-            menu.addAction(action)
+        add_signal_actions(menu, [
+            (f"{text} {row['label']}", signal, enabled) for text, signal, enabled in (
+                ("Kill (SIGKILL)", self.killRequested, row["alive"]),
+                ("Preempt (SIGTERM)", self.preemptRequested, row["alive"] and not frozen),
+                ("Freeze (SIGSTOP)", self.freezeRequested, row["alive"] and not frozen),
+                ("Thaw (SIGCONT)", self.thawRequested, frozen),
+            )], row["name"])
         return menu

@@ -105,11 +105,12 @@ class PlotLook:
         """The y range for data too flat for pyqtgraph's auto-range (a constant 1e30 loss gave
         eight identical ticks): ±10 % of the value (`ftgui.core.timeline.axis_range`), in log10
         units on the log axis; None when the data varies (auto-range does well) or is empty."""
-        arrays = [trace.series.y() for trace in self._all_traces()] + [self.validation.y()]
+        series = [trace.series for trace in self._all_traces()] + [self.validation]
         if self.log_y:
             with np.errstate(divide="ignore", invalid="ignore"):
-                arrays = [np.log10(values[values > 0]) for values in arrays]
-        extent = finite_extent(arrays)
+                extent = finite_extent([np.log10(s.y()[s.y() > 0]) for s in series])
+        else:  # each series keeps its extent up to date (only new points are scanned)
+            extent = finite_extent([pair for s in series if (pair := s.y_extent())])
         if extent is None or not is_flat(*extent):
             return None
         return padded_range(*extent)

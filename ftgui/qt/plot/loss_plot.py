@@ -36,6 +36,10 @@ CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
+# pyqtgraph's default: y clipped to this many view heights beyond the view (Qt mis-draws huge
+# coordinates). Only needed while y does not follow the data: fitted to the data, nothing lies
+# that far out, and the check scans every point at every redraw (~3 ms at 1M points).
+RANGE_LIMIT = 1e6
 
 
 class LossPlot(PlotLook, pg.PlotWidget):
@@ -92,6 +96,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         view = item.getViewBox()
         view.sigRangeChanged.connect(self._layout_labels)
         view.sigResized.connect(self._layout_labels)
+        view.sigStateChanged.connect(self._follow_y_auto_range)
         self._apply_look()
         theme.follow_scale(self, self._apply_look)
         self.branches = BranchLayer(self)  # forks: abandoned parts dashed, branch colours
@@ -225,6 +230,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
             earlier.style(self.smoothing, self.presenting)
         trace = Trace(self.getPlotItem(), CURRENT_COLOUR, z=attempt + 1, series=series)
         trace.style(self.smoothing, self.presenting)
+        trace.set_range_limit(self._range_limit())
         self.traces[attempt] = trace
         self._legend_dirty = True
         return trace
@@ -246,6 +252,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
             colour = free[0] if free else OVERLAY_COLOURS[len(used) % len(OVERLAY_COLOURS)]
         trace = Trace(self.getPlotItem(), colour, z=0.1, name=name, origin=origin)
         trace.overlay = True
+        trace.set_range_limit(self._range_limit())
         trace.series.extend(np.asarray(steps, dtype=np.float64),
                             np.asarray(losses, dtype=np.float64),
                             None if times is None else np.asarray(times, dtype=np.float64))
@@ -306,6 +313,15 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.redraw()
 
     # ------------------------------------------------------------ drawing
+    def _range_limit(self) -> float | None:
+        """The curves' `dynamicRangeLimit`: none while the y axis follows the data."""
+        return None if self.getPlotItem().getViewBox().autoRangeEnabled()[1] else RANGE_LIMIT
+
+    def _follow_y_auto_range(self, *_args) -> None:
+        limit = self._range_limit()
+        for trace in self._all_traces():
+            trace.set_range_limit(limit)
+
     def _all_traces(self) -> list[Trace]:
         return [*self.traces.values(), *self.overlays.values()]
 

@@ -72,6 +72,11 @@ class Trace:
             self.raw.setPen(_curve_pen(colour, width))
             self.smooth.setVisible(False)
 
+    def set_range_limit(self, limit: float | None) -> None:
+        """pyqtgraph's `dynamicRangeLimit` of both curve items (None: no y clipping)."""
+        for item in (self.raw, self.smooth):
+            item.setDynamicRangeLimit(limit)
+
     @property
     def shown(self) -> pg.PlotDataItem:
         """The item a legend entry should sample: the solid one."""

@@ -107,9 +107,7 @@ class FiguresModel(RowsModel):
     columns = COLUMNS
 
     def set_rows(self, rows: list[RunFigures]) -> None:
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
+        self.reset_rows(rows)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():

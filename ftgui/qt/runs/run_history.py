@@ -20,6 +20,7 @@ from ftgui.core.record.runs import RunSummary
 from ftgui.core.reports import csv_export, report
 from ftgui.core.settings.config import ConfigError
 from ftgui.core.timeline.replay import MAX_SPEED
+from ftgui.qt.controls import named_action
 from ftgui.qt.plot.overlays import overlay_runs
 from ftgui.qt.runs.runs_dock import RunsDock
 
@@ -45,21 +46,21 @@ class RunHistory:
         self.dock.compareRequested.connect(self.compare)
         self.compare_view = None
 
-        self.runs_action = _action(window, "runsAction", "&Runs…", self.show_runs,
-                                   QKeySequence("Ctrl+R"))
-        self.clear_action = _action(window, "clearOverlaysAction", "C&lear overlays",
-                                    self.clear_overlays)
-        self.csv_action = _action(window, "exportCsvAction", "Export curves as &CSV…",
-                                  self._ask_csv)
-        self.png_action = _action(window, "exportPngAction", "Export plot as &PNG…",
-                                  self._ask_png)
-        self.compare_action = _action(window, "compareAction", "Co&mpare",
-                                      self._compare_selected)
-        self.replay_action = _action(window, "replayAction", "Re&play…", self._ask_replay)
-        self.report_action = _action(window, "exportReportAction", "Export &report…",
-                                     self._ask_report)
-        self.svg_action = _action(window, "exportSvgAction", "Export plot as S&VG…",
-                                  self._ask_svg)
+        self.runs_action = named_action(window, "runsAction", "&Runs…", self.show_runs,
+                                        QKeySequence("Ctrl+R"))
+        self.clear_action = named_action(window, "clearOverlaysAction", "C&lear overlays",
+                                         self.clear_overlays)
+        self.csv_action = named_action(window, "exportCsvAction", "Export curves as &CSV…",
+                                       self._ask_csv)
+        self.png_action = named_action(window, "exportPngAction", "Export plot as &PNG…",
+                                       self._ask_png)
+        self.compare_action = named_action(window, "compareAction", "Co&mpare",
+                                           self._compare_selected)
+        self.replay_action = named_action(window, "replayAction", "Re&play…", self._ask_replay)
+        self.report_action = named_action(window, "exportReportAction", "Export &report…",
+                                          self._ask_report)
+        self.svg_action = named_action(window, "exportSvgAction", "Export plot as S&VG…",
+                                       self._ask_svg)
         self._png_size = None  # the last PNG size chosen, offered again
         menu.insertSeparator(before)
         for action in (self.runs_action, self.clear_action, self.compare_action,
@@ -175,17 +176,10 @@ class RunHistory:
     def export_csv(self, path: Path) -> bool:
         """Write the open run's curves to `path` (see `ftgui.core.reports.csv_export`); False if
         refused."""
-        run_dir = self.window.run_dir()
-        try:
-            if run_dir is None:
-                raise FileNotFoundError("no run is open")
-            rows = csv_export.write_curves_csv(run_dir, path)
-        except OSError as exc:
-            reason = "it has no events yet" if isinstance(exc, FileNotFoundError) else exc
-            self._say(f"nothing exported: {reason}")
-            return False
-        self._say(f"wrote {rows} points to {path}")
-        return True
+        return self._write_for_run(lambda run_dir: csv_export.write_curves_csv(run_dir, path),
+                                   "nothing exported",
+                                   lambda rows: f"wrote {rows} points to {path}",
+                                   missing="it has no events yet")
 
     def export_png(self, path: Path, size=None) -> bool:
         """Save the plot as shown (overlays, smoothing, zoom) to `path`: a PNG of `size` (a
@@ -212,15 +206,23 @@ class RunHistory:
     def export_report(self, path: Path) -> bool:
         """Write the open run's HTML report (`ftgui.core.reports.report`) to `path`; False if
         refused."""
+        return self._write_for_run(lambda run_dir: report.write_report(run_dir, path),
+                                   "no report written", lambda _: f"wrote the report to {path}")
+
+    def _write_for_run(self, write, refused: str, done, missing: str | None = None) -> bool:
+        """Call `write(run dir)` for the open run and say `done(what it returned)`; with no run
+        open, or when `write` raises OSError or ConfigError, say "`refused`: why" and return
+        False. `missing`, when given, is the why of a missing file and of no run open."""
         run_dir = self.window.run_dir()
         try:
             if run_dir is None:
                 raise ConfigError("no run is open")
-            report.write_report(run_dir, path)
+            result = write(run_dir)
         except (ConfigError, OSError) as exc:
-            self._say(f"no report written: {exc}")
+            lost = run_dir is None or isinstance(exc, FileNotFoundError)
+            self._say(f"{refused}: {missing if missing is not None and lost else exc}")
             return False
-        self._say(f"wrote the report to {path}")
+        self._say(done(result))
         return True
 
     def _ask_report(self) -> None:
@@ -263,11 +265,3 @@ class RunHistory:
         if path:
             self.export_svg(Path(path))
 
-
-def _action(parent, name: str, text: str, slot, shortcut: QKeySequence | None = None) -> QAction:
-    action = QAction(text, parent)
-    action.setObjectName(name)
-    if shortcut is not None:
-        action.setShortcut(shortcut)
-    action.triggered.connect(slot)
-    return action

@@ -40,6 +40,7 @@ from ftgui.core.record import run_notes, runs
 from ftgui.core.record.run_notes import RunNotes
 from ftgui.core.record.runs import RunSummary
 from ftgui.qt import theme
+from ftgui.qt.controls import named_button
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("run", "status", "strategy", "steps", "incidents", "attempts", "started", "final loss",
@@ -73,9 +74,7 @@ class RunsModel(RowsModel):
             self.dataChanged.emit(self.index(0, 0),
                                   self.index(len(rows) - 1, len(COLUMNS) - 1))
             return
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
+        self.reset_rows(rows)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
@@ -238,16 +237,18 @@ class RunsDock(QDockWidget):
         layout.addLayout(notes_row)
 
         buttons = QHBoxLayout()
-        self.refresh_button = _button("runsRefreshButton", "Refresh", "Read the runs folder again")
-        self.open_button = _button("runsOpenButton", "Open",
-                                   "Show the selected run in the window (double-click works too)")
-        self.overlay_button = _button("runsOverlayButton", "Overlay",
-                                      "Draw the selected runs' training loss on the plot")
-        self.compare_button = _button("runsCompareButton", "Compare",
-                                      "The selected runs on one step axis, with what their "
-                                      "faults and checkpoints cost")
-        self.clear_button = _button("runsClearOverlaysButton", "Clear overlays",
-                                    "Remove the overlaid curves from the plot")
+        self.refresh_button = named_button("runsRefreshButton", "Refresh",
+                                           "Read the runs folder again")
+        self.open_button = named_button("runsOpenButton", "Open",
+                                        "Show the selected run in the window "
+                                        "(double-click works too)")
+        self.overlay_button = named_button("runsOverlayButton", "Overlay",
+                                           "Draw the selected runs' training loss on the plot")
+        self.compare_button = named_button("runsCompareButton", "Compare",
+                                           "The selected runs on one step axis, with what their "
+                                           "faults and checkpoints cost")
+        self.clear_button = named_button("runsClearOverlaysButton", "Clear overlays",
+                                         "Remove the overlaid curves from the plot")
         self.info_label = QLabel("")
         self.info_label.setObjectName("runsInfoLabel")
         theme.style(self.info_label)
@@ -390,9 +391,3 @@ class RunsDock(QDockWidget):
         else:
             self.timer.stop()
 
-
-def _button(name: str, text: str, tip: str) -> QPushButton:
-    button = QPushButton(text)
-    button.setObjectName(name)
-    button.setToolTip(tip)
-    return button

@@ -248,15 +248,18 @@ class HelpMenu(QObject):
         self.menu = menu
 
     def show_about(self) -> AboutDialog:
-        if self.about is None:
-            self.about = AboutDialog(self.window)
-        self.about.show()
-        self.about.raise_()
-        return self.about
+        return self._show("about", AboutDialog)
 
     def show_documentation(self) -> DocumentationDialog:
-        if self.documentation is None:
-            self.documentation = DocumentationDialog(self.window)
-        self.documentation.show()
-        self.documentation.raise_()
-        return self.documentation
+        return self._show("documentation", DocumentationDialog)
+
+    def _show(self, name: str, dialog_class):
+        """Show and raise the dialog kept in attribute `name`, made by `dialog_class(window)`
+        the first time."""
+        dialog = getattr(self, name)
+        if dialog is None:
+            dialog = dialog_class(self.window)
+            setattr(self, name, dialog)
+        dialog.show()
+        dialog.raise_()
+        return dialog

@@ -8,8 +8,9 @@ and Zoom in / Zoom out / Reset zoom (Ctrl++ / Ctrl+- / Ctrl+0).
 
 from __future__ import annotations
 
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QKeySequence
 
+from ftgui.qt.controls import named_action
 from ftgui.qt.runs.run_history import RunHistory
 from ftgui.qt.window.about import HelpMenu
 from ftgui.qt.window.audit_menu import AuditMenu
@@ -28,13 +29,13 @@ class WindowMenus:
         bar = window.menuBar()
         self.run_menu = bar.addMenu("&Run")
         self.run_menu.setObjectName("runMenu")
-        self.open_action = _action(window, "openRunAction", "&Open run…", window.choose_run,
-                                   QKeySequence.StandardKey.Open)
-        self.new_action = _action(window, "newRunAction", "&New run", window.new_run,
-                                  QKeySequence.StandardKey.New)
+        self.open_action = named_action(window, "openRunAction", "&Open run…", window.choose_run,
+                                        QKeySequence.StandardKey.Open)
+        self.new_action = named_action(window, "newRunAction", "&New run", window.new_run,
+                                       QKeySequence.StandardKey.New)
         # Ctrl+Q: Cmd+Q on macOS; Windows has no standard key for it
-        self.quit_action = _action(window, "quitAction", "&Quit", window.close,
-                                   QKeySequence("Ctrl+Q"))
+        self.quit_action = named_action(window, "quitAction", "&Quit", window.close,
+                                        QKeySequence("Ctrl+Q"))
         self.recent_runs = RecentRuns(window.settings, window)
         self.recent_runs.openRequested.connect(window.open_run)
         self.run_menu.addAction(self.open_action)
@@ -48,19 +49,19 @@ class WindowMenus:
 
         self.view_menu = bar.addMenu("&View")
         self.view_menu.setObjectName("viewMenu")
-        self.present_action = _action(window, "presentAction", "&Presentation",
-                                      window.set_presenting, QKeySequence("F5"))
+        self.present_action = named_action(window, "presentAction", "&Presentation",
+                                           window.set_presenting, QKeySequence("F5"))
         self.present_action.setCheckable(True)
         self.present_action.setToolTip("The loss plot and the story line fill the window, "
                                        "large enough for the back of a room (F5 again leaves)")
-        self.zoom_in_action = _action(window, "zoomInAction", "Zoom &in", window.zoom_in,
-                                      QKeySequence.StandardKey.ZoomIn)
+        self.zoom_in_action = named_action(window, "zoomInAction", "Zoom &in", window.zoom_in,
+                                           QKeySequence.StandardKey.ZoomIn)
         self.zoom_in_action.setShortcuts([QKeySequence.StandardKey.ZoomIn,
                                           QKeySequence("Ctrl+=")])  # + without Shift
-        self.zoom_out_action = _action(window, "zoomOutAction", "Zoom &out", window.zoom_out,
-                                       QKeySequence.StandardKey.ZoomOut)
-        self.zoom_reset_action = _action(window, "zoomResetAction", "&Reset zoom",
-                                         window.zoom_reset, QKeySequence("Ctrl+0"))
+        self.zoom_out_action = named_action(window, "zoomOutAction", "Zoom &out", window.zoom_out,
+                                            QKeySequence.StandardKey.ZoomOut)
+        self.zoom_reset_action = named_action(window, "zoomResetAction", "&Reset zoom",
+                                              window.zoom_reset, QKeySequence("Ctrl+0"))
         self.view_menu.addAction(self.present_action)
         self.view_menu.addSeparator()
         for action in (self.zoom_in_action, self.zoom_out_action, self.zoom_reset_action):
@@ -75,11 +76,3 @@ class WindowMenus:
         self.help = HelpMenu(window)  # Open documentation, About ftgui
         self.help_menu = self.help.menu
 
-
-def _action(window, name: str, text: str, slot, shortcut=None) -> QAction:
-    action = QAction(text, window)
-    action.setObjectName(name)
-    if shortcut is not None:
-        action.setShortcut(shortcut)
-    action.triggered.connect(slot)
-    return action

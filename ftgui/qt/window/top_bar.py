@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.story import frozen, has_stepped, story
 from ftgui.qt import theme
+from ftgui.qt.controls import named_button
 from ftgui.qt.window.story_banner import StoryBanner
 
 BUTTON_MIN_WIDTH = 90  # pixels at scale 1
@@ -24,14 +25,16 @@ class TopBar(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("topBar")
-        self.start_button = _button("startButton", "Start", "Start a new run in the run directory")
-        self.kill_button = _button("killButton", "Kill", "Crash the chief: SIGKILL its processes")
-        self.preempt_button = _button("preemptButton", "Preempt",
-                                      "SIGTERM: save at the current step, then stop")
-        self.resume_button = _button("resumeButton", "Resume",
-                                     "Restart from the newest valid checkpoint")
-        self.checkpoint_button = _button("checkpointNowButton", "Checkpoint now",
-                                         "Save a checkpoint after the current step (SIGUSR1)")
+        self.start_button = named_button("startButton", "Start",
+                                         "Start a new run in the run directory")
+        self.kill_button = named_button("killButton", "Kill",
+                                        "Crash the chief: SIGKILL its processes")
+        self.preempt_button = named_button("preemptButton", "Preempt",
+                                           "SIGTERM: save at the current step, then stop")
+        self.resume_button = named_button("resumeButton", "Resume",
+                                          "Restart from the newest valid checkpoint")
+        self.checkpoint_button = named_button("checkpointNowButton", "Checkpoint now",
+                                              "Save a checkpoint after the current step (SIGUSR1)")
         self.state_label = QLabel("idle")
         self.state_label.setObjectName("stateLabel")
         self.story_banner = StoryBanner(story(Timeline()))  # at most two lines
@@ -88,12 +91,6 @@ class TopBar(QWidget):
         for button in self.buttons():
             button.setMinimumWidth(round(BUTTON_MIN_WIDTH * theme.scale()))
 
-
-def _button(name: str, text: str, tip: str) -> QPushButton:
-    button = QPushButton(text)
-    button.setObjectName(name)
-    button.setToolTip(tip)
-    return button
 
 
 def held_words(step: int, why: str) -> tuple[str, str]:
