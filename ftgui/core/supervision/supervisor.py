@@ -75,8 +75,22 @@ DELEGATED = (
 )
 
 
+# The supervisor's public attributes kept in its `SupervisionState`, with their meaning.
+SHARED = {
+    "state": "idle, running, recovering, finished, killed, preempted, ...",
+    "reason": "Why the run is in its state (one line).",
+    "attempt": "The newest attempt seen (-1: none).",
+    "last_step": "The newest global step seen.",
+    "processes": "The current attempt's `TrainingProcess`es.",
+    "held": "(step, why) while the attempt is held, else None.",
+}
+
+
 def _delegating(cls):
-    """Give `cls` each command of `DELEGATED` as a `_Delegate`."""
+    """Give `cls` each attribute of `SHARED` (kept in its state) and each command of
+    `DELEGATED` (a `_Delegate`)."""
+    for name, doc in SHARED.items():
+        setattr(cls, name, _shared(name, doc))
     for part, kind, names in DELEGATED:
         for name in names:
             setattr(cls, name, _Delegate(part, getattr(kind, name)))
@@ -100,13 +114,6 @@ class Supervisor:
     `freeze`, `thaw`, `checkpoint_now`, holds) are `FaultInjection`'s, `hold_namespace`,
     `release_namespace` and `dismiss_standbys` the launcher's.
     """
-
-    state = _shared("state", "idle, running, recovering, finished, killed, preempted, ...")
-    reason = _shared("reason", "Why the run is in its state (one line).")
-    attempt = _shared("attempt", "The newest attempt seen (-1: none).")
-    last_step = _shared("last_step", "The newest global step seen.")
-    processes = _shared("processes", "The current attempt's `TrainingProcess`es.")
-    held = _shared("held", "(step, why) while the attempt is held, else None.")
 
     def __init__(self, run_dir: str | os.PathLike, python: str = sys.executable, *,
                  launcher: Launcher | None = None):
