@@ -243,10 +243,14 @@ def _judge_all(audit_dir: Path, watched: list[_Watched], say: Callable[[str], No
     _, figures = read_run(reference.run_dir)
     snapshots = config.loop == "custom" and config.strategy in ("default", "one-device",
                                                                  "mirrored")
+    stats = [e for e in reference_events if e.get("event") == "snapshot_stats"]
     return AuditResult(
         audit_dir, _settings(config), verdicts, checkpoints=figures.checkpoints,
         checkpoint_seconds=figures.checkpoint_seconds,
         snapshot_every=config.snapshot_every if snapshots else 0,
+        snapshots=stats[-1]["snapshots"] if stats else 0,
+        snapshot_seconds=stats[-1]["seconds"] if stats else None,
+        snapshot_size=stats[-1]["size"] if stats else 0,
         seconds=time.monotonic() - began, left_out=left_out)
 
 

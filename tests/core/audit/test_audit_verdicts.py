@@ -62,9 +62,12 @@ def audit_run(kind: str = "kill", step: int = 14, **settings) -> plan.AuditRun:
 # ---------------------------------------------------------------- which faults, at which steps
 def test_a_mirrored_audit_takes_every_fault_but_the_worker_loss_and_says_why():
     kinds, left_out = plan.parse_kinds(None, RunConfig(steps=200))
-    assert kinds == ["kill", "preempt", "hang", "nan"]
+    assert kinds == ["kill", "preempt", "hang", "nan", "kill-in-snapshot"]
     assert left_out == ["worker-loss left out: worker-loss needs workers (strategy "
-                        "multi-worker or parameter-server), not mirrored"]
+                        "multi-worker or parameter-server), not mirrored",
+                        # checkpoints every 100 steps: no checkpoint step after the first one
+                        "kill-in-save left out: kill-in-save needs a checkpoint step after "
+                        "the first one and before the last step"]
 
 
 def test_a_multi_worker_audit_adds_a_worker_loss_of_the_last_worker():
@@ -81,14 +84,16 @@ def test_the_fit_loop_audits_kills_only():
     kinds, left_out = plan.parse_kinds(None, RunConfig(loop="fit", steps=200))
     assert kinds == ["kill"]
     assert [line.split(" left out")[0] for line in left_out] == [
-        "preempt", "hang", "nan", "worker-loss"]
+        "preempt", "hang", "nan", "worker-loss", "kill-in-save", "kill-in-snapshot"]
 
 
 @pytest.mark.parametrize(("faults", "line"), [
-    ("kill,crash", "faults: 'crash' is not one of kill, preempt, hang, nan, worker-loss"),
+    ("kill,crash", "faults: 'crash' is not one of kill, preempt, hang, nan, worker-loss, "
+                   "kill-in-save, kill-in-snapshot"),
     ("worker-loss", "faults: worker-loss needs workers (strategy multi-worker or "
                     "parameter-server), not mirrored"),
-    (" , ", "faults: name at least one of kill, preempt, hang, nan, worker-loss"),
+    (" , ", "faults: name at least one of kill, preempt, hang, nan, worker-loss, "
+            "kill-in-save, kill-in-snapshot"),
 ])
 def test_a_fault_list_the_strategy_cannot_run_is_refused_in_one_line(faults, line):
     with pytest.raises(ConfigError) as raised:
@@ -257,7 +262,8 @@ def result_of(tmp_path: Path) -> outputs.AuditResult:
     design.name = "fit-kill"
     return outputs.AuditResult(tmp_path, {"strategy": "mirrored", "steps": 20},
                                [exact, differs, design], checkpoints=2,
-                               checkpoint_seconds=0.5, snapshot_every=10, seconds=12.5)
+                               checkpoint_seconds=0.5, snapshot_every=10, snapshots=2,
+                               snapshot_seconds=0.0123, snapshot_size=54_321, seconds=12.5)
 
 
 def test_junit_has_one_case_per_fault_the_failure_text_naming_the_first_step(tmp_path):
@@ -280,7 +286,8 @@ def test_the_json_summary_holds_each_verdict_and_the_reference_cost(tmp_path):
     summary = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert summary["exit_status"] == 1
     assert summary["reference"] == {"checkpoints": 2, "checkpoint_seconds": 0.5,
-                                    "snapshot_every": 10}
+                                    "snapshot_every": 10, "snapshots": 2,
+                                    "snapshot_seconds": 0.0123, "snapshot_size": 54_321}
     kill = summary["faults"][0]
     assert (kill["name"], kill["status"], kill["passed"], kill["steps_redone"],
             kill["source"]) == ("kill", "exact", True, 4, "disk")
@@ -298,7 +305,8 @@ def test_the_html_report_has_a_section_per_fault_with_its_figures(tmp_path):
 # ---------------------------------------------------------------- refusals before training
 @pytest.mark.parametrize(("argv", "line"), [
     (["--faults", "kill,fire"],
-     "ftgui: faults: 'fire' is not one of kill, preempt, hang, nan, worker-loss\n"),
+     "ftgui: faults: 'fire' is not one of kill, preempt, hang, nan, worker-loss, "
+     "kill-in-save, kill-in-snapshot\n"),
     (["--faults", "worker-loss"], "ftgui: faults: worker-loss needs workers (strategy "
                                   "multi-worker or parameter-server), not mirrored\n"),
     (["--loop", "fit", "--faults", "hang"],
@@ -355,3 +363,15 @@ def test_the_runs_of_an_audit_are_listed_together_under_its_name(tmp_path):
     listed = runs.list_runs(tmp_path)
     assert [(run.name, run.group) for run in listed] == [
         ("alone", ""), ("audit-1 › kill", "audit-1"), ("audit-1 › reference", "audit-1")]
+
+
+def test_the_reference_cost_line_tells_the_snapshots_cost_beside_the_checkpoints(tmp_path):
+    result = result_of(tmp_path)
+    line = ("reference run: 2 checkpoints, training waited 0.50 s for them; 2 in-memory "
+            "snapshots (every 10 steps, 54.3 kB each), training waited 0.012 s for them")
+    assert result.cost_line() == line
+    html = outputs.write_outputs(result)["html"].read_text(encoding="utf-8")
+    assert line in html
+    result.snapshot_seconds = None  # a reference whose trainer wrote no snapshot_stats
+    assert result.cost_line().endswith("in-memory snapshots every 10 steps (their cost was "
+                                       "not recorded)")
