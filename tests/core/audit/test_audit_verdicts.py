@@ -329,8 +329,58 @@ def test_a_folder_that_holds_an_audit_is_refused(tmp_path, capsys):
     runner.write_plan(tmp_path, runs)
     assert runner.is_audit_dir(tmp_path)
     assert cli.main(["audit", str(tmp_path), "--steps", "20", "--faults", "kill"]) == 2
+    # (was "…; pick a new folder": an interrupted audit could not be rerun, issue 29)
     assert capsys.readouterr().err == (f"ftgui: run_dir: {tmp_path} already holds an audit; "
+                                       "rerun with --fresh to delete it and start over, or "
                                        "pick a new folder\n")
+
+
+def interrupted_audit(audit_dir: Path) -> list[plan.AuditRun]:
+    """An audit folder as a cancelled `kill,nan` audit leaves it: the plan, the reference and
+    kill runs started, nan never; an output of an even earlier audit and a file of the user."""
+    runs = plan.plan(RunConfig(steps=20), ["kill", "nan"])
+    runner.write_plan(audit_dir, runs)
+    for name in ("reference", "kill"):
+        (audit_dir / name).mkdir()
+        (audit_dir / name / "config.toml").write_text("steps = 20\n", encoding="utf-8")
+    (audit_dir / "audit.json").write_text("{}", encoding="utf-8")
+    (audit_dir / "notes.txt").write_text("mine", encoding="utf-8")
+    return runs
+
+
+def test_an_interrupted_audit_is_refused_naming_its_runs_and_fresh(tmp_path, capsys):
+    interrupted_audit(tmp_path)
+    assert cli.main(["audit", str(tmp_path), "--steps", "20", "--faults", "kill"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {tmp_path} already holds an audit (reference, kill); rerun with "
+        "--fresh to delete it and start over, or pick a new folder\n")
+    assert (tmp_path / "kill" / "config.toml").is_file()
+
+
+def test_fresh_deletes_the_earlier_audit_and_nothing_else(tmp_path):
+    interrupted_audit(tmp_path)
+    rerun = plan.plan(RunConfig(steps=20), ["preempt"])  # another plan: kill is the old one's
+    assert runner.start_over(tmp_path, rerun) == ["reference", "kill", "audit-plan.json",
+                                                  "audit.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    runner.refuse_used_folder(tmp_path, rerun)  # free now: no error
+    assert runner.start_over(tmp_path, rerun) == []
+
+
+def test_fresh_deletes_nothing_while_a_run_of_the_earlier_audit_is_supervised(tmp_path):
+    from ftgui.core.record.run_lock import RunLock
+
+    runs = interrupted_audit(tmp_path)
+    lock = RunLock(tmp_path / "kill")
+    lock.acquire()
+    try:
+        with pytest.raises(ConfigError) as raised:
+            runner.start_over(tmp_path, runs)
+    finally:
+        lock.release()
+    assert str(raised.value) == (f"run_dir: {tmp_path}: kill still running (another audit?); "
+                                 "stop it first")
+    assert runner.is_audit_dir(tmp_path) and (tmp_path / "reference").is_dir()
 
 
 # ------------------------------------------------ the window's command, the runs view
