@@ -48,6 +48,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
                                   batches.epoch_of, is_chief, role, index, batches, shadow,
                                   kill_inside)
+    kill_inside.wait_for_save = checkpoint.wait  # never from the writer thread: only a snapshot
 
     def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
         step = state.restore(prefix)

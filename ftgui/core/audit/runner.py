@@ -285,6 +285,7 @@ def _judge_all(audit_dir: Path, watched: list[_Watched], say: Callable[[str], No
         snapshot_every=config.snapshot_every if snapshots else 0,
         snapshots=stats[-1]["snapshots"] if stats else 0,
         snapshot_seconds=stats[-1]["seconds"] if stats else None,
+        snapshot_first_seconds=stats[-1].get("first_seconds", 0.0) if stats else 0.0,
         snapshot_size=stats[-1]["size"] if stats else 0,
         seconds=time.monotonic() - began, left_out=left_out)
 

@@ -55,6 +55,9 @@ class KillInside:
 
     def __init__(self, faults: Faults, events, send_signal: Callable[[int], None] = signal_self):
         self.faults, self.events, self.send_signal = faults, events, send_signal
+        # the checkpoint in flight: a snapshot's kill lets it finish first, as a plain kill
+        # does, so that the schedule always recovers the same way (set by the assembly)
+        self.wait_for_save: Callable[[], None] = lambda: None
 
     def planned(self, kind: str, step: int) -> bool:
         """Whether a `kind` kill is planned inside global step `step`'s save or snapshot."""

@@ -263,7 +263,8 @@ def result_of(tmp_path: Path) -> outputs.AuditResult:
     return outputs.AuditResult(tmp_path, {"strategy": "mirrored", "steps": 20},
                                [exact, differs, design], checkpoints=2,
                                checkpoint_seconds=0.5, snapshot_every=10, snapshots=2,
-                               snapshot_seconds=0.0123, snapshot_size=54_321, seconds=12.5)
+                               snapshot_seconds=0.0123, snapshot_first_seconds=0.0101,
+                               snapshot_size=54_321, seconds=12.5)
 
 
 def test_junit_has_one_case_per_fault_the_failure_text_naming_the_first_step(tmp_path):
@@ -287,7 +288,8 @@ def test_the_json_summary_holds_each_verdict_and_the_reference_cost(tmp_path):
     assert summary["exit_status"] == 1
     assert summary["reference"] == {"checkpoints": 2, "checkpoint_seconds": 0.5,
                                     "snapshot_every": 10, "snapshots": 2,
-                                    "snapshot_seconds": 0.0123, "snapshot_size": 54_321}
+                                    "snapshot_seconds": 0.0123,
+                                    "snapshot_first_seconds": 0.0101, "snapshot_size": 54_321}
     kill = summary["faults"][0]
     assert (kill["name"], kill["status"], kill["passed"], kill["steps_redone"],
             kill["source"]) == ("kill", "exact", True, 4, "disk")
@@ -418,7 +420,8 @@ def test_the_runs_of_an_audit_are_listed_together_under_its_name(tmp_path):
 def test_the_reference_cost_line_tells_the_snapshots_cost_beside_the_checkpoints(tmp_path):
     result = result_of(tmp_path)
     line = ("reference run: 2 checkpoints, training waited 0.50 s for them; 2 in-memory "
-            "snapshots (every 10 steps, 54.3 kB each), training waited 0.012 s for them")
+            "snapshots (every 10 steps, 54.3 kB each), training waited 0.012 s for them "
+            "(0.010 s of it the first, which traces the copy)")
     assert result.cost_line() == line
     html = outputs.write_outputs(result)["html"].read_text(encoding="utf-8")
     assert line in html
