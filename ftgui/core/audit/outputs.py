@@ -34,8 +34,8 @@ class AuditResult:
     …), each fault's verdict, the reference run's checkpoint cost (count, seconds training
     waited for them), its snapshot interval and cost (`snapshots` taken, `snapshot_seconds`
     training spent copying them, None when no `snapshot_stats` event told it, of which
-    `snapshot_first_seconds` the first, which traces the copy; `snapshot_size` bytes each), the audit's wall `seconds`, and the default
-    fault kinds `left_out` (one line each)."""
+    `snapshot_first_seconds` the first, which traces the copy; `snapshot_size` bytes each),
+    the audit's wall `seconds`, and the default fault kinds `left_out` (one line each)."""
 
     audit_dir: Path
     settings: dict
