@@ -67,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "… and the output files)")
     _add_config_flags(audit)
     audit.add_argument("--faults", help="fault kinds, comma separated: kill, preempt, hang, nan, "
-                       "worker-loss (default: every kind the strategy supports)")
+                       "worker-loss, kill-in-save, kill-in-snapshot (default: every kind the "
+                       "strategy supports)")
+    audit.add_argument("--fresh", action="store_true",
+                       help="RUN holds an earlier (e.g. interrupted) audit: delete its runs, "
+                       "plan and outputs and start over (without it, such a folder is refused)")
     audit.add_argument("--junit", type=Path, help="JUnit XML file (default RUN/audit-junit.xml)")
     audit.add_argument("--json", type=Path, help="JSON summary (default RUN/audit.json)")
     audit.add_argument("--html", type=Path, help="HTML report (default RUN/audit.html)")
@@ -355,6 +359,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     config = config_from_args(args, RunConfig())
     kinds, left_out = plan.parse_kinds(args.faults, config)
     runs = plan.plan(config, kinds)
+    if args.fresh:
+        deleted = runner.start_over(args.run_dir, runs)
+        if deleted:
+            print(f"audit: --fresh: deleted the earlier audit in {args.run_dir}: "
+                  f"{', '.join(deleted)}", flush=True)
     runner.refuse_used_folder(args.run_dir, runs)
     for line in left_out:
         print(line, flush=True)

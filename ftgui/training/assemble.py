@@ -8,7 +8,7 @@ from ftgui.core.checkpoints import listing
 from ftgui.core.record.events import EventWriter
 from ftgui.core.settings.config import RunConfig
 from ftgui.training.actions.checkpoint import CheckpointAction
-from ftgui.training.actions.fault_hooks import FaultHooks, Faults
+from ftgui.training.actions.fault_hooks import FaultHooks, Faults, KillInside
 from ftgui.training.actions.hold import Hold, planned_holds
 from ftgui.training.actions.pace import Pace
 from ftgui.training.actions.rollback import NanRollback
@@ -44,8 +44,11 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     batches = StepBatches(len(data.x_train), config.global_batch_size, config.seed, start)
     start_step = state.global_step
     summaries = Summaries(run_dir / TENSORBOARD_DIR if is_chief else None)
+    kill_inside = KillInside(faults, events)
     checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
-                                  batches.epoch_of, is_chief, role, index, batches, shadow)
+                                  batches.epoch_of, is_chief, role, index, batches, shadow,
+                                  kill_inside)
+    kill_inside.wait_for_save = checkpoint.wait  # never from the writer thread: only a snapshot
 
     def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
         step = state.restore(prefix)
@@ -61,7 +64,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         NanRollback(run_dir, events, summaries, restore_with_data_position, checkpoint.wait,
                     is_chief),
         checkpoint,
-        *_snapshots(state, config, run_dir, is_chief and runner is None),
+        *_snapshots(state, config, run_dir, is_chief and runner is None, kill_inside, events),
         # before the faults: a fault planned at the step of a hold lands once it is released
         Hold(planned_holds(faults.planned), run_dir, events, REQUESTS, role, index),
         fault_hooks,
@@ -85,7 +88,9 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     )
 
 
-def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process: bool) -> list:
+def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process: bool,
+               kill_inside: KillInside | None = None, events: EventWriter | None = None
+               ) -> list:
     """The in-memory snapshot action when `snapshot_every` asks for one and the state lives in
     this one process (not a cluster's collective state)."""
     if not config.snapshot_every or not one_process or state.saves_collectively:
@@ -93,7 +98,7 @@ def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process:
     from ftgui.training.actions.snapshot import SnapshotAction
 
     try:
-        return [SnapshotAction(state, run_dir, config.snapshot_every)]
+        return [SnapshotAction(state, run_dir, config.snapshot_every, kill_inside, events)]
     except OSError as exc:  # e.g. a small /dev/shm: train on, with the disk checkpoints only
         print(f"in-memory snapshots are off: {exc}", flush=True)
         return []

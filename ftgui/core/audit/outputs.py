@@ -32,8 +32,10 @@ DEFAULT_NAMES = {"junit": "audit-junit.xml", "json": "audit.json", "html": "audi
 class AuditResult:
     """A finished audit: its folder, the settings summary (`settings`: strategy, model, steps,
     …), each fault's verdict, the reference run's checkpoint cost (count, seconds training
-    waited for them), the snapshot interval, the audit's wall `seconds`, and the default
-    fault kinds `left_out` (one line each)."""
+    waited for them), its snapshot interval and cost (`snapshots` taken, `snapshot_seconds`
+    training spent copying them, None when no `snapshot_stats` event told it, of which
+    `snapshot_first_seconds` the first, which traces the copy; `snapshot_size` bytes each),
+    the audit's wall `seconds`, and the default fault kinds `left_out` (one line each)."""
 
     audit_dir: Path
     settings: dict
@@ -41,6 +43,10 @@ class AuditResult:
     checkpoints: int = 0
     checkpoint_seconds: float = 0.0
     snapshot_every: int = 0
+    snapshots: int = 0
+    snapshot_seconds: float | None = None
+    snapshot_first_seconds: float = 0.0
+    snapshot_size: int = 0
     seconds: float = 0.0
     left_out: list[str] = field(default_factory=list)
 
@@ -50,8 +56,17 @@ class AuditResult:
 
     def cost_line(self) -> str:
         """The reference run's checkpoint and snapshot cost in one line."""
-        snapshots = (f"in-memory snapshots every {self.snapshot_every} steps (their cost is "
-                     "not recorded separately)" if self.snapshot_every else "snapshots off")
+        if not self.snapshot_every:
+            snapshots = "snapshots off"
+        elif self.snapshot_seconds is None:
+            snapshots = (f"in-memory snapshots every {self.snapshot_every} steps (their cost "
+                         "was not recorded)")
+        else:
+            snapshots = (f"{self.snapshots} in-memory snapshots (every {self.snapshot_every} "
+                         f"steps, {formatting.size(self.snapshot_size)} each), training waited "
+                         f"{formatting.seconds(self.snapshot_seconds, digits=3)} for them "
+                         f"({formatting.seconds(self.snapshot_first_seconds, digits=3)} of it "
+                         "the first, which traces the copy)")
         return (f"reference run: {self.checkpoints} checkpoints, training waited "
                 f"{seconds(self.checkpoint_seconds)} for them; {snapshots}")
 
@@ -60,7 +75,11 @@ class AuditResult:
                 "exit_status": self.exit_status, "seconds": self.seconds,
                 "reference": {"checkpoints": self.checkpoints,
                               "checkpoint_seconds": self.checkpoint_seconds,
-                              "snapshot_every": self.snapshot_every},
+                              "snapshot_every": self.snapshot_every,
+                              "snapshots": self.snapshots,
+                              "snapshot_seconds": self.snapshot_seconds,
+                              "snapshot_first_seconds": self.snapshot_first_seconds,
+                              "snapshot_size": self.snapshot_size},
                 "left_out": self.left_out, "faults": [v.to_dict() for v in self.verdicts]}
 
 

@@ -3,7 +3,11 @@ fault at a step drawn from the run's seed, with automatic recovery on.
 
 Which fault kinds a strategy supports is what `RunConfig.validate` accepts (the `model.fit`
 loop takes kills only; a hang needs the watchdog, which the audit sets); a worker loss (a kill
-of the last worker) needs workers: strategy multi-worker or parameter-server.
+of the last worker) needs workers: strategy multi-worker or parameter-server. A kill inside a
+checkpoint save lands on a checkpoint step after the first checkpoint (so a valid one is left to
+restore), with snapshots off in that run (a snapshot of the same step would make the torn
+checkpoint moot); a kill inside a snapshot lands on a snapshot step after the first snapshot (so
+the other slot holds a valid one) that gets no checkpoint.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from dataclasses import dataclass
 
 from ftgui.core.settings.config import FAULT_STEPS, RunConfig
 from ftgui.core.settings.schema import ConfigError, split_list
+from ftgui.core.supervision.fault_plan import KILL_IN_SAVE, KILL_IN_SNAPSHOT
 
-KINDS = ("kill", "preempt", "hang", "nan", "worker-loss")
+# the kills inside a save / a snapshot last: the other kinds' steps stay what the seed gave them
+KINDS = ("kill", "preempt", "hang", "nan", "worker-loss", KILL_IN_SAVE, KILL_IN_SNAPSHOT)
 WORKER_STRATEGIES = ("multi-worker", "parameter-server")
 REFERENCE = "reference"
 HANG_WATCHDOG_SECONDS = 5.0  # a hang run's watchdog when the settings give none
@@ -51,20 +57,58 @@ def fault_config(config: RunConfig, kind: str, step: int) -> RunConfig:
             raise ConfigError(f"faults: worker-loss needs workers (strategy "
                               f"{' or '.join(WORKER_STRATEGIES)}), not {config.strategy}")
         changed = base.replace(kill_at_step=step, fault_target=f"worker:{config.workers - 1}")
+    elif kind == KILL_IN_SAVE:
+        changed = base.replace(kill_in_save_at_step=step, snapshot_every=0,
+                               fault_target="chief")
     else:
-        changed = base.replace(**{f"{kind}_at_step": step}, fault_target="chief")
+        changed = base.replace(**{f"{kind.replace('-', '_')}_at_step": step},
+                               fault_target="chief")
         if kind == "hang" and not changed.watchdog_seconds:
             changed = changed.replace(watchdog_seconds=HANG_WATCHDOG_SECONDS)
     changed.validate()
     return changed
 
 
+def fault_steps(config: RunConfig, kind: str) -> range | list[int]:
+    """The global steps a `kind` fault may be drawn from: past the first checkpoint and
+    before the last step; a kill inside a save on a later checkpoint step, one inside a
+    snapshot on a snapshot step after the first snapshot (`_snapshot_steps`; empty when none
+    fits)."""
+    low = min(config.checkpoint_every + 1, config.steps - 1)
+    if kind == KILL_IN_SAVE:
+        every = config.checkpoint_every
+        return range(2 * every, config.steps, every)
+    if kind == KILL_IN_SNAPSHOT:
+        return _snapshot_steps(config)
+    return range(low, config.steps)
+
+
+def _snapshot_steps(config: RunConfig) -> list[int]:
+    """Snapshot steps after the first snapshot that get no checkpoint (a checkpoint of the
+    same step is written meanwhile in the background: where the run restarts would be luck);
+    those whose previous snapshot is newer than the last checkpoint when there are any (the
+    restore then comes from memory)."""
+    every, ckpt = config.snapshot_every, config.checkpoint_every
+    if not every:
+        return []
+    steps = [s for s in range(2 * every, config.steps, every) if s % ckpt]
+    from_memory = [s for s in steps if s - every > (s - 1) // ckpt * ckpt]
+    return from_memory or steps
+
+
 def supported(config: RunConfig, kind: str) -> str:
     """'' when the run's strategy and loop take fault `kind`, else why not (one line)."""
+    steps = fault_steps(config, kind)
+    # a probe the strategy's and loop's rules see: a step that gets a save or a snapshot
+    probe = {KILL_IN_SAVE: config.steps, KILL_IN_SNAPSHOT: max(config.snapshot_every, 1)}.get(
+        kind, max(config.steps - 1, 1))
     try:
-        fault_config(config, kind, max(config.steps - 1, 1))
+        fault_config(config, kind, steps[-1] if steps else probe)
     except ConfigError as exc:
         return str(exc)
+    if not steps:
+        return (f"faults: {kind} needs a {'checkpoint' if kind == KILL_IN_SAVE else 'snapshot'}"
+                f" step after the first one and before the last step")
     return ""
 
 
@@ -97,16 +141,16 @@ def parse_kinds(text: str | None, config: RunConfig) -> tuple[list[str], list[st
 
 def plan(config: RunConfig, kinds: list[str]) -> list[AuditRun]:
     """The reference run, then one run per kind of `kinds`, each fault after a step drawn from
-    `random.Random(config.seed)` past the first checkpoint (so that a restore has one) and
-    before the last step. Raises `ConfigError` for fewer than `MIN_STEPS` steps."""
+    `random.Random(config.seed)` among `fault_steps` (past the first checkpoint, so that a
+    restore has one, and before the last step). Raises `ConfigError` for fewer than
+    `MIN_STEPS` steps."""
     if config.steps < MIN_STEPS:
         raise ConfigError(f"steps: an audit needs at least {MIN_STEPS} steps, not "
                           f"{config.steps}")
     rng = random.Random(config.seed)
-    low = min(config.checkpoint_every + 1, config.steps - 1)
     runs = [AuditRun(REFERENCE, "", 0, "", reference_config(config))]
     for kind in kinds:
-        step = rng.randrange(low, config.steps)
+        step = rng.choice(fault_steps(config, kind))
         faulty = fault_config(config, kind, step)
         runs.append(AuditRun(kind, kind, step, faulty.fault_target, faulty))
     return runs

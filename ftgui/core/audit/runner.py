@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ftgui.core.audit import weights
+from ftgui.core.audit import outputs, weights
 from ftgui.core.audit.outputs import AuditResult
-from ftgui.core.audit.plan import REFERENCE, AuditRun
+from ftgui.core.audit.plan import KINDS, REFERENCE, AuditRun
 from ftgui.core.audit.verdict import judge
 from ftgui.core.record import events as eventsmod
+from ftgui.core.record import run_lock
 from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir, new_run_dir
 from ftgui.core.settings.config import FAULT_STEPS
 from ftgui.core.settings.schema import SETTINGS, ConfigError
@@ -40,11 +42,44 @@ def is_audit_dir(path: Path) -> bool:
 
 
 def refuse_used_folder(audit_dir: Path, runs: list[AuditRun]) -> None:
-    """Raise `ConfigError` when `audit_dir` already holds an audit or one of its run folders."""
-    taken = [run.name for run in runs if is_run_dir(audit_dir / run.name)]
+    """Raise `ConfigError` when `audit_dir` already holds an audit or one of its run folders
+    (the line names `--fresh`, which starts it over: `start_over`)."""
+    taken = _earlier_runs(audit_dir, runs)
     if is_audit_dir(audit_dir) or taken:
         raise ConfigError(f"run_dir: {audit_dir} already holds an audit"
-                          f"{' (' + ', '.join(taken) + ')' if taken else ''}; pick a new folder")
+                          f"{' (' + ', '.join(taken) + ')' if taken else ''}; rerun with "
+                          "--fresh to delete it and start over, or pick a new folder")
+
+
+def _earlier_runs(audit_dir: Path, runs: list[AuditRun]) -> list[str]:
+    """The run folders in `audit_dir` an audit may have made: those of the earlier plan (if
+    its file names any audit run) and of `runs`."""
+    names = [run.name for run in runs]
+    try:
+        earlier = json.loads((audit_dir / PLAN_FILE).read_text(encoding="utf-8"))["runs"]
+        names += [r["name"] for r in earlier if r.get("name") in (REFERENCE, *KINDS)]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return [name for name in dict.fromkeys(names) if is_run_dir(audit_dir / name)]
+
+
+def start_over(audit_dir: Path, runs: list[AuditRun]) -> list[str]:
+    """`--fresh`: delete the earlier audit in `audit_dir` — its plan file, its run folders
+    (`_earlier_runs`) and the output files at their default paths — and return what was
+    deleted (names relative to `audit_dir`; nothing else in the folder is touched). Raises
+    `ConfigError` before deleting anything when one of those runs is still supervised."""
+    taken = _earlier_runs(audit_dir, runs)
+    busy = [name for name in taken if run_lock.is_busy(audit_dir / name)]
+    if busy:
+        raise ConfigError(f"run_dir: {audit_dir}: {', '.join(busy)} still running (another "
+                          "audit?); stop it first")
+    files = [name for name in (PLAN_FILE, *outputs.DEFAULT_NAMES.values())
+             if (audit_dir / name).is_file()]
+    for name in taken:
+        shutil.rmtree(audit_dir / name)
+    for name in files:
+        (audit_dir / name).unlink()
+    return taken + files
 
 
 def write_plan(audit_dir: Path, runs: list[AuditRun]) -> None:
@@ -243,10 +278,15 @@ def _judge_all(audit_dir: Path, watched: list[_Watched], say: Callable[[str], No
     _, figures = read_run(reference.run_dir)
     snapshots = config.loop == "custom" and config.strategy in ("default", "one-device",
                                                                  "mirrored")
+    stats = [e for e in reference_events if e.get("event") == "snapshot_stats"]
     return AuditResult(
         audit_dir, _settings(config), verdicts, checkpoints=figures.checkpoints,
         checkpoint_seconds=figures.checkpoint_seconds,
         snapshot_every=config.snapshot_every if snapshots else 0,
+        snapshots=stats[-1]["snapshots"] if stats else 0,
+        snapshot_seconds=stats[-1]["seconds"] if stats else None,
+        snapshot_first_seconds=stats[-1].get("first_seconds", 0.0) if stats else 0.0,
+        snapshot_size=stats[-1]["size"] if stats else 0,
         seconds=time.monotonic() - began, left_out=left_out)
 
 

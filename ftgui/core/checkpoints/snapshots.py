@@ -180,6 +180,14 @@ class SnapshotFile:
         SLOT_HEADER.pack_into(self._data, offset, step, length, loss, 0)
         struct.pack_into("<I", self._data, offset + _CHECKSUM_OFFSET, crc)
 
+    def write_partial(self, index: int, payload, length: int) -> None:
+        """What a process killed while copying leaves in slot `index`: invalidated, the first
+        `length` bytes of `payload` copied, no header and no checksum."""
+        offset = _slot_offset(index, self.capacity)
+        struct.pack_into("<q", self._data, offset, -1)
+        start = offset + SLOT_HEADER.size
+        self._data[start:start + length] = payload[:length]
+
     def corrupt(self, index: int) -> None:
         """Flip one payload byte of slot `index` (for tests and demos of a torn snapshot)."""
         start = _slot_offset(index, self.capacity) + SLOT_HEADER.size

@@ -56,7 +56,7 @@ RUN_CLAIMS = ("finished", "resumes_from_checkpoint", "redone_steps_identical",
 CROSS_RUN_CLAIMS = ("same_final_loss", "fewer_steps_redone_first")
 WAITABLE = ("kill", "preempt", "hang")  # a presenter can fire these with one key
 FAULT_SETTINGS = ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step",
-                  "fault_target")
+                  "kill_in_save_at_step", "kill_in_snapshot_at_step", "fault_target")
 MAX_STAGE_TEXT = 600  # characters: 2–4 sentences
 
 

@@ -297,6 +297,9 @@ class EventKind(str, enum.Enum):
     SETTING_CHANGED = "setting_changed"  # setting (its name), old, new, step (from which)
     DETERMINISM_WARNING = "determinism_warning"  # supervisor: reason, ops (exact resume at risk)
     RUN_FINISHED = "run_finished"  # chief: step, loss
+    # chief with in-memory snapshots, after run_finished: step, snapshots (count), seconds
+    # (summed on the step path), first_seconds (the first, which traces the copy), size (bytes)
+    SNAPSHOT_STATS = "snapshot_stats"
 
     @property
     def notable(self) -> bool:
@@ -304,7 +307,8 @@ class EventKind(str, enum.Enum):
         return self not in _QUIET
 
 
-_QUIET = {EventKind.STEP, EventKind.HEARTBEAT, EventKind.VALIDATION}
+_QUIET = {EventKind.STEP, EventKind.HEARTBEAT, EventKind.VALIDATION,
+          EventKind.SNAPSHOT_STATS}  # a figure for reports, not news
 NOTABLE = frozenset(kind.value for kind in EventKind if kind.notable)
 
 
@@ -440,7 +444,9 @@ def _fault_injected(event, step):
     target = event.get("target", "chief")
     source = event.get("source") or "user"
     what = {"kill": f"kill of {target}", "preempt": f"preemption of {target}",
-            "hang": f"freeze of {target}", "nan": "NaN in the loss"}.get(
+            "hang": f"freeze of {target}", "nan": "NaN in the loss",
+            "kill-in-save": f"kill of {target} inside a checkpoint save",
+            "kill-in-snapshot": f"kill of {target} inside a snapshot"}.get(
         event.get("kind"), f"{event.get('kind')} of {target}")
     planned = event.get("step")
     if source == "schedule" and planned is not None and at > planned:

@@ -23,6 +23,7 @@ from ftgui.core.settings.schema import (
     MAX_PS,
     MAX_WORKERS,
     MODELS,
+    ONE_PROCESS,
     SETTINGS,
     STRATEGIES,
     ConfigError,
@@ -44,7 +45,8 @@ __all__ = [
 
 CONFIG_FILE = "config.toml"
 RECORD_TABLE = "user_code"  # config.toml's table of what the run's files were (not settings)
-FAULT_STEPS = ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step")
+FAULT_STEPS = ("kill_at_step", "preempt_at_step", "nan_at_step", "hang_at_step",
+               "kill_in_save_at_step", "kill_in_snapshot_at_step")
 
 
 @dataclass
@@ -130,7 +132,8 @@ def _check_fit_loop(config: RunConfig) -> None:
     if config.strategy not in ("default", "one-device", "mirrored"):
         raise ConfigError(f"loop: fit runs on default, one-device or mirrored, not "
                           f"{config.strategy}")
-    for name in ("preempt_at_step", "nan_at_step", "hang_at_step", "chaos_faults"):
+    for name in ("preempt_at_step", "nan_at_step", "hang_at_step", "kill_in_save_at_step",
+                 "kill_in_snapshot_at_step", "chaos_faults"):
         if getattr(config, name):
             raise ConfigError(f"{name}: the fit loop takes kill faults only; use loop custom")
 
@@ -170,6 +173,27 @@ def _check_faults(config: RunConfig) -> None:
         raise ConfigError("watchdog_seconds: a hang fault needs the watchdog (e.g. 10 s)")
     for name in FAULT_STEPS:
         check_whole(name, getattr(config, name), 0, config.steps)
+    _check_inside_faults(config)
+
+
+def _check_inside_faults(config: RunConfig) -> None:
+    """A kill inside a save or a snapshot needs the chief to save alone, and a save or a
+    snapshot at its step."""
+    save, snapshot = config.kill_in_save_at_step, config.kill_in_snapshot_at_step
+    for name, step in (("kill_in_save_at_step", save), ("kill_in_snapshot_at_step", snapshot)):
+        if step and config.strategy not in ONE_PROCESS:
+            raise ConfigError(f"{name}: needs strategy {', '.join(ONE_PROCESS)}, not "
+                              f"{config.strategy}")
+    if save and save % config.checkpoint_every and save != config.steps:
+        raise ConfigError(f"kill_in_save_at_step: step {save} gets no checkpoint; use a "
+                          f"multiple of checkpoint_every ({config.checkpoint_every}) or the "
+                          f"last step")
+    if snapshot and not config.snapshot_every:
+        raise ConfigError("kill_in_snapshot_at_step: needs in-memory snapshots "
+                          "(snapshot_every above 0)")
+    if snapshot and snapshot % config.snapshot_every:
+        raise ConfigError(f"kill_in_snapshot_at_step: step {snapshot} gets no snapshot; use a "
+                          f"multiple of snapshot_every ({config.snapshot_every})")
 
 
 def _check_cluster(config: RunConfig) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 STRATEGIES = ("default", "one-device", "mirrored", "multi-worker", "parameter-server")
 MODELS = ("mlp", "cnn", "resnet")
 FAULT_KINDS = ("kill", "preempt", "nan", "hang")
+# strategies whose training state lives in one process: the chief saves alone, snapshots work
+ONE_PROCESS = ("default", "one-device", "mirrored")
 LOOPS = ("custom", "fit")
 TASKS = ("classification", "regression")
 BUILTIN_DATASETS = ("digits", "synthetic")
@@ -165,6 +167,13 @@ def _fault_step(kind: str, name: str, what: str) -> object:
                    unit="step", low=0, high=MAX_STEPS, off="off")
 
 
+def _inside_fault_step(where: str, name: str, what: str) -> object:
+    return setting(0, help=what, flag=f"--kill-in-{where}-at-step", label=f"{name} at step",
+                   group="recovery", object_name=f"killIn{where.title()}AtStepSpin",
+                   on_resume=FREE, unit="step", low=0, high=MAX_STEPS, off="off",
+                   strategies=ONE_PROCESS)
+
+
 def _seconds(default: float, help: str, flag: str, label: str, object_name: str,
              high: float = MAX_SECONDS, decimals: int = 1, off: str = "off") -> object:
     return setting(default, help=help, flag=flag, label=label, group="recovery",
@@ -296,7 +305,7 @@ class Settings:
         "machine still needs the disk checkpoints)",
         flag="--snapshot-every", label="Snapshot every", group="recovery",
         object_name="snapshotEverySpin", on_resume=FREE, unit="steps", low=0, high=MAX_STEPS,
-        off="off", strategies=("default", "one-device", "mirrored"))
+        off="off", strategies=ONE_PROCESS)
     kill_at_step: int = _fault_step("kill", "Kill", "Crash (SIGKILL) the fault target right "
                                     "after this step")
     preempt_at_step: int = _fault_step("preempt", "Preempt", "Preempt (SIGTERM: save, then "
@@ -305,6 +314,14 @@ class Settings:
                                    "rolls back")
     hang_at_step: int = _fault_step("hang", "Hang", "Freeze (SIGSTOP) the fault target after "
                                     "this step; needs the watchdog")
+    kill_in_save_at_step: int = _inside_fault_step(
+        "save", "Kill in save", "Crash (SIGKILL) the chief inside the checkpoint save of this "
+        "step: after TensorFlow's files, before the metadata that makes it valid (the step "
+        "must get a checkpoint)")
+    kill_in_snapshot_at_step: int = _inside_fault_step(
+        "snapshot", "Kill in snapshot", "Crash (SIGKILL) the chief inside the in-memory "
+        "snapshot of this step: half its bytes copied, before its checksum (the step must get "
+        "a snapshot)")
     kill_after_seconds: float = _seconds(
         0.0, "Crash the fault target this long after the first launch", "--kill-after-seconds",
         "Kill after", "killAfterSpin")

@@ -13,10 +13,15 @@ from dataclasses import dataclass
 
 from ftgui.core.settings.config import RunConfig
 
+# Kills the trainer carries out itself inside a checkpoint save / an in-memory snapshot.
+KILL_IN_SAVE, KILL_IN_SNAPSHOT = "kill-in-save", "kill-in-snapshot"
+ARG_KINDS = ("kill", "preempt", "nan", "hang", KILL_IN_SAVE, KILL_IN_SNAPSHOT, "hold")
+
 
 @dataclass(frozen=True, order=True)
 class PlannedFault:
-    """`kind` (kill, preempt, nan, hang) hitting `target` (chief, worker:I, ps:I) at `step`."""
+    """`kind` (kill, preempt, nan, hang, kill-in-save, kill-in-snapshot) hitting `target`
+    (chief, worker:I, ps:I) at `step`."""
 
     step: int
     kind: str
@@ -39,7 +44,9 @@ def plan(config: RunConfig, targets: list[str]) -> list[PlannedFault]:
     faults = [
         PlannedFault(step, kind, config.fault_target)
         for kind, step in (("kill", config.kill_at_step), ("preempt", config.preempt_at_step),
-                           ("nan", config.nan_at_step), ("hang", config.hang_at_step))
+                           ("nan", config.nan_at_step), ("hang", config.hang_at_step),
+                           (KILL_IN_SAVE, config.kill_in_save_at_step),
+                           (KILL_IN_SNAPSHOT, config.kill_in_snapshot_at_step))
         if step
     ]
     if config.chaos_faults:
@@ -63,10 +70,10 @@ def fired(events: list[dict]) -> set[str]:
 
 
 def parse_arg(text: str) -> tuple[str, int]:
-    """Parse the trainer's `kind@step` (`hold`: wait there for the supervisor,
-    `ftgui.core.supervision.holds`); raises `ValueError` for anything else."""
+    """Parse the trainer's `kind@step` (kind one of `ARG_KINDS`; `hold`: wait there for the
+    supervisor, `ftgui.core.supervision.holds`); raises `ValueError` for anything else."""
     kind, _, step = text.partition("@")
-    if kind not in ("kill", "preempt", "nan", "hang", "hold") or not step.isdigit():
-        raise ValueError(f"fault: {text!r} is not kind@step with kind kill, preempt, nan, hang "
-                         "or hold")
+    if kind not in ARG_KINDS or not step.isdigit():
+        raise ValueError(f"fault: {text!r} is not kind@step with kind "
+                         f"{', '.join(ARG_KINDS)}")
     return kind, int(step)

@@ -26,6 +26,7 @@ from ftgui.core.record import exitcodes
 from ftgui.core.record.run_folder import check_writer
 from ftgui.core.settings import user_code
 from ftgui.core.settings.config import RunConfig, load_record
+from ftgui.core.supervision.fault_plan import KILL_IN_SAVE
 from ftgui.training.actions import Action, ChunkOutput, Exit, StepOutput
 from ftgui.training.background_save import ShadowState
 from ftgui.training.checkpoint_writer import OneWriter, write_error
@@ -87,8 +88,9 @@ class CheckpointAction(Action):
     def __init__(self, state, data: Dataset, config: RunConfig, run_dir: Path, events,
                  summaries, epoch_of: Callable[[int], int], is_chief: bool,
                  role: str = "chief", index: int = 0, batches: StepBatches | None = None,
-                 shadow: ShadowState | None = None):
+                 shadow: ShadowState | None = None, kill_inside=None):
         self.state, self.data, self.config = state, data, config
+        self.kill_inside = kill_inside  # `fault_hooks.KillInside`: a kill-in-save fires there
         # the data position a checkpoint records; without `batches`, one batch size from step 0
         self.batches = batches or StepBatches(len(data.x_train), config.global_batch_size,
                                               config.seed)
@@ -213,6 +215,8 @@ class CheckpointAction(Action):
             files = {p.name: p.stat().st_size for p in listing.tf_files(prefix.parent, step)}
             save_seconds = time.perf_counter() - started
             val_loss, val_accuracy = self.state.evaluate(self.data.x_val, self.data.y_val)
+        if self.kill_inside is not None:  # torn: TensorFlow's files without the metadata
+            self.kill_inside.fire(KILL_IN_SAVE, step)
         # The events go first: a kill right after the metadata (which makes the checkpoint
         # valid) must not leave a valid checkpoint whose validation was never reported.
         metrics = dict(getattr(self.state, "last_metrics", {}))  # a model module's `metrics`

@@ -1,5 +1,6 @@
 """Scheduled faults inside the trainer: poison a step's loss with NaN, ask for a preemption
-before a step, kill or freeze this process right after a step."""
+before a step, kill or freeze this process right after a step, or kill it inside the checkpoint
+save or the in-memory snapshot of a step (`KillInside`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ftgui.core.record import exitcodes
+from ftgui.core.supervision.fault_plan import KILL_IN_SAVE
 from ftgui.training.actions import Action, StepOutput
 
 # After a step, in this order: a hang planned at the same step as a kill comes first.
@@ -45,6 +47,34 @@ def signal_self(signum: int) -> None:
     os.kill(os.getpid(), signum)
 
 
+class KillInside:
+    """The kills planned inside a checkpoint save (`kill-in-save`) or an in-memory snapshot
+    (`kill-in-snapshot`) of this process. The save and the snapshot ask `planned(kind, step)`
+    and, at the moment the fault is for, call `fire(kind, step)`: it writes the
+    `fault_injected` event and SIGKILLs this process (from any thread)."""
+
+    def __init__(self, faults: Faults, events, send_signal: Callable[[int], None] = signal_self):
+        self.faults, self.events, self.send_signal = faults, events, send_signal
+        # the checkpoint in flight: a snapshot's kill lets it finish first, as a plain kill
+        # does, so that the schedule always recovers the same way (set by the assembly)
+        self.wait_for_save: Callable[[], None] = lambda: None
+
+    def planned(self, kind: str, step: int) -> bool:
+        """Whether a `kind` kill is planned inside global step `step`'s save or snapshot."""
+        return self.faults.at(step, kind) is not None
+
+    def fire(self, kind: str, step: int) -> None:
+        """Kill this process now if a `kind` kill is planned at `step` (else nothing)."""
+        target = self.faults.at(step, kind)
+        if target is None:
+            return
+        self.events.emit("fault_injected", kind=kind, target=target, step=step,
+                         source="schedule")
+        print(f"fault: SIGKILL inside the {kind.removeprefix('kill-in-')} of step {step}",
+              flush=True)
+        self.send_signal(exitcodes.KILL_SIGNAL)
+
+
 class FaultHooks(Action):
     """Fires the planned `faults` of this process and writes a `fault_injected` event for each
     (kind, target, step, source "schedule").
@@ -53,7 +83,9 @@ class FaultHooks(Action):
     replay after a rollback is clean) and `arm_preemption(last)`; after each step this action
     sends the planned hang (SIGSTOP) and kill (SIGKILL) to the process, after `wait_for_save()`
     has let the checkpoint in flight finish, so the same schedule always recovers from the same
-    checkpoint. `requests`: the process' stop/save flags (`signals.Requests`); `send_signal`
+    checkpoint; after a step whose save holds a `kill-in-save` it waits for that save (which
+    kills the process), so no later step runs. `requests`: the process' stop/save flags
+    (`signals.Requests`); `send_signal`
     a parameter for tests.
     """
 
@@ -68,6 +100,8 @@ class FaultHooks(Action):
                        for kind in ("nan", "preempt")}
         self._signal_steps = {step for kind, step, _ in faults.planned
                               if kind in dict(SIGNALS_AFTER_STEP)}
+        self._save_kill_steps = {step for kind, step, _ in faults.planned
+                                 if kind == KILL_IN_SAVE}
 
     def planned_after(self, step: int) -> list[int]:
         """The steps after global step `step` at which a fault is planned."""
@@ -100,6 +134,8 @@ class FaultHooks(Action):
             self.requests.stop = True
 
     def __call__(self, output: StepOutput) -> None:
+        if output.step in self._save_kill_steps:
+            self.wait_for_save()  # the background save kills the process inside it
         if output.step not in self._signal_steps:
             return None
         for kind, signum, target in self.faults.signals_after(output.step):

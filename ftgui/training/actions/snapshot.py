@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from ftgui.core.checkpoints import listing, snapshots
 from ftgui.core.checkpoints.state_file import point_state_file
+from ftgui.core.supervision.fault_plan import KILL_IN_SNAPSHOT
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.state_variables import name_of, state_variables
 
@@ -98,14 +99,15 @@ class SnapshotAction(Action):
     spent on the step path.
     """
 
-    def __init__(self, state, run_dir: Path, every: int):
-        self.every = every
+    def __init__(self, state, run_dir: Path, every: int, kill_inside=None, events=None):
+        self.every, self.kill_inside, self.events = every, kill_inside, events
         self.state_bytes = StateBytes(state)
         self.file = snapshots.SnapshotFile.create(
             snapshots.snapshot_path(run_dir), self.state_bytes.checksum, self.state_bytes.nbytes,
             run_dir)
         self._slot = 0
         self.write_seconds = 0.0
+        self.first_seconds = 0.0
         self.taken = 0
 
     def __call__(self, output: StepOutput) -> None:
@@ -117,16 +119,28 @@ class SnapshotAction(Action):
         """Copy the state (which holds global step `step`, of loss `loss`) into the slot not
         holding the newest snapshot."""
         began = time.perf_counter()
-        self.file.write(self._slot, step, loss, self.state_bytes.read())
+        payload = self.state_bytes.read()
+        if self.kill_inside is not None and self.kill_inside.planned(KILL_IN_SNAPSHOT, step):
+            self.kill_inside.wait_for_save()
+            self.file.write_partial(self._slot, payload, len(payload) // 2)
+            self.kill_inside.fire(KILL_IN_SNAPSHOT, step)
+        self.file.write(self._slot, step, loss, payload)
         self._slot = 1 - self._slot
         self.taken += 1
-        self.write_seconds += time.perf_counter() - began
+        spent = time.perf_counter() - began
+        if self.taken == 1:  # it traces the copy function: most of it is one-time
+            self.first_seconds = spent
+        self.write_seconds += spent
 
     def close(self) -> None:
         self.file.close()
 
     def finished(self, output: StepOutput, seconds: float) -> None:
         self.file.path.unlink(missing_ok=True)
+        if self.events is not None:  # what the snapshots of this attempt cost the step path
+            self.events.emit("snapshot_stats", step=output.step, snapshots=self.taken,
+                             seconds=self.write_seconds, first_seconds=self.first_seconds,
+                             size=self.state_bytes.nbytes)
 
 
 def restore_snapshot(state, run_dir: Path) -> tuple[int, float]:

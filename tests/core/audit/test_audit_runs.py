@@ -12,6 +12,7 @@ import pytest
 
 from ftgui import cli
 from ftgui.core import formatting
+from ftgui.core.record import events
 
 pytestmark = pytest.mark.tf
 
@@ -27,7 +28,7 @@ def test_the_built_in_model_recovers_exactly_from_every_fault(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 0, out
     found = cases(audit_dir)
-    assert list(found) == ["kill", "preempt", "hang", "nan"]
+    assert list(found) == ["kill", "preempt", "hang", "nan", "kill-in-save", "kill-in-snapshot"]
     assert all(case.find("failure") is None and case.find("skipped") is None
                for case in found.values())
     summary = json.loads((audit_dir / "audit.json").read_text(encoding="utf-8"))
@@ -42,8 +43,20 @@ def test_the_built_in_model_recovers_exactly_from_every_fault(tmp_path, capsys):
         assert figures in html
     preempt = next(f for f in summary["faults"] if f["name"] == "preempt")
     assert preempt["steps_redone"] == 0 and preempt["resumed_from"] == preempt["step"]
+    # killed inside the save of ckpt-N (snapshots off): the torn ckpt-N is skipped, the
+    # previous checkpoint restored
+    save = next(f for f in summary["faults"] if f["name"] == "kill-in-save")
+    assert (save["source"], save["resumed_from"], save["steps_redone"]) == (
+        "disk", save["step"] - 20, 20)
+    save_events = events.read_all(audit_dir / "kill-in-save")
+    assert not [e for e in save_events if e["event"] == "checkpoint_saved"
+                and e["step"] == save["step"] and e["attempt"] == 0]
+    # killed inside the snapshot of step N: its half-copied slot is not restored
+    snapshot = next(f for f in summary["faults"] if f["name"] == "kill-in-snapshot")
+    # (with checkpoints every 20 steps its previous snapshot is also a checkpoint: from disk)
+    assert (snapshot["source"], snapshot["resumed_from"]) == ("disk", snapshot["step"] - 10)
     assert summary["reference"]["checkpoints"] == 10
-    assert "run 5 of 5: starting nan" in out
+    assert "run 7 of 7: starting kill-in-snapshot" in out
 
 
 def test_a_stateful_random_op_breaks_exactness_and_the_failure_names_the_step(tmp_path,

@@ -62,9 +62,12 @@ def audit_run(kind: str = "kill", step: int = 14, **settings) -> plan.AuditRun:
 # ---------------------------------------------------------------- which faults, at which steps
 def test_a_mirrored_audit_takes_every_fault_but_the_worker_loss_and_says_why():
     kinds, left_out = plan.parse_kinds(None, RunConfig(steps=200))
-    assert kinds == ["kill", "preempt", "hang", "nan"]
+    assert kinds == ["kill", "preempt", "hang", "nan", "kill-in-snapshot"]
     assert left_out == ["worker-loss left out: worker-loss needs workers (strategy "
-                        "multi-worker or parameter-server), not mirrored"]
+                        "multi-worker or parameter-server), not mirrored",
+                        # checkpoints every 100 steps: no checkpoint step after the first one
+                        "kill-in-save left out: kill-in-save needs a checkpoint step after "
+                        "the first one and before the last step"]
 
 
 def test_a_multi_worker_audit_adds_a_worker_loss_of_the_last_worker():
@@ -81,14 +84,16 @@ def test_the_fit_loop_audits_kills_only():
     kinds, left_out = plan.parse_kinds(None, RunConfig(loop="fit", steps=200))
     assert kinds == ["kill"]
     assert [line.split(" left out")[0] for line in left_out] == [
-        "preempt", "hang", "nan", "worker-loss"]
+        "preempt", "hang", "nan", "worker-loss", "kill-in-save", "kill-in-snapshot"]
 
 
 @pytest.mark.parametrize(("faults", "line"), [
-    ("kill,crash", "faults: 'crash' is not one of kill, preempt, hang, nan, worker-loss"),
+    ("kill,crash", "faults: 'crash' is not one of kill, preempt, hang, nan, worker-loss, "
+                   "kill-in-save, kill-in-snapshot"),
     ("worker-loss", "faults: worker-loss needs workers (strategy multi-worker or "
                     "parameter-server), not mirrored"),
-    (" , ", "faults: name at least one of kill, preempt, hang, nan, worker-loss"),
+    (" , ", "faults: name at least one of kill, preempt, hang, nan, worker-loss, "
+            "kill-in-save, kill-in-snapshot"),
 ])
 def test_a_fault_list_the_strategy_cannot_run_is_refused_in_one_line(faults, line):
     with pytest.raises(ConfigError) as raised:
@@ -257,7 +262,9 @@ def result_of(tmp_path: Path) -> outputs.AuditResult:
     design.name = "fit-kill"
     return outputs.AuditResult(tmp_path, {"strategy": "mirrored", "steps": 20},
                                [exact, differs, design], checkpoints=2,
-                               checkpoint_seconds=0.5, snapshot_every=10, seconds=12.5)
+                               checkpoint_seconds=0.5, snapshot_every=10, snapshots=2,
+                               snapshot_seconds=0.0123, snapshot_first_seconds=0.0101,
+                               snapshot_size=54_321, seconds=12.5)
 
 
 def test_junit_has_one_case_per_fault_the_failure_text_naming_the_first_step(tmp_path):
@@ -280,7 +287,9 @@ def test_the_json_summary_holds_each_verdict_and_the_reference_cost(tmp_path):
     summary = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert summary["exit_status"] == 1
     assert summary["reference"] == {"checkpoints": 2, "checkpoint_seconds": 0.5,
-                                    "snapshot_every": 10}
+                                    "snapshot_every": 10, "snapshots": 2,
+                                    "snapshot_seconds": 0.0123,
+                                    "snapshot_first_seconds": 0.0101, "snapshot_size": 54_321}
     kill = summary["faults"][0]
     assert (kill["name"], kill["status"], kill["passed"], kill["steps_redone"],
             kill["source"]) == ("kill", "exact", True, 4, "disk")
@@ -298,7 +307,8 @@ def test_the_html_report_has_a_section_per_fault_with_its_figures(tmp_path):
 # ---------------------------------------------------------------- refusals before training
 @pytest.mark.parametrize(("argv", "line"), [
     (["--faults", "kill,fire"],
-     "ftgui: faults: 'fire' is not one of kill, preempt, hang, nan, worker-loss\n"),
+     "ftgui: faults: 'fire' is not one of kill, preempt, hang, nan, worker-loss, "
+     "kill-in-save, kill-in-snapshot\n"),
     (["--faults", "worker-loss"], "ftgui: faults: worker-loss needs workers (strategy "
                                   "multi-worker or parameter-server), not mirrored\n"),
     (["--loop", "fit", "--faults", "hang"],
@@ -321,8 +331,58 @@ def test_a_folder_that_holds_an_audit_is_refused(tmp_path, capsys):
     runner.write_plan(tmp_path, runs)
     assert runner.is_audit_dir(tmp_path)
     assert cli.main(["audit", str(tmp_path), "--steps", "20", "--faults", "kill"]) == 2
+    # (was "…; pick a new folder": an interrupted audit could not be rerun, issue 29)
     assert capsys.readouterr().err == (f"ftgui: run_dir: {tmp_path} already holds an audit; "
+                                       "rerun with --fresh to delete it and start over, or "
                                        "pick a new folder\n")
+
+
+def interrupted_audit(audit_dir: Path) -> list[plan.AuditRun]:
+    """An audit folder as a cancelled `kill,nan` audit leaves it: the plan, the reference and
+    kill runs started, nan never; an output of an even earlier audit and a file of the user."""
+    runs = plan.plan(RunConfig(steps=20), ["kill", "nan"])
+    runner.write_plan(audit_dir, runs)
+    for name in ("reference", "kill"):
+        (audit_dir / name).mkdir()
+        (audit_dir / name / "config.toml").write_text("steps = 20\n", encoding="utf-8")
+    (audit_dir / "audit.json").write_text("{}", encoding="utf-8")
+    (audit_dir / "notes.txt").write_text("mine", encoding="utf-8")
+    return runs
+
+
+def test_an_interrupted_audit_is_refused_naming_its_runs_and_fresh(tmp_path, capsys):
+    interrupted_audit(tmp_path)
+    assert cli.main(["audit", str(tmp_path), "--steps", "20", "--faults", "kill"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {tmp_path} already holds an audit (reference, kill); rerun with "
+        "--fresh to delete it and start over, or pick a new folder\n")
+    assert (tmp_path / "kill" / "config.toml").is_file()
+
+
+def test_fresh_deletes_the_earlier_audit_and_nothing_else(tmp_path):
+    interrupted_audit(tmp_path)
+    rerun = plan.plan(RunConfig(steps=20), ["preempt"])  # another plan: kill is the old one's
+    assert runner.start_over(tmp_path, rerun) == ["reference", "kill", "audit-plan.json",
+                                                  "audit.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    runner.refuse_used_folder(tmp_path, rerun)  # free now: no error
+    assert runner.start_over(tmp_path, rerun) == []
+
+
+def test_fresh_deletes_nothing_while_a_run_of_the_earlier_audit_is_supervised(tmp_path):
+    from ftgui.core.record.run_lock import RunLock
+
+    runs = interrupted_audit(tmp_path)
+    lock = RunLock(tmp_path / "kill")
+    lock.acquire()
+    try:
+        with pytest.raises(ConfigError) as raised:
+            runner.start_over(tmp_path, runs)
+    finally:
+        lock.release()
+    assert str(raised.value) == (f"run_dir: {tmp_path}: kill still running (another audit?); "
+                                 "stop it first")
+    assert runner.is_audit_dir(tmp_path) and (tmp_path / "reference").is_dir()
 
 
 # ------------------------------------------------ the window's command, the runs view
@@ -355,3 +415,16 @@ def test_the_runs_of_an_audit_are_listed_together_under_its_name(tmp_path):
     listed = runs.list_runs(tmp_path)
     assert [(run.name, run.group) for run in listed] == [
         ("alone", ""), ("audit-1 › kill", "audit-1"), ("audit-1 › reference", "audit-1")]
+
+
+def test_the_reference_cost_line_tells_the_snapshots_cost_beside_the_checkpoints(tmp_path):
+    result = result_of(tmp_path)
+    line = ("reference run: 2 checkpoints, training waited 0.50 s for them; 2 in-memory "
+            "snapshots (every 10 steps, 54.3 kB each), training waited 0.012 s for them "
+            "(0.010 s of it the first, which traces the copy)")
+    assert result.cost_line() == line
+    html = outputs.write_outputs(result)["html"].read_text(encoding="utf-8")
+    assert line in html
+    result.snapshot_seconds = None  # a reference whose trainer wrote no snapshot_stats
+    assert result.cost_line().endswith("in-memory snapshots every 10 steps (their cost was "
+                                       "not recorded)")

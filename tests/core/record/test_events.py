@@ -141,10 +141,20 @@ def test_every_event_type_the_code_writes_is_in_the_vocabulary():
 
 def test_notable_kinds_get_a_line_and_the_stream_does_not():
     quiet = {kind.value for kind in events.EventKind if not kind.notable}
-    assert quiet == {"step", "heartbeat", "validation"}
+    assert quiet == {"step", "heartbeat", "validation", "snapshot_stats"}  # a figure, not news
     assert events.NOTABLE == {kind.value for kind in events.EventKind} - quiet
     assert events.is_notable("fault_injected") and not events.is_notable("step")
     assert events.is_notable("something_new")  # an unknown type is news
+
+
+def test_a_kill_inside_a_save_or_a_snapshot_reads_as_one_sentence():
+    describe = events.describe
+    assert describe({"event": "fault_injected", "kind": "kill-in-save", "target": "chief",
+                     "step": 100, "source": "schedule"}).startswith(
+        "kill of chief inside a checkpoint save")
+    assert describe({"event": "fault_injected", "kind": "kill-in-snapshot", "target": "chief",
+                     "step": 90, "source": "schedule"}).startswith(
+        "kill of chief inside a snapshot")
 
 
 def test_each_event_reads_as_one_sentence():

@@ -23,6 +23,7 @@ DEFAULTS = {
     "warm_standby": False,
     "snapshot_every": 10,
     "kill_at_step": 0, "preempt_at_step": 0, "nan_at_step": 0, "hang_at_step": 0,
+    "kill_in_save_at_step": 0, "kill_in_snapshot_at_step": 0,
     "kill_after_seconds": 0.0, "watchdog_seconds": 0.0, "chaos_faults": 0,
     "chaos_kinds": "kill,preempt,nan", "chaos_seed": 0, "fault_target": "chief",
     "launcher": "local", "slurm_partition": "", "slurm_nodes": 1, "slurm_tasks_per_node": 0,
@@ -50,7 +51,8 @@ def every_setting_changed(tmp_path) -> list[RunConfig]:
     fit = RunConfig(loop="fit", strategy="one-device")
     module = tmp_path / "net.py"
     module.write_text("def build(input_shape, num_classes): pass\n")
-    regression = RunConfig(task="regression", model=f"{module}:build", dataset=str(dataset))
+    regression = RunConfig(task="regression", model=f"{module}:build", dataset=str(dataset),
+                           kill_in_save_at_step=200, kill_in_snapshot_at_step=30)
     slurm = RunConfig(strategy="multi-worker", workers=4, launcher="slurm",
                       slurm_partition="gpu", slurm_nodes=2, slurm_tasks_per_node=2,
                       slurm_time_limit=30, slurm_options="--account=ml --qos=high")
@@ -187,6 +189,10 @@ BAD_VALUES = [
     ("preempt_at_step", 2001, "preempt_at_step: 2001 is not a whole number from 0 to 2000"),
     ("nan_at_step", 2.5, "nan_at_step: 2.5 is not a whole number from 0 to 100000000"),
     ("hang_at_step", -3, "hang_at_step: -3 is not a whole number from 0 to 100000000"),
+    ("kill_in_save_at_step", -1,
+     "kill_in_save_at_step: -1 is not a whole number from 0 to 100000000"),
+    ("kill_in_snapshot_at_step", 2001,
+     "kill_in_snapshot_at_step: 2001 is not a whole number from 0 to 2000"),
     ("kill_after_seconds", 86401.0,
      "kill_after_seconds: 86401.0 is not in [0, 86400] seconds"),
     ("watchdog_seconds", -0.5, "watchdog_seconds: -0.5 is not in [0, 86400] seconds"),

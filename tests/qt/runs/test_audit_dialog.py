@@ -86,7 +86,8 @@ def test_a_refused_audit_says_why_in_one_line(qtbot, tmp_path):
     assert dialog.exit_code == 2
     assert dialog.findChild(QLabel, "auditStatusLabel").text() == (
         "Audit ended: the audit refused its settings: ftgui: faults: 'meteor' is not one of "
-        "kill, preempt, hang, nan, worker-loss")
+        "kill, preempt, hang, nan, worker-loss, kill-in-save, "
+        "kill-in-snapshot")
     assert not dialog.findChild(QTableView, "auditVerdictTable").isVisibleTo(dialog)
     assert not audit_dir.exists()  # refused before anything was written
 
