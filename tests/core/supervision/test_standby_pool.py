@@ -212,3 +212,39 @@ def test_max_standbys_is_checked_with_one_line_naming_it():
                                          r"13$"):
         RunConfig(max_standbys=14).validate()
     assert RunConfig().max_standbys == 13  # one per task of the largest run: no cap by default
+
+
+def _events_until(supervisor, done, limit_polls: int = 30_000) -> list[dict]:
+    import time
+
+    seen: list[dict] = []
+    for _ in range(limit_polls):
+        seen += supervisor.poll()
+        if done(seen):
+            return seen
+        time.sleep(0.02)
+    raise AssertionError(f"not reached: {[e['event'] for e in seen][-20:]}")
+
+
+@pytest.mark.tf
+def test_a_second_kill_right_after_a_restart_resumes_from_a_ready_spare(tmp_path):
+    config = RunConfig(steps=100_000, checkpoint_every=10, auto_recover=True,
+                       restart_backoff=0.0, warm_standby=True, standbys_per_task=2)
+    supervisor = Supervisor(tmp_path / "run")
+    supervisor.start(config)
+    try:
+        seen = _events_until(supervisor, lambda seen: len(
+            [e for e in seen if e["event"] == "standby_ready" and e["prepared"]]) >= 2
+            and _of(seen, "step"))
+        prepared = {e["pid"] for e in _of(seen, "standby_ready") if e["prepared"]}
+        assert supervisor.kill("chief")
+        seen = _events_until(supervisor, lambda seen: [
+            e for e in _of(seen, "step") if e["attempt"] == 1])
+        assert supervisor.kill("chief")  # at once: its replacement cannot have imported yet
+        seen += _events_until(supervisor, lambda seen: [
+            e for e in _of(seen, "step") if e["attempt"] == 2])
+    finally:
+        supervisor.shutdown()
+    restarts = {e["attempt"]: e for e in _of(seen, "process_started") if e["attempt"] > 0}
+    assert [(r["standby"], r["standby_warm"]) for r in restarts.values()] == [(True, True)] * 2
+    assert {r["pid"] for r in restarts.values()} == prepared
