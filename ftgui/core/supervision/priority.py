@@ -53,7 +53,7 @@ def restore(pid: int | None = None) -> bool:
 
 def _set_autogroup(nice: int, proc: str = "self") -> None:
     try:
-        with open(f"/proc/{proc}/autogroup", "w") as handle:
+        with open(f"/proc/{proc}/autogroup", "w", encoding="ascii") as handle:
             handle.write(str(nice))
     except FileNotFoundError:  # a kernel without autogroups
         pass

@@ -186,8 +186,10 @@ class StandbyPool:
     def raise_priority(self) -> None:
         """Give every standby started `low` nice 0 (the attempt trains: its start is over).
         One that may not be raised keeps its priority until its order."""
-        for pid in sorted(self._low):
-            priority.restore(pid)
+        live = [p for p, _ in self.standbys] + [m.popen for m in self.members]
+        for popen in live:  # not a pid that ended: it may be another process's by now
+            if popen.pid in self._low and popen.poll() is None:
+                priority.restore(popen.pid)
         self._low.clear()
 
     def hand_order(self, args: list[str], env: dict[str, str]):
