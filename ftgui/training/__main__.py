@@ -278,6 +278,7 @@ def standby(run_dir: Path) -> int:
 
     from ftgui.core.record.events import emit
     from ftgui.core.settings import config as configmod
+    from ftgui.core.supervision import priority
     from ftgui.core.supervision.standby import MEMBER_ENV, config_fingerprint
     from ftgui.training import (  # noqa: F401
         assemble,
@@ -307,6 +308,8 @@ def standby(run_dir: Path) -> int:
     if not line.strip():
         return 0
     order = json.loads(line)
+    if not priority.restore():  # started niced only where it may raise itself back
+        print("standby: cannot take back the trainer's CPU priority", flush=True)
     os.environ.update(order.get("env", {}))
     if member and prepared:
         os.environ["TF_CONFIG"] = own_tf_config  # the cluster its strategy has formed

@@ -24,6 +24,8 @@ BUILTIN_DATASETS = ("digits", "synthetic")
 MAX_LOGICAL_CPUS = 8
 MAX_WORKERS = 8
 MAX_PS = 4
+MAX_TASKS = 1 + MAX_WORKERS + MAX_PS  # a parameter-server run's chief, workers and ps
+MAX_STANDBYS_PER_TASK = 4
 MAX_GPUS = 64
 MAX_STEPS = 100_000_000
 MAX_SEED = 2**31 - 1
@@ -299,6 +301,20 @@ class Settings:
         "lost one, so that recovery skips the import (costs one more process and its memory)",
         flag="--warm-standby", label="Warm standby", group="recovery",
         object_name="warmStandbyCheck", on_resume=FREE)
+    standbys_per_task: int = setting(
+        1, help="Warm standbys kept per task: 2 keeps a spare that is ready when a second "
+        "fault comes before the replacement of the first one has imported TensorFlow "
+        "(3-7 s); a multi-worker standby cluster is one whatever this says",
+        flag="--standbys-per-task", label="Standbys per task", group="recovery",
+        object_name="standbysPerTaskSpin", on_resume=FREE, unit="processes", low=1,
+        high=MAX_STANDBYS_PER_TASK)
+    max_standbys: int = setting(
+        MAX_TASKS, help="The most warm standby processes kept at once (each is a trainer "
+        "with TensorFlow imported and the state built: 0.7-0.9 GB resident); a task beyond "
+        "the cap restarts cold, and a multi-worker standby cluster is kept only if all its "
+        "workers fit", flag="--max-standbys", label="Max standbys", group="recovery",
+        object_name="maxStandbysSpin", on_resume=FREE, unit="processes", low=0,
+        high=MAX_TASKS, off="none")
     snapshot_every: int = setting(
         10, help="Copy the whole training state into shared memory every this many steps, so "
         "that recovery from a process crash redoes at most that many steps (0: off; a lost "

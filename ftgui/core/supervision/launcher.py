@@ -24,7 +24,9 @@ command):
 
 Warm standbys (`keep_standbys`, `standbys_ready`, `mark_standby_ready`, `dismiss_standbys`) are
 optional for a launcher: one that keeps none returns True from `standbys_ready` (nothing to wait
-for) and does nothing in the others.
+for) and does nothing in the others. A launcher may also have `prestart_standbys(config,
+tasks)`, called each poll before the attempt's first step (the local one starts its standbys
+there at a low CPU priority, so that they do not slow the attempt's own start).
 
 Exit statuses follow `subprocess.Popen.returncode`: >= 0 an exit code, -N ended by signal N (a
 SIGKILLed task is -9). `describe_exit` turns one into event fields. Times are seconds.

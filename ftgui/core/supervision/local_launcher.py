@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from ftgui.core.supervision import cluster
+from ftgui.core.supervision import cluster, priority
 from ftgui.core.supervision.launcher import StartError, TaskStart
 from ftgui.core.supervision.loopback_ns import LoopbackNamespace, NamespaceError
 from ftgui.core.supervision.processes import kill_tree, signal_tree, spawn
@@ -81,6 +81,7 @@ class LocalLauncher:
                  python: str = sys.executable):
         self.python = python
         self._pool = StandbyPool(Path(run_dir), Path(log_dir), python)
+        self._can_lower = priority.restorable()
         self._namespace: LoopbackNamespace | None = None
         self._members: dict[int, Member] = {}  # task index -> its standby-cluster member
 
@@ -148,10 +149,24 @@ class LocalLauncher:
         self._members = {}
 
     def keep_standbys(self, config, tasks: int) -> None:
-        if wants_cluster(config):
-            self._pool.keep_cluster(config.workers)
-        else:
-            self._pool.keep(tasks)
+        """`config.standbys_per_task` standbys per task, at most `config.max_standbys` (one
+        started per call); a standby cluster only when all its members fit under that cap
+        (it is used whole or not at all). Those `prestart_standbys` started low get nice 0."""
+        self._pool.raise_priority()
+        self._keep(config, tasks, low=False)
+
+    def prestart_standbys(self, config, tasks: int) -> None:
+        """`keep_standbys` before the attempt's first step, its standbys at
+        `priority.STANDBY_NICE`; nothing where this process could not raise them back
+        (`priority.restorable`: root or an RLIMIT_NICE allowing nice 0)."""
+        if self._can_lower:
+            self._keep(config, tasks, low=True)
+
+    def _keep(self, config, tasks: int, low: bool) -> None:
+        if not wants_cluster(config):
+            self._pool.keep(min(tasks * config.standbys_per_task, config.max_standbys), low)
+        elif config.workers <= config.max_standbys:
+            self._pool.keep_cluster(config.workers, low)
 
     def standbys_ready(self, config, tasks: int) -> bool:
         return self._pool.ready_for(config, tasks)

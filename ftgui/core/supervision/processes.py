@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from ftgui.core.supervision import priority
 from ftgui.streams import CHILD_ENV
 
 _PR_SET_PDEATHSIG = 1
@@ -26,12 +27,13 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
-          stdin_pipe: bool = False, namespace=None) -> subprocess.Popen:
+          stdin_pipe: bool = False, namespace=None, nice: int = 0) -> subprocess.Popen:
     """Start `argv` in a new session (its own process group), stdout+stderr appended to `log_path`.
 
     `stdin_pipe` gives the child a pipe on stdin (`popen.stdin`) instead of /dev/null.
     `namespace` (a `loopback_ns.LoopbackNamespace`): the child runs inside it, reachable only
-    from its own loopback. The child is killed by the kernel if this process dies first (Linux
+    from its own loopback. `nice` > 0: the child and its session run at that lower CPU
+    priority (`priority.lower`). The child is killed by the kernel if this process dies first (Linux
     `PR_SET_PDEATHSIG`). Raises `OSError` if the program cannot be started.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,14 +46,20 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
             stderr=subprocess.STDOUT,
             env=child_env,
             start_new_session=True,
-            preexec_fn=_die_with_parent if namespace is None else _in_namespace(namespace),
+            preexec_fn=_prepare_child(namespace, nice),
         )
 
 
-def _in_namespace(namespace):
+def _prepare_child(namespace, nice: int):
+    if namespace is None and not nice:
+        return _die_with_parent
+
     def prepare() -> None:  # in the child between fork and exec: an error fails the Popen
         _die_with_parent()
-        namespace.join()
+        if namespace is not None:
+            namespace.join()
+        if nice:
+            priority.lower(nice)
     return prepare
 
 

@@ -13,6 +13,12 @@ to its members by task index only when every member is alive and prepared for th
 current configuration, else every member is ended and the restart is cold
 (benchmarks/proto_standby_cluster.py: 0.08 s from the order to the first step, against 1.2 s
 for standbys that only imported TensorFlow and 8.2 s for a plain restart).
+
+Each standby is a whole trainer process: 0.7–0.9 GB resident once prepared (docs/benchmarks.md),
+so the pool keeps at most `max_standbys` (a run setting) of them. A standby started `low`
+(before the attempt's first step) imports and traces at `priority.STANDBY_NICE`, so that it
+does not slow the attempt's own start; `raise_priority` gives it nice 0 once the attempt
+trains, and a standby takes nice 0 itself on its order (`priority.restore`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ftgui.core.supervision import priority
 from ftgui.core.supervision.cluster import free_port
 from ftgui.core.supervision.processes import kill_tree, spawn
 from ftgui.core.supervision.trainer_command import standby_argv
@@ -82,6 +89,7 @@ class StandbyPool:
         self._ready: set[int] = set()  # pids that sent `standby_ready`
         self._prepared: dict[int, str] = {}  # pid -> fingerprint of the config it built for
         self._born: dict[int, float] = {}  # pid -> Unix time it was started
+        self._low: set[int] = set()  # pids started at priority.STANDBY_NICE, not raised since
         self.namespace = None  # the run's loopback-only network namespace, where standbys start
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
@@ -97,11 +105,11 @@ class StandbyPool:
         born = self._born.get(pid)
         return pid in self._ready, None if born is None else max(time.time() - born, 0.0)
 
-    def keep_cluster(self, workers: int) -> None:
+    def keep_cluster(self, workers: int, low: bool = False) -> None:
         """Keep one standby cluster of `workers` MultiWorkerMirroredStrategy workers on fresh
         local ports: a cluster that lost a member is ended whole, and a new one is started
-        (all members at once: each waits for the others to form the cluster). Raises
-        `OSError` if the program cannot be started."""
+        (all members at once: each waits for the others to form the cluster); `low`: at
+        `priority.STANDBY_NICE`. Raises `OSError` if the program cannot be started."""
         if any(m.popen.poll() is not None for m in self.members):
             self._end_cluster()
         if self.members:
@@ -114,9 +122,7 @@ class StandbyPool:
                          "task": {"type": "worker", "index": index}}
             log_path = self.log_dir / f"standby-{self._started}-worker-{index}.log"
             env = {"TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
-            popen = spawn(standby_argv(self.run_dir, self.python), log_path, env,
-                          stdin_pipe=True, namespace=self.namespace)
-            self._born[popen.pid] = time.time()
+            popen = self._spawn(log_path, env, low)
             self.members.append(Member(popen, log_path, index, address))
 
     def cluster_ready(self, config: dict) -> bool:
@@ -148,25 +154,43 @@ class StandbyPool:
         return members
 
     def ready_for(self, config, tasks: int) -> bool:
-        """Whether a restart of `tasks` tasks of `config` (a `RunConfig`) would be warm: the
-        standby cluster is ready for it, or `tasks` standbys have TensorFlow imported."""
+        """Whether a restart of `tasks` tasks of `config` (a `RunConfig`) is as warm as its
+        `max_standbys` allows: the standby cluster is ready for it (True when the cap keeps
+        none), or `min(tasks, max_standbys)` standbys have TensorFlow imported."""
         if wants_cluster(config):
-            return self.cluster_ready(config.to_dict())
+            return config.workers > config.max_standbys or self.cluster_ready(config.to_dict())
         ready = [p for p, _ in self.standbys if p.poll() is None and p.pid in self._ready]
-        return len(ready) >= tasks
+        return len(ready) >= min(tasks, config.max_standbys)
 
-    def keep(self, wanted: int) -> None:
-        """Forget the standbys that ended; start one more if fewer than `wanted` are left
-        (one per call: their imports should not compete with each other or the run).
-        Raises `OSError` if the program cannot be started."""
+    def keep(self, wanted: int, low: bool = False) -> None:
+        """Forget the standbys that ended; end the newest beyond `wanted`; start one more if
+        fewer than `wanted` are left (one per call: their imports should not compete with
+        each other or the run), at `priority.STANDBY_NICE` when `low`. Raises `OSError` if
+        the program cannot be started."""
         self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
+        while len(self.standbys) > wanted:
+            _end(self.standbys.pop()[0])
         if len(self.standbys) < wanted:
             self._started += 1
             log_path = self.log_dir / f"standby-{self._started}.log"
-            popen = spawn(standby_argv(self.run_dir, self.python), log_path, stdin_pipe=True,
-                          namespace=self.namespace)
-            self._born[popen.pid] = time.time()
-            self.standbys.append((popen, log_path))
+            self.standbys.append((self._spawn(log_path, None, low), log_path))
+
+    def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool):
+        popen = spawn(standby_argv(self.run_dir, self.python), log_path, env, stdin_pipe=True,
+                      namespace=self.namespace, nice=priority.STANDBY_NICE if low else 0)
+        self._born[popen.pid] = time.time()
+        if low:
+            self._low.add(popen.pid)
+        return popen
+
+    def raise_priority(self) -> None:
+        """Give every standby started `low` nice 0 (the attempt trains: its start is over).
+        One that may not be raised keeps its priority until its order."""
+        live = [p for p, _ in self.standbys] + [m.popen for m in self.members]
+        for popen in live:  # not a pid that ended: it may be another process's by now
+            if popen.pid in self._low and popen.poll() is None:
+                priority.restore(popen.pid)
+        self._low.clear()
 
     def hand_order(self, args: list[str], env: dict[str, str]):
         """Give `args` (the trainer's arguments) and `env` to a waiting standby.

@@ -151,15 +151,20 @@ class AttemptTasks:
         return env
 
     def keep_standbys(self) -> None:
-        """Keep one warm standby per task, or one standby cluster, while the run lives
-        (started once the attempt trains, so that imports do not compete with its start;
-        or at once when the attempt itself came from standbys and imports nothing, so that a
-        second fault soon after finds the next standby ready)."""
+        """Keep one warm standby per task, or one standby cluster, while the run lives, so
+        that a fault in an attempt's first seconds, or a second one soon after a restart,
+        finds one ready: `keep_standbys` once the attempt trains, or at once when it came
+        from standbys and imports nothing (a replacement for the standby just used); before
+        that, the launcher's `prestart_standbys` if it has one (standbys at a low CPU
+        priority, which do not slow the attempt's own import and tracing)."""
         config, state = self.config(), self.state
-        warm_start = any(p.standby for p in state.processes)
-        if config and config.warm_standby and (state.progress_seen or warm_start) \
-                and not state.settled:
-            self.launcher.keep_standbys(config, len(state.task_names))
+        if not config or not config.warm_standby or state.settled:
+            return
+        tasks = len(state.task_names)
+        if state.progress_seen or any(p.standby for p in state.processes):
+            self.launcher.keep_standbys(config, tasks)
+        elif (prestart := getattr(self.launcher, "prestart_standbys", None)) is not None:
+            prestart(config, tasks)  # optional for a launcher
 
     def trainer_args(self, task: Task) -> list[str]:
         """The trainer's arguments for `task` in this attempt, with the faults it fires."""
