@@ -89,3 +89,45 @@ def test_a_parameter_server_run_under_slurm_survives_a_worker_kill(slurm_conf, t
     assert [e["attempt"] for e in starts] == [0, 0]  # started again within the attempt
     assert not of_kind(all_events, "resumed")  # TensorFlow rescheduled, nothing restored
     assert max(e["step"] for e in of_kind(all_events, "step")) == 120
+
+
+def test_a_one_process_strategy_runs_as_a_one_task_job_and_recovers_to_the_bit(
+        slurm_conf, baseline_losses, tmp_path):
+    from conftest import BASELINE_FLAGS
+
+    run = tmp_path / "run"  # the baseline's MirroredStrategy run, as a one-task job
+    assert cli.main(["train", str(run), *BASELINE_FLAGS, "--launcher", "slurm",
+                     "--snapshot-every", "0", "--kill-at-step", "35", "--auto-recover",
+                     "--quiet"]) == 0
+    all_events = events.read_all(run)
+    [fault] = of_kind(all_events, "fault_injected")
+    assert (fault["kind"], fault["target"], fault["step"]) == ("kill", "chief", 35)
+    [lost] = of_kind(all_events, "process_exited", attempt=0)
+    assert (lost["role"], lost["signal"]) == ("chief", 9)
+    [resumed] = of_kind(all_events, "resumed")
+    assert (resumed["attempt"], resumed["from_step"]) == (1, 30)
+    assert events.final_losses(all_events) == baseline_losses  # to the bit
+    ids = job_ids(all_events)
+    assert len(ids[0]) == len(ids[1]) == 1 and ids[0] != ids[1]  # a new job for the crash
+    assert sorted(e["role"] for e in of_kind(all_events, "process_started")) == ["chief"] * 2
+
+
+def test_a_one_task_job_preempted_is_requeued_and_loses_no_step(slurm_conf, baseline_losses,
+                                                               tmp_path):
+    from conftest import BASELINE_FLAGS
+
+    run = tmp_path / "run"
+    assert cli.main(["train", str(run), *BASELINE_FLAGS, "--launcher", "slurm",
+                     "--snapshot-every", "0", "--preempt-at-step", "35", "--auto-recover",
+                     "--quiet"]) == 0
+    all_events = events.read_all(run)
+    [exited] = of_kind(all_events, "process_exited", attempt=0)
+    assert exited.get("exit_code") == 42
+    [preempted] = of_kind(all_events, "preempted")
+    [resumed] = of_kind(all_events, "resumed")
+    assert resumed["from_step"] == preempted["step"]
+    first = min(e["step"] for e in of_kind(all_events, "step", attempt=1))
+    assert first == preempted["step"] + 1  # 0 steps lost
+    assert events.final_losses(all_events) == baseline_losses
+    ids = job_ids(all_events)
+    assert ids[0] == ids[1] and len(ids[0]) == 1  # Slurm's requeue: the same job again
