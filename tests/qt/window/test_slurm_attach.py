@@ -57,3 +57,40 @@ def test_a_window_watching_a_slurm_run_kills_a_worker_through_the_job(slurm_conf
     assert job_script.read_job_id(run) != first_job  # the recovery's new submission
     assert "Kill worker:1 sent through Slurm (job " in window.log.toPlainText()
     assert max(e["step"] for e in of_kind(all_events, "step")) == 300
+
+
+def test_a_window_watching_a_slurm_run_preempts_it_through_the_job(slurm_conf, window, qtbot,
+                                                                   tmp_path):
+    run = tmp_path / "run"
+    train = subprocess.Popen(
+        [sys.executable, "-m", "ftgui", "train", str(run), "--strategy", "multi-worker",
+         "--workers", "2", "--steps", "300", "--checkpoint-every", "100", "--launcher",
+         "slurm", "--auto-recover", "--quiet"],
+        env={**os.environ, "SLURM_CONF": str(slurm_conf)}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(qtbot, lambda: job_script.read_job_id(run) is not None)
+        window.open_run(run)
+        controller = window.controller
+        wait_for(qtbot, lambda: controller.timeline.last_step >= 20
+                 and window.preempt_button.isEnabled())
+        job = job_script.read_job_id(run)
+        window.preempt_button.click()  # the chief, through Slurm: SIGTERM of its step
+        wait_for(qtbot, lambda: controller.supervisor.state == "finished"
+                 and controller.timeline.last_step == 300)
+        output, _ = train.communicate(timeout=240)
+    finally:
+        if train.poll() is None:
+            train.terminate()
+            train.wait(60)
+    assert train.returncode == 0, output
+    all_events = events.read_all(run)
+    exits = of_kind(all_events, "process_exited", attempt=0)
+    assert sorted(e.get("exit_code") for e in exits) == [42, 42]  # both saved and stopped
+    [preempted] = of_kind(all_events, "preempted")
+    [resumed] = of_kind(all_events, "resumed")
+    assert resumed["from_step"] == preempted["step"]
+    first = min(e["step"] for e in of_kind(all_events, "step", attempt=1))
+    assert first == preempted["step"] + 1  # 0 steps lost
+    assert job_script.read_job_id(run) == job  # Slurm's requeue: the same job
+    assert "Preempt chief sent through Slurm (job " in window.log.toPlainText()
