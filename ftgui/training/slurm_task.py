@@ -52,8 +52,9 @@ def under_slurm() -> bool:
 
 def configure(config, role: str, index: int) -> dict:
     """Set `TF_CONFIG` (and, without GPUs, `CUDA_VISIBLE_DEVICES=-1`) for this task from the
-    resolver and return it. Raises `ValueError` when the resolver's task is not (`role`,
-    `index`), the task the supervisor ordered (the job's layout and the order disagree)."""
+    resolver and return it; a one-process strategy's one task gets none (no cluster). Raises
+    `ValueError` when the resolver's task is not (`role`, `index`), the task the supervisor
+    ordered (the job's layout and the order disagree)."""
     env = os.environ
     env.update(SLURM_PROCID=env[RANK_ENV], SLURM_STEP_NUM_TASKS=env[NTASKS_ENV],
                SLURM_STEP_NODELIST=env[NODELIST_ENV],
@@ -77,6 +78,9 @@ def configure(config, role: str, index: int) -> dict:
         raise ValueError(f"slurm: rank {env[RANK_ENV]} is {task_type}:{task_id} for "
                          f"SlurmClusterResolver, but was ordered as {role}:{index}")
     tf_config = {"cluster": spec, "task": {"type": task_type, "index": task_id}}
+    if config.num_tasks == 1:  # a one-process strategy is no cluster: as in a local run
+        print("slurm: one-task job of a one-process strategy: no TF_CONFIG", flush=True)
+        return tf_config
     env["TF_CONFIG"] = json.dumps(tf_config)
     print(f"slurm: job {env.get('SLURM_JOB_ID')} step {env.get('SLURM_STEP_ID')} rank "
           f"{env[RANK_ENV]}: {task_type}:{task_id} at {spec[task_type][task_id]}", flush=True)

@@ -217,15 +217,14 @@ def _check_cluster(config: RunConfig) -> None:
     _refuse_shared_addresses(jobs)
 
 
-SLURM_STRATEGIES = ("multi-worker", "parameter-server")
-
-
 def _check_slurm(config: RunConfig) -> None:
     """What launcher slurm cannot take (Slurm, not `cluster`, places the tasks; the job's tasks
-    are not processes of this machine, so no standby, snapshot or process signal reaches them)."""
-    if config.strategy not in SLURM_STRATEGIES:
-        raise ConfigError(f"launcher: slurm runs strategy multi-worker or parameter-server, "
-                          f"not {config.strategy}")
+    are not processes of this machine, so no standby, snapshot or process signal reaches them).
+    A one-process strategy runs as a one-task job."""
+    if config.snapshot_every and config.num_tasks == 1:
+        raise ConfigError("snapshot_every: the snapshots live in one machine's shared memory, "
+                          "which a Slurm job's next start may not run on; set it to 0 (off) "
+                          "with launcher slurm")
     if config.cluster:
         raise ConfigError("cluster: with launcher slurm the addresses come from Slurm; "
                           "leave cluster empty")

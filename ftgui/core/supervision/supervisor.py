@@ -32,7 +32,7 @@ from ftgui.core.settings import config as configmod
 from ftgui.core.settings import datasets, user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.supervision import cluster, holds, peer_notice
-from ftgui.core.supervision.fault_injection import FaultInjection
+from ftgui.core.supervision.fault_injection import FAULT_SIGNALS, FaultInjection
 from ftgui.core.supervision.fault_schedule import FaultSchedule
 from ftgui.core.supervision.launcher import Launcher, StartError
 from ftgui.core.supervision.local_launcher import LocalLauncher
@@ -213,6 +213,24 @@ class Supervisor:
     def is_busy_elsewhere(self) -> bool:
         """True when another process (or another Supervisor) holds this run directory's lock."""
         return self._lock.is_busy_elsewhere()
+
+    def reaches_job(self) -> bool:
+        """True when another process supervises this run and its tasks are a job this process
+        can still signal (a Slurm job named in the run folder): a watching window's Kill and
+        Preempt then act on the job (`signal_job`)."""
+        signal_attached = getattr(self.launcher, "signal_attached", None)
+        return signal_attached is not None and self.is_busy_elsewhere() and \
+            self.state in ("running", "recovering")
+
+    def signal_job(self, kind: str, target: str = "chief") -> bool:
+        """Kill (`kind` "kill": SIGKILL) or preempt ("preempt": SIGTERM) `target`'s tasks of a
+        run another process supervises, through the launcher's own signalling (Slurm:
+        `scancel --signal=SIG` of each task's step). Writes no event: the run's events are the
+        supervising process's, which sees the exits and recovers as usual. False when the run
+        is not such a run or no such task is running."""
+        if kind not in ("kill", "preempt"):
+            raise ValueError(f"kind: {kind!r}; allowed: kill, preempt")
+        return self.reaches_job() and self.launcher.signal_attached(target, FAULT_SIGNALS[kind])
 
     def has_history(self) -> bool:
         """True when the directory already holds a run (events or checkpoints)."""

@@ -13,9 +13,10 @@ from ftgui.core.timeline.story import source_words
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost",
-           "source")
+           "source", "waiting for Slurm")
 HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost",
-           "source")  # short
+           "source", "Slurm")  # short
+SLURM_COLUMN = COLUMNS.index("waiting for Slurm")  # shown only when an incident waited
 TIPS = {"at step": "the last global step reached when the fault hit",
         "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
                   "found it itself, a non-finite loss)",
@@ -27,7 +28,10 @@ TIPS = {"at step": "the last global step reached when the fault hit",
                      "counts as 0 s)",
         "source": "what the recovery restored: memory (an in-memory snapshot), just in time (a "
                   "checkpoint a survivor saved at the failure), disk (a periodic checkpoint), "
-                  "none (nothing saved yet: trained again from step 0)"}
+                  "none (nothing saved yet: trained again from step 0)",
+        "waiting for Slurm": "seconds the recovery's batch job waited as PENDING for Slurm, "
+                             "part of the recovery (the incident line's \"waiting for Slurm\" "
+                             "phase); — when its start did not wait in Slurm's queue"}
 
 
 def _seconds(value: float | None) -> str:
@@ -82,6 +86,9 @@ class IncidentModel(RowsModel):
             return "…" if incident.steps_lost is None else str(incident.steps_lost)
         if column == "source":
             return source_words(incident) or "—"
+        if column == "waiting for Slurm":  # as the incident line prints it
+            queued = incident.queued_seconds
+            return "—" if queued is None else seconds(queued)
         if incident.ended_by:
             return "—"
         lost = "…" if incident.time_lost is None else seconds(incident.time_lost)
@@ -107,6 +114,8 @@ class IncidentPanel(QWidget):
     def show_timeline(self, timeline: Timeline) -> None:
         """Show the incidents of `timeline` and its totals."""
         self.model_.set_incidents(timeline.incidents)
+        self.table.setColumnHidden(SLURM_COLUMN, all(
+            incident.queued_seconds is None for incident in timeline.incidents))
         self.table.scrollToBottom()
         self.show_totals(timeline)
 

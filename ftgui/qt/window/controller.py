@@ -175,10 +175,24 @@ class RunController(QObject):
         self.supervisor.load_history(event_history.read_history(run_dir))
 
     def kill(self, target: str = "chief") -> bool:
-        return self._command(self.supervisor.kill, target) if self.supervisor else False
+        """Kill `target`: through this window's supervisor, or (a Slurm run another process
+        supervises) through the run's job."""
+        return self._fault("kill", target)
 
     def preempt(self, target: str = "chief") -> bool:
-        return self._command(self.supervisor.preempt, target) if self.supervisor else False
+        return self._fault("preempt", target)
+
+    def _fault(self, kind: str, target: str) -> bool:
+        supervisor = self.supervisor
+        if supervisor is None:
+            return False
+        if not supervisor.reaches_job():
+            return self._command(getattr(supervisor, kind), target)
+        done = supervisor.signal_job(kind, target)
+        self.logLine.emit(f"{time.strftime('%H:%M:%S')} {kind.capitalize()} {target} "
+                          + (f"sent through Slurm ({supervisor.launcher.job.line()})" if done
+                             else "did nothing: no such task is running in the job"))
+        return done
 
     def _command(self, command, *args) -> bool:
         """Run a fault command of the supervisor; when it refuses (the run has finished),

@@ -332,12 +332,13 @@ class MainWindow(QMainWindow):
     def _on_state(self, state: str, reason: str) -> None:
         supervisor = self.controller.supervisor
         live = state in LIVE_STATES
-        alive = bool(supervisor) and any(p.alive for p in supervisor.processes)
+        own = bool(supervisor) and any(p.alive for p in supervisor.processes)
+        alive = own or (bool(supervisor) and supervisor.reaches_job())  # a watched Slurm job
         has_run = self.controller.config is not None
         self.start_button.setEnabled(not live and state != "busy" and not has_run)
         self.kill_button.setEnabled(alive)
         self.preempt_button.setEnabled(alive)
-        self.checkpoint_button.setEnabled(alive)
+        self.checkpoint_button.setEnabled(own)
         self.resume_button.setEnabled(
             not live and has_run and state not in ("finished", "busy")
         )

@@ -230,7 +230,8 @@ def test_the_window_says_why_a_kill_did_nothing(qtbot):
 
     controller = RunController()
     refused = "Kill ignored: the run has finished (step 2)"
-    controller.supervisor = SimpleNamespace(kill=lambda target: False, refusal=refused)
+    controller.supervisor = SimpleNamespace(kill=lambda target: False, refusal=refused,
+                                            reaches_job=lambda: False)  # its own run
     with qtbot.waitSignal(controller.logLine) as said:
         assert controller.kill("chief") is False
     assert said.args[0].endswith(f" {refused}")

@@ -385,3 +385,41 @@ def test_an_incident_ended_by_a_fork_reads_as_unrecovered_not_pending(qtbot):
     assert (row["fault"], row["at step"], row["recovery"], row["steps lost"],
             row["time lost"]) == ("kill (user)", "30", "none (fork)", "—", "—")
     assert "<b>0</b> steps redone" in panel.totals.text()
+
+
+def _killed_and_resumed(job_started: list[dict]) -> list[dict]:
+    return [*({"event": "step", "attempt": 0, "step": s, "loss": 1.0, "time": s / 10}
+              for s in range(1, 71)),
+            {"event": "fault_injected", "attempt": 0, "time": 7.0, "kind": "kill",
+             "target": "worker:1", "source": "schedule", "step": 70},
+            {"event": "process_exited", "attempt": 0, "time": 7.1, "role": "worker",
+             "index": 1, "signal": 9, "decisive": True},
+            *job_started,
+            {"event": "resumed", "attempt": 1, "time": 20.0, "from_step": 70,
+             "source": "just_in_time"},
+            *({"event": "step", "attempt": 1, "step": s, "loss": 1.0, "time": 21 + s / 10}
+              for s in range(71, 81))]
+
+
+def test_the_incidents_tab_shows_the_slurm_wait_as_the_incident_line_does(qtbot):
+    from ftgui.core.timeline.story import incident_line
+    from ftgui.qt.panes.incident_table import COLUMNS, SLURM_COLUMN, IncidentPanel
+
+    panel = IncidentPanel()
+    qtbot.addWidget(panel)
+    local = Timeline()
+    local.feed(_killed_and_resumed([]))
+    panel.show_timeline(local)
+    assert panel.table.isColumnHidden(SLURM_COLUMN)  # a local run: no such phase
+    assert panel.model_.data(panel.model_.index(0, SLURM_COLUMN)) == "—"
+    slurm = Timeline()
+    slurm.feed(_killed_and_resumed([
+        {"event": "job_started", "attempt": 0, "time": 0.0, "job": "5", "pending_seconds": 0.4},
+        {"event": "job_started", "attempt": 1, "time": 11.2, "job": "6",
+         "pending_seconds": 3.1}]))
+    panel.show_timeline(slurm)
+    assert not panel.table.isColumnHidden(SLURM_COLUMN)
+    model = panel.model_
+    row = {column: model.data(model.index(0, i)) for i, column in enumerate(COLUMNS)}
+    assert row["waiting for Slurm"] == "3.1 s"
+    assert "waiting for Slurm: 3.1 s →" in incident_line(slurm.incidents[0])

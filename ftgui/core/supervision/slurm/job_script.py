@@ -37,9 +37,12 @@ def slurm_dir(run_dir: str | os.PathLike) -> Path:
 def jobs_layout(config: RunConfig) -> dict[str, int]:
     """TensorFlow job name -> task count for `config` (what the resolver gets as `jobs`):
     multi-worker `{'worker': N}` (worker 0 is the chief, as in a local run),
-    parameter-server `{'chief': 1, 'worker': N, 'ps': M}`."""
+    parameter-server `{'chief': 1, 'worker': N, 'ps': M}`, a one-process strategy (default,
+    one-device, mirrored: a one-task job) `{'chief': 1}`."""
     if config.strategy == "multi-worker":
         return {"worker": config.workers}
+    if config.num_tasks == 1:
+        return {"chief": 1}
     return {"chief": 1, "worker": config.workers, "ps": config.ps}
 
 

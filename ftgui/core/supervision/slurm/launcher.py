@@ -87,16 +87,7 @@ class SlurmTask:
         all, so `tree` changes nothing). False when the task has ended or has no step yet."""
         if self.poll() is not None:
             return False
-        self.launcher.refresh(force=True)
-        step = self.launcher.step_of(self.name, self.job)
-        if step is None:
-            return False
-        name = signals.Signals(sig).name.removeprefix("SIG")
-        try:
-            commands.run(["scancel", f"--signal={name}", step])
-        except SlurmError:
-            return False
-        return True
+        return self.launcher.signal_step(self.name, self.job, sig)
 
     def kill(self, timeout: float = 10.0) -> int | None:
         if not self.signal(signals.SIGKILL) and self.poll() is None:
@@ -299,6 +290,35 @@ class SlurmLauncher:
         """The step id of task `name` in `job` (`17.1`), None while it has none."""
         step = self._steps.get(name)
         return step if step and step.split(".")[0] == job else None
+
+    def signal_step(self, name: str, job: str, sig: int) -> bool:
+        """`scancel --signal=SIG` of task `name`'s step in `job` (Slurm signals its every
+        process). False when the task has no step there (not started yet, or ended)."""
+        self.refresh(force=True)
+        step = self.step_of(name, job)
+        if step is None:
+            return False
+        try:
+            commands.run(["scancel", f"--signal={signals.Signals(sig).name[3:]}", step])
+        except SlurmError:
+            return False
+        return True
+
+    def signal_attached(self, target: str, sig: int) -> bool:
+        """Signal `target`'s steps (`chief`, `worker:I`, `ps:I` or `all`) in the run's job
+        when another process supervises the run (a window opened on its folder): the job is
+        the one `RUN/slurm/job.json` names now (a recovery's resubmission writes a new one),
+        the tasks those of the attempt's order. That process sees the exits as its own tasks'
+        and recovers as usual. False when no such task has a step."""
+        known = job_script.read_job_id(self.run_dir)
+        if known is None:
+            return False
+        if self.job is None or self.job.job != known:
+            self.job, self._steps, self._exits = JobInfo(known, "UNKNOWN"), {}, {}
+        order = job_script.read_order(self.run_dir) or {}
+        names = [t["name"] for t in order.get("tasks", [])
+                 if target in ("all", t["name"]) or (target == "chief" and t["chief"])]
+        return any([self.signal_step(name, known, sig) for name in names])
 
     def exit_of(self, task: SlurmTask) -> int | None:
         """A task's exit status: its exit record, a rejoin's srun status, or -9 when the job

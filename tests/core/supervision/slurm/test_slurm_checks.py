@@ -24,8 +24,9 @@ def test_sinfo_lines_give_each_partition_its_default_mark_nodes_and_cpus():
 
 
 @pytest.mark.parametrize(("changes", "expected"), [
-    (dict(strategy="mirrored"),
-     "launcher: slurm runs strategy multi-worker or parameter-server, not mirrored"),
+    (dict(strategy="mirrored", snapshot_every=10),
+     "snapshot_every: the snapshots live in one machine's shared memory, which a Slurm job's "
+     "next start may not run on; set it to 0 (off) with launcher slurm"),
     (dict(cluster="worker=localhost:0,localhost:0"),
      "cluster: with launcher slurm the addresses come from Slurm; leave cluster empty"),
     (dict(hang_at_step=5, watchdog_seconds=10.0),

@@ -20,6 +20,11 @@ def test_ranks_follow_the_resolvers_sorted_job_names():
     assert ranks == {
         "chief:0": 0, "ps:0": 1, "worker:0": 2, "worker:1": 3}
     assert job_script.jobs_layout(RunConfig(strategy="multi-worker", workers=3)) == {"worker": 3}
+    for strategy in ("default", "one-device", "mirrored"):  # a one-task job
+        one = RunConfig(strategy=strategy, launcher="slurm", snapshot_every=0)
+        assert job_script.jobs_layout(one) == {"chief": 1}
+        assert job_script.rank_of({"chief": 1}, "chief", 0) == 0
+        assert "--ntasks=1" in job_script.sbatch_options(one, Path("run"))
 
 
 def test_the_job_script_requeues_appends_and_carries_the_settings(tmp_path):
