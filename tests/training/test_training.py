@@ -495,6 +495,7 @@ def test_a_checkpoint_whose_state_file_fails_is_still_reported_saved(tmp_path):
     action.events = SimpleNamespace(emit=lambda kind, **f: emitted.append((kind, f)))
     action.summaries = SimpleNamespace(scalar=lambda *a: None, flush=lambda: None)
     action.clerk = Clerk(directory, 3, {})  # not started: the same work in this thread
+    action.kill_inside = None  # no kill-in-save fault planned
     fields = {"loss": 0.25, "time": 5.0, "epoch": 0, "requested": False,
               "position": DataPosition(epoch=0, offset=40, examples_seen=40)}
     with pytest.raises(ClerkError, match="^checkpoint ckpt-40 is saved, but TensorFlow's "
