@@ -171,3 +171,11 @@ def write_recovered_run(run_dir) -> None:
         w.emit("resumed", time=T0 + 80, from_step=200, checkpoint="checkpoints/ckpt-200")
         for step in range(201, 261):
             w.emit("step", time=T0 + 80 + 0.25 * (step - 200), step=step, loss=2.0 / step)
+
+
+def losses_and_validations(seen: list[dict]) -> tuple[dict, dict]:
+    """{(attempt, step): loss} and {(attempt, step): (val_loss, val_accuracy)} of a run's events."""
+    steps = {(e["attempt"], e["step"]): e["loss"] for e in seen if e["event"] == "step"}
+    validations = {(e["attempt"], e["step"]): (e["val_loss"], e["val_accuracy"])
+                   for e in seen if e["event"] == "validation"}
+    return steps, validations

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import made_once
+from recorded import losses_and_validations
 
 from ftgui import cli
 from ftgui.core.record import events
@@ -47,14 +48,6 @@ def test_the_one_line_gives_the_cause_of_a_traced_error_and_of_a_failed_deserial
 
 
 # ---------------------------------------------------------------- exact resume of the examples
-def _values(seen: list[dict]) -> tuple[dict, dict]:
-    """{(attempt, step): loss} and {(attempt, step): (val_loss, val_accuracy)} of a run."""
-    steps = {(e["attempt"], e["step"]): e["loss"] for e in seen if e["event"] == "step"}
-    validations = {(e["attempt"], e["step"]): (e["val_loss"], e["val_accuracy"])
-                   for e in seen if e["event"] == "validation"}
-    return steps, validations
-
-
 @pytest.fixture(scope="module")
 def never_killed(tmp_path_factory):
     """(example, strategy) -> ({step: loss}, {step: (val_loss, val_accuracy)}) of a run never
@@ -71,7 +64,7 @@ def never_killed(tmp_path_factory):
         if (example, strategy) not in cache:
             run_dir = made_once(tmp_path_factory, f"never-killed-{example}-{strategy}",
                                 functools.partial(train, example, strategy)) / "run"
-            steps, validations = _values(events.read_all(run_dir))
+            steps, validations = losses_and_validations(events.read_all(run_dir))
             cache[example, strategy] = ({s: v for (_, s), v in steps.items()},
                                         {s: v for (_, s), v in validations.items()})
         return cache[example, strategy]
@@ -99,7 +92,7 @@ def test_an_example_with_its_own_state_killed_at_35_resumes_equal_to_the_bit(
     seen = events.read_all(run_dir)
     [resumed] = [e for e in seen if e["event"] == "resumed"]
     assert (resumed["source"], resumed["from_step"]) == (source, from_step)
-    steps, validations = _values(seen)
+    steps, validations = losses_and_validations(seen)
     assert sorted(s for a, s in steps if a == 0) == list(range(1, 36))
     assert sorted(s for a, s in steps if a == 1) == list(range(from_step + 1, 51))
     assert {key: loss for key, loss in steps.items()} == {

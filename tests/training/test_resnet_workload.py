@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from recorded import losses_and_validations
 
 from ftgui import cli
 from ftgui.core.checkpoints import listing
@@ -55,13 +56,6 @@ def _variables(run_dir) -> dict[str, np.ndarray]:
             if "save_counter" not in name and name != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 
 
-def _values(seen: list[dict]) -> tuple[dict, dict]:
-    steps = {(e["attempt"], e["step"]): e["loss"] for e in seen if e["event"] == "step"}
-    validations = {(e["attempt"], e["step"]): (e["val_loss"], e["val_accuracy"])
-                   for e in seen if e["event"] == "validation"}
-    return steps, validations
-
-
 @pytest.fixture(scope="module")
 def never_killed(tmp_path_factory):
     """({step: loss}, {step: (val_loss, val_accuracy)}, last checkpoint's variables) of a run
@@ -69,7 +63,7 @@ def never_killed(tmp_path_factory):
     checkpoint interval changes no value)."""
     run_dir = tmp_path_factory.mktemp("resnet") / "run"
     assert cli.main(["train", str(run_dir), *RESNET, "--checkpoint-every", "1"]) == 0
-    steps, validations = _values(events.read_all(run_dir))
+    steps, validations = losses_and_validations(events.read_all(run_dir))
     return ({s: v for (_, s), v in steps.items()}, {s: v for (_, s), v in validations.items()},
             _variables(run_dir))
 
@@ -87,7 +81,7 @@ def test_a_resnet_run_killed_at_5_resumes_equal_to_the_bit(
     seen = events.read_all(run_dir)
     [resumed] = [e for e in seen if e["event"] == "resumed"]
     assert (resumed["source"], resumed["from_step"]) == (source, from_step)
-    steps, validations = _values(seen)
+    steps, validations = losses_and_validations(seen)
     assert sorted(s for a, s in steps if a == 1) == list(range(from_step + 1, 9))
     assert steps == {(a, s): reference_steps[s] for a, s in steps}
     assert {(1, 6), (1, 8)} <= set(validations)  # after the resume: the moving statistics count
