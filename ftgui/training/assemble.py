@@ -66,7 +66,8 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         checkpoint,
         *_snapshots(state, config, run_dir, is_chief and runner is None, kill_inside, events),
         # before the faults: a fault planned at the step of a hold lands once it is released
-        Hold(planned_holds(faults.planned), run_dir, events, REQUESTS, role, index),
+        Hold(planned_holds(faults.planned), run_dir, events, REQUESTS, role, index,
+             checkpoint.wait),
         fault_hooks,
     ]
     if config.pace:  # last: a paced step is let go once every other action is done

@@ -153,9 +153,10 @@ class FaultInjection:
             self.tasks.await_just_in_time(state.stop_reason)
         self.tasks.kill_all()
 
-    def fire_armed(self, step: int) -> None:
-        """Fire the armed faults the chief's `step` reaches (`FaultSchedule.due`)."""
-        for fault in self.faults.due(step):
+    def fire_armed(self, step: int, held: bool = False) -> None:
+        """Fire the armed faults due at the chief's `step` (`held`: it holds there;
+        `FaultSchedule.due`)."""
+        for fault in self.faults.due(step, held):
             self._inject(fault.kind, fault.target, FAULT_SIGNALS[fault.kind],
                          source="schedule", step=fault.step)
             # the coordinator holds at the fault's step until now (`FaultSchedule.args_for`);

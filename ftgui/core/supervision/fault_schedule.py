@@ -96,9 +96,14 @@ class FaultSchedule:
     def _hold_arg(self, step: int, why: str) -> list[str]:
         return [] if step in self.held else [f"{holds.KIND}@{step}:{why}"]
 
-    def due(self, step: int) -> list[fault_plan.PlannedFault]:
-        """The armed faults the chief's `step` reaches, now counted as fired."""
-        reached = [fault for fault in self.armed if step >= fault.step]
+    def due(self, step: int, held: bool = False) -> list[fault_plan.PlannedFault]:
+        """The armed faults due when the chief reports `step`, now counted as fired: those of
+        an earlier step, and those of `step` itself once the chief is `held` there (it holds
+        at a fault's step after its checkpoint in flight is written, so the fault recovers
+        from the same checkpoint as one the trainer fires itself). A fault whose hold was not
+        planned (the run held at that step before) fires at the next step."""
+        reached = [fault for fault in self.armed
+                   if fault.step < step or (held and fault.step == step)]
         for fault in reached:
             self.armed.remove(fault)
             self.fired.add(fault.key)

@@ -412,6 +412,9 @@ class Supervisor:
             self._faults.observe(event)
             if event.get("attempt", 0) == shared.attempt and shared.processes:
                 shared.held = (event.get("step", 0), event.get("why", ""))
+                who = (event.get("role", "chief"), event.get("index", 0))
+                if any(p.is_chief and (p.role, p.index) == who for p in shared.processes):
+                    self.faults.fire_armed(event.get("step", 0), held=True)
         elif kind == "hold_released" or (kind == "process_exited" and event.get("chief")):
             shared.held = None  # going on, or the held chief is gone
         elif kind in ("resumed", "rolled_back"):

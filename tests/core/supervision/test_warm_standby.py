@@ -32,11 +32,16 @@ def _ready_standby(run_dir, log_path):
         time.sleep(0.2)
 
 
-def _order(standby, run_dir, attempt: int = 1) -> int:
+def _order(standby, run_dir, log_path, attempt: int = 1) -> str:
+    """Give `standby` its order (attempt `attempt` of `run_dir`), wait for it to end and return
+    its log; AssertionError with the log if it failed."""
     order = {"argv": trainer_args(run_dir, attempt=attempt), "env": {}}
     standby.stdin.write((json.dumps(order) + "\n").encode())
     standby.stdin.close()
-    return standby.wait(timeout=600)
+    code = standby.wait(timeout=600)
+    log = log_path.read_text()
+    assert code == 0, f"the standby exited with {code}:\n{log}"
+    return log
 
 
 @pytest.fixture
@@ -56,12 +61,11 @@ def test_a_prepared_standby_trains_to_the_bit_as_a_cold_start(
     standby, ready = _ready_standby(run_dir, tmp_path / "standby.log")
     assert ready["prepared"] is True and ready["prepare_seconds"] > 0
 
-    assert _order(standby, run_dir) == 0
+    log = _order(standby, run_dir, tmp_path / "standby.log")
 
     seen = events.read_all(run_dir)
     [started] = of_kind(seen, "training_started")
     assert started["pid"] == standby.pid
-    log = (tmp_path / "standby.log").read_text()
     assert "standby: activated" in log and "starting cold" not in log
     # its warm-up step was undone: the run from step 0 is the cold run, every loss to the bit
     assert events.final_losses(seen) == baseline_losses
@@ -76,9 +80,9 @@ def test_a_standby_whose_run_changed_starts_cold_with_the_new_configuration(
     assert ready["prepared"] is True
     configmod.save(run_dir, configmod.load(run_dir).replace(steps=20))
 
-    assert _order(standby, run_dir) == 0
+    log = _order(standby, run_dir, tmp_path / "standby.log")
 
-    assert "configuration changed since it was built" in (tmp_path / "standby.log").read_text()
+    assert "configuration changed since it was built" in log
     seen = events.read_all(run_dir)
     [started] = of_kind(seen, "training_started")
     assert started["pid"] == standby.pid  # the same process, started over
