@@ -118,6 +118,7 @@ class FaultInjection:
         self.journal.emit("fault_injected", kind=kind, target=target,
                           step=self.state.last_step if step is None else step, source=source)
         for proc in victims:
+            proc.killed_by_fault = kind == "kill"
             proc.handle.signal(sig)
         self.release_hold("fault")  # after the signal: a killed chief takes no further step
         return True

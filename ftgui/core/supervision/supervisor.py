@@ -42,6 +42,8 @@ from ftgui.core.supervision.shared_state import Journal, SupervisionState
 from ftgui.core.supervision.task_launch import LOG_DIR, AttemptTasks
 from ftgui.core.supervision.training_process import TrainingProcess
 
+VICTIM_WAIT_SECONDS = 2.0  # how long another exit waits for a killed process's own
+
 
 def _shared(name: str, doc: str) -> property:
     """A public attribute of the supervisor kept in its `SupervisionState`."""
@@ -500,6 +502,8 @@ class Supervisor:
         """
         shared = self.shared
         proc.returncode = proc.handle.poll()
+        if not (proc.killed_by_fault or shared.settled):
+            self._record_kill_first()
         self._drain()  # a trainer writes why it failed (`training_error`) before it exits
         if not proc.is_chief and proc.role != "ps":
             # a worker's heartbeat lags up to a second; it runs the chief's global steps
@@ -542,6 +546,15 @@ class Supervisor:
             delay = self._recovery.schedule(self.config)
             self.journal.emit("recovery_scheduled", delay=delay, restart=self.restarts)
             shared.set_state("recovering", restart_words(self.restarts, delay))
+
+    def _record_kill_first(self) -> None:
+        """Record the exit of a process a Kill was sent to before another's (up to
+        VICTIM_WAIT_SECONDS each): the killed one decides the attempt, not a survivor that
+        lost contact with it and whose exit was seen first (Slurm reports exits by polling)."""
+        for victim in self.shared.processes:
+            if (victim.alive and victim.killed_by_fault
+                    and victim.handle.wait(VICTIM_WAIT_SECONDS) is not None):
+                self._on_exit(victim)
 
 
 __all__ = [

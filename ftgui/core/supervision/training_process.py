@@ -34,6 +34,7 @@ class TrainingProcess:
     restarts: int = 0
     rejoins: int = 0
     ended_by_supervisor: bool = False  # killed to clean up (cluster broken, run over, shutdown)
+    killed_by_fault: bool = False  # a Kill (the user's or scheduled) was sent to it
 
     role = _of("task", "role")
     index = _of("task", "index")

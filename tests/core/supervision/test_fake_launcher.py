@@ -246,6 +246,42 @@ def test_a_lost_worker_ends_its_cluster_through_the_handles(tmp_path):
     supervisor.shutdown()
 
 
+class LateExit(FakeTrainer):
+    """A task whose end its launcher reports only when waited for (Slurm's exits come by
+    polling the cluster)."""
+
+    def signal(self, sig: int, tree: bool = True) -> bool:
+        self.launcher.calls.append(("signal", self.pid, signal.Signals(sig).name, tree))
+        self.late = -sig
+        return True
+
+    def wait(self, timeout: float) -> int | None:
+        self.launcher.calls.append(("wait", self.pid))
+        self.code = getattr(self, "late", None)
+        return self.code
+
+
+def test_a_killed_worker_whose_exit_is_seen_late_still_decides_the_attempt(tmp_path):
+    """The survivor fails (lost contact) in the poll before the killed worker's exit is
+    reported: the killed worker's exit is recorded first and is the decisive one."""
+    run_dir = tmp_path / "run"
+    fake = FakeLauncher(run_dir.absolute())
+    supervisor = Supervisor(run_dir, launcher=fake)
+    supervisor.start(dataclasses.replace(CONFIG, strategy="multi-worker", workers=2,
+                                         auto_recover=False))
+    fake.handles[1].__class__ = LateExit
+    _poll_until(supervisor, lambda seen: _of(seen, "step"))
+
+    assert supervisor.kill("worker:1")
+    fake.handles[0].code = 1  # worker 0 lost contact with worker 1 and failed
+    seen = supervisor.poll()
+    exits = _of(seen, "process_exited")
+    assert [(e["index"], e.get("signal"), e.get("exit_code"), e["decisive"])
+            for e in exits] == [(1, 9, None, True), (0, None, 1, False)]
+    assert (supervisor.state, supervisor.reason) == ("killed", "worker 1 ended by SIGKILL")
+    supervisor.shutdown()
+
+
 def test_preempt_freeze_thaw_and_checkpoint_now_are_signals_to_the_handle(tmp_path):
     run_dir = tmp_path / "run"
     fake = FakeLauncher(run_dir.absolute())

@@ -40,5 +40,5 @@ def test_the_window_shows_the_slurm_job_through_a_kill_and_recovery(slurm_conf, 
     wait_for(qtbot, lambda: "COMPLETED" in label.text())
     second_job = re.search(r"job (\d+) COMPLETED", label.text()).group(1)
     assert second_job != first_job and label.text().startswith("finished")
-    assert "worker 1 lost (killed) at step 70" in window.log.toPlainText()
+    assert "worker 1 lost (killed) at step 70" in window.log.toPlainText(), window.log.toPlainText()
     window.grab().save(str(tmp_path / "slurm-window.png"))
