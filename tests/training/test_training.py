@@ -7,6 +7,8 @@ import contextlib
 import io
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -272,6 +274,28 @@ def test_digits_are_split_into_fixed_training_and_validation_sets():
     assert digits.x_train.dtype == np.float32 and digits.y_train.dtype == np.int32
     assert 0.0 <= digits.x_train.min() and digits.x_train.max() == 1.0
     assert np.array_equal(data.load("digits").y_val, digits.y_val)
+
+
+def test_digits_are_read_from_scikit_learns_file_as_load_digits_gives_them():
+    from sklearn.datasets import load_digits
+
+    images, target = data.digits()
+    expected = load_digits()
+    assert images.dtype == expected.images.dtype and target.dtype == expected.target.dtype
+    assert np.array_equal(images, expected.images) and np.array_equal(target, expected.target)
+
+
+@pytest.mark.tf
+def test_a_trainer_imports_keras_without_scikit_learn_and_ipython_and_a_user_still_can():
+    """Keras imports both only for extras no trainer uses (`ftgui.training._NotForKeras`)."""
+    script = ("import sys, ftgui.training, keras, keras.src.wrappers.fixes as fixes\n"
+              "print(sorted({'sklearn', 'IPython'} & set(sys.modules)), fixes.sklearn)\n"
+              "import sklearn.datasets\n"
+              "print(len(sklearn.datasets.load_digits().target))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[] None", "1797"]
 
 
 def test_a_users_npz_is_scaled_and_split(tmp_path):
