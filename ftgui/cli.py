@@ -305,7 +305,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     progress.prime(history)  # the summary then tells an earlier attempt's incident too
     stop = SignalStop(supervisor)
     try:
-        with _notice(args.quiet or not user_code.is_user_code(config),
+        with _notice(args.quiet or not user_code.is_user_code(config)
+                     or user_code.cached(config) is not None,  # passed before: no wait
                      "checking your model and dataset",
                      "a helper process imports TensorFlow, then tries a step, a save and a "
                      "restore"):

@@ -40,6 +40,25 @@ def _no_tensorflow_in_the_quick_suite(request):
                     pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _user_code_checks_kept_for_this_session(tmp_path_factory):
+    """Passed user-code checks are kept in a folder of this session (both xdist workers'),
+    not in the user's cache folder: a test sees the checks this session ran, and no other."""
+    from ftgui.core.settings import user_code
+
+    session = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' folders share a parent
+        session = session.parent
+    folder = session / "user-code-checks"
+    before = os.environ.get(user_code.CACHE_DIR_ENV)
+    os.environ[user_code.CACHE_DIR_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(user_code.CACHE_DIR_ENV, None)
+    else:
+        os.environ[user_code.CACHE_DIR_ENV] = before
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tf tests first, each file's in its order, then the quick ones: the two xdist workers
     then end on short tests and finish together (a training test collected last could leave

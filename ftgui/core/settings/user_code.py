@@ -184,14 +184,81 @@ class CheckResult:
                 f"{s.get('val', 0)} validation examples, input {tuple(s.get('input_shape', ()))}")
 
 
+# Settings the check does not read (run length, checkpoint cadence, faults, recovery, where
+# the processes run): a passed check stays valid when only these change. Any other setting,
+# including one added later, is part of the cache key.
+NOT_CHECKED = frozenset({
+    "steps", "checkpoint_every", "keep", "pace", "auto_recover", "max_restarts",
+    "restart_backoff", "warm_standby", "standbys_per_task", "max_standbys", "kill_at_step",
+    "preempt_at_step", "nan_at_step", "hang_at_step", "kill_in_save_at_step",
+    "kill_in_snapshot_at_step", "kill_after_seconds", "watchdog_seconds", "chaos_faults",
+    "chaos_kinds", "chaos_seed", "fault_target", "launcher", "slurm_partition", "slurm_nodes",
+    "slurm_tasks_per_node", "slurm_time_limit", "slurm_options"})
+CACHE_DIR_ENV = "FTGUI_CHECK_CACHE"  # where passed checks are kept (tests point it elsewhere)
+
+
+def cache_dir() -> Path:
+    """Where passed checks are kept: `$FTGUI_CHECK_CACHE`, else this user's cache folder
+    (`platformdirs.user_cache_path('ftgui') / 'user-code-checks'`)."""
+    from platformdirs import user_cache_path
+
+    return Path(os.environ.get(CACHE_DIR_ENV) or user_cache_path("ftgui") / "user-code-checks")
+
+
+def _trainer_fingerprint() -> str:
+    """SHA-256 of every source file of the training package (what the check runs)."""
+    digest = hashlib.sha256()
+    for path in sorted((Path(__file__).parents[2] / "training").rglob("*.py")):
+        digest.update(path.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(config, python: str = sys.executable) -> str:
+    """The key of a check's result: the settings it reads, the content hashes of the model
+    and dataset files (not of modules they import themselves), the Python that runs it and
+    ftgui's training code. Raises `OSError` when a named file cannot be read."""
+    checked = {k: v for k, v in config.to_dict().items() if k not in NOT_CHECKED}
+    parts = {"config": checked, "files": code_fingerprint(config), "python": python,
+             "trainer": _trainer_fingerprint()}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cached(config, python: str = sys.executable) -> CheckResult | None:
+    """The result of a check that passed before with the same key (`cache_key`), or None."""
+    try:
+        answer = json.loads((cache_dir() / f"{cache_key(config, python)}.json").read_text(
+            encoding="utf-8"))
+        return CheckResult(answer["summary"], answer["deterministic"],
+                           answer["nondeterministic_ops"], answer["reason"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remember(config, python: str, answer: dict) -> None:
+    """Keep a passed check's answer under its key (nothing when the folder is not writable)."""
+    try:
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{cache_key(config, python)}.json"
+        temporary = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+        temporary.write_text(json.dumps(answer), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
 def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
     """Check the run's user code in a helper process (imports, shapes and dtypes, outputs,
-    build under the strategy, one step twice from the same state).
+    build under the strategy, one step twice from the same state), unless the same check
+    passed before (`cached`: same settings, files and trainer); a passed check is kept.
 
     Raises `UserCodeError` (one line naming the user's file and line) when the code cannot
     train; its full traceback is then in `RUN/logs/check.log`, the only file written in RUN.
-    Takes seconds (the helper imports TensorFlow).
+    A refusal is never kept. Takes seconds (the helper imports TensorFlow) unless cached.
     """
+    known = cached(config, python)
+    if known is not None:
+        return known
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, "TF_CPP_MIN_LOG_LEVEL": "2"}
     done = subprocess.run(
         [python, "-m", "ftgui.training.helpers.check_user_code", json.dumps(config.to_dict())],
@@ -199,6 +266,7 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
     )
     answer = _last_json(done.stdout)
     if done.returncode == 0 and answer is not None and answer.get("ok"):
+        _remember(config, python, answer)
         return CheckResult(answer["summary"], answer["deterministic"],
                            answer["nondeterministic_ops"], answer["reason"])
     error = (answer or {}).get("error") or _fallback_error(done)

@@ -145,7 +145,8 @@ class RunController(QObject):
         """Start or resume the open run; raises the supervisor's errors unchanged."""
         if self.replay is not None:
             raise RuntimeError("a replay is read-only: open the run to resume it")
-        checking = config is not None and user_code.is_user_code(config)
+        checking = (config is not None and user_code.is_user_code(config)
+                    and user_code.cached(config) is None)  # passed before: no wait
         if checking:  # the helper process takes 10-30 s: say so before the window waits
             self.timer.stop()  # no tick may paint over the message meanwhile
             self.statusChanged.emit("checking your model and data in a helper process…")

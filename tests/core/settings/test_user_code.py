@@ -81,6 +81,54 @@ def test_a_resume_with_a_changed_model_file_is_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+# ---------------------------------------------------------------- passed checks are kept
+FAKE_CHECK = """import json, sys
+from pathlib import Path
+calls = Path(sys.argv[0]).with_name("calls")
+calls.write_text(calls.read_text() + "x" if calls.exists() else "x")
+config = json.loads(sys.argv[-1])
+if config["learning_rate"] == 0.5:
+    print(json.dumps({"ok": False, "error": "model: refused by the stand-in"}))
+    sys.exit(2)
+print(json.dumps({"ok": True, "summary": {"name": "net"}, "deterministic": True,
+                  "nondeterministic_ops": [], "reason": ""}))
+"""
+
+
+def test_a_passed_check_is_kept_until_a_setting_it_reads_or_a_file_changes(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setenv(user_code.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    helper = tmp_path / "fake" / "python"  # run as `python -m ... CONFIG`: counts its calls
+    helper.parent.mkdir()
+    helper.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'fake' / 'check.py'} "
+                      '"$@"\n')
+    helper.chmod(0o755)
+    (tmp_path / "fake" / "check.py").write_text(FAKE_CHECK)
+    module = tmp_path / "net.py"
+    module.write_text("def build(s, n): pass\n")
+    config = RunConfig(model=f"{module}:build", steps=60)
+
+    def calls_after(cfg) -> int:
+        user_code.check(cfg, tmp_path / "run", python=str(helper))
+        return len((tmp_path / "fake" / "calls").read_text())
+
+    assert calls_after(config) == 1
+    assert user_code.cached(config, str(helper)).summary == {"name": "net"}
+    # what the check does not read: the run's length, faults, recovery, the launcher
+    assert calls_after(config.replace(steps=500, kill_at_step=35, auto_recover=True,
+                                      launcher="slurm")) == 1
+    assert calls_after(config.replace(learning_rate=0.02)) == 2  # a setting it reads
+    module.write_text("def build(s, n): return None\n")
+    assert calls_after(config) == 3  # the model file changed
+    assert calls_after(config) == 3
+    refused = config.replace(learning_rate=0.5)
+    for expected in (4, 5):  # a refusal is never kept
+        with pytest.raises(user_code.UserCodeError, match="refused by the stand-in"):
+            calls_after(refused)
+        assert len((tmp_path / "fake" / "calls").read_text()) == expected
+    assert user_code.cached(refused, str(helper)) is None
+
+
 # ---------------------------------------------------------------- the check's refusals
 REFUSALS = {
     "syntax": ("bad.py", "import keras\n\ndef build(input_shape, num_classes)\n    return 1\n",
