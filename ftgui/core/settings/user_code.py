@@ -96,13 +96,23 @@ def is_user_code(config) -> bool:
             or config.dataset.partition(".py:")[1] == ".py:")
 
 
+_HASHED: dict[tuple[str, int, int], str] = {}  # (path, mtime ns, size) -> hex digest
+
+
 def sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's content."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Hex SHA-256 of a file's content. Computed once per path, modification time and size in
+    this process (a start hashes the model and dataset files for its record, the resume
+    check and the user-code check's key: a dataset of gigabytes is read once). Raises
+    `OSError`."""
+    stat = os.stat(path)
+    key = (os.fspath(Path(path).absolute()), stat.st_mtime_ns, stat.st_size)
+    if key not in _HASHED:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _HASHED[key] = digest.hexdigest()
+    return _HASHED[key]
 
 
 def code_fingerprint(config) -> dict:

@@ -81,6 +81,23 @@ def test_a_resume_with_a_changed_model_file_is_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_files_hash_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
+    import hashlib
+    import os
+
+    path = tmp_path / "data.npz"
+    path.write_bytes(b"a" * 1000)
+    reads = []
+    real = hashlib.sha256
+    monkeypatch.setattr(user_code.hashlib, "sha256", lambda: reads.append(1) or real())
+    first = user_code.sha256(path)
+    assert user_code.sha256(path) == first == real(b"a" * 1000).hexdigest()
+    assert len(reads) == 1
+    path.write_bytes(b"b" * 1000)  # the same size: the modification time tells
+    os.utime(path, ns=(1, 2))
+    assert user_code.sha256(path) == real(b"b" * 1000).hexdigest() and len(reads) == 2
+
+
 # ---------------------------------------------------------------- passed checks are kept
 FAKE_CHECK = """import json, sys
 from pathlib import Path
