@@ -12,8 +12,10 @@ Raising a priority back needs CAP_SYS_NICE (root) or an RLIMIT_NICE that allows 
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
+import time
 
 STANDBY_NICE = 10  # a standby's nice value until its order (weight 110 against 1024)
 
@@ -52,8 +54,21 @@ def restore(pid: int | None = None) -> bool:
 
 
 def _set_autogroup(nice: int, proc: str = "self") -> None:
-    try:
-        with open(f"/proc/{proc}/autogroup", "w", encoding="ascii") as handle:
-            handle.write(str(nice))
-    except FileNotFoundError:  # a kernel without autogroups
-        pass
+    """Set the nice value of process `proc`'s autogroup. Nothing where there is no autogroup to
+    set: a kernel without them (no file), or a session in the root task group, whose share the
+    kernel refuses to change (EINVAL, from `sched_group_set_shares`: seen on CI, whose processes
+    share one session). `PermissionError` where this process may not; one retry after 0.1 s for
+    EAGAIN (without CAP_SYS_ADMIN the kernel allows one autogroup change per 0.1 s)."""
+    for attempt in (1, 2):
+        try:
+            with open(f"/proc/{proc}/autogroup", "w", encoding="ascii") as handle:
+                handle.write(str(nice))
+            return
+        except FileNotFoundError:  # a kernel without autogroups
+            return
+        except OSError as error:
+            if error.errno == errno.EINVAL:
+                return
+            if error.errno != errno.EAGAIN or attempt == 2:
+                raise
+            time.sleep(0.1)
