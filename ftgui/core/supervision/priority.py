@@ -37,7 +37,8 @@ def lower(nice: int = STANDBY_NICE) -> None:
 
 def restore(pid: int | None = None) -> bool:
     """Put process `pid` (None: the calling one), every thread of it and its autogroup back at
-    nice 0; False when that is not allowed (it keeps its lower priority) or `pid` is gone."""
+    nice 0; False when that is not allowed or the kernel still refuses the autogroup change
+    after its retry (it keeps its lower priority: a standby trains on), or `pid` is gone."""
     proc = "self" if pid is None else str(pid)
     try:
         _set_autogroup(0, proc)
@@ -46,7 +47,7 @@ def restore(pid: int | None = None) -> bool:
                 os.setpriority(os.PRIO_PROCESS, int(tid), 0)
             except ProcessLookupError:  # a thread that just ended
                 pass
-    except PermissionError:
+    except (PermissionError, BlockingIOError):  # not allowed, or still rate-limited (EAGAIN)
         return False
     except (FileNotFoundError, ProcessLookupError):  # the process ended
         return pid is None

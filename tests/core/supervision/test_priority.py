@@ -71,6 +71,12 @@ def test_a_process_that_may_not_change_its_autogroup_is_not_restored(refusing):
     assert priority.restore() is False
 
 
+def test_a_restore_the_kernel_keeps_rate_limiting_says_false_and_raises_nothing(refusing):
+    fake = refusing(errno.EAGAIN, errno.EAGAIN)
+    assert priority.restore() is False  # the standby trains on, at its lower priority
+    assert fake.writes == 2
+
+
 def test_restore_sets_every_thread_to_nice_0_when_the_autogroup_answers_einval(refusing):
     refusing(errno.EINVAL)
     if os.getpriority(os.PRIO_PROCESS, 0) != 0 and not ROOT:
