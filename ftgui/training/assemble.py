@@ -57,17 +57,25 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
                                                  config.global_batch_size))
         return step
 
-    fault_hooks = FaultHooks(faults, events, REQUESTS, checkpoint.wait)
+    snapshot = _snapshots(state, config, run_dir, is_chief and runner is None, kill_inside,
+                          events)
+
+    def wait_for_writes() -> None:  # a planned kill or hold lands once both are written
+        checkpoint.wait()
+        for action in snapshot:
+            action.wait()
+
+    fault_hooks = FaultHooks(faults, events, REQUESTS, wait_for_writes)
     actions = [
         StepEvents(events, batches.epoch_of, is_chief, role, index),
         LossSummary(summaries, start_step, run_dir if is_chief else None),
         NanRollback(run_dir, events, summaries, restore_with_data_position, checkpoint.wait,
                     is_chief),
         checkpoint,
-        *_snapshots(state, config, run_dir, is_chief and runner is None, kill_inside, events),
+        *snapshot,
         # before the faults: a fault planned at the step of a hold lands once it is released
         Hold(planned_holds(faults.planned), run_dir, events, REQUESTS, role, index,
-             checkpoint.wait),
+             wait_for_writes),
         fault_hooks,
     ]
     if config.pace:  # last: a paced step is let go once every other action is done

@@ -29,8 +29,8 @@ class OneWriter:
     unnoticed.
     """
 
-    def __init__(self):
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
+    def __init__(self, name: str = "checkpoint"):
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
         self._future: concurrent.futures.Future | None = None
 
     def submit(self, job, *args) -> None:

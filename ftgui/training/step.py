@@ -70,6 +70,11 @@ class TrainState:
         )
         self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
         self._evaluate = tf.function(self._eval_logits)
+        # The plain step that also returns the whole state as one flat tensor (an in-memory
+        # snapshot's payload), and whether the next step is to be that one.
+        self._fused_step = None
+        self.state_output_next = False
+        self.last_state_output = None  # what the last such step returned: (nbytes,) uint8
         # A NaN may be injected (planned, or drawn by chaos): the poisoned step is traced
         # after the first step, not at the fault, whose step then took 2.5-3 s here and a
         # 3 s watchdog killed the trainer instead of letting it roll back (issue 24 trial).
@@ -90,6 +95,19 @@ class TrainState:
         restore(self.checkpoint, prefix)  # through a path TensorFlow does not glob
         self.optimizer.learning_rate = self.learning_rate  # assigns Adam's variable
         return self.global_step
+
+    def fuse_state_output(self, flat) -> None:
+        """Give the plain step (one-process strategies) a second form that, after the update
+        and the global step's increment, also returns `flat()` — a function of no arguments
+        that reads the whole state into one tensor (`actions.snapshot.StateBytes.flat`),
+        traced into the same graph. A step run while `state_output_next` is set is that form,
+        and leaves the tensor in `last_state_output`: a snapshot then costs no dispatch of its
+        own (CheckFreq, FAST '21, overlaps its snapshot with the step the same way). Only the
+        first call builds it: every `flat` of one state reads the same variables in the same
+        order."""
+        if self._fused_step is None:
+            self._fused_step = tf.function(
+                lambda x, y: (self._distributed_plain_step(x, y), flat()))
 
     def replica_step(self, x, y, scale=None):
         """One replica's forward, backward and update on its slice; returns its share of the
@@ -148,8 +166,13 @@ class TrainState:
         x = distribute(lambda ctx: local(ctx, x_global))
         y = distribute(lambda ctx: local(ctx, y_global))
         if not self.agrees_in_step:
-            step = self._poisoned_step if poison else self._plain_step
-            loss = float(step(x, y))
+            if self.state_output_next and self._fused_step is not None and not poison:
+                self.state_output_next = False
+                loss, self.last_state_output = self._fused_step(x, y)
+                loss = float(loss)
+            else:
+                step = self._poisoned_step if poison else self._plain_step
+                loss = float(step(x, y))
             if self._poison_to_trace:  # after a plain step: the model's variables exist
                 self._poison_to_trace = False
                 self._poisoned_step.get_concrete_function(x, y)  # traces; runs nothing

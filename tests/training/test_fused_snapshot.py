@@ -1,0 +1,133 @@
+"""The snapshot taken from the step's own output (issue 28): the plain step's second form returns
+the whole state after its update, the snapshot action uses it only when it holds the step it
+snapshots, and a large state is written on a thread whose error stops training."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.tf
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """(state, dataset, batches) of the default strategy's MLP, built once per module."""
+    return _build()
+
+
+def _build():
+    import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training.step import TrainState
+
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default")
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    batches = datamod.StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
+    return state, dataset, batches
+
+
+def _steps(trained, action, count: int) -> None:
+    from ftgui.training.actions import StepOutput
+
+    state, dataset, batches = trained
+    for _ in range(count):
+        step = state.global_step + 1
+        rows = batches.indices(step)
+        loss, _ = state.train_step(dataset.x_train[rows], dataset.y_train[rows])
+        action(StepOutput(step, loss))
+
+
+def _newest(run_dir):
+    from ftgui.core.checkpoints import snapshots
+
+    snapshot = snapshots.SnapshotFile.open(snapshots.snapshot_path(run_dir))
+    slot = snapshot.newest()
+    return slot, bytes(snapshot.payload(slot))
+
+
+def test_every_snapshot_step_returns_the_state_it_left_and_only_those_do(trained, tmp_path):
+    from ftgui.training.actions.snapshot import SnapshotAction, StateBytes
+
+    state = trained[0]
+    action = SnapshotAction(state, tmp_path, every=2)
+    try:
+        first = state.global_step
+        assert state.state_output_next == ((first + 1) % 2 == 0)
+        _steps(trained, action, 4)
+        assert (action.taken, action.fused) == (2, 2)
+        slot, payload = _newest(tmp_path)
+        assert slot.step == state.global_step
+        assert payload == StateBytes(state).read().tobytes()  # every bit, read apart
+        assert state.last_state_output is None  # handed on, not kept
+        assert state.state_output_next == ((state.global_step + 1) % 2 == 0)
+    finally:
+        action.close()
+    assert state.state_output_next is False  # a closed action arms no step
+
+
+def test_a_state_output_of_another_step_is_not_taken_for_this_one(trained, tmp_path):
+    from ftgui.training.actions.snapshot import SnapshotAction, StateBytes
+
+    state = trained[0]
+    action = SnapshotAction(state, tmp_path, every=1)
+    try:
+        _steps(trained, action, 1)
+        stale = StateBytes(state).flat()  # holds the step just taken
+        _steps(trained, action, 1)
+        state.last_state_output = stale
+        action.take(state.global_step, 0.5)  # the step after the one `stale` holds
+        slot, payload = _newest(tmp_path)
+        assert (slot.step, slot.loss) == (state.global_step, 0.5)
+        assert payload == StateBytes(state).read().tobytes()
+        assert (action.taken, action.fused) == (3, 2)
+    finally:
+        action.close()
+
+
+def test_a_large_state_is_written_on_the_writer_thread_whose_error_stops_training(
+        trained, tmp_path, monkeypatch):
+    from ftgui.training.actions import StepOutput, snapshot
+    from ftgui.training.actions.snapshot import SnapshotAction, StateBytes
+
+    monkeypatch.setattr(snapshot, "ASYNC_BYTES", 0)  # the MLP's state counts as large
+    state = trained[0]
+    action = SnapshotAction(state, tmp_path, every=1)
+    try:
+        assert action._writer is not None
+        _steps(trained, action, 3)
+        action.wait()
+        slot, payload = _newest(tmp_path)
+        assert slot.step == state.global_step
+        assert payload == StateBytes(state).read().tobytes()
+
+        def full(*args):
+            raise OSError(28, "No space left on device")
+
+        action.file.write = full
+        _steps(trained, action, 1)  # submitted; it fails on the thread
+        with pytest.raises(OSError, match="No space left"):
+            action.wait()
+            action(StepOutput(state.global_step + 1, 0.0))
+    finally:
+        action.file.write = lambda *args: None
+        action.close()
+
+
+def test_a_prepared_standby_has_traced_the_step_that_returns_the_state():
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import warm_standby
+    from ftgui.training.actions.snapshot import StateBytes
+
+    state, dataset, _ = _build()  # its own: no earlier test traced its steps
+    assert state._fused_step is None
+    before = StateBytes(state).read()
+    warm_standby.run_one_step_and_undo(state, dataset, RunConfig(strategy="default",
+                                                                 snapshot_every=1))
+    assert state._fused_step is not None
+    assert len(state._fused_step._list_all_concrete_functions_for_serialization()) == 1
+    assert (state.state_output_next, state.last_state_output) == (False, None)
+    assert (StateBytes(state).read() == before).all()  # both warm-up steps undone
