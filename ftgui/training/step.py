@@ -70,11 +70,11 @@ class TrainState:
         )
         self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
         self._evaluate = tf.function(self._eval_logits)
-        # The plain step that also returns the whole state as one flat tensor (an in-memory
-        # snapshot's payload), and whether the next step is to be that one.
+        # The plain step that also returns the whole state (an in-memory snapshot's
+        # payload), and whether the next step is to be that one.
         self._fused_step = None
         self.state_output_next = False
-        self.last_state_output = None  # what the last such step returned: (nbytes,) uint8
+        self.last_state_output = None  # what the last such step returned (a list of tensors)
         # A NaN may be injected (planned, or drawn by chaos): the poisoned step is traced
         # after the first step, not at the fault, whose step then took 2.5-3 s here and a
         # 3 s watchdog killed the trainer instead of letting it roll back (issue 24 trial).
@@ -96,18 +96,18 @@ class TrainState:
         self.optimizer.learning_rate = self.learning_rate  # assigns Adam's variable
         return self.global_step
 
-    def fuse_state_output(self, flat) -> None:
+    def fuse_state_output(self, read) -> None:
         """Give the plain step (one-process strategies) a second form that, after the update
-        and the global step's increment, also returns `flat()` — a function of no arguments
-        that reads the whole state into one tensor (`actions.snapshot.StateBytes.flat`),
+        and the global step's increment, also returns `read()` — a function of no arguments
+        that reads the whole state (`actions.snapshot.StateBytes.parts`: a list of tensors),
         traced into the same graph. A step run while `state_output_next` is set is that form,
         and leaves the tensor in `last_state_output`: a snapshot then costs no dispatch of its
         own (CheckFreq, FAST '21, overlaps its snapshot with the step the same way). Only the
-        first call builds it: every `flat` of one state reads the same variables in the same
+        first call builds it: every `read` of one state reads the same variables in the same
         order."""
         if self._fused_step is None:
             self._fused_step = tf.function(
-                lambda x, y: (self._distributed_plain_step(x, y), flat()))
+                lambda x, y: (self._distributed_plain_step(x, y), read()))
 
     def replica_step(self, x, y, scale=None):
         """One replica's forward, backward and update on its slice; returns its share of the

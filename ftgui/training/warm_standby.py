@@ -76,7 +76,7 @@ def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> 
     if config.snapshot_every and not state.saves_collectively:
         from ftgui.training.actions.snapshot import StateBytes
 
-        state.fuse_state_output(StateBytes(state).flat)
+        state.fuse_state_output(StateBytes(state).parts)
         state.state_output_next = True
         state.train_step(data.x_train[indices], data.y_train[indices])
         state.last_state_output = None

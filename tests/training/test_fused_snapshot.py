@@ -69,6 +69,29 @@ def test_every_snapshot_step_returns_the_state_it_left_and_only_those_do(trained
     assert state.state_output_next is False  # a closed action arms no step
 
 
+def test_the_values_a_step_returned_keep_that_step_while_the_next_steps_update(trained):
+    """They share the variables' buffers until an update: TensorFlow then copies (a read's
+    tensor is immutable), so a write still in flight copies the step it was given."""
+    from ftgui.training.actions.snapshot import StateBytes
+
+    state, dataset, batches = trained
+    state_bytes = StateBytes(state)
+    state.fuse_state_output(state_bytes.parts)
+    state.state_output_next = True
+    step = state.global_step + 1
+    rows = batches.indices(step)
+    state.train_step(dataset.x_train[rows], dataset.y_train[rows])
+    held = state_bytes.of_step(state.last_state_output, step)
+    assert held is not None and state_bytes.of_step(state.last_state_output, step + 1) is None
+    expected = state_bytes.read().tobytes()
+    for later in (step + 1, step + 2):
+        rows = batches.indices(later)
+        state.train_step(dataset.x_train[rows], dataset.y_train[rows])
+    assert state_bytes.read().tobytes() != expected  # the variables moved on ...
+    assert b"".join(a.tobytes() for a in held) == expected  # ... what the step gave did not
+    state.last_state_output = None
+
+
 def test_a_state_output_of_another_step_is_not_taken_for_this_one(trained, tmp_path):
     from ftgui.training.actions.snapshot import SnapshotAction, StateBytes
 
@@ -76,7 +99,7 @@ def test_a_state_output_of_another_step_is_not_taken_for_this_one(trained, tmp_p
     action = SnapshotAction(state, tmp_path, every=1)
     try:
         _steps(trained, action, 1)
-        stale = StateBytes(state).flat()  # holds the step just taken
+        stale = StateBytes(state).parts()  # holds the step just taken
         _steps(trained, action, 1)
         state.last_state_output = stale
         action.take(state.global_step, 0.5)  # the step after the one `stale` holds

@@ -91,6 +91,13 @@ def _checksum(step: int, length: int, loss: float, payload) -> int:
     return hasher.intdigest()
 
 
+def _bytes(part) -> np.ndarray:
+    """A bytes-like (bytes, memoryview, a numpy array of any dtype) as a flat uint8 array,
+    without a copy."""
+    return np.frombuffer(part, np.uint8) if not isinstance(part, np.ndarray) \
+        else part.reshape(-1).view(np.uint8)
+
+
 @dataclass(frozen=True)
 class Slot:
     """One buffer of a snapshot file: `step` (global step, -1 when being written or empty),
@@ -177,26 +184,32 @@ class SnapshotFile:
         return self._data[start:start + slot.length]
 
     def write(self, index: int, step: int, loss: float, payload) -> None:
-        """Write `payload` (a bytes-like of at most `capacity` bytes) as global step `step` with
-        its `loss` into slot `index`: invalidate, copy, header, checksum last."""
+        """Write `payload` as global step `step` with its `loss` into slot `index`: invalidate,
+        copy, header, checksum last. `payload`: a bytes-like, or a list of them (e.g. each
+        variable's bytes) written one after the other; at most `capacity` bytes in all."""
         offset = _slot_offset(index, self.capacity)
-        length = len(payload)
+        parts = [_bytes(part) for part in (payload if isinstance(payload, list) else [payload])]
+        length = sum(part.size for part in parts)
         struct.pack_into("<q", self._data, offset, -1)
-        start = offset + SLOT_HEADER.size
-        # numpy's copy lets go of the GIL (a memoryview's slice assignment holds it)
-        np.copyto(np.frombuffer(self._data, np.uint8, length, start),
-                  np.frombuffer(payload, np.uint8, length))
-        checksum = _checksum(step, length, loss, payload)
+        at = offset + SLOT_HEADER.size
+        hasher = xxhash.xxh3_64(SLOT_HEADER.pack(step, length, loss, 0)[:_CHECKSUM_OFFSET])
+        for part in parts:  # numpy's copy lets go of the GIL (a memoryview's slice assignment
+            target = np.frombuffer(self._data, np.uint8, part.size, at)  # holds it)
+            np.copyto(target, part)
+            hasher.update(target)  # the bytes just copied, still in the cache
+            at += part.size
         SLOT_HEADER.pack_into(self._data, offset, step, length, loss, 0)
-        struct.pack_into("<Q", self._data, offset + _CHECKSUM_OFFSET, checksum)
+        struct.pack_into("<Q", self._data, offset + _CHECKSUM_OFFSET, hasher.intdigest())
 
     def write_partial(self, index: int, payload, length: int) -> None:
         """What a process killed while copying leaves in slot `index`: invalidated, the first
-        `length` bytes of `payload` copied, no header and no checksum."""
+        `length` bytes of `payload` (as `write` takes it) copied, no header and no checksum."""
         offset = _slot_offset(index, self.capacity)
         struct.pack_into("<q", self._data, offset, -1)
         start = offset + SLOT_HEADER.size
-        self._data[start:start + length] = payload[:length]
+        whole = np.concatenate([_bytes(part) for part in (
+            payload if isinstance(payload, list) else [payload])])
+        self._data[start:start + length] = whole[:length].tobytes()
 
     def corrupt(self, index: int) -> None:
         """Flip one payload byte of slot `index` (for tests and demos of a torn snapshot)."""
