@@ -98,7 +98,8 @@ def test_the_scan_sees_a_text_open_without_encoding(tmp_path):
 def test_a_run_with_an_incident_finishes_under_a_non_utf8_console(tmp_path, environment,
                                                                   encoding):
     done = ftgui_under(environment, "train", tmp_path / "run", "--steps", "30",
-                       "--checkpoint-every", "10", "--kill-at-step", "15", "--auto-recover")
+                       "--checkpoint-every", "10", "--kill-at-step", "15", "--auto-recover",
+                       "--snapshot-every", "0")  # recovery from disk
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     assert b"Traceback" not in done.stderr
     lines = done.stdout.decode(encoding).splitlines()  # only what the console can show

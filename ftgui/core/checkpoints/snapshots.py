@@ -35,7 +35,6 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import xxhash
 
 MAGIC = b"FTGSNAP3"  # 1: no run path; 2: CRC-32 (such files are swept, never restored)
@@ -91,9 +90,11 @@ def _checksum(step: int, length: int, loss: float, payload) -> int:
     return hasher.intdigest()
 
 
-def _bytes(part) -> np.ndarray:
+def _bytes(part):
     """A bytes-like (bytes, memoryview, a numpy array of any dtype) as a flat uint8 array,
     without a copy."""
+    import numpy as np  # here: `ftgui --version` and the supervisor's reads need no numpy
+
     return np.frombuffer(part, np.uint8) if not isinstance(part, np.ndarray) \
         else part.reshape(-1).view(np.uint8)
 
@@ -187,6 +188,8 @@ class SnapshotFile:
         """Write `payload` as global step `step` with its `loss` into slot `index`: invalidate,
         copy, header, checksum last. `payload`: a bytes-like, or a list of them (e.g. each
         variable's bytes) written one after the other; at most `capacity` bytes in all."""
+        import numpy as np
+
         offset = _slot_offset(index, self.capacity)
         parts = [_bytes(part) for part in (payload if isinstance(payload, list) else [payload])]
         length = sum(part.size for part in parts)
@@ -207,6 +210,8 @@ class SnapshotFile:
         offset = _slot_offset(index, self.capacity)
         struct.pack_into("<q", self._data, offset, -1)
         start = offset + SLOT_HEADER.size
+        import numpy as np
+
         whole = np.concatenate([_bytes(part) for part in (
             payload if isinstance(payload, list) else [payload])])
         self._data[start:start + length] = whole[:length].tobytes()

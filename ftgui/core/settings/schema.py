@@ -316,7 +316,7 @@ class Settings:
         object_name="maxStandbysSpin", on_resume=FREE, unit="processes", low=0,
         high=MAX_TASKS, off="none")
     snapshot_every: int = setting(
-        10, help="Copy the whole training state into shared memory every this many steps, so "
+        1, help="Copy the whole training state into shared memory every this many steps, so "
         "that recovery from a process crash redoes at most that many steps (0: off; a lost "
         "machine still needs the disk checkpoints)",
         flag="--snapshot-every", label="Snapshot every", group="recovery",

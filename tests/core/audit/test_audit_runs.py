@@ -53,8 +53,8 @@ def test_the_built_in_model_recovers_exactly_from_every_fault(tmp_path, capsys):
                 and e["step"] == save["step"] and e["attempt"] == 0]
     # killed inside the snapshot of step N: its half-copied slot is not restored
     snapshot = next(f for f in summary["faults"] if f["name"] == "kill-in-snapshot")
-    # (with checkpoints every 20 steps its previous snapshot is also a checkpoint: from disk)
-    assert (snapshot["source"], snapshot["resumed_from"]) == ("disk", snapshot["step"] - 10)
+    # (snapshots every step, the default: the previous snapshot, one step back, beats disk)
+    assert (snapshot["source"], snapshot["resumed_from"]) == ("memory", snapshot["step"] - 1)
     assert summary["reference"]["checkpoints"] == 10
     assert "run 7 of 7: starting kill-in-snapshot" in out
 

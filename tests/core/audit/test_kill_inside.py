@@ -18,7 +18,7 @@ from ftgui.training.actions import StepOutput
 from ftgui.training.actions.fault_hooks import FaultHooks, Faults, KillInside
 from ftgui.training.signals import Requests
 
-AUDITED = RunConfig(steps=200, checkpoint_every=20)
+AUDITED = RunConfig(steps=200, checkpoint_every=20, snapshot_every=10)  # the plan's rules
 
 
 # ---------------------------------------------------------------- settings

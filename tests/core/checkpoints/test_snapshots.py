@@ -177,7 +177,8 @@ def test_random_kills_of_a_writer_never_leave_a_torn_snapshot(tmp_path):
         while True:
             step += 1
             payload = np.random.default_rng(step).integers(0, 256, {size}, dtype=np.uint8)
-            made.write(step % 2, step, float(step), payload)
+            for _ in range(10):  # a write (~1 ms) takes far less than making its payload
+                made.write(step % 2, step, float(step), payload)
     """)
     rng, torn_seen = random.Random(14), 0
     try:
@@ -269,8 +270,9 @@ def test_a_kill_at_250_resumes_from_memory_and_every_loss_equals_the_run_never_k
 @pytest.mark.tf
 def test_a_torn_newest_snapshot_restores_the_other_buffer_then_disk(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
-    assert cli.main(["train", str(run_dir), *FLAGS, "--kill-at-step", "250",
-                     "--quiet"]) != 0
+    # snapshots every 10 steps: the buffers hold 240 and 250 (every step: 249 and 250)
+    assert cli.main(["train", str(run_dir), *FLAGS, "--snapshot-every", "10",
+                     "--kill-at-step", "250", "--quiet"]) != 0
     path = snapshots.snapshot_path(run_dir)
     found = snapshots.SnapshotFile.open(path)
     newest = found.newest()
@@ -281,7 +283,8 @@ def test_a_torn_newest_snapshot_restores_the_other_buffer_then_disk(tmp_path, un
     assert snapshots.newest(run_dir).step == 240
 
     supervisor = Supervisor(run_dir)
-    supervisor.start(RunConfig(steps=400, checkpoint_every=100, kill_at_step=290), resume=True)
+    supervisor.start(RunConfig(steps=400, checkpoint_every=100, snapshot_every=10,
+                               kill_at_step=290), resume=True)
     seen = poll_until_done(supervisor)
     [resumed] = of_kind(seen, "resumed")
     assert (resumed["source"], resumed["from_step"]) == ("memory", 240)
@@ -291,7 +294,8 @@ def test_a_torn_newest_snapshot_restores_the_other_buffer_then_disk(tmp_path, un
     for index in range(2):
         data[_payload_start(index, found.capacity)] ^= 0xFF
     path.write_bytes(bytes(data))
-    supervisor.start(RunConfig(steps=400, checkpoint_every=100), resume=True)
+    supervisor.start(RunConfig(steps=400, checkpoint_every=100, snapshot_every=10),
+                     resume=True)
     seen = poll_until_done(supervisor)
     [resumed] = of_kind(seen, "resumed")
     assert (resumed["source"], resumed["from_step"]) == ("disk", 240)  # persisted from memory

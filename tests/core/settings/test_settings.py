@@ -21,7 +21,7 @@ DEFAULTS = {
     "learning_rate": 0.01, "steps": 2000, "checkpoint_every": 100, "keep": 5, "seed": 42,
     "pace": 0.0, "auto_recover": False, "max_restarts": 3, "restart_backoff": 1.0,
     "warm_standby": False, "standbys_per_task": 1, "max_standbys": 13,
-    "snapshot_every": 10,
+    "snapshot_every": 1,
     "kill_at_step": 0, "preempt_at_step": 0, "nan_at_step": 0, "hang_at_step": 0,
     "kill_in_save_at_step": 0, "kill_in_snapshot_at_step": 0,
     "kill_after_seconds": 0.0, "watchdog_seconds": 0.0, "chaos_faults": 0,

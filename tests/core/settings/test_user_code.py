@@ -18,7 +18,7 @@ from ftgui.core.settings import user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "resources" / "examples"
-SHORT = ["--steps", "60", "--checkpoint-every", "10"]
+SHORT = ["--steps", "60", "--checkpoint-every", "10", "--snapshot-every", "0"]  # from disk
 KILLED = [*SHORT, "--kill-at-step", "35", "--auto-recover", "--restart-backoff", "0"]
 
 

@@ -183,8 +183,8 @@ def test_a_real_crash_and_recovery_replays_as_it_opens_and_reports(tmp_path):
 
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), "--steps", "40", "--checkpoint-every", "10",
-                     "--kill-at-step", "25", "--auto-recover", "--restart-backoff", "0",
-                     "--quiet"]) == 0
+                     "--snapshot-every", "0", "--kill-at-step", "25", "--auto-recover",
+                     "--restart-backoff", "0", "--quiet"]) == 0
     now = FakeClock()
     clock = ReplayClock.from_run(run_dir, speed=1000, now=now)
     timeline = Timeline()
