@@ -153,4 +153,5 @@ def test_a_prepared_standby_has_traced_the_step_that_returns_the_state():
     assert state._fused_step is not None
     assert len(state._fused_step._list_all_concrete_functions_for_serialization()) == 1
     assert (state.state_output_next, state.last_state_output) == (False, None)
+    assert state._evaluate.experimental_get_tracing_count() == 1  # what a persist validates
     assert (StateBytes(state).read() == before).all()  # both warm-up steps undone
