@@ -179,7 +179,8 @@ def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = Fal
             "import": trained.get("import_seconds"), "setup": trained.get("setup_seconds"),
             "restore": resumed.get("restore_seconds"), "first_step": step["step"],
             "from_step": resumed.get("from_step"), "source": resumed.get("source", "disk"),
-            "persist": resumed.get("persist_seconds"),
+            "persist": next((e["save_seconds"] for e in events if e["event"] == "checkpoint_saved"
+                             and e.get("attempt") == 1 and e.get("source") == "memory"), None),
             "redone": fault["step"] - resumed.get("from_step", 0)}
 
 
@@ -427,8 +428,8 @@ def main() -> int:
     def show(rep, name, r):
         extra = ""
         if name in ("ftgui", "ftgui-memory"):
-            persist = f", persisted as a checkpoint in {r['persist']:.2f} s" if r["persist"] \
-                else ""
+            persist = (f", persisted as a checkpoint in {r['persist']:.2f} s on the writer thread"
+                       if r["persist"] else "")
             extra = (f"  ({r['source']}: {r['redone']} steps redone{persist}; from process_exited "
                      f"{r['from_exit']:.2f} s; exit seen "
                      f"{r['detected']:.2f}, new process {r['restart_spawn']:.2f}, "

@@ -202,8 +202,8 @@ def train(run_dir: Path, config, args, events) -> int:
                         optimizer_iterations=int(state.optimizer.iterations.numpy()),
                         restore_seconds=time.perf_counter() - restore_started)
             record_changes(run_dir, args.restore, config, events)
-    elif memory is not None:  # its checkpoint was just written with its data position
-        start = data_position(run_dir, memory, state.global_step, dataset, config)
+    elif memory is not None:  # its checkpoint is written once training runs
+        start = memory.position
     else:
         start = None
     if is_chief:
@@ -220,7 +220,7 @@ def train(run_dir: Path, config, args, events) -> int:
     try:
         loop = build_loop(state, dataset, config, run_dir, events, Faults(planned_faults(args)),
                           runner=runner, role=args.role, index=args.index, is_chief=is_chief,
-                          start=start, shadow=shadow)
+                          start=start, shadow=shadow, restored=memory)
     except ValueError as exc:  # e.g. a global batch larger than the training split
         return refuse(events, args, exc)
     events.emit("training_started", role=args.role, index=args.index, pid=os.getpid(),

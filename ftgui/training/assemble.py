@@ -24,14 +24,17 @@ from ftgui.training.summaries import TENSORBOARD_DIR, Summaries
 def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Path,
                events: EventWriter, faults: Faults, runner=None, role: str = "chief",
                index: int = 0, is_chief: bool = True,
-               start: DataPosition | None = None, shadow=None) -> TrainingLoop:
+               start: DataPosition | None = None, shadow=None,
+               restored=None) -> TrainingLoop:
     """The loop that trains `state` from its global step to `config.steps` in this process.
 
     Only the chief writes `step` events, checkpoints into `RUN/checkpoints`, validation and
     TensorBoard summaries; another worker writes heartbeats and saves into its scratch folder.
     `runner`: the step runner (default `SyncSteps`; `parameter_server.ScheduledSteps` for a
     coordinator). `start`: the data position at the restored step (default: step 0's);
-    `shadow`: the checkpoint's shadow copy if a warm standby built it. Raises
+    `shadow`: the checkpoint's shadow copy if a warm standby built it; `restored`: the
+    `restore.MemoryRestore` when the state came from the in-memory snapshot (its checkpoint
+    is written on the writer thread, and the new snapshot file starts with it). Raises
     ValueError when the global batch is larger than the training split.
 
     After each step the actions run in this order: step event or heartbeat, TensorBoard loss,
@@ -48,6 +51,8 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
     checkpoint = CheckpointAction(state, data, config, run_dir, events, summaries,
                                   batches.epoch_of, is_chief, role, index, batches, shadow,
                                   kill_inside)
+    if restored is not None:
+        checkpoint.persist(restored.step, restored.loss)
     kill_inside.wait_for_save = checkpoint.wait  # never from the writer thread: only a snapshot
 
     def restore_with_data_position(prefix: Path) -> int:  # a rollback: back to its position
@@ -58,7 +63,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         return step
 
     snapshot = _snapshots(state, config, run_dir, is_chief and runner is None, kill_inside,
-                          events)
+                          events, restored)
 
     def wait_for_writes() -> None:  # a planned kill or hold lands once both are written
         checkpoint.wait()
@@ -98,16 +103,20 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
 
 
 def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process: bool,
-               kill_inside: KillInside | None = None, events: EventWriter | None = None
-               ) -> list:
+               kill_inside: KillInside | None = None, events: EventWriter | None = None,
+               restored=None) -> list:
     """The in-memory snapshot action when `snapshot_every` asks for one and the state lives in
-    this one process (not a cluster's collective state)."""
+    this one process (not a cluster's collective state). A state `restored` from memory is
+    its first snapshot: until its checkpoint is on disk, that is where it survives a crash."""
     if not config.snapshot_every or not one_process or state.saves_collectively:
         return []
     from ftgui.training.actions.snapshot import SnapshotAction
 
     try:
-        return [SnapshotAction(state, run_dir, config.snapshot_every, kill_inside, events)]
+        action = SnapshotAction(state, run_dir, config.snapshot_every, kill_inside, events)
     except OSError as exc:  # e.g. a small /dev/shm: train on, with the disk checkpoints only
         print(f"in-memory snapshots are off: {exc}", flush=True)
         return []
+    if restored is not None:
+        action.take(restored.step, restored.loss, restored=True)
+    return [action]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import tensorflow as tf
 
@@ -99,11 +100,23 @@ def record_changes(run_dir: Path, restore: str, config, events) -> None:
               f"{change.step}", flush=True)
 
 
-def restore_memory(state, dataset, config, run_dir: Path, args, events) -> str | None:
-    """Restore the newest consistent in-memory snapshot, persist it as a checkpoint and say so
-    (`resumed` with `source: memory`); its checkpoint path, or None when there is no usable
-    snapshot (the line why is printed; `--restore` is taken instead)."""
-    from ftgui.training.actions.snapshot import persist, restore_snapshot
+class MemoryRestore(NamedTuple):
+    """A state restored from the in-memory snapshot of global step `step` (of loss `loss`),
+    its data position after that step, and `path`: the checkpoint (relative to RUN) it is
+    persisted as, by the checkpoint action's writer thread (`CheckpointAction.persist`)."""
+
+    step: int
+    loss: float
+    position: object  # data.DataPosition
+    path: str
+
+
+def restore_memory(state, dataset, config, run_dir: Path, args, events) -> MemoryRestore | None:
+    """Restore the newest consistent in-memory snapshot and say so (`resumed` with `source:
+    memory`); None when there is no usable snapshot (the line why is printed; `--restore` is
+    taken instead). Its checkpoint is written off the step path: persisting it here cost
+    0.35-0.42 s of every recovery from memory (bench_recovery, 2026-12-02)."""
+    from ftgui.training.actions.snapshot import restore_snapshot
 
     began = time.perf_counter()
     try:
@@ -113,13 +126,12 @@ def restore_memory(state, dataset, config, run_dir: Path, args, events) -> str |
         return None
     restore_seconds = time.perf_counter() - began
     position = memory_position(run_dir, step, dataset, config)
-    path = persist(state, dataset, config, run_dir, events, loss, position.epoch, position)
+    path = f"{listing.CHECKPOINT_DIR}/{listing.PREFIX}-{step}"
     events.emit("resumed", from_step=step, checkpoint=path, source="memory",
                 optimizer_iterations=int(state.optimizer.iterations.numpy()),
-                restore_seconds=restore_seconds,
-                persist_seconds=time.perf_counter() - began - restore_seconds)
-    print(f"restored step {step} from memory; saved as {path}", flush=True)
-    return path
+                restore_seconds=restore_seconds)
+    print(f"restored step {step} from memory; saving it as {path}", flush=True)
+    return MemoryRestore(step, loss, position, path)
 
 
 def memory_position(run_dir: Path, step: int, dataset, config):

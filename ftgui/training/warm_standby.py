@@ -60,8 +60,7 @@ def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> 
     function) and, when `warm_restore` names a checkpoint prefix, restore it (the first restore of a
     process costs several times the next ones); with in-memory snapshots on, run it again in the
     form that also returns the state (`TrainState.fuse_state_output`: tracing it after the order
-    cost the first snapshot step ~0.3 s for the MLP) and trace the validation a restore from
-    memory runs; then assign every variable (model, optimizer
+    cost the first snapshot step ~0.3 s for the MLP); then assign every variable (model, optimizer
     slots and iterations, the object graph's others, global step) its value from before, so the
     state is exactly what it was built as. A warm-up restore that fails is ignored: the order's
     own restore will report it. Raises ValueError when a variable cannot be snapshotted."""
@@ -81,9 +80,6 @@ def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> 
         state.state_output_next = True
         state.train_step(data.x_train[indices], data.y_train[indices])
         state.last_state_output = None
-        # a restore from memory validates the state it persists: traced now (~0.2 s for the
-        # ResNet), not after the order
-        state.evaluate(data.x_val, data.y_val)
     if warm_restore is not None:
         try:
             state.restore(warm_restore)

@@ -153,5 +153,23 @@ def test_a_prepared_standby_has_traced_the_step_that_returns_the_state():
     assert state._fused_step is not None
     assert len(state._fused_step._list_all_concrete_functions_for_serialization()) == 1
     assert (state.state_output_next, state.last_state_output) == (False, None)
-    assert state._evaluate.experimental_get_tracing_count() == 1  # what a persist validates
     assert (StateBytes(state).read() == before).all()  # both warm-up steps undone
+
+
+def test_a_state_restored_from_memory_is_the_first_snapshot_of_the_new_file(trained, tmp_path):
+    """Its checkpoint is written on the writer thread once training runs: until then the
+    snapshot file must hold it, or a crash meanwhile would lose it."""
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training.assemble import _snapshots
+    from ftgui.training.restore import MemoryRestore
+
+    state = trained[0]
+    [action] = _snapshots(state, RunConfig(strategy="default"), tmp_path, True,
+                          restored=MemoryRestore(state.global_step, 0.25, None, "x"))
+    try:
+        action.wait()
+        slot, _ = _newest(tmp_path)
+        assert (slot.step, slot.loss) == (state.global_step, 0.25)
+        assert action.fused == 0  # read, not a step's output
+    finally:
+        action.close()

@@ -116,6 +116,7 @@ class CheckpointAction(Action):
             )
         self.last_saved = -1
         self._warmed = False
+        self._persist: tuple[int, dict] | None = None  # a restored state's checkpoint to write
 
     def ran(self, steps: range) -> None:
         if self.writer is None:
@@ -127,7 +128,29 @@ class CheckpointAction(Action):
             # From this thread, which lives as long as the process: the clerk's parent-death
             # signal follows the thread that started it.
             self.clerk.start()
-            self.writer.submit(self.shadow.warm_up, self.data.x_val)
+            self.writer.submit(self._warm_up_and_persist, self._persist)
+            self._persist = None
+
+    def persist(self, step: int, loss: float) -> None:
+        """The state was restored from the in-memory snapshot of global step `step` (of loss
+        `loss`): save it as checkpoint `ckpt-<step>` marked `"source": "memory"`. Its copy is
+        taken now, before the first step; the writer thread writes, validates and records it
+        once training runs (as CheckFreq and Gemini persist in the background). Where this
+        process writes on the step path (a cluster's saves), it is saved at once."""
+        self.last_saved = step
+        fields = {"loss": loss, "time": time.time(), "epoch": self.epoch_of(step),
+                  "requested": False, "position": self.batches.position_after(step),
+                  "source": "memory"}
+        if self.writer is None:
+            self._complete_save(step, fields, time.perf_counter())
+            return
+        self.shadow.take_eagerly()
+        self._persist = (step, fields)
+
+    def _warm_up_and_persist(self, persist: tuple[int, dict] | None) -> None:
+        self.shadow.warm_up(self.data.x_val)
+        if persist is not None:
+            self._complete_save(*persist, None, 0.0)
 
     def __call__(self, output: StepOutput) -> None:
         if due(output.step, self.config.checkpoint_every, self.config.steps):
@@ -152,6 +175,9 @@ class CheckpointAction(Action):
         return Exit(exitcodes.PREEMPTED)
 
     def end(self, output: StepOutput) -> None:
+        if self._persist is not None:  # restored at the last step: no step ran
+            self._warm_up_and_persist(self._persist)
+            self._persist = None
         self.wait()
 
     def close(self) -> None:
@@ -233,7 +259,7 @@ class CheckpointAction(Action):
         if self.clerk is not None:
             # metadata (which makes the checkpoint valid), retention and the state file
             try:
-                self.clerk.finish(step, files, {**record,
+                self.clerk.finish(step, files, {**record, **_source(fields),
                                                 "data_position": fields["position"].to_dict()})
             except ClerkError as exc:
                 if exc.files is not None:  # valid: what failed came after its metadata
@@ -242,7 +268,7 @@ class CheckpointAction(Action):
                 raise
         else:
             listing.write_metadata(
-                prefix, files, **record,
+                prefix, files, **record, **_source(fields),
                 **run_record(self.config, self.state, self.data, fields["position"],
                              self.variables),
                 **self.user_code_fields)
@@ -258,7 +284,7 @@ class CheckpointAction(Action):
                          path=f"{listing.CHECKPOINT_DIR}/{listing.PREFIX}-{step}",
                          loss=fields["loss"], size=size, save_seconds=save_seconds,
                          stall_seconds=stall_seconds, requested=fields["requested"],
-                         background=self.shadow is not None)
+                         background=self.shadow is not None, **_source(fields))
 
     def _remove_scratch(self) -> None:
         if not self.is_chief:
@@ -273,6 +299,11 @@ class CheckpointAction(Action):
         for prefix in map(Path, dropped):
             if not listing.tf_files(prefix.parent, int(prefix.name.rsplit("-", 1)[1])):
                 listing.meta_path(prefix).unlink(missing_ok=True)
+
+
+def _source(fields: dict) -> dict:
+    """`{"source": "memory"}` for the checkpoint of a state restored from memory, else {}."""
+    return {"source": fields["source"]} if "source" in fields else {}
 
 
 def checkpoint_fields(config, run_dir: Path) -> dict:

@@ -7,8 +7,9 @@ file in shared memory (`ftgui.core.checkpoints.snapshots`: two slots written in 
 last). The data position is a function of the step, so this is everything an exact resume needs. A
 killed trainer leaves the file behind; the supervisor sees a snapshot newer than the newest valid
 checkpoint and starts the next trainer with `--restore-snapshot`, which loads it
-(`restore_snapshot`) and persists it at once as a regular checkpoint marked `"source": "memory"`
-(`persist`).
+(`restore_snapshot`), makes it the first snapshot of its own file, and persists it as a regular
+checkpoint marked `"source": "memory"` on its checkpoint writer thread
+(`CheckpointAction.persist`).
 
 The state is read inside the step itself: the plain step's second form
 (`TrainState.fuse_state_output`) returns every variable's value next to the loss (values that
@@ -32,8 +33,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from ftgui.core.checkpoints import listing, snapshots
-from ftgui.core.checkpoints.state_file import point_state_file
+from ftgui.core.checkpoints import snapshots
 from ftgui.core.supervision.fault_plan import KILL_IN_SNAPSHOT
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.checkpoint_writer import OneWriter
@@ -81,8 +81,11 @@ class StateBytes:
             parts.append(tf.reshape(value, [-1]))
         return tf.concat(parts, axis=0)
 
-    def read(self) -> np.ndarray:
-        """The state now, (nbytes,) uint8."""
+    def read(self, eagerly: bool = False) -> np.ndarray:
+        """The state now, (nbytes,) uint8; `eagerly`: without tracing the read (a read made
+        once, before the first step, would wait for its trace)."""
+        if eagerly:
+            return self.flat().numpy()
         if self._read_traced is None:
             self._read_traced = self._read.get_concrete_function()
         return self._read_traced().numpy()
@@ -177,19 +180,21 @@ class SnapshotAction(Action):
         self.arm(output.step)
         return None
 
-    def take(self, step: int, loss: float) -> None:
+    def take(self, step: int, loss: float, restored: bool = False) -> None:
         """Copy the state (which holds global step `step`, of loss `loss`) into the slot not
         holding the newest snapshot: the state the step returned when it holds `step`, else
-        one read now."""
+        one read now. `restored`: the state restored from memory before any step (read
+        without tracing, `StateBytes.read`; no kill inside a snapshot lands there)."""
         began = time.perf_counter()
         payload = self.state_bytes.of_step(getattr(self.state, "last_state_output", None), step)
         if payload is None:
-            payload = self.state_bytes.read()
+            payload = self.state_bytes.read(eagerly=restored)
         else:
             self.fused += 1
         if self._fuses:
             self.state.last_state_output = None
-        if self.kill_inside is not None and self.kill_inside.planned(KILL_IN_SNAPSHOT, step):
+        if not restored and self.kill_inside is not None \
+                and self.kill_inside.planned(KILL_IN_SNAPSHOT, step):
             self.wait()
             self.kill_inside.wait_for_save()
             self.file.write_partial(self._slot, payload, len(payload) // 2)
@@ -249,38 +254,3 @@ def restore_snapshot(state, run_dir: Path) -> tuple[int, float]:
         raise LookupError(f"snapshot slot says step {slot.step}, its state {held}")
     state_bytes.load(payload)
     return slot.step, slot.loss
-
-
-def persist(state, data, config, run_dir: Path, events, loss: float, epoch: int,
-            position=None) -> str:
-    """Save the state restored from memory as checkpoint `ckpt-<step>` at once, validated
-    and with metadata `"source": "memory"`, and report it (`validation`, `checkpoint_saved`
-    with `source`); `position` (a `data.DataPosition`) is recorded as the checkpoint's data
-    position. Returns its path relative to RUN. Raises `tf.errors.OpError`/OSError when
-    it cannot be written."""
-    step = state.global_step
-    directory = listing.checkpoint_dir(run_dir)
-    prefix = directory / f"{listing.PREFIX}-{step}"
-    listing.meta_path(prefix).unlink(missing_ok=True)
-    listing.damage_path(prefix).unlink(missing_ok=True)
-    began = time.perf_counter()
-    _ = state.checkpoint.save_counter  # as in every other checkpoint's files
-    directory.mkdir(parents=True, exist_ok=True)
-    state.checkpoint.write(str(listing.tf_path(prefix)))
-    save_seconds = time.perf_counter() - began
-    val_loss, val_accuracy = state.evaluate(data.x_val, data.y_val)
-    events.emit("validation", step=step, val_loss=val_loss, val_accuracy=val_accuracy)
-    listing.write_metadata(
-        prefix, loss=loss, val_loss=val_loss, val_accuracy=val_accuracy, time=time.time(),
-        epoch=epoch, strategy=config.strategy,
-        replicas=state.strategy.num_replicas_in_sync,
-        global_batch_size=config.global_batch_size, source="memory",
-        **({"data_position": position.to_dict()} if position is not None else {}),
-    )
-    size = sum(p.stat().st_size for p in listing.tf_files(directory, step))
-    relpath = f"{listing.CHECKPOINT_DIR}/{prefix.name}"
-    events.emit("checkpoint_saved", step=step, path=relpath, loss=loss, size=size,
-                save_seconds=save_seconds, stall_seconds=time.perf_counter() - began,
-                requested=False, background=False, source="memory")
-    point_state_file(directory, listing.keep_newest(directory, config.keep, step))
-    return relpath
