@@ -101,7 +101,7 @@ class TrainState:
         and the global step's increment, also returns `read()` — a function of no arguments
         that reads the whole state (`actions.snapshot.StateBytes.parts`: a list of tensors),
         traced into the same graph. A step run while `state_output_next` is set is that form,
-        and leaves the tensor in `last_state_output`: a snapshot then costs no dispatch of its
+        and leaves the tensors in `last_state_output`: a snapshot then costs no dispatch of its
         own (CheckFreq, FAST '21, overlaps its snapshot with the step the same way). Only the
         first call builds it: every `read` of one state reads the same variables in the same
         order."""
