@@ -61,8 +61,9 @@ def standby_ready(run_dir: Path) -> bool:
     return any(e["event"] == "standby_ready" for e in read_events(run_dir))
 
 
-def one_run(app, folder: Path, standby: bool, kill_at: int, warm_up: float) -> dict:
-    """One start, kill and automatic recovery in a fresh window; the figures of it."""
+def window_at_defaults(folder: Path, **changes):
+    """A fresh `MainWindow` at 1280x720, shown, its settings in `folder/s.ini`, its run
+    folder `folder/run`, the panel at the window's defaults with `changes` applied."""
     from PySide6.QtCore import QSettings
 
     from ftgui.qt.window.main_window import MainWindow
@@ -70,12 +71,16 @@ def one_run(app, folder: Path, standby: bool, kill_at: int, warm_up: float) -> d
     window = MainWindow(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
     window.resize(1280, 720)
     window.show()
-    run_dir = folder / "run"
-    window.panel.run_dir_edit.setText(str(run_dir))
+    window.panel.run_dir_edit.setText(str(folder / "run"))
     window.panel.run_dir_edit.editingFinished.emit()
-    config = window.panel.config()
-    window.panel.set_config(dataclasses.replace(config, auto_recover=True, warm_standby=standby,
-                                                steps=20_000))
+    window.panel.set_config(dataclasses.replace(window.panel.config(), **changes))
+    return window
+
+
+def one_run(app, folder: Path, standby: bool, kill_at: int, warm_up: float) -> dict:
+    """One start, kill and automatic recovery in a fresh window; the figures of it."""
+    window = window_at_defaults(folder, auto_recover=True, warm_standby=standby, steps=20_000)
+    run_dir = folder / "run"
     try:
         window.start_button.click()
         timeline = window.controller.timeline

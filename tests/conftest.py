@@ -339,3 +339,55 @@ def slurm_conf() -> Path:
     if out.returncode != 0 or not out.stdout.strip():
         unavailable(f"sinfo fails ({out.stderr.strip() or 'no nodes'})")
     return Path(conf)
+
+
+FAKE_SPARE = """#!{python}
+import json, os, sys, time
+from pathlib import Path
+from ftgui.core.record.events import emit
+from ftgui.core.settings import config as configmod
+from ftgui.core.supervision.standby import config_fingerprint
+from ftgui.training.__main__ import _log_to
+folder = Path(sys.argv[-1])
+if os.environ.get("FAKE_SPARE_DIES"):
+    sys.exit(3)
+while os.environ.get("FAKE_SPARE_HOLD") and not Path(os.environ["FAKE_SPARE_HOLD"]).exists():
+    time.sleep(0.01)
+print("fake spare: built", flush=True)
+emit(folder, "standby_ready", -1, pid=os.getpid(), prepared=True,
+     prepared_for=config_fingerprint(configmod.load(folder).to_dict()))
+line = sys.stdin.readline()
+if line.strip():
+    order = json.loads(line)
+    if order.get("log"):
+        _log_to(Path(order["log"]))
+    print("fake spare: ordered", flush=True)
+    (Path(os.environ["FAKE_ORDERS"]) / f"{{os.getpid()}}.json").write_text(line)
+"""
+
+
+@pytest.fixture
+def spare(tmp_path, monkeypatch):
+    """A `SpareTrainer` whose interpreter is a script that behaves like a prepared standby
+    (`FAKE_SPARE`: no TensorFlow); its orders go to tmp/orders/<pid>.json."""
+    from ftgui.core.supervision.spare import SpareTrainer
+
+
+    fake = tmp_path / "fake-python"
+    fake.write_text(FAKE_SPARE.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "orders").mkdir()
+    monkeypatch.setenv("FAKE_ORDERS", str(tmp_path / "orders"))
+    made = SpareTrainer(tmp_path / "spares", python=str(fake))
+    yield made
+    made.dismiss()
+
+
+def until_spare_ready(spare, count: int = 1) -> None:
+    """Wait until `count` spares of `spare` (a `SpareTrainer`, kept by calling its `keep`
+    with the settings it has) have read their `standby_ready`; AssertionError with a log if
+    one died first. The suite's per-test timeout bounds the wait."""
+    while spare.ready() < count:
+        for one in spare.spares:
+            assert one.popen.poll() is None, (one.folder / "spare.log").read_text()
+        time.sleep(0.02)

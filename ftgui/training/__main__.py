@@ -265,7 +265,9 @@ def standby(run_dir: Path) -> int:
     for one order.
 
     The order is one JSON line on stdin, `{"argv": [...], "env": {...}}`: the arguments of
-    `main` and the environment (TF_CONFIG, …) of the process it replaces. A prepared standby
+    `main` and the environment (TF_CONFIG, …) of the process it replaces; a spare trainer's
+    (`ftgui.core.supervision.spare`, whose `run_dir` is a scratch folder) also has `"log"`,
+    the run's log file it writes to from then on. A prepared standby
     only restores and trains; one whose run's configuration changed since it was built
     replaces itself (same pid) by a cold trainer — correctness first. EOF without an order
     (the supervisor dismissed it or died) ends it quietly.
@@ -310,11 +312,14 @@ def standby(run_dir: Path) -> int:
     order = json.loads(line)
     if not priority.restore():  # started niced only where it may raise itself back
         print("standby: cannot take back the trainer's CPU priority", flush=True)
+    if order.get("log"):  # a spare trainer: its folder is not the run's
+        _log_to(Path(order["log"]))
     os.environ.update(order.get("env", {}))
     if member and prepared:
         os.environ["TF_CONFIG"] = own_tf_config  # the cluster its strategy has formed
+    ordered_dir = parse_args(order["argv"]).run_dir  # the run's folder: a spare's is its own
     if _WARM is not None and (_WARM.failed
-                              or _config_dict(configmod, run_dir) != _WARM.config):
+                              or _config_dict(configmod, ordered_dir) != _WARM.config):
         print("standby: " + ("its preparation failed" if _WARM.failed else
                              "the run's configuration changed since it was built")
               + ": starting cold", flush=True)
@@ -322,6 +327,16 @@ def standby(run_dir: Path) -> int:
     _T0 = time.perf_counter()  # nothing of the import is on this attempt's critical path
     print(f"standby: activated as {' '.join(order['argv'][1:])}", flush=True)
     return main(order["argv"])
+
+
+def _log_to(path: Path) -> None:
+    """Send this process's stdout and stderr (file descriptors 1 and 2) to `path`, appended."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def _config_dict(configmod, run_dir: Path) -> dict | None:

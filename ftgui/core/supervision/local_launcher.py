@@ -148,6 +148,16 @@ class LocalLauncher:
     def end_attempt(self) -> None:
         self._members = {}
 
+    def adopt_standby(self, handle) -> None:
+        """Take in a spare trainer (`spare.SpareHandle`) as the next task's standby
+        (`StandbyPool.adopt`); a run in its own network namespace ends it instead (the spare
+        was started outside it)."""
+        if self._namespace is not None:
+            kill_tree(handle.popen.pid)
+            handle.popen.wait()
+            return
+        self._pool.adopt(handle)
+
     def keep_standbys(self, config, tasks: int) -> None:
         """`config.standbys_per_task` standbys per task, at most `config.max_standbys` (one
         started per call); a standby cluster only when all its members fit under that cap

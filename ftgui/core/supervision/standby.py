@@ -90,6 +90,7 @@ class StandbyPool:
         self._prepared: dict[int, str] = {}  # pid -> fingerprint of the config it built for
         self._born: dict[int, float] = {}  # pid -> Unix time it was started
         self._low: set[int] = set()  # pids started at priority.STANDBY_NICE, not raised since
+        self._adopted: set[int] = set()  # pids of spares (`spare.SpareHandle`) taken in
         self.namespace = None  # the run's loopback-only network namespace, where standbys start
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
@@ -104,6 +105,23 @@ class StandbyPool:
         seconds since it was started, None when not one of this pool's)."""
         born = self._born.get(pid)
         return pid in self._ready, None if born is None else max(time.time() - born, 0.0)
+
+    def adopt(self, handle) -> Path:
+        """Take in a spare trainer (`spare.SpareHandle`, ready and prepared) as the first
+        standby to get an order. Its log so far is written to a new `standby-<n>.log` of this
+        pool's log folder, and its order tells it to go on there. Returns that log's path."""
+        self._started += 1
+        log_path = self.log_dir / f"standby-{self._started}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_bytes(handle.log)
+        pid = handle.popen.pid
+        self._born[pid] = handle.born
+        self.mark_ready(pid, handle.prepared_for)
+        self._adopted.add(pid)
+        if handle.low:  # raised with the pool's own when the attempt trains
+            self._low.add(pid)
+        self.standbys.insert(0, (handle.popen, log_path))
+        return log_path
 
     def keep_cluster(self, workers: int, low: bool = False) -> None:
         """Keep one standby cluster of `workers` MultiWorkerMirroredStrategy workers on fresh
@@ -195,17 +213,20 @@ class StandbyPool:
     def hand_order(self, args: list[str], env: dict[str, str]):
         """Give `args` (the trainer's arguments) and `env` to a waiting standby.
 
-        Ready ones (TensorFlow imported) go first; one still importing beats a cold start.
+        Ready ones (TensorFlow imported) go first; one still importing beats a cold start. An
+        adopted spare's order also names its log (`"log"`), where it sends its output from then on.
         Returns (its process, its log path), or (None, None) when no standby is left.
         """
-        order = (json.dumps({"argv": args, "env": env}) + "\n").encode()
         self.standbys.sort(key=lambda item: item[0].pid not in self._ready)
         while self.standbys:
             popen, log_path = self.standbys.pop(0)
             if popen.poll() is not None:
                 continue
+            order = {"argv": args, "env": env}
+            if popen.pid in self._adopted:  # a spare: its output went to its own folder
+                order["log"] = str(log_path)
             try:
-                popen.stdin.write(order)
+                popen.stdin.write((json.dumps(order) + "\n").encode())
                 popen.stdin.close()
             except OSError:  # it died in between: try the next one
                 kill_tree(popen.pid)

@@ -139,6 +139,7 @@ class Supervisor:
         self._pending: list[dict] = []
         self._first_launch = True  # the next launch is the first of a start
         self._folder_lost = ""  # why the run folder it started the run in is gone ('' while not)
+        self.spare = None  # a `spare.SpareTrainer` whose spares a start adopts (the window's)
         config = lambda: self.config  # noqa: E731 - read when used: it changes with a start
         self.tasks = AttemptTasks(self.run_dir, self.shared, self.journal, self.launcher,
                                   self._faults, config, self._on_exit, self._drain)
@@ -289,6 +290,7 @@ class Supervisor:
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
         self._first_launch = True  # of this start: says once that its ports are open
+        self._adopt_spare(config)
         # The in-memory snapshot records no settings: a resume that changes one that applies
         # from the resume step (learning rate, batch size) restores from disk, where the change
         # is checked, applied and recorded.
@@ -300,6 +302,15 @@ class Supervisor:
         if self.user_check is not None and not self.user_check.deterministic:
             self.journal.emit("determinism_warning", reason=self.user_check.reason,
                        ops=self.user_check.nondeterministic_ops)
+
+    def _adopt_spare(self, config: RunConfig) -> None:
+        """Give the launcher the spare trainers built for exactly `config`, if there are some
+        and the launcher takes standbys in (`LocalLauncher.adopt_standby`): the attempt's
+        chief is then one of them, its state already built and its step traced, and the
+        others are its standbys."""
+        adopt = getattr(self.launcher, "adopt_standby", None)
+        for handle in self.spare.take(config) if self.spare is not None and adopt else []:
+            adopt(handle)
 
     def resume(self, from_step: int | None = None) -> None:
         """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""

@@ -77,7 +77,9 @@ def open_window():
     app = make_app()
     from ftgui.qt.window.main_window import MainWindow
 
-    return app, MainWindow()
+    window = MainWindow()
+    window.set_spare(window.spare_wanted())  # Start then finds a trainer built (issue 28)
+    return app, window
 
 
 def run_loop(app: QApplication, window) -> int:

@@ -30,11 +30,13 @@ from ftgui.core.settings import config as configmod
 from ftgui.core.settings import user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.supervision.slurm.launcher import SlurmLauncher, launcher_for
+from ftgui.core.supervision.spare import SpareTrainer
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.model import Changes, Note, Timeline
 from ftgui.core.timeline.replay import ReplayClock
 
 POLL_MS = 33
+SPARE_CHECK_MS = 1500  # how often the spare trainer is checked against the settings shown
 _SETTLED_STATES = ("idle", "finished", "killed", "failed", "preempted", "stopped", "interrupted")
 
 
@@ -79,6 +81,9 @@ class RunController(QObject):
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.tick)
         self.timer.start()
+        self.spare: SpareTrainer | None = None  # kept once `keep_spare` is called
+        self._spare_settings = lambda: None
+        self._spare_timer = QTimer(self)
 
     @property
     def plot(self):
@@ -121,6 +126,8 @@ class RunController(QObject):
         self.run_dir = Path(run_dir).absolute()
         self.supervisor = Supervisor(run_dir, launcher=_launcher_of(run_dir)) \
             if replay is None else None
+        if self.supervisor is not None:
+            self.supervisor.spare = self.spare
         self._replay_config = None if replay is None else _replayed_config(self.run_dir)
         self._tails.clear()
         self.timeline = Timeline()
@@ -173,6 +180,7 @@ class RunController(QObject):
         run_dir = self.supervisor.run_dir
         self.supervisor.shutdown()
         self.supervisor = Supervisor(run_dir, launcher=wanted)
+        self.supervisor.spare = self.spare
         self.supervisor.load_history(event_history.read_history(run_dir))
 
     def kill(self, target: str = "chief") -> bool:
@@ -232,10 +240,48 @@ class RunController(QObject):
         return self._command(self.supervisor.thaw, target) if self.supervisor else False
 
     def shutdown(self) -> None:
-        """Kill everything of the run (the window is closing)."""
+        """Kill everything of the run and the spare trainer (the window is closing)."""
         self.timer.stop()
         if self.supervisor is not None:
             self.supervisor.shutdown()
+        self.stop_spare()
+
+    # ------------------------------------------------------------ the spare trainer
+    def keep_spare(self, settings) -> None:
+        """From now on, keep spare trainers (`ftgui.core.supervision.spare`) for the settings
+        `settings()` returns (a `RunConfig`, or None while they do not validate) whenever no
+        run is live, so that Start finds its state built and a standby ready; checked every
+        `SPARE_CHECK_MS`.
+        The `ftgui` window does; a window made without it starts every run cold."""
+        if self.spare is None:
+            self.spare = SpareTrainer()
+            self._spare_timer.timeout.connect(self._tend_spare)
+        self._spare_settings = settings
+        if self.supervisor is not None:
+            self.supervisor.spare = self.spare
+        self._spare_timer.start(SPARE_CHECK_MS)  # the first after the window's first paint
+
+    def stop_spare(self) -> None:
+        """End the spare trainers, if any, and keep none from now on."""
+        self._spare_timer.stop()
+        if self.spare is not None:
+            self.spare.dismiss()
+
+    def _tend_spare(self) -> None:
+        supervisor = self.supervisor
+        if supervisor is not None and supervisor.live:
+            self.spare.dismiss()  # the run's own standbys stand by; the cap holds for them
+            return
+        if self.replay is not None:
+            return
+        config = self._spare_settings()
+        if config is None:
+            return
+        try:
+            self.spare.keep(config)
+        except OSError as exc:
+            self._spare_timer.stop()
+            self.logLine.emit(f"{time.strftime('%H:%M:%S')} no spare trainer: {exc}")
 
     # ------------------------------------------------------------ the timer
     def tick(self) -> None:

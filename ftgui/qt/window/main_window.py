@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # imported when the plot is created (it imports pyqtgraph)
 
 LIVE_STATES = ("running", "recovering")
 MAX_LOG_LINES = 5000
+SPARE_KEY = "spare_trainer"  # QSettings: keep a spare trainer ready (Run menu), default on
 PANEL_MIN_WIDTH = 260  # pixels at scale 1: the settings panel scrolls sideways below this
 
 
@@ -352,6 +353,31 @@ class MainWindow(QMainWindow):
                 button.setEnabled(False)
             self.table.resume_enabled = False
             self.panel.set_editable(False)
+
+    # ------------------------------------------------------------ the spare trainer
+    def spare_wanted(self) -> bool:
+        """Whether the user keeps a spare trainer (Run → Keep a spare trainer ready; on
+        unless turned off)."""
+        return str(self.settings.value(SPARE_KEY, "true")).lower() in ("true", "1")
+
+    def set_spare(self, on: bool) -> None:
+        """Keep a spare trainer for the settings shown (`RunController.keep_spare`), or end
+        it and keep none; remembered for the next launch. The `ftgui` window calls it when it
+        opens; a window made without it starts every run cold."""
+        self.settings.setValue(SPARE_KEY, on)
+        self.menu_actions.spare.setChecked(on)
+        if on:
+            self.controller.keep_spare(self._spare_settings)
+        else:
+            self.controller.stop_spare()
+
+    def _spare_settings(self):
+        try:
+            config = self.panel.config()
+            config.validate()
+        except ConfigError:
+            return None
+        return config
 
     # ------------------------------------------------------------ settings and closing
     def _restore_settings(self) -> None:

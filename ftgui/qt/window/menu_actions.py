@@ -24,6 +24,8 @@ SHORTCUTS = {
     "kill": "Ctrl+K", "preempt": "Ctrl+P", "kill_all": "Ctrl+Shift+K",
     "freeze": "Ctrl+Shift+F", "thaw": "Ctrl+Shift+T", "nan": "Ctrl+Shift+N",
 }
+SPARE_TIP = ("While no run trains, keep one trainer with TensorFlow imported and the settings "
+             "shown built, so that Start trains at once (about 0.8 GB of memory)")
 TF_OUTPUT_TIP = ("Show the training processes' raw output (TensorFlow, gRPC, tracebacks) in the "
                  "event log; it is always kept in RUN/logs/")
 
@@ -94,9 +96,14 @@ class MenuActions:
                                       TF_OUTPUT_TIP)
         self.tf_output.setObjectName("showTfOutputAction")
         self.tf_output.setCheckable(True)
+        self.spare = self._action("", "Keep a s&pare trainer ready",
+                                  lambda: window.set_spare(self.spare.isChecked()), SPARE_TIP)
+        self.spare.setObjectName("spareTrainerAction")
+        self.spare.setCheckable(True)
         after_new = _after(run_menu, "&New run")
         run_menu.insertAction(after_new, self.reset)
         run_menu.insertAction(after_new, self.tf_output)
+        run_menu.insertAction(after_new, self.spare)
         new_button = window.panel.findChild(QPushButton, "newRunButton")
         new_button.clicked.disconnect()  # it only changed the path: now what Run → New run does
         new_button.clicked.connect(window.new_run)

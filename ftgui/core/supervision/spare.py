@@ -1,0 +1,206 @@
+"""Spare trainers: warm standbys built from the settings on screen before any run exists.
+
+A standby of the pool (`standby.StandbyPool`) belongs to a run folder, so the first attempt of
+every run started cold: 4-6 s of importing TensorFlow and building the strategy in front of the
+room (issue 28), and a fault in its first seconds found no standby ready. The window keeps
+*spares* instead while no run is live, each `python -m ftgui.training --standby SPARE` where
+`SPARE` is a scratch folder of its own
+(`platformdirs.user_cache_path('ftgui') / 'spare' / '<pid>-<n>'`) holding only `config.toml`
+with the panel's settings. It imports TensorFlow, builds the state and runs its step once, like
+a prepared standby (`ftgui.training.warm_standby`), and writes `standby_ready` to the folder's
+events. There are `spares_wanted(config)` of them: one for the run's chief, and one for each
+standby the run keeps (`standbys_per_task`, capped by `max_standbys`), so that a fault in the
+first seconds finds a prepared standby too; the next is started once the ones before are ready.
+When Start asks for exactly those settings, the run's launcher adopts the ready ones
+(`LocalLauncher.adopt_standby`): one becomes the run's chief, the others its standbys. An order
+names the run's folder and a log file in it, and the trainer checks the run's own
+`config.toml` against what it built (a mismatch starts cold, same pid). Settings changed on
+screen end the spares and build others.
+
+Only runs whose state a standby can build before its order get a spare: one-process strategies
+(default, one-device, mirrored) of the custom loop on this machine (the local launcher), with
+the built-in models and datasets (a
+user's model file could change between building and Start), outside a network namespace
+(`cluster.isolated`), with `warm_standby` on and `max_standbys` >= 1. Each costs what a
+prepared standby costs, 0.7-0.9 GB resident (docs/benchmarks.md); once used they are the run's
+chief and its standbys, so a live run still has at most `max_standbys` standbys besides its
+own tasks, and no spare is kept while a run is live. Started at `priority.STANDBY_NICE` where
+they may be raised back (a chief takes nice 0 on its order, a standby when the run trains),
+they die with the window (`PR_SET_PDEATHSIG`, and EOF on their stdin).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ftgui.core.record.events import EventReader
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings import user_code
+from ftgui.core.supervision import cluster, priority
+from ftgui.core.supervision.processes import kill_tree, spawn
+from ftgui.core.supervision.standby import config_fingerprint
+from ftgui.core.supervision.trainer_command import standby_argv
+
+SPARE_STRATEGIES = ("default", "one-device", "mirrored")  # = warm_standby.PREPARED_STRATEGIES
+MAX_FAILURES = 2  # spares of one configuration that may die before it gets no more
+
+
+@dataclass
+class SpareHandle:
+    """A spare handed over to a run: its process (stdin a pipe, waiting for its order), what
+    it logged so far (bytes: its import and build, for the run's log), the Unix time it was
+    started, the `config_fingerprint` it built its state for, and whether it was started at
+    `priority.STANDBY_NICE` (`low`)."""
+
+    popen: subprocess.Popen
+    log: bytes
+    born: float
+    prepared_for: str
+    low: bool = False
+
+
+@dataclass
+class _Spare:
+    popen: subprocess.Popen
+    folder: Path
+    reader: EventReader
+    born: float
+    low: bool
+    ready: bool = False  # it wrote `standby_ready`, prepared for the trainer's fingerprint
+
+
+def spare_reason(config) -> str:
+    """Why `config` (a `RunConfig`) gets no spare, in a few words; '' when it gets some."""
+    if not config.warm_standby or config.max_standbys < 1:
+        return "warm standby is off"
+    if config.launcher != "local":
+        return f"the {config.launcher} launcher starts the run's tasks"
+    if config.strategy not in SPARE_STRATEGIES or config.loop != "custom":
+        return f"a {config.strategy} run with the {config.loop} loop is not built before Start"
+    if user_code.is_user_code(config):
+        return "your own model or data is checked at Start"
+    if cluster.isolated(config):
+        return "the run trains in its own network namespace"
+    return ""
+
+
+def spares_wanted(config) -> int:
+    """How many spares `config` gets: 0 when `spare_reason` says why, else one for the chief
+    and `min(standbys_per_task, max_standbys)` for the standbys of its one task."""
+    if spare_reason(config):
+        return 0
+    return 1 + min(config.standbys_per_task, config.max_standbys)
+
+
+class SpareTrainer:
+    """The spares for the last configuration `keep` was given (`spares`, oldest first).
+
+    `root`: where the spares' folders go (default `platformdirs.user_cache_path('ftgui') /
+    'spare'`); `python`: the interpreter. Call `keep` now and then (it replaces what died and
+    starts the next spare once those before are ready); `take` hands them over; `dismiss`
+    ends them.
+    """
+
+    def __init__(self, root: Path | None = None, python: str = sys.executable):
+        if root is None:
+            from platformdirs import user_cache_path
+
+            root = user_cache_path("ftgui") / "spare"
+        self.root, self.python = Path(root), python
+        self.spares: list[_Spare] = []
+        self.fingerprint: str | None = None  # of the configuration they are built for
+        self._failures: dict[str, int] = {}  # fingerprint -> spares of it that died
+        self._started = 0
+
+    @property
+    def pids(self) -> list[int]:
+        """The spares' process ids, oldest first."""
+        return [spare.popen.pid for spare in self.spares]
+
+    def keep(self, config) -> None:
+        """Have `spares_wanted(config)` spares for `config` (a valid `RunConfig`): those of
+        other settings are ended; one that died is forgotten (after `MAX_FAILURES` deaths
+        the settings get no more); one more is started when every live one is ready. Raises
+        `OSError` if the program cannot be started."""
+        wanted = config_fingerprint(config.to_dict())
+        if wanted != self.fingerprint:
+            self.dismiss()
+            self.fingerprint = wanted
+        for spare in [s for s in self.spares if s.popen.poll() is not None]:
+            self._failures[wanted] = self._failures.get(wanted, 0) + 1
+            self._end(spare)
+        if self._failures.get(wanted, 0) >= MAX_FAILURES:
+            self.dismiss()
+            self.fingerprint = wanted
+            return
+        if len(self.spares) < spares_wanted(config) and self.ready() == len(self.spares):
+            self.spares.append(self._spawn(config))
+
+    def ready(self) -> int:
+        """How many spares are alive and have built their state (reads their
+        `standby_ready`)."""
+        for spare in self.spares:
+            if not spare.ready:
+                spare.ready = any(
+                    event.get("event") == "standby_ready" and event.get("pid") == spare.popen.pid
+                    and event.get("prepared_for") == self.fingerprint
+                    for event in spare.reader.read_new())
+        return sum(spare.ready and spare.popen.poll() is None for spare in self.spares)
+
+    def take(self, config) -> list[SpareHandle]:
+        """The spares that are alive, ready and built for exactly `config`, for a run of it
+        to adopt, oldest first (empty for other settings: the spares stay). Those are this
+        object's no more, and their folders are deleted (a spare writes nothing there after
+        `standby_ready`); one not ready yet is ended."""
+        if config_fingerprint(config.to_dict()) != self.fingerprint or not self.ready():
+            return []
+        handles = []
+        for spare in self.spares:
+            if spare.ready and spare.popen.poll() is None:
+                handles.append(SpareHandle(spare.popen, _read(spare.folder / "spare.log"),
+                                           spare.born, self.fingerprint, spare.low))
+                shutil.rmtree(spare.folder, ignore_errors=True)
+            else:
+                self._end(spare)
+        self.spares = []
+        return handles
+
+    def dismiss(self) -> None:
+        """End every spare and delete its folder."""
+        for spare in list(self.spares):
+            self._end(spare)
+        self.fingerprint = None
+
+    def _spawn(self, config) -> _Spare:
+        self._started += 1
+        folder = self.root / f"{os.getpid()}-{self._started}"
+        shutil.rmtree(folder, ignore_errors=True)  # of an earlier window with this pid
+        configmod.save(folder, config)
+        low = priority.restorable()
+        popen = spawn(standby_argv(folder, self.python), folder / "spare.log", stdin_pipe=True,
+                      nice=priority.STANDBY_NICE if low else 0)
+        return _Spare(popen, folder, EventReader(folder), time.time(), low)
+
+    def _end(self, spare: _Spare) -> None:
+        kill_tree(spare.popen.pid)
+        try:
+            spare.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if spare.popen.stdin is not None:
+            spare.popen.stdin.close()
+        shutil.rmtree(spare.folder, ignore_errors=True)
+        self.spares.remove(spare)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

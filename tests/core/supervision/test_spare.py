@@ -1,0 +1,203 @@
+"""The spare trainer: a standby built from the settings on screen before any run exists, kept
+for exactly those settings, adopted by the run whose Start asks for them (its chief), and
+ended when they change. The quick tests' spare is a script that behaves like a prepared
+standby (it writes `standby_ready` for its folder's configuration and records its order); the
+`tf` one is the real trainer, trained to the bit as a cold start."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+from conftest import of_kind, poll_until_done, until_spare_ready
+
+from ftgui.core.record import events
+from ftgui.core.settings import config as configmod
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision.spare import (
+    MAX_FAILURES,
+    SpareTrainer,
+    spare_reason,
+    spares_wanted,
+)
+from ftgui.core.supervision.standby import StandbyPool, config_fingerprint
+from ftgui.core.supervision.supervisor import Supervisor
+
+CONFIG = RunConfig(warm_standby=True, steps=60, checkpoint_every=10)
+
+@pytest.mark.parametrize("changes, reason", [
+    ({}, ""),
+    ({"strategy": "default"}, ""),
+    ({"warm_standby": False}, "warm standby is off"),
+    ({"max_standbys": 0}, "warm standby is off"),
+    ({"loop": "fit"}, "a mirrored run with the fit loop is not built before Start"),
+    ({"strategy": "multi-worker"},
+     "a multi-worker run with the custom loop is not built before Start"),
+    ({"launcher": "slurm"}, "the slurm launcher starts the run's tasks"),
+    ({"model": "my_model.py:build"}, "your own model or data is checked at Start"),
+])
+def test_which_runs_get_a_spare(changes, reason):
+    assert spare_reason(CONFIG.replace(**changes)) == reason
+
+
+def _keep_until_ready(spare, config, count: int) -> None:
+    """Call `keep` as the window does, until `count` spares are ready."""
+    while spare.ready() < count:
+        spare.keep(config)
+        for one in spare.spares:
+            assert one.popen.poll() is None, (one.folder / "spare.log").read_text()
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("changes, count", [
+    ({}, 2), ({"standbys_per_task": 2}, 3), ({"standbys_per_task": 2, "max_standbys": 1}, 2),
+    ({"warm_standby": False}, 0), ({"loop": "fit"}, 0),
+])
+def test_how_many_spares_a_run_gets_one_for_its_chief_and_one_per_standby(changes, count):
+    assert spares_wanted(CONFIG.replace(**changes)) == count
+
+
+def test_spares_are_built_for_the_settings_one_after_the_other(spare):
+    spare.keep(CONFIG)
+    [first] = spare.spares
+    saved = configmod.load(first.folder)
+    assert config_fingerprint(saved.to_dict()) == config_fingerprint(CONFIG.to_dict())
+    _keep_until_ready(spare, CONFIG, 2)
+    assert spare.pids[0] == first.popen.pid and len(spare.pids) == 2
+    assert sorted(p.name for p in first.folder.iterdir()) == \
+        ["config.toml", "events.jsonl", "spare.log"]
+    spare.keep(CONFIG)  # as many as wanted: none more
+    assert len(spare.pids) == 2
+
+
+def test_the_second_spare_waits_for_the_first(spare, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_SPARE_HOLD", str(tmp_path / "go"))
+    for _ in range(5):
+        spare.keep(CONFIG)
+        time.sleep(0.05)
+    assert len(spare.pids) == 1 and spare.ready() == 0
+    (tmp_path / "go").touch()
+    _keep_until_ready(spare, CONFIG, 2)
+
+
+def test_changed_settings_end_the_spares_and_build_others(spare):
+    _keep_until_ready(spare, CONFIG, 2)
+    old = [one.popen for one in spare.spares]
+    folders = [one.folder for one in spare.spares]
+    spare.keep(CONFIG.replace(steps=61))
+    assert all(p.poll() is not None for p in old) and not any(f.exists() for f in folders)
+    until_spare_ready(spare)
+    assert configmod.load(spare.spares[0].folder).steps == 61
+
+
+def test_spares_are_taken_only_for_their_own_settings_and_only_once_ready(
+    spare, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FAKE_SPARE_HOLD", str(tmp_path / "go"))
+    spare.keep(CONFIG)
+    time.sleep(0.5)
+    assert spare.take(CONFIG) == [] and spare.spares  # not ready yet: it stays
+    (tmp_path / "go").touch()
+    _keep_until_ready(spare, CONFIG, 2)
+    assert spare.take(CONFIG.replace(seed=CONFIG.seed + 1)) == []
+    assert spare.ready() == 2
+    folders, pids = [one.folder for one in spare.spares], spare.pids
+    handles = spare.take(CONFIG)
+    assert [h.popen.pid for h in handles] == pids
+    assert all(h.popen.poll() is None for h in handles)
+    assert {h.prepared_for for h in handles} == {config_fingerprint(CONFIG.to_dict())}
+    assert all(h.log.startswith(b"fake spare: built") for h in handles)
+    assert spare.spares == [] and not any(f.exists() for f in folders)  # the run's now
+    assert spare.take(CONFIG) == []
+    for handle in handles:
+        handle.popen.stdin.close()
+        handle.popen.wait(timeout=30)
+
+
+def test_a_spare_not_ready_at_start_is_ended(spare, tmp_path, monkeypatch):
+    spare.keep(CONFIG)
+    until_spare_ready(spare)
+    monkeypatch.setenv("FAKE_SPARE_HOLD", str(tmp_path / "go"))  # the second one waits
+    spare.keep(CONFIG)
+    [ready, waiting] = [one.popen for one in spare.spares]
+    [handle] = spare.take(CONFIG)
+    assert handle.popen is ready and waiting.poll() is not None
+    handle.popen.stdin.close()
+    handle.popen.wait(timeout=30)
+
+
+def test_an_adopted_spare_gets_the_next_order_and_writes_on_in_the_runs_log(spare, tmp_path):
+    spare.keep(CONFIG)
+    until_spare_ready(spare)
+    [handle] = spare.take(CONFIG)
+    pool = StandbyPool(tmp_path / "run", tmp_path / "run" / "logs")
+    log_path = pool.adopt(handle)
+    assert log_path == tmp_path / "run" / "logs" / "standby-1.log"
+    assert pool.readiness(handle.popen.pid)[0] is True
+
+    popen, given = pool.hand_order(["RUN", "--role", "chief"], {"A": "1"})
+    assert (popen, given) == (handle.popen, log_path)
+    assert popen.wait(timeout=30) == 0
+    order = json.loads((tmp_path / "orders" / f"{popen.pid}.json").read_text())
+    assert order == {"argv": ["RUN", "--role", "chief"], "env": {"A": "1"},
+                     "log": str(log_path)}
+    assert log_path.read_text() == "fake spare: built\nfake spare: ordered\n"
+
+
+def test_a_pool_standby_of_its_own_gets_no_log_in_its_order(spare, tmp_path):
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python)
+    configmod.save(tmp_path / "run", CONFIG)
+    pool.keep(1)
+    popen, _ = pool.hand_order(["RUN"], {})
+    assert popen.wait(timeout=30) == 0
+    assert "log" not in json.loads((tmp_path / "orders" / f"{popen.pid}.json").read_text())
+
+
+def test_settings_whose_spares_keep_dying_get_no_more(spare, monkeypatch):
+    monkeypatch.setenv("FAKE_SPARE_DIES", "1")
+    spare.keep(CONFIG)
+    for _ in range(MAX_FAILURES):
+        spare.spares[0].popen.wait(timeout=30)
+        spare.keep(CONFIG)  # notices it died, starts another while under the cap
+    assert spare.spares == []
+    spare.keep(CONFIG)
+    assert spare.spares == []
+    spare.keep(CONFIG.replace(steps=61))  # other settings get their chance
+    assert len(spare.spares) == 1
+
+
+def test_dismiss_ends_the_spares_and_deletes_their_folders(spare):
+    _keep_until_ready(spare, CONFIG, 2)
+    popens, folders = [one.popen for one in spare.spares], [one.folder for one in spare.spares]
+    spare.dismiss()
+    assert all(p.poll() is not None for p in popens) and not any(f.exists() for f in folders)
+    assert spare.spares == [] and spare.ready() == 0
+
+
+@pytest.mark.tf
+def test_a_run_started_on_its_spare_trains_to_the_bit_as_a_cold_start(
+    tmp_path, baseline_run, baseline_losses
+):
+    config = configmod.load(baseline_run).replace(warm_standby=True)
+    spare = SpareTrainer(tmp_path / "spares")
+    try:
+        spare.keep(config)
+        until_spare_ready(spare)
+        [pid], [folder] = spare.pids, [one.folder for one in spare.spares]
+        supervisor = Supervisor(tmp_path / "run")
+        supervisor.spare = spare
+        supervisor.start(config)
+        seen = poll_until_done(supervisor)
+        supervisor.shutdown()
+    finally:
+        spare.dismiss()
+    [chief] = [e for e in of_kind(seen, "process_started") if e["role"] == "chief"]
+    assert (chief["pid"], chief["standby"], chief["standby_warm"]) == (pid, True, True)
+    log = (tmp_path / "run" / chief["log"]).read_text()
+    assert "standby: ready after" in log and "standby: activated" in log
+    assert "starting cold" not in log
+    assert not folder.exists()
+    assert events.final_losses(events.read_all(tmp_path / "run")) == baseline_losses
+    shutil.rmtree(tmp_path / "spares", ignore_errors=True)

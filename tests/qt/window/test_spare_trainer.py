@@ -1,0 +1,88 @@
+"""The window keeps a spare trainer for the settings it shows (Run → Keep a spare trainer
+ready), builds another when they change, hands it to the run Start begins, and keeps none
+while a run is live or once the user turns it off. The spare here is the suite's fake
+(`conftest.FAKE_SPARE`: no TensorFlow); test_spare.py trains on a real one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from ftgui.core.supervision.standby import config_fingerprint
+from ftgui.qt.window import controller as controller_module
+from ftgui.qt.window.main_window import MainWindow
+
+WAIT_MS = 30_000  # a bound for a loaded machine, not a speed requirement
+
+
+@pytest.fixture
+def spare_window(window, spare, monkeypatch, tmp_path):
+    """The window with its spare trainer on, the spare the fake one."""
+    monkeypatch.setattr(controller_module, "SpareTrainer", lambda: spare)
+    window.panel.run_dir_edit.setText(str(tmp_path / "run"))
+    window.panel.run_dir_edit.editingFinished.emit()
+    window.set_spare(True)
+    return window
+
+
+def _built_for(window) -> str:
+    return config_fingerprint(window.panel.config().to_dict())
+
+
+def test_the_spare_is_built_for_the_settings_shown(spare_window, qtbot):
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)  # the chief's, a standby's
+    assert spare.fingerprint == _built_for(spare_window)
+    assert spare_window.menu_actions.spare.isChecked()
+
+
+def test_changed_settings_get_a_new_spare(spare_window, qtbot):
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: spare.ready() == 1, timeout=WAIT_MS)
+    [old] = [one.popen for one in spare.spares]
+    spare_window.panel.widgets["steps"].setValue(1234)
+    qtbot.waitUntil(lambda: spare.fingerprint == _built_for(spare_window), timeout=WAIT_MS)
+    assert old.poll() is not None
+    qtbot.waitUntil(lambda: spare.ready() == 1, timeout=WAIT_MS)
+
+
+def test_start_hands_the_run_to_the_spares(spare_window, qtbot, tmp_path):
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)
+    pids = spare.pids
+    assert spare_window.start_run()
+    orders = tmp_path / "orders"
+    qtbot.waitUntil(lambda: any(orders.iterdir()), timeout=WAIT_MS)
+    [order] = [json.loads(p.read_text()) for p in orders.iterdir()]
+    [standby] = spare_window.controller.supervisor.standbys  # the other: the run's standby
+    assert {int(next(orders.iterdir()).stem), standby[0].pid} == set(pids)
+    assert spare.spares == []
+    assert order["argv"][0] == str(tmp_path / "run")
+    assert order["argv"][1:5] == ["--role", "chief", "--index", "0"]
+    assert order["log"].startswith(str(tmp_path / "run" / "logs" / "standby-"))
+    started = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()
+               if '"process_started"' in line]
+    assert (started[0]["pid"], started[0]["standby"]) == (int(next(orders.iterdir()).stem),
+                                                          True)
+
+
+def test_turned_off_it_keeps_none_and_remembers(spare_window, qtbot, tmp_path):
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: bool(spare.spares), timeout=WAIT_MS)
+    [popen] = [one.popen for one in spare.spares]
+    spare_window.menu_actions.spare.trigger()  # unchecks it
+    assert not spare_window.menu_actions.spare.isChecked()
+    assert popen.poll() is not None and spare.spares == []
+    qtbot.wait(2 * controller_module.SPARE_CHECK_MS)
+    assert spare.spares == []
+    again = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(again)
+    assert again.spare_wanted() is False
+    again.controller.shutdown()
+
+
+def test_a_window_made_without_it_keeps_no_spare(window):
+    assert window.controller.spare is None
+    assert window.spare_wanted() is True  # the `ftgui` window turns it on when it opens
