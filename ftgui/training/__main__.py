@@ -142,6 +142,8 @@ def build(config):
 def train(run_dir: Path, config, args, events) -> int:
     import tensorflow as tf  # the only package of ftgui that imports TensorFlow
 
+    keep_autograph_files_apart()
+
     from ftgui.core.checkpoints import listing
     from ftgui.core.checkpoints.state_file import point_state_file
     from ftgui.training.actions.fault_hooks import Faults
@@ -278,6 +280,8 @@ def standby(run_dir: Path) -> int:
     import keras  # noqa: F401 (imported for its cost)
     import tensorflow  # noqa: F401
 
+    keep_autograph_files_apart()
+
     from ftgui.core.record.events import emit
     from ftgui.core.settings import config as configmod
     from ftgui.core.supervision import priority
@@ -396,10 +400,47 @@ def exit_now(code: int) -> None:
 AUTOGRAPH_PREFIX = "__autograph_generated_file"  # tensorflow/python/autograph/pyct/loader.py
 
 
+def keep_autograph_files_apart() -> Path | None:
+    """Have TensorFlow's autograph write the source files of the functions it converts into
+    this process's own folder (`processes.autograph_folder`) instead of the temporary folder
+    itself. Autograph deletes them in an `atexit` handler, which neither `os._exit` nor a
+    SIGKILL runs: a killed trainer's files are then deleted with its folder by the supervisor
+    (`processes.sweep_autograph_folders`), where before ~12 files per killed process stayed in
+    /tmp for good. Autograph's loader (`tensorflow/python/autograph/pyct/loader.py`, TF 2.21)
+    calls `tempfile.NamedTemporaryFile` through its module's `tempfile`; that name is given a
+    `dir`. Returns the folder, or None where the loader is not as expected (files then go to
+    the temporary folder, as before)."""
+    import tempfile
+    import types
+
+    from ftgui.core.supervision.processes import autograph_folder
+
+    try:
+        from tensorflow.python.autograph.pyct import loader
+    except ImportError:
+        return None
+    if not hasattr(loader, "tempfile"):
+        return None
+    folder = autograph_folder(os.getpid())
+    if isinstance(loader.tempfile, types.SimpleNamespace):  # done already (a standby's order)
+        return folder
+    if loader.tempfile is not tempfile:
+        return None
+    folder.mkdir(exist_ok=True)
+
+    def named_temporary_file(*args, **kwargs):
+        kwargs.setdefault("dir", folder)
+        return tempfile.NamedTemporaryFile(*args, **kwargs)
+
+    loader.tempfile = types.SimpleNamespace(NamedTemporaryFile=named_temporary_file)
+    return folder
+
+
 def remove_autograph_files() -> int:
     """Delete the temporary files TensorFlow's autograph wrote for this process's converted
     functions (it imports each as a module named after its file, and deletes them in an
-    `atexit` handler, which `os._exit` skips). Returns how many were deleted."""
+    `atexit` handler, which `os._exit` skips), and this process's autograph folder. Returns
+    how many files were deleted."""
     removed = 0
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) if name.startswith(AUTOGRAPH_PREFIX) else None
@@ -409,6 +450,12 @@ def remove_autograph_files() -> int:
                 removed += 1
             except OSError:
                 pass
+    if "ftgui.core.supervision.processes" in sys.modules:
+        import shutil
+
+        from ftgui.core.supervision.processes import autograph_folder
+
+        shutil.rmtree(autograph_folder(os.getpid()), ignore_errors=True)
     return removed
 
 

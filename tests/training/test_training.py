@@ -470,6 +470,7 @@ def test_a_trainer_leaves_no_autograph_files_in_the_temporary_folder(tmp_path, m
     monkeypatch.setenv("TMPDIR", str(private))  # the trainer's; this process's is cached
     assert cli.main(["train", str(tmp_path / "run"), "--steps", "3", "--quiet"]) == 0
     assert list(private.glob("__autograph_generated_file*")) == []
+    assert list(private.glob("ftgui-autograph-*")) == []  # nor its own folder of them
     assert (tmp_path / "run" / "checkpoints").is_dir()  # it did train
 
 

@@ -108,3 +108,40 @@ def describe_exit(returncode: int) -> dict:
             name = f"signal {-returncode}"
         return {"signal": -returncode, "signal_name": name}
     return {"exit_code": returncode}
+
+
+AUTOGRAPH_FOLDER_PREFIX = "ftgui-autograph-"  # + a trainer's pid, in the temporary folder
+
+
+def autograph_folder(pid: int) -> Path:
+    """Where the trainer of process `pid` keeps the source files TensorFlow's autograph writes
+    for the functions it converts (`ftgui.training.__main__.keep_autograph_files_apart`): one
+    folder per process, so that the files of a trainer killed with SIGKILL, whose own clean-up
+    never runs, can be deleted once it is gone (`sweep_autograph_folders`)."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"{AUTOGRAPH_FOLDER_PREFIX}{pid}"
+
+
+def sweep_autograph_folders() -> int:
+    """Delete the autograph folders of processes that no longer run (a zombie counts as
+    gone); returns how many were deleted. A folder another user owns is left alone."""
+    import shutil
+
+    removed = 0
+    for folder in autograph_folder(0).parent.glob(f"{AUTOGRAPH_FOLDER_PREFIX}*"):
+        pid = folder.name[len(AUTOGRAPH_FOLDER_PREFIX):]
+        if not pid.isdigit() or _running(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += not folder.exists()
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True

@@ -43,7 +43,7 @@ from ftgui.core.record.events import EventReader
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import user_code
 from ftgui.core.supervision import cluster, priority
-from ftgui.core.supervision.processes import kill_tree, spawn
+from ftgui.core.supervision.processes import kill_tree, spawn, sweep_autograph_folders
 from ftgui.core.supervision.standby import config_fingerprint
 from ftgui.core.supervision.trainer_command import standby_argv
 
@@ -197,6 +197,7 @@ class SpareTrainer:
             spare.popen.stdin.close()
         shutil.rmtree(spare.folder, ignore_errors=True)
         self.spares.remove(spare)
+        sweep_autograph_folders()
 
 
 def _read(path: Path) -> bytes:

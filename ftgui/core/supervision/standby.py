@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ftgui.core.supervision import priority
 from ftgui.core.supervision.cluster import free_port
-from ftgui.core.supervision.processes import kill_tree, spawn
+from ftgui.core.supervision.processes import kill_tree, spawn, sweep_autograph_folders
 from ftgui.core.supervision.trainer_command import standby_argv
 
 MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
@@ -241,6 +241,7 @@ class StandbyPool:
             _end(popen)
         self.standbys = []
         self._end_cluster()
+        sweep_autograph_folders()
 
     def _end_cluster(self) -> None:
         for member in self.members:

@@ -36,7 +36,7 @@ from ftgui.core.supervision.fault_injection import FAULT_SIGNALS, FaultInjection
 from ftgui.core.supervision.fault_schedule import FaultSchedule
 from ftgui.core.supervision.launcher import Launcher, StartError
 from ftgui.core.supervision.local_launcher import LocalLauncher
-from ftgui.core.supervision.processes import describe_exit
+from ftgui.core.supervision.processes import describe_exit, sweep_autograph_folders
 from ftgui.core.supervision.recovery import RestartPolicy, exit_verdict
 from ftgui.core.supervision.shared_state import Journal, SupervisionState
 from ftgui.core.supervision.task_launch import LOG_DIR, AttemptTasks
@@ -262,6 +262,7 @@ class Supervisor:
         if self.is_busy_elsewhere():  # before any other refusal: the run is someone else's
             raise busy_error(self.run_dir)
         snapshots.sweep()  # the shared memory of deleted runs, which nothing else frees
+        sweep_autograph_folders()  # of trainers killed before, here or elsewhere
         config = config or self.config
         if config is None and self.config_error:
             raise ConfigError(self.config_error)
@@ -513,6 +514,7 @@ class Supervisor:
         """
         shared = self.shared
         proc.returncode = proc.handle.poll()
+        sweep_autograph_folders()  # a SIGKILLed trainer's did not go with it
         if not (proc.killed_by_fault or shared.settled):
             self._record_kill_first()
         self._drain()  # a trainer writes why it failed (`training_error`) before it exits

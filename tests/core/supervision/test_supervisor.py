@@ -23,6 +23,7 @@ from ftgui.core.settings.config import ConfigError, RunConfig
 from ftgui.core.supervision import trainer_command
 from ftgui.core.supervision.cluster import Task
 from ftgui.core.supervision.fault_schedule import FaultSchedule
+from ftgui.core.supervision.processes import autograph_folder
 from ftgui.core.supervision.supervisor import RunBusyError, StartError, Supervisor
 
 FAKE_TRAINER = textwrap.dedent(
@@ -371,11 +372,15 @@ def test_kill_crashes_the_trainer_and_leaves_nothing_running(tmp_path):
     supervisor = Supervisor(run_dir)
     supervisor.start(RunConfig(steps=20000, checkpoint_every=1000))
     seen = poll_until(supervisor, lambda ev: of_kind(ev, "step"))
+    [pid] = started_pids(seen)
+    converted = list(autograph_folder(pid).glob("__autograph_generated_file*.py"))
+    assert converted  # autograph wrote the step's converted source in the trainer's folder
 
     assert supervisor.kill() is True
     seen += poll_until_done(supervisor)
 
     assert [gone(pid) for pid in started_pids(seen)] == [True]
+    assert not autograph_folder(pid).exists()  # SIGKILLed: the supervisor deleted it
     assert processes_of(run_dir) == []
     [exited] = of_kind(seen, "process_exited")
     assert (exited["role"], exited["signal"], exited["signal_name"]) == ("chief", 9, "SIGKILL")
