@@ -8,7 +8,7 @@ command -v /usr/bin/time >/dev/null || { echo "missing /usr/bin/time: apt-get in
 export TF_CPP_MIN_LOG_LEVEL=2
 status=0
 for script in bench_training_overhead bench_checkpoint bench_gui_start bench_streaming bench_presentation \
-              bench_recovery bench_window_recovery proto_checkpoint_write; do
+              bench_recovery bench_window_recovery bench_window_start proto_checkpoint_write; do
     echo
     echo "######## benchmarks/$script.py"
     started=$(date +%s)

@@ -250,9 +250,9 @@ class RunController(QObject):
     def keep_spare(self, settings) -> None:
         """From now on, keep spare trainers (`ftgui.core.supervision.spare`) for the settings
         `settings()` returns (a `RunConfig`, or None while they do not validate) whenever no
-        run is live, so that Start finds its state built and a standby ready; checked every
-        `SPARE_CHECK_MS`.
-        The `ftgui` window does; a window made without it starts every run cold."""
+        run is live and no replay plays, so that Start finds its state built and a standby
+        ready; checked every `SPARE_CHECK_MS`. The `ftgui` window does; a window made
+        without it starts every run cold."""
         if self.spare is None:
             self.spare = SpareTrainer()
             self._spare_timer.timeout.connect(self._tend_spare)
@@ -269,10 +269,8 @@ class RunController(QObject):
 
     def _tend_spare(self) -> None:
         supervisor = self.supervisor
-        if supervisor is not None and supervisor.live:
-            self.spare.dismiss()  # the run's own standbys stand by; the cap holds for them
-            return
-        if self.replay is not None:
+        if self.replay is not None or (supervisor is not None and supervisor.live):
+            self.spare.dismiss()  # a live run's own standbys stand by; the cap holds for them
             return
         config = self._spare_settings()
         if config is None:
