@@ -354,8 +354,9 @@ if os.environ.get("FAKE_SPARE_DIES"):
 while os.environ.get("FAKE_SPARE_HOLD") and not Path(os.environ["FAKE_SPARE_HOLD"]).exists():
     time.sleep(0.01)
 print("fake spare: built", flush=True)
-emit(folder, "standby_ready", -1, pid=os.getpid(), prepared=True,
-     prepared_for=config_fingerprint(configmod.load(folder).to_dict()))
+unprepared = bool(os.environ.get("FAKE_SPARE_UNPREPARED"))
+emit(folder, "standby_ready", -1, pid=os.getpid(), prepared=not unprepared,
+     prepared_for=None if unprepared else config_fingerprint(configmod.load(folder).to_dict()))
 line = sys.stdin.readline()
 if line.strip():
     order = json.loads(line)
@@ -363,6 +364,7 @@ if line.strip():
         _log_to(Path(order["log"]))
     print("fake spare: ordered", flush=True)
     (Path(os.environ["FAKE_ORDERS"]) / f"{{os.getpid()}}.json").write_text(line)
+    time.sleep(float(os.environ.get("FAKE_SPARE_LINGER", "0")))
 """
 
 

@@ -305,19 +305,20 @@ def standby(run_dir: Path) -> int:
     own_tf_config = os.environ.get("TF_CONFIG") if member else None  # its own cluster
     _WARM = _prepare(run_dir, cluster_member=member)
     prepared = bool(_WARM and not _WARM.failed)
+    print(f"standby: ready after {import_seconds:.2f} s of imports"  # before the event: a
+          + (f" and {_WARM.seconds:.2f} s building and tracing" if _WARM else ""),  # spare's
+          flush=True)  # log is read once the event is seen
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
          prepared=prepared, prepared_for=config_fingerprint(_WARM.config) if prepared else None,
          prepare_seconds=_WARM.seconds if _WARM else None)
-    print(f"standby: ready after {import_seconds:.2f} s of imports"
-          + (f" and {_WARM.seconds:.2f} s building and tracing" if _WARM else ""), flush=True)
     line = sys.stdin.readline()
     if not line.strip():
         return 0
     order = json.loads(line)
-    if not priority.restore():  # started niced only where it may raise itself back
-        print("standby: cannot take back the trainer's CPU priority", flush=True)
     if order.get("log"):  # a spare trainer: its folder is not the run's
         _log_to(Path(order["log"]))
+    if not priority.restore():  # started niced only where it may raise itself back
+        print("standby: cannot take back the trainer's CPU priority", flush=True)
     os.environ.update(order.get("env", {}))
     if member and prepared:
         os.environ["TF_CONFIG"] = own_tf_config  # the cluster its strategy has formed
@@ -402,7 +403,8 @@ AUTOGRAPH_PREFIX = "__autograph_generated_file"  # tensorflow/python/autograph/p
 
 def keep_autograph_files_apart() -> Path | None:
     """Have TensorFlow's autograph write the source files of the functions it converts into
-    this process's own folder (`processes.autograph_folder`) instead of the temporary folder
+    this process's own folder (`processes.autograph_folder`, mode 0700; where that name is
+    taken by something else, a fresh `…-<pid>-<random>` one) instead of the temporary folder
     itself. Autograph deletes them in an `atexit` handler, which neither `os._exit` nor a
     SIGKILL runs: a killed trainer's files are then deleted with its folder by the supervisor
     (`processes.sweep_autograph_folders`), where before ~12 files per killed process stayed in
@@ -413,26 +415,27 @@ def keep_autograph_files_apart() -> Path | None:
     import tempfile
     import types
 
-    from ftgui.core.supervision.processes import autograph_folder
+    from ftgui.core.supervision.processes import autograph_folder, own_private_folder
 
     try:
         from tensorflow.python.autograph.pyct import loader
     except ImportError:
         return None
-    if not hasattr(loader, "tempfile"):
+    if isinstance(getattr(loader, "tempfile", None), types.SimpleNamespace):
+        return loader.tempfile.folder  # done already (a standby given its order)
+    if getattr(loader, "tempfile", None) is not tempfile:
         return None
     folder = autograph_folder(os.getpid())
-    if isinstance(loader.tempfile, types.SimpleNamespace):  # done already (a standby's order)
-        return folder
-    if loader.tempfile is not tempfile:
-        return None
-    folder.mkdir(exist_ok=True)
+    if not own_private_folder(folder):
+        folder = Path(tempfile.mkdtemp(prefix=f"{folder.name}-"))
 
     def named_temporary_file(*args, **kwargs):
-        kwargs.setdefault("dir", folder)
-        return tempfile.NamedTemporaryFile(*args, **kwargs)
+        if not own_private_folder(folder):  # deleted meanwhile: by a /tmp cleaner, say
+            return tempfile.NamedTemporaryFile(*args, **kwargs)
+        return tempfile.NamedTemporaryFile(*args, **{"dir": folder, **kwargs})
 
-    loader.tempfile = types.SimpleNamespace(NamedTemporaryFile=named_temporary_file)
+    loader.tempfile = types.SimpleNamespace(NamedTemporaryFile=named_temporary_file,
+                                            folder=folder)
     return folder
 
 
@@ -450,12 +453,12 @@ def remove_autograph_files() -> int:
                 removed += 1
             except OSError:
                 pass
-    if "ftgui.core.supervision.processes" in sys.modules:
+    loader = sys.modules.get("tensorflow.python.autograph.pyct.loader")
+    folder = getattr(getattr(loader, "tempfile", None), "folder", None)
+    if folder is not None:
         import shutil
 
-        from ftgui.core.supervision.processes import autograph_folder
-
-        shutil.rmtree(autograph_folder(os.getpid()), ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return removed
 
 

@@ -302,7 +302,7 @@ class Settings:
         flag="--warm-standby", label="Warm standby", group="recovery",
         object_name="warmStandbyCheck", on_resume=FREE)
     standbys_per_task: int = setting(
-        1, help="Warm standbys kept per task: 2 keeps a spare that is ready when a second "
+        1, help="Warm standbys kept per task: 2 keeps a second standby ready when a second "
         "fault comes before the replacement of the first one has imported TensorFlow "
         "(3-7 s); a multi-worker standby cluster is one whatever this says",
         flag="--standbys-per-task", label="Standbys per task", group="recovery",

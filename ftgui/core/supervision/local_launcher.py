@@ -21,7 +21,7 @@ from ftgui.core.supervision import cluster, priority
 from ftgui.core.supervision.launcher import StartError, TaskStart
 from ftgui.core.supervision.loopback_ns import LoopbackNamespace, NamespaceError
 from ftgui.core.supervision.processes import kill_tree, signal_tree, spawn
-from ftgui.core.supervision.standby import Member, StandbyPool, wants_cluster
+from ftgui.core.supervision.standby import Member, StandbyPool, device_env, wants_cluster
 from ftgui.core.supervision.trainer_command import trainer_argv
 
 
@@ -174,9 +174,10 @@ class LocalLauncher:
 
     def _keep(self, config, tasks: int, low: bool) -> None:
         if not wants_cluster(config):
-            self._pool.keep(min(tasks * config.standbys_per_task, config.max_standbys), low)
+            self._pool.keep(min(tasks * config.standbys_per_task, config.max_standbys), low,
+                            device_env(config))
         elif config.workers <= config.max_standbys:
-            self._pool.keep_cluster(config.workers, low)
+            self._pool.keep_cluster(config.workers, low, device_env(config))
 
     def standbys_ready(self, config, tasks: int) -> bool:
         return self._pool.ready_for(config, tasks)

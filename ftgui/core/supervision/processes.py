@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -123,22 +124,43 @@ def autograph_folder(pid: int) -> Path:
     return Path(tempfile.gettempdir()) / f"{AUTOGRAPH_FOLDER_PREFIX}{pid}"
 
 
+def own_private_folder(path: Path) -> bool:
+    """Make `path` a folder only this user may enter (mode 0700) and return True; False when
+    something else is there (another user's folder, a link, a file, a folder others may write
+    into: autograph imports what it writes there, so such a folder is not used)."""
+    try:
+        path.mkdir(mode=0o700)
+        return True
+    except FileExistsError:
+        info = path.lstat()
+        return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+                and not info.st_mode & 0o077)
+
+
 def sweep_autograph_folders() -> int:
-    """Delete the autograph folders of processes that no longer run (a zombie counts as
-    gone); returns how many were deleted. A folder another user owns is left alone."""
+    """Delete this user's autograph folders (`ftgui-autograph-<pid>`, or `…-<pid>-<suffix>`
+    where that name was taken) of processes that no longer run (a zombie counts as gone);
+    returns how many were deleted."""
     import shutil
 
     removed = 0
     for folder in autograph_folder(0).parent.glob(f"{AUTOGRAPH_FOLDER_PREFIX}*"):
-        pid = folder.name[len(AUTOGRAPH_FOLDER_PREFIX):]
-        if not pid.isdigit() or _running(int(pid)):
+        pid = folder.name[len(AUTOGRAPH_FOLDER_PREFIX):].partition("-")[0]
+        if not pid.isdigit() or running(int(pid)):
+            continue
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue
         shutil.rmtree(folder, ignore_errors=True)
         removed += not folder.exists()
     return removed
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not; one of another user counts)."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

@@ -42,9 +42,15 @@ from pathlib import Path
 from ftgui.core.record.events import EventReader
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import user_code
+from ftgui.core.settings.config import BUILTIN_DATASETS
 from ftgui.core.supervision import cluster, priority
-from ftgui.core.supervision.processes import kill_tree, spawn, sweep_autograph_folders
-from ftgui.core.supervision.standby import config_fingerprint
+from ftgui.core.supervision.processes import (
+    kill_tree,
+    running,
+    spawn,
+    sweep_autograph_folders,
+)
+from ftgui.core.supervision.standby import config_fingerprint, device_env
 from ftgui.core.supervision.trainer_command import standby_argv
 
 SPARE_STRATEGIES = ("default", "one-device", "mirrored")  # = warm_standby.PREPARED_STRATEGIES
@@ -73,6 +79,11 @@ class _Spare:
     born: float
     low: bool
     ready: bool = False  # it wrote `standby_ready`, prepared for the trainer's fingerprint
+    failed: bool = False  # it wrote `standby_ready` but could not build that state
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
 
 
 def spare_reason(config) -> str:
@@ -83,8 +94,8 @@ def spare_reason(config) -> str:
         return f"the {config.launcher} launcher starts the run's tasks"
     if config.strategy not in SPARE_STRATEGIES or config.loop != "custom":
         return f"a {config.strategy} run with the {config.loop} loop is not built before Start"
-    if user_code.is_user_code(config):
-        return "your own model or data is checked at Start"
+    if user_code.is_user_code(config) or config.dataset not in BUILTIN_DATASETS:
+        return "your own model or data is read at Start"
     if cluster.isolated(config):
         return "the run trains in its own network namespace"
     return ""
@@ -102,9 +113,9 @@ class SpareTrainer:
     """The spares for the last configuration `keep` was given (`spares`, oldest first).
 
     `root`: where the spares' folders go (default `platformdirs.user_cache_path('ftgui') /
-    'spare'`); `python`: the interpreter. Call `keep` now and then (it replaces what died and
-    starts the next spare once those before are ready); `take` hands them over; `dismiss`
-    ends them.
+    'spare'`; the folders of windows that are gone are deleted when one is made); `python`:
+    the interpreter. Call `keep` now and then (it replaces what died and starts the next
+    spare once those before are ready); `take` hands them over; `dismiss` ends them.
     """
 
     def __init__(self, root: Path | None = None, python: str = sys.executable):
@@ -115,8 +126,9 @@ class SpareTrainer:
         self.root, self.python = Path(root), python
         self.spares: list[_Spare] = []
         self.fingerprint: str | None = None  # of the configuration they are built for
-        self._failures: dict[str, int] = {}  # fingerprint -> spares of it that died
+        self._failures: dict[str, int] = {}  # fingerprint -> spares of it that failed
         self._started = 0
+        _sweep(self.root)
 
     @property
     def pids(self) -> list[int]:
@@ -125,14 +137,15 @@ class SpareTrainer:
 
     def keep(self, config) -> None:
         """Have `spares_wanted(config)` spares for `config` (a valid `RunConfig`): those of
-        other settings are ended; one that died is forgotten (after `MAX_FAILURES` deaths
-        the settings get no more); one more is started when every live one is ready. Raises
-        `OSError` if the program cannot be started."""
+        other settings are ended; one that died or could not build the state is ended and
+        counted (after `MAX_FAILURES` the settings get no more); one more is started when
+        every live one is ready. Raises `OSError` if the program cannot be started."""
         wanted = config_fingerprint(config.to_dict())
         if wanted != self.fingerprint:
             self.dismiss()
             self.fingerprint = wanted
-        for spare in [s for s in self.spares if s.popen.poll() is not None]:
+        self.ready()
+        for spare in [s for s in self.spares if s.failed or not s.alive]:
             self._failures[wanted] = self._failures.get(wanted, 0) + 1
             self._end(spare)
         if self._failures.get(wanted, 0) >= MAX_FAILURES:
@@ -144,31 +157,34 @@ class SpareTrainer:
 
     def ready(self) -> int:
         """How many spares are alive and have built their state (reads their
-        `standby_ready`)."""
+        `standby_ready`: one that says it could not build this state is `failed`)."""
         for spare in self.spares:
-            if not spare.ready:
-                spare.ready = any(
-                    event.get("event") == "standby_ready" and event.get("pid") == spare.popen.pid
-                    and event.get("prepared_for") == self.fingerprint
-                    for event in spare.reader.read_new())
-        return sum(spare.ready and spare.popen.poll() is None for spare in self.spares)
+            if spare.ready or spare.failed:
+                continue
+            for event in spare.reader.read_new():
+                if event.get("event") == "standby_ready" and event.get("pid") == spare.popen.pid:
+                    spare.ready = event.get("prepared_for") == self.fingerprint
+                    spare.failed = not spare.ready
+        return sum(spare.ready and spare.alive for spare in self.spares)
 
     def take(self, config) -> list[SpareHandle]:
         """The spares that are alive, ready and built for exactly `config`, for a run of it
-        to adopt, oldest first (empty for other settings: the spares stay). Those are this
-        object's no more, and their folders are deleted (a spare writes nothing there after
-        `standby_ready`); one not ready yet is ended."""
-        if config_fingerprint(config.to_dict()) != self.fingerprint or not self.ready():
+        to adopt, oldest first; the others of those settings are ended (they would compete
+        with the run's start). Empty for other settings: the spares stay. Those taken are
+        this object's no more, and their folders are deleted (a spare writes nothing there
+        after `standby_ready`)."""
+        if config_fingerprint(config.to_dict()) != self.fingerprint:
             return []
+        self.ready()
         handles = []
-        for spare in self.spares:
-            if spare.ready and spare.popen.poll() is None:
+        for spare in list(self.spares):
+            if spare.ready and spare.alive:
                 handles.append(SpareHandle(spare.popen, _read(spare.folder / "spare.log"),
                                            spare.born, self.fingerprint, spare.low))
                 shutil.rmtree(spare.folder, ignore_errors=True)
+                self.spares.remove(spare)
             else:
                 self._end(spare)
-        self.spares = []
         return handles
 
     def dismiss(self) -> None:
@@ -183,12 +199,18 @@ class SpareTrainer:
         shutil.rmtree(folder, ignore_errors=True)  # of an earlier window with this pid
         configmod.save(folder, config)
         low = priority.restorable()
-        popen = spawn(standby_argv(folder, self.python), folder / "spare.log", stdin_pipe=True,
-                      nice=priority.STANDBY_NICE if low else 0)
+        try:
+            popen = spawn(standby_argv(folder, self.python), folder / "spare.log",
+                          device_env(config), stdin_pipe=True,
+                          nice=priority.STANDBY_NICE if low else 0)
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         return _Spare(popen, folder, EventReader(folder), time.time(), low)
 
     def _end(self, spare: _Spare) -> None:
-        kill_tree(spare.popen.pid)
+        if spare.alive:  # not a pid that was reaped: it may be another process's by now
+            kill_tree(spare.popen.pid)
         try:
             spare.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -198,6 +220,14 @@ class SpareTrainer:
         shutil.rmtree(spare.folder, ignore_errors=True)
         self.spares.remove(spare)
         sweep_autograph_folders()
+
+
+def _sweep(root: Path) -> None:
+    """Delete the spare folders of windows that no longer run (named `<pid>-<n>`)."""
+    for folder in root.glob("*-*"):
+        pid = folder.name.partition("-")[0]
+        if pid.isdigit() and not running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _read(path: Path) -> bytes:

@@ -57,6 +57,13 @@ def _numbers_as_floats(value):
     return value
 
 
+def device_env(config) -> dict[str, str]:
+    """The environment a trainer of `config` needs before TensorFlow starts: no GPU for a
+    CPU run (`gpus` 0). A standby gets it when it is started, since its order's environment
+    comes after TensorFlow has chosen its devices."""
+    return {"CUDA_VISIBLE_DEVICES": "-1"} if config.gpus == 0 else {}
+
+
 def wants_cluster(config) -> bool:
     """Whether a run's warm standby is a standby cluster: a MultiWorkerMirroredStrategy run
     of the custom loop whose workers ftgui places on this machine (no `cluster` setting)."""
@@ -123,7 +130,8 @@ class StandbyPool:
         self.standbys.insert(0, (handle.popen, log_path))
         return log_path
 
-    def keep_cluster(self, workers: int, low: bool = False) -> None:
+    def keep_cluster(self, workers: int, low: bool = False,
+                     env: dict[str, str] | None = None) -> None:
         """Keep one standby cluster of `workers` MultiWorkerMirroredStrategy workers on fresh
         local ports: a cluster that lost a member is ended whole, and a new one is started
         (all members at once: each waits for the others to form the cluster); `low`: at
@@ -139,8 +147,8 @@ class StandbyPool:
             tf_config = {"cluster": {"worker": addresses},
                          "task": {"type": "worker", "index": index}}
             log_path = self.log_dir / f"standby-{self._started}-worker-{index}.log"
-            env = {"TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
-            popen = self._spawn(log_path, env, low)
+            member_env = {**(env or {}), "TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
+            popen = self._spawn(log_path, member_env, low)
             self.members.append(Member(popen, log_path, index, address))
 
     def cluster_ready(self, config: dict) -> bool:
@@ -180,7 +188,7 @@ class StandbyPool:
         ready = [p for p, _ in self.standbys if p.poll() is None and p.pid in self._ready]
         return len(ready) >= min(tasks, config.max_standbys)
 
-    def keep(self, wanted: int, low: bool = False) -> None:
+    def keep(self, wanted: int, low: bool = False, env: dict[str, str] | None = None) -> None:
         """Forget the standbys that ended; end the newest beyond `wanted`; start one more if
         fewer than `wanted` are left (one per call: their imports should not compete with
         each other or the run), at `priority.STANDBY_NICE` when `low`. Raises `OSError` if
@@ -191,7 +199,7 @@ class StandbyPool:
         if len(self.standbys) < wanted:
             self._started += 1
             log_path = self.log_dir / f"standby-{self._started}.log"
-            self.standbys.append((self._spawn(log_path, None, low), log_path))
+            self.standbys.append((self._spawn(log_path, env, low), log_path))
 
     def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool):
         popen = spawn(standby_argv(self.run_dir, self.python), log_path, env, stdin_pipe=True,

@@ -291,12 +291,17 @@ class Supervisor:
         configmod.save(self.run_dir, config, user_code.record(config, self.user_check))
         self.restarts = 0
         self._first_launch = True  # of this start: says once that its ports are open
-        self._adopt_spare(config)
+        adopted = self._adopt_spare(config)
         # The in-memory snapshot records no settings: a resume that changes one that applies
         # from the resume step (learning rate, batch size) restores from disk, where the change
         # is checked, applied and recorded.
-        self._launch(restore, from_step is not None,
-                     memory_allowed=not resume_check.training_changed(previous, config))
+        try:
+            self._launch(restore, from_step is not None,
+                         memory_allowed=not resume_check.training_changed(previous, config))
+        except BaseException:
+            if adopted:  # no order reached them: they would wait for good
+                self.dismiss_standbys()
+            raise
         if self.shared.memory is not None:
             self.resume_line = (f"restoring step {self.shared.memory.step} from the in-memory "
                                 "snapshot (newer than any checkpoint)")
@@ -304,14 +309,16 @@ class Supervisor:
             self.journal.emit("determinism_warning", reason=self.user_check.reason,
                        ops=self.user_check.nondeterministic_ops)
 
-    def _adopt_spare(self, config: RunConfig) -> None:
+    def _adopt_spare(self, config: RunConfig) -> int:
         """Give the launcher the spare trainers built for exactly `config`, if there are some
         and the launcher takes standbys in (`LocalLauncher.adopt_standby`): the attempt's
         chief is then one of them, its state already built and its step traced, and the
-        others are its standbys."""
+        others are its standbys. Returns how many were adopted."""
         adopt = getattr(self.launcher, "adopt_standby", None)
-        for handle in self.spare.take(config) if self.spare is not None and adopt else []:
+        handles = self.spare.take(config) if self.spare is not None and adopt else []
+        for handle in handles:
             adopt(handle)
+        return len(handles)
 
     def resume(self, from_step: int | None = None) -> None:
         """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""

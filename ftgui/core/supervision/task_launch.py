@@ -26,6 +26,7 @@ from ftgui.core.supervision.cluster import Task
 from ftgui.core.supervision.fault_schedule import FaultSchedule
 from ftgui.core.supervision.launcher import Launcher, StartError, TaskStart
 from ftgui.core.supervision.shared_state import Journal, SupervisionState
+from ftgui.core.supervision.standby import device_env
 from ftgui.core.supervision.trainer_command import remote_command, trainer_args
 from ftgui.core.supervision.training_process import TrainingProcess
 
@@ -145,10 +146,7 @@ class AttemptTasks:
     def task_env(self, task: Task) -> dict[str, str]:
         """The environment `task` gets on top of the launcher's: its `TF_CONFIG`, and no GPU
         for a CPU run."""
-        env = cluster.tf_config_env(task)
-        if self.config().gpus == 0:
-            env["CUDA_VISIBLE_DEVICES"] = "-1"  # CPU runs must not grab or use a GPU
-        return env
+        return {**cluster.tf_config_env(task), **device_env(self.config())}
 
     def keep_standbys(self) -> None:
         """Keep one warm standby per task, or one standby cluster, while the run lives, so

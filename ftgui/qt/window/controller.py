@@ -269,8 +269,9 @@ class RunController(QObject):
 
     def _tend_spare(self) -> None:
         supervisor = self.supervisor
-        if self.replay is not None or (supervisor is not None and supervisor.live):
-            self.spare.dismiss()  # a live run's own standbys stand by; the cap holds for them
+        if self.replay is not None or (supervisor is not None and (
+                supervisor.live or supervisor.standbys)):
+            self.spare.dismiss()  # the run's own standbys stand by; the cap holds for them
             return
         config = self._spare_settings()
         if config is None:
@@ -278,7 +279,7 @@ class RunController(QObject):
         try:
             self.spare.keep(config)
         except OSError as exc:
-            self._spare_timer.stop()
+            self.stop_spare()
             self.logLine.emit(f"{time.strftime('%H:%M:%S')} no spare trainer: {exc}")
 
     # ------------------------------------------------------------ the timer

@@ -24,8 +24,9 @@ SHORTCUTS = {
     "kill": "Ctrl+K", "preempt": "Ctrl+P", "kill_all": "Ctrl+Shift+K",
     "freeze": "Ctrl+Shift+F", "thaw": "Ctrl+Shift+T", "nan": "Ctrl+Shift+N",
 }
-SPARE_TIP = ("While no run trains, keep one trainer with TensorFlow imported and the settings "
-             "shown built, so that Start trains at once (about 0.8 GB of memory)")
+SPARE_TIP = ("While no run trains, keep trainers with TensorFlow imported and the settings "
+             "shown built, one for the run and one per standby it keeps, so that Start trains "
+             "at once (0.7-0.9 GB of memory each)")
 TF_OUTPUT_TIP = ("Show the training processes' raw output (TensorFlow, gRPC, tracebacks) in the "
                  "event log; it is always kept in RUN/logs/")
 

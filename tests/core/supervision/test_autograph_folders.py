@@ -51,3 +51,19 @@ def _is_zombie(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_only_a_private_folder_of_this_user_is_used(tmp_path):
+    from ftgui.core.supervision.processes import own_private_folder
+
+    fresh = tmp_path / "fresh"
+    assert own_private_folder(fresh) and (fresh.stat().st_mode & 0o777) == 0o700
+    assert own_private_folder(fresh)  # it exists, private: kept
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    link = tmp_path / "link"
+    link.symlink_to(fresh)
+    file = tmp_path / "file"
+    file.write_text("")
+    assert [own_private_folder(p) for p in (shared, link, file)] == [False, False, False]

@@ -7,8 +7,12 @@ standby (it writes `standby_ready` for its folder's configuration and records it
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import of_kind, poll_until_done, until_spare_ready
@@ -36,7 +40,9 @@ CONFIG = RunConfig(warm_standby=True, steps=60, checkpoint_every=10)
     ({"strategy": "multi-worker"},
      "a multi-worker run with the custom loop is not built before Start"),
     ({"launcher": "slurm"}, "the slurm launcher starts the run's tasks"),
-    ({"model": "my_model.py:build"}, "your own model or data is checked at Start"),
+    ({"model": "my_model.py:build"}, "your own model or data is read at Start"),
+    ({"dataset": "/data/mine.npz"}, "your own model or data is read at Start"),
+    ({"dataset": "mine.py:load"}, "your own model or data is read at Start"),
 ])
 def test_which_runs_get_a_spare(changes, reason):
     assert spare_reason(CONFIG.replace(**changes)) == reason
@@ -98,7 +104,11 @@ def test_spares_are_taken_only_for_their_own_settings_and_only_once_ready(
     monkeypatch.setenv("FAKE_SPARE_HOLD", str(tmp_path / "go"))
     spare.keep(CONFIG)
     time.sleep(0.5)
-    assert spare.take(CONFIG) == [] and spare.spares  # not ready yet: it stays
+    assert spare.take(CONFIG.replace(seed=CONFIG.seed + 1)) == [] and spare.spares
+    [waiting] = [one.popen for one in spare.spares]
+    # not ready yet: not taken, and ended (it would compete with the cold start)
+    assert spare.take(CONFIG) == [] and spare.spares == [] and waiting.poll() is not None
+    spare.keep(CONFIG)
     (tmp_path / "go").touch()
     _keep_until_ready(spare, CONFIG, 2)
     assert spare.take(CONFIG.replace(seed=CONFIG.seed + 1)) == []
@@ -173,7 +183,70 @@ def test_dismiss_ends_the_spares_and_deletes_their_folders(spare):
     popens, folders = [one.popen for one in spare.spares], [one.folder for one in spare.spares]
     spare.dismiss()
     assert all(p.poll() is not None for p in popens) and not any(f.exists() for f in folders)
-    assert spare.spares == [] and spare.ready() == 0
+    assert spare.spares == [] and spare.fingerprint is None
+
+
+def test_a_dead_spare_ahead_of_a_ready_one_does_not_hide_it_from_the_run(spare):
+    _keep_until_ready(spare, CONFIG, 2)
+    [first, second] = [one.popen for one in spare.spares]
+    first.kill()
+    first.wait()
+    [handle] = spare.take(CONFIG)
+    assert handle.popen is second and spare.spares == []
+    handle.popen.stdin.close()
+    handle.popen.wait(timeout=30)
+
+
+def test_a_spare_that_could_not_build_the_state_is_ended_and_counted(spare, monkeypatch):
+    monkeypatch.setenv("FAKE_SPARE_UNPREPARED", "1")
+    spare.keep(CONFIG)
+    [first] = [one.popen for one in spare.spares]
+    while not spare.spares[0].failed:
+        spare.ready()
+        time.sleep(0.02)
+    assert spare.take(CONFIG) == [] and first.poll() is not None  # ended, not adopted
+    for _ in range(MAX_FAILURES):
+        spare.keep(CONFIG)
+        while spare.spares and not spare.spares[0].failed:
+            spare.ready()
+            time.sleep(0.02)
+    spare.keep(CONFIG)
+    assert spare.spares == []
+
+
+def test_folders_of_windows_that_are_gone_are_deleted_when_a_trainer_is_made(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    root = tmp_path / "spares"
+    for name in (f"{gone.pid}-1", f"{os.getpid()}-7", "notes"):
+        (root / name).mkdir(parents=True)
+    SpareTrainer(root)
+    assert sorted(p.name for p in root.iterdir()) == [f"{os.getpid()}-7", "notes"]
+
+
+def test_a_cpu_run_s_spare_sees_no_gpu(spare, tmp_path):
+    spare.keep(CONFIG)
+    until_spare_ready(spare)
+    pid = spare.pids[0]
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert b"CUDA_VISIBLE_DEVICES=-1" in environ
+
+
+def test_spares_adopted_for_a_start_that_fails_are_ended(spare, tmp_path, monkeypatch):
+    _keep_until_ready(spare, CONFIG, 2)
+    popens = [one.popen for one in spare.spares]
+    supervisor = Supervisor(tmp_path / "run")
+    supervisor.spare = spare
+
+    def fail(*_args, **_kwargs):
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(supervisor, "_launch", fail)
+    with pytest.raises(OSError):
+        supervisor.start(CONFIG)
+    assert [p.wait(timeout=30) is not None for p in popens] == [True, True]
+    assert supervisor.standbys == []
+    supervisor.shutdown()
 
 
 @pytest.mark.tf

@@ -48,17 +48,18 @@ def test_changed_settings_get_a_new_spare(spare_window, qtbot):
     qtbot.waitUntil(lambda: spare.ready() == 1, timeout=WAIT_MS)
 
 
-def test_start_hands_the_run_to_the_spares(spare_window, qtbot, tmp_path):
+def test_start_hands_the_run_to_the_spares(spare_window, qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_SPARE_LINGER", "5")  # the chief stays while it is looked at
     spare = spare_window.controller.spare
     qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)
     pids = spare.pids
     assert spare_window.start_run()
+    [standby] = spare_window.controller.supervisor.standbys  # the other: the run's standby
+    assert spare.spares == []
     orders = tmp_path / "orders"
     qtbot.waitUntil(lambda: any(orders.iterdir()), timeout=WAIT_MS)
     [order] = [json.loads(p.read_text()) for p in orders.iterdir()]
-    [standby] = spare_window.controller.supervisor.standbys  # the other: the run's standby
     assert {int(next(orders.iterdir()).stem), standby[0].pid} == set(pids)
-    assert spare.spares == []
     assert order["argv"][0] == str(tmp_path / "run")
     assert order["argv"][1:5] == ["--role", "chief", "--index", "0"]
     assert order["log"].startswith(str(tmp_path / "run" / "logs" / "standby-"))
