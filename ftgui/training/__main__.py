@@ -146,6 +146,7 @@ def train(run_dir: Path, config, args, events) -> int:
 
     from ftgui.core.checkpoints import listing
     from ftgui.core.checkpoints.state_file import point_state_file
+    from ftgui.core.supervision.standby import built_from
     from ftgui.training.actions.fault_hooks import Faults
     from ftgui.training.assemble import build_loop
     from ftgui.training.background_save import valid_up_to
@@ -169,7 +170,8 @@ def train(run_dir: Path, config, args, events) -> int:
         return serve(events, args, import_seconds)
     is_chief = args.role == "chief" or (config.strategy == "multi-worker" and args.index == 0)
     shadow = None
-    if _WARM is not None and not _WARM.failed and _WARM.config == config.to_dict():
+    if _WARM is not None and not _WARM.failed \
+            and built_from(_WARM.config) == built_from(config.to_dict()):
         dataset, strategy, state, runner = _WARM.built  # a warm standby built them already
         shadow = _WARM.shadow
     else:
@@ -285,7 +287,7 @@ def standby(run_dir: Path) -> int:
     from ftgui.core.record.events import emit
     from ftgui.core.settings import config as configmod
     from ftgui.core.supervision import priority
-    from ftgui.core.supervision.standby import MEMBER_ENV, config_fingerprint
+    from ftgui.core.supervision.standby import MEMBER_ENV, built_from, config_fingerprint
     from ftgui.training import (  # noqa: F401
         assemble,
         data,
@@ -323,8 +325,9 @@ def standby(run_dir: Path) -> int:
     if member and prepared:
         os.environ["TF_CONFIG"] = own_tf_config  # the cluster its strategy has formed
     ordered_dir = parse_args(order["argv"]).run_dir  # the run's folder: a spare's is its own
-    if _WARM is not None and (_WARM.failed
-                              or _config_dict(configmod, ordered_dir) != _WARM.config):
+    ordered = _config_dict(configmod, ordered_dir)
+    if _WARM is not None and (_WARM.failed or ordered is None
+                              or built_from(ordered) != built_from(_WARM.config)):
         print("standby: " + ("its preparation failed" if _WARM.failed else
                              "the run's configuration changed since it was built")
               + ": starting cold", flush=True)

@@ -54,7 +54,7 @@ from ftgui.core.supervision.standby import config_fingerprint, device_env
 from ftgui.core.supervision.trainer_command import standby_argv
 
 SPARE_STRATEGIES = ("default", "one-device", "mirrored")  # = warm_standby.PREPARED_STRATEGIES
-MAX_FAILURES = 2  # spares of one configuration that may die before it gets no more
+MAX_FAILURES = 2  # spares of one configuration that may fail before no more are started
 
 
 @dataclass
@@ -126,9 +126,10 @@ class SpareTrainer:
         self.root, self.python = Path(root), python
         self.spares: list[_Spare] = []
         self.fingerprint: str | None = None  # of the configuration they are built for
-        self._failures: dict[str, int] = {}  # fingerprint -> spares of it that failed
+        self._failures = 0  # spares of `fingerprint` that died or could not build its state
         self._started = 0
         _sweep(self.root)
+        sweep_autograph_folders()  # of spares of a window that died without closing
 
     @property
     def pids(self) -> list[int]:
@@ -136,24 +137,46 @@ class SpareTrainer:
         return [spare.popen.pid for spare in self.spares]
 
     def keep(self, config) -> None:
-        """Have `spares_wanted(config)` spares for `config` (a valid `RunConfig`): those of
-        other settings are ended; one that died or could not build the state is ended and
-        counted (after `MAX_FAILURES` the settings get no more); one more is started when
-        every live one is ready. Raises `OSError` if the program cannot be started."""
+        """Have `spares_wanted(config)` spares for `config` (a valid `RunConfig`): none when
+        `spare_reason` says why; those built for other settings (`config_fingerprint`) are
+        ended; one that died or could not build the state is ended and counted (after
+        `MAX_FAILURES`, no new one is started until the settings change; those ready stay);
+        one more is started when every live one is ready. Raises `OSError` if the program
+        cannot be started."""
+        if spare_reason(config):
+            self.dismiss()
+            return
         wanted = config_fingerprint(config.to_dict())
         if wanted != self.fingerprint:
             self.dismiss()
-            self.fingerprint = wanted
+            self.fingerprint, self._failures = wanted, 0
         self.ready()
         for spare in [s for s in self.spares if s.failed or not s.alive]:
-            self._failures[wanted] = self._failures.get(wanted, 0) + 1
+            self._failures += 1
             self._end(spare)
-        if self._failures.get(wanted, 0) >= MAX_FAILURES:
-            self.dismiss()
-            self.fingerprint = wanted
+        if self._failures >= MAX_FAILURES:
             return
         if len(self.spares) < spares_wanted(config) and self.ready() == len(self.spares):
             self.spares.append(self._spawn(config))
+
+    def status(self, config) -> str:
+        """A few words on the spares for `config` (a `RunConfig`, or None when the settings
+        shown do not validate), for the status bar: "spare trainers ready (2 of 2)",
+        "building spare trainers (1 of 2 ready)", "no spare trainer: <why>"."""
+        if config is None:
+            return "no spare trainer: the settings shown are not valid"
+        reason = spare_reason(config)
+        if reason:
+            return f"no spare trainer: {reason}"
+        wanted, ready = spares_wanted(config), self.ready()
+        if config_fingerprint(config.to_dict()) != self.fingerprint:
+            return f"building spare trainers (0 of {wanted} ready)"
+        if self._failures >= MAX_FAILURES and ready < wanted:
+            return (f"spare trainers: {ready} of {wanted} ready; {self._failures} died or "
+                    "could not build these settings, no more are started until they change")
+        if ready >= wanted:
+            return f"spare trainers ready ({ready} of {wanted})"
+        return f"building spare trainers ({ready} of {wanted} ready)"
 
     def ready(self) -> int:
         """How many spares are alive and have built their state (reads their
@@ -173,7 +196,7 @@ class SpareTrainer:
         with the run's start). Empty for other settings: the spares stay. Those taken are
         this object's no more, and their folders are deleted (a spare writes nothing there
         after `standby_ready`)."""
-        if config_fingerprint(config.to_dict()) != self.fingerprint:
+        if spare_reason(config) or config_fingerprint(config.to_dict()) != self.fingerprint:
             return []
         self.ready()
         handles = []

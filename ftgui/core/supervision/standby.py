@@ -39,11 +39,30 @@ from ftgui.core.supervision.trainer_command import standby_argv
 MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
 
 
+# Settings that only the supervisor or the training loop read, from the run's own config.toml
+# after the order: a prepared state built without them is the same. Not here: everything the
+# build or the warm-up step reads (strategy, devices, model, data, batch, learning rate, seed,
+# the planned NaN and chaos, which change how the step is traced, the snapshot interval).
+NOT_BUILT = ("steps", "checkpoint_every", "keep", "pace", "auto_recover", "max_restarts",
+             "restart_backoff", "warm_standby", "standbys_per_task", "max_standbys",
+             "kill_at_step", "preempt_at_step", "hang_at_step", "kill_in_save_at_step",
+             "kill_in_snapshot_at_step", "kill_after_seconds", "watchdog_seconds",
+             "fault_target")
+
+
+def built_from(config: dict) -> dict:
+    """What a prepared standby's state is built from: `config` (a `RunConfig.to_dict()`)
+    without `NOT_BUILT`. A standby prepared for one configuration serves a run of another
+    when these agree (the trainer reads the rest from the run's config.toml)."""
+    return {key: value for key, value in config.items() if key not in NOT_BUILT}
+
+
 def config_fingerprint(config: dict) -> str:
-    """A short hash of a run's configuration (`RunConfig.to_dict()`): what a prepared standby
-    was built for, compared with the run's when a restart would use it. Numbers are hashed as
-    floats, so that two configurations that compare equal (a backoff of 0 and 0.0) agree."""
-    text = json.dumps(_numbers_as_floats(config), sort_keys=True, default=str)
+    """A short hash of what a run's state is built from (`built_from` of a
+    `RunConfig.to_dict()`): what a prepared standby was built for, compared with the run's
+    when a restart would use it. Numbers are hashed as floats, so that two configurations that
+    compare equal (a backoff of 0 and 0.0) agree."""
+    text = json.dumps(_numbers_as_floats(built_from(config)), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -84,6 +84,7 @@ class RunController(QObject):
         self.spare: SpareTrainer | None = None  # kept once `keep_spare` is called
         self._spare_settings = lambda: None
         self._spare_timer = QTimer(self)
+        self.spare_line = ""  # the spares' state for the status bar, while no run is live
 
     @property
     def plot(self):
@@ -264,6 +265,7 @@ class RunController(QObject):
     def stop_spare(self) -> None:
         """End the spare trainers, if any, and keep none from now on."""
         self._spare_timer.stop()
+        self.spare_line = ""
         if self.spare is not None:
             self.spare.dismiss()
 
@@ -272,15 +274,17 @@ class RunController(QObject):
         if self.replay is not None or (supervisor is not None and (
                 supervisor.live or supervisor.standbys)):
             self.spare.dismiss()  # the run's own standbys stand by; the cap holds for them
+            self.spare_line = ""
             return
         config = self._spare_settings()
-        if config is None:
-            return
         try:
-            self.spare.keep(config)
+            if config is not None:
+                self.spare.keep(config)
         except OSError as exc:
             self.stop_spare()
             self.logLine.emit(f"{time.strftime('%H:%M:%S')} no spare trainer: {exc}")
+            return
+        self.spare_line = self.spare.status(config)
 
     # ------------------------------------------------------------ the timer
     def tick(self) -> None:
@@ -374,6 +378,8 @@ class RunController(QObject):
         reason = self._reason()
         if reason:
             text += f" · {reason}"
+        if self.spare_line and not (supervisor is not None and supervisor.live):
+            text += f" · {self.spare_line}"
         return text
 
 

@@ -92,10 +92,33 @@ def test_changed_settings_end_the_spares_and_build_others(spare):
     _keep_until_ready(spare, CONFIG, 2)
     old = [one.popen for one in spare.spares]
     folders = [one.folder for one in spare.spares]
-    spare.keep(CONFIG.replace(steps=61))
+    spare.keep(CONFIG.replace(seed=CONFIG.seed + 1))
     assert all(p.poll() is not None for p in old) and not any(f.exists() for f in folders)
     until_spare_ready(spare)
-    assert configmod.load(spare.spares[0].folder).steps == 61
+    assert configmod.load(spare.spares[0].folder).seed == CONFIG.seed + 1
+
+
+def test_settings_the_state_is_not_built_from_keep_the_spares_and_take_them(spare):
+    _keep_until_ready(spare, CONFIG, 2)
+    pids = spare.pids
+    other = CONFIG.replace(auto_recover=True, steps=500, pace=50, max_restarts=9)
+    spare.keep(other)
+    assert spare.pids == pids and spare.status(other) == "spare trainers ready (2 of 2)"
+    handles = spare.take(other)
+    assert [h.popen.pid for h in handles] == pids
+    for handle in handles:
+        handle.popen.stdin.close()
+        handle.popen.wait(timeout=30)
+
+
+def test_turning_warm_standby_off_ends_the_spares(spare):
+    _keep_until_ready(spare, CONFIG, 2)
+    popens = [one.popen for one in spare.spares]
+    off = CONFIG.replace(warm_standby=False)
+    spare.keep(off)
+    assert spare.spares == [] and all(p.poll() is not None for p in popens)
+    assert spare.take(off) == []
+    assert spare.status(off) == "no spare trainer: warm standby is off"
 
 
 def test_spares_are_taken_only_for_their_own_settings_and_only_once_ready(
@@ -174,8 +197,41 @@ def test_settings_whose_spares_keep_dying_get_no_more(spare, monkeypatch):
     assert spare.spares == []
     spare.keep(CONFIG)
     assert spare.spares == []
-    spare.keep(CONFIG.replace(steps=61))  # other settings get their chance
+    assert spare.status(CONFIG) == ("spare trainers: 0 of 2 ready; 2 died or could not build "
+                                    "these settings, no more are started until they change")
+    spare.keep(CONFIG.replace(seed=CONFIG.seed + 1))  # other settings get their chance
     assert len(spare.spares) == 1
+
+
+def test_a_ready_spare_stays_when_its_sibling_keeps_dying(spare, monkeypatch):
+    spare.keep(CONFIG)
+    until_spare_ready(spare)
+    [ready] = [one.popen for one in spare.spares]
+    monkeypatch.setenv("FAKE_SPARE_DIES", "1")
+    for _ in range(MAX_FAILURES + 1):
+        spare.keep(CONFIG)
+        if len(spare.spares) == 2:
+            spare.spares[1].popen.wait(timeout=30)
+    spare.keep(CONFIG)
+    assert [one.popen for one in spare.spares] == [ready] and ready.poll() is None
+    assert spare.status(CONFIG).startswith("spare trainers: 1 of 2 ready; 2 died")
+    [handle] = spare.take(CONFIG)
+    assert handle.popen is ready
+    handle.popen.stdin.close()
+    handle.popen.wait(timeout=30)
+
+
+def test_the_status_says_what_the_spares_do(spare, tmp_path, monkeypatch):
+    assert spare.status(None) == "no spare trainer: the settings shown are not valid"
+    assert spare.status(CONFIG.replace(loop="fit")) == (
+        "no spare trainer: a mirrored run with the fit loop is not built before Start")
+    assert spare.status(CONFIG) == "building spare trainers (0 of 2 ready)"
+    monkeypatch.setenv("FAKE_SPARE_HOLD", str(tmp_path / "go"))
+    spare.keep(CONFIG)
+    assert spare.status(CONFIG) == "building spare trainers (0 of 2 ready)"
+    (tmp_path / "go").touch()
+    _keep_until_ready(spare, CONFIG, 2)
+    assert spare.status(CONFIG) == "spare trainers ready (2 of 2)"
 
 
 def test_dismiss_ends_the_spares_and_deletes_their_folders(spare):

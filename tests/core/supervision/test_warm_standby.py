@@ -72,13 +72,14 @@ def test_a_prepared_standby_trains_to_the_bit_as_a_cold_start(
 
 
 @pytest.mark.tf
-def test_a_standby_whose_run_changed_starts_cold_with_the_new_configuration(
+def test_a_standby_whose_run_changed_what_it_builds_starts_cold_with_the_new_configuration(
     fresh_copy_of_baseline, baseline_losses, tmp_path
 ):
     run_dir = fresh_copy_of_baseline
     standby, ready = _ready_standby(run_dir, tmp_path / "standby.log")
     assert ready["prepared"] is True
-    configmod.save(run_dir, configmod.load(run_dir).replace(steps=20))
+    base = configmod.load(run_dir)
+    configmod.save(run_dir, base.replace(steps=20, learning_rate=base.learning_rate * 2))
 
     log = _order(standby, run_dir, tmp_path / "standby.log")
 
@@ -87,4 +88,23 @@ def test_a_standby_whose_run_changed_starts_cold_with_the_new_configuration(
     [started] = of_kind(seen, "training_started")
     assert started["pid"] == standby.pid  # the same process, started over
     losses = events.final_losses(seen)
+    assert sorted(losses) == list(range(1, 21))
+    assert losses[1] == baseline_losses[1] and losses[2] != baseline_losses[2]  # the new rate
+
+
+@pytest.mark.tf
+def test_a_standby_serves_a_run_whose_other_settings_changed(
+    fresh_copy_of_baseline, baseline_losses, tmp_path
+):
+    """Steps, pace, recovery and planned kills are read from the run's own config.toml after
+    the order (`standby.NOT_BUILT`): the prepared state serves the run, to the bit."""
+    run_dir = fresh_copy_of_baseline
+    standby, _ = _ready_standby(run_dir, tmp_path / "standby.log")
+    configmod.save(run_dir, configmod.load(run_dir).replace(
+        steps=20, auto_recover=True, pace=500, max_restarts=7))
+
+    log = _order(standby, run_dir, tmp_path / "standby.log")
+
+    assert "standby: activated" in log and "starting cold" not in log
+    losses = events.final_losses(events.read_all(run_dir))
     assert losses == {step: baseline_losses[step] for step in range(1, 21)}

@@ -36,13 +36,15 @@ def test_the_spare_is_built_for_the_settings_shown(spare_window, qtbot):
     qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)  # the chief's, a standby's
     assert spare.fingerprint == _built_for(spare_window)
     assert spare_window.menu_actions.spare.isChecked()
+    qtbot.waitUntil(lambda: "spare trainers ready (2 of 2)"
+                    in spare_window.status_label.text(), timeout=WAIT_MS)
 
 
 def test_changed_settings_get_a_new_spare(spare_window, qtbot):
     spare = spare_window.controller.spare
     qtbot.waitUntil(lambda: spare.ready() == 1, timeout=WAIT_MS)
     [old] = [one.popen for one in spare.spares]
-    spare_window.panel.widgets["steps"].setValue(1234)
+    spare_window.panel.widgets["seed"].setValue(1234)
     qtbot.waitUntil(lambda: spare.fingerprint == _built_for(spare_window), timeout=WAIT_MS)
     assert old.poll() is not None
     qtbot.waitUntil(lambda: spare.ready() == 1, timeout=WAIT_MS)
