@@ -12,16 +12,17 @@ checkpoint marked `"source": "memory"` on its checkpoint writer thread
 (`CheckpointAction.persist`).
 
 The state is read inside the step itself: the plain step's second form
-(`TrainState.fuse_state_output`) returns every variable's value next to the loss (values that
-share the variables' buffers: no copy on the step path), so a snapshot pays no dispatch of its
-own (a separate traced read cost 0.3–0.9 ms for the MLP, 12–15 ms for the ResNet). The action
-checks that the last value (the global step) is the step it snapshots, else it reads the state
-itself. The values are then copied into the file and hashed (XXH3-64) — for a state of at least
-`ASYNC_BYTES` on a writer thread, overlapped with the next step (numpy's copy and the hash let go
-of the GIL), as CheckFreq (FAST '21) pipelines its snapshot with the next iteration. At most
-one write is in flight: the next waits for it, and a planned kill or hold waits for it too
-(`wait`), so a schedule recovers the same way every time. A process crash is covered; a lost
-machine loses the shared memory with it: that needs the disk checkpoints.
+(`TrainState.fuse_state_output`) returns the state next to the loss — a small state as one
+concatenated tensor, a large one as every variable's value (values that share the variables'
+buffers: no copy on the step path) — so a snapshot pays no dispatch of its own (a separate traced
+read cost 0.3–0.9 ms for the MLP, 12–15 ms for the ResNet). The action checks that the last eight
+bytes (the global step) hold the step it snapshots, else it reads the state itself. The values are
+then copied into the file and hashed (XXH3-64) — for a state of at least `ASYNC_BYTES` on a writer
+thread, overlapped with the next step (numpy's copy and the hash let go of the GIL), as CheckFreq
+(FAST '21) pipelines its snapshot with the next iteration. At most one write is in flight: the next
+waits for it, and a planned kill or hold waits for it too (`wait`), so a schedule recovers the same
+way every time. A process crash is covered; a lost machine loses the shared memory with it: that
+needs the disk checkpoints.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from ftgui.core.supervision.fault_plan import KILL_IN_SNAPSHOT
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.checkpoint_writer import OneWriter
 from ftgui.training.state_variables import name_of, state_variables
+
+ASYNC_BYTES = 1 << 20  # a state this large is written on the writer thread (a smaller one's
+# copy and hash take less than handing it over: ~0.02 ms for the MLP's 58 kB)
 
 
 class StateBytes:
@@ -91,11 +95,16 @@ class StateBytes:
         return self._read_traced().numpy()
 
     def parts(self) -> list:
-        """Every variable's value, in order (a bool one as uint8: one byte, 0 or 1): to be
-        traced inside a step. The payload is their raw bytes one after the other; a value
-        read this way shares the variable's buffer (TensorFlow copies it only if the next
-        update comes while it is still held), so no concatenation copies the state once more
-        on the step path (it cost ~3 ms a step for the ResNet's 14.5 MB)."""
+        """What a step returns for a snapshot (to be traced inside it): for a state under
+        `ASYNC_BYTES`, one tensor, `flat()` (handing each of a small state's ~15 values to
+        Python cost more than their concatenation in the graph: ~0.1 against ~0.03 ms a
+        snapshot for the MLP's 58 kB); else every variable's value, in order (a bool one as
+        uint8: one byte, 0 or 1), whose raw bytes one after the other are the payload. A
+        value read this way shares the variable's buffer (TensorFlow copies it only if the
+        next update comes while it is still held), so no concatenation copies a large state
+        once more on the step path (it cost ~3 ms a step for the ResNet's 14.5 MB)."""
+        if self.nbytes < ASYNC_BYTES:
+            return [self.flat()]
         return [tf.cast(value, tf.uint8) if value.dtype == tf.bool else value
                 for value in map(tf.convert_to_tensor, self.variables)]
 
@@ -103,12 +112,14 @@ class StateBytes:
         """The bytes of `tensors` (what `parts` returned, e.g. inside a step) as arrays
         sharing their memory, or None when they are missing, do not fit the layout, or hold
         another global step than `step` (the last one)."""
-        if tensors is None or len(tensors) != len(self.variables):
+        if tensors is None:
             return None
         arrays = [_host_array(tensor) for tensor in tensors]
-        if [a.nbytes for a in arrays] != self._sizes:
+        if [a.nbytes for a in arrays] != (
+                [self.nbytes] if self.nbytes < ASYNC_BYTES else self._sizes):
             return None
-        return arrays if int(arrays[-1]) == step else None
+        held = arrays[-1].reshape(-1).view(np.uint8)[-8:].view(np.int64)  # the global step
+        return arrays if int(held[0]) == step else None
 
     def load(self, payload) -> None:
         """Assign every variable from `payload` (bytes-like of `nbytes`, as `read` gave).
@@ -130,10 +141,6 @@ def _host_array(tensor) -> np.ndarray:
         return np.asarray(memoryview(tensor))
     except (TypeError, ValueError, BufferError):
         return tensor.numpy()
-
-
-ASYNC_BYTES = 1 << 20  # a state this large is written on the writer thread (a smaller one's
-# copy and hash take less than handing it over: ~0.02 ms for the MLP's 58 kB)
 
 
 class SnapshotAction(Action):
