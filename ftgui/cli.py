@@ -317,8 +317,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             _show_check(supervisor.user_check, args.quiet)
         job_line, reported = "", False
         while supervisor.live and not stop.done():
-            for event in supervisor.poll():
-                progress.show(event)
+            progress.show_all(supervisor.poll())
             progress.tick(time.time())
             if launcher is not None and launcher.line() != job_line and not args.quiet:
                 job_line = launcher.line()
@@ -327,8 +326,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 print(f"slurm: {launcher.pending_report()}", file=sys.stderr, flush=True)
             reported = bool(launcher and launcher.pending_report())
             time.sleep(0.05)
-        for event in supervisor.poll():
-            progress.show(event)
+        progress.show_all(supervisor.poll())
     finally:
         supervisor.shutdown()  # also ends a restart that automatic recovery began meanwhile
         stop.give_back()

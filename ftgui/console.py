@@ -37,8 +37,25 @@ class Progress:
         self.timeline.feed(history)
 
     def show(self, event: dict) -> None:
+        """Print what `event` tells (see the class)."""
+        self.show_all([event])
+
+    def show_all(self, events: list[dict]) -> None:
+        """`show` each of `events` (a poll's, in file order). A run of step events goes into
+        the timeline at once: one at a time, its numpy work cost the supervisor ~3 ms a poll
+        (6 % of a core beside a 650 steps/s trainer, on the cores the trainer needs)."""
         try:
-            self._show(event)
+            start = 0
+            while start < len(events):
+                end = start
+                while end < len(events) and events[end]["event"] == "step":
+                    end += 1
+                if end > start:
+                    self._show_steps(events[start:end])
+                else:
+                    self._show_other(events[start])
+                    end += 1
+                start = end
         except BrokenPipeError:  # `ftgui train … | head`: the reader left; training goes on
             self.quiet = True
             sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
@@ -55,17 +72,22 @@ class Progress:
             self.quiet = True
             sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
 
-    def _show(self, event: dict) -> None:
+    def _show_steps(self, steps: list[dict]) -> None:
+        self.timeline.feed(steps)
+        for event in steps:
+            self.waits.feed(event)
+        newest = steps[-1]
+        self.last_loss = newest["loss"]
+        if not self.quiet and time.time() - self._last_print > STEP_LINE_SECONDS:
+            self._last_print = time.time()
+            loss = "nan" if newest["loss"] is None else formatting.loss(newest["loss"])
+            recovered = "  (from the checkpoint)" if newest.get("from_checkpoint") else ""
+            print(f"step {newest['step']}  loss {loss}{recovered}", flush=True)
+
+    def _show_other(self, event: dict) -> None:
         changes = self.timeline.feed([event])
         self.waits.feed(event)
-        if event["event"] == "step":
-            self.last_loss = event["loss"]
-            if not self.quiet and time.time() - self._last_print > STEP_LINE_SECONDS:
-                self._last_print = time.time()
-                loss = "nan" if event["loss"] is None else formatting.loss(event["loss"])
-                recovered = "  (from the checkpoint)" if event.get("from_checkpoint") else ""
-                print(f"step {event['step']}  loss {loss}{recovered}", flush=True)
-        elif not self.quiet and event["event"] not in NOT_PRINTED:
+        if not self.quiet and event["event"] not in NOT_PRINTED:
             for note in changes.notes:
                 print(note.text, flush=True)
 

@@ -36,6 +36,27 @@ def test_notable_events_are_sentences_and_steps_are_not_repeated(capsys, monkeyp
     assert progress.last_loss == 0.25
 
 
+def test_a_poll_shown_at_once_prints_what_one_event_at_a_time_does(capsys, monkeypatch):
+    monkeypatch.setattr("ftgui.console.time.time", lambda: 100.0)
+    events = [{"event": "step", "attempt": 0, "time": 1.0 + s, "step": s, "loss": 1.0 / s}
+              for s in (1, 2, 3)]
+    events += [{"event": "checkpoint_saved", "attempt": 0, "time": 4.0, "step": 3,
+                "size": 400_000},
+               {"event": "step", "attempt": 0, "time": 5.0, "step": 4, "loss": 0.125}]
+    one, batch = Progress(), Progress()
+    for event in events:
+        one.show(event)
+    by_one = capsys.readouterr().out
+    batch.show_all(events)
+    # a run of steps prints its newest one: the line is as due after step 1 as after step 3
+    assert capsys.readouterr().out.splitlines() == [
+        "step 3  loss 0.3333", "checkpoint 3 saved (400.0 kB)"]
+    assert by_one.splitlines() == ["step 1  loss 1.0000", "checkpoint 3 saved (400.0 kB)"]
+    assert batch.timeline.last_step == one.timeline.last_step == 4
+    assert batch.last_loss == one.last_loss == 0.125
+    assert batch.timeline.totals() == one.timeline.totals()
+
+
 def test_quiet_prints_nothing_but_keeps_the_last_loss(capsys):
     progress = Progress(quiet=True)
     progress.show({"event": "step", "step": 1, "loss": 0.5})
