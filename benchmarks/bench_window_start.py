@@ -50,26 +50,30 @@ from bench_window_recovery import phases, pump, window_at_defaults  # noqa: E402
 TARGET_S = 1.0
 
 
-def one_run(app, folder: Path, spares: bool, kill_after: float, workload: str,
-            backoff: float) -> dict:
-    """One Start and one kill in a fresh window; the figures of it."""
+def ready_spares(app, window, folder: Path):
+    """Turn `window`'s spare trainers on (their folders under `folder`) and drive Qt until they
+    are all ready: (the `SpareTrainer`, seconds it took). RuntimeError after 180 s."""
     from ftgui.core.supervision.spare import SpareTrainer, spares_wanted
     from ftgui.qt.window import controller as controller_module
 
+    made = SpareTrainer(folder / "spares")
+    controller_module.SpareTrainer = lambda: made
+    window.set_spare(True)
+    began = time.monotonic()
+    wanted = spares_wanted(window.panel.config())
+    if not pump(app, lambda: made.ready() >= wanted, 180):
+        raise RuntimeError(f"{made.ready()} of {wanted} spares ready after 180 s")
+    return made, time.monotonic() - began
+
+
+def one_run(app, folder: Path, spares: bool, kill_after: float, workload: str,
+            backoff: float) -> dict:
+    """One Start and one kill in a fresh window; the figures of it."""
     window = window_at_defaults(folder, auto_recover=True, steps=20_000,
                                 restart_backoff=backoff, **WORKLOADS[workload])
     run_dir = folder / "run"
     try:
-        wait = None
-        if spares:
-            made = SpareTrainer(folder / "spares")
-            controller_module.SpareTrainer = lambda: made
-            window.set_spare(True)
-            began = time.monotonic()
-            wanted = spares_wanted(window.panel.config())
-            if not pump(app, lambda: made.ready() >= wanted, 180):
-                raise RuntimeError(f"{made.ready()} of {wanted} spares ready after 180 s")
-            wait = time.monotonic() - began
+        wait = ready_spares(app, window, folder)[1] if spares else None
         clicked = time.monotonic()
         window.start_button.click()
         first = _first_point(app, window, 0, clicked)

@@ -108,3 +108,30 @@ def test_a_standby_serves_a_run_whose_other_settings_changed(
     assert "standby: activated" in log and "starting cold" not in log
     losses = events.final_losses(events.read_all(run_dir))
     assert losses == {step: baseline_losses[step] for step in range(1, 21)}
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("prepared_every, run_every", [(1, 0), (0, 1)])
+def test_a_standby_serves_a_run_with_another_snapshot_interval(
+    fresh_copy_of_baseline, baseline_losses, tmp_path, prepared_every, run_every
+):
+    """The snapshot interval is read after the order (`standby.NOT_BUILT`): a spare the
+    window built with snapshots every step serves a guided demo that restores from disk
+    (`snapshot_every = 0`), and one built without them a run that takes them; to the bit."""
+    run_dir = fresh_copy_of_baseline
+    base = configmod.load(run_dir)
+    configmod.save(run_dir, base.replace(snapshot_every=prepared_every))
+    standby, ready = _ready_standby(run_dir, tmp_path / "standby.log")
+    assert ready["prepared"] is True
+    configmod.save(run_dir, base.replace(steps=20, snapshot_every=run_every))
+
+    log = _order(standby, run_dir, tmp_path / "standby.log")
+
+    assert "standby: activated" in log and "starting cold" not in log
+    seen = events.read_all(run_dir)
+    assert events.final_losses(seen) == {step: baseline_losses[step] for step in range(1, 21)}
+    stats = of_kind(seen, "snapshot_stats")
+    if run_every:  # every step's state came out of the step itself, traced after the order
+        assert [(s["snapshots"], s["fused"]) for s in stats] == [(20, 20)]
+    else:
+        assert stats == []

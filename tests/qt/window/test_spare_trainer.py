@@ -71,6 +71,27 @@ def test_start_hands_the_run_to_the_spares(spare_window, qtbot, tmp_path, monkey
                                                           True)
 
 
+@pytest.mark.parametrize("key", ["crash-and-recover", "checkpoint-interval", "preemption"])
+def test_a_guided_demo_at_the_window_defaults_starts_on_the_spares(
+        spare_window, qtbot, tmp_path, monkeypatch, key):
+    """These demos differ from the window's defaults only in what is read after the order
+    (steps, pace, faults, recovery; `snapshot_every = 0`, `standby.NOT_BUILT`): their first
+    run starts on the spares instead of importing TensorFlow in front of the room."""
+    monkeypatch.setenv("FAKE_SPARE_LINGER", "5")
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)
+    menu = spare_window.demos
+    menu.runs_root = tmp_path / "demos"
+    [demo] = [d for d in menu.demos if d.key == key]
+    assert menu.start(demo, presenter=False)
+    assert spare.spares == []  # both adopted: the chief and the run's standby
+    orders = tmp_path / "orders"
+    qtbot.waitUntil(lambda: any(orders.iterdir()), timeout=WAIT_MS)
+    [order] = [json.loads(p.read_text()) for p in orders.iterdir()]
+    assert order["argv"][0] == str(spare_window.controller.run_dir)
+    assert spare_window.controller.run_dir.parent == tmp_path / "demos"
+
+
 def test_turned_off_it_keeps_none_and_remembers(spare_window, qtbot, tmp_path):
     spare = spare_window.controller.spare
     qtbot.waitUntil(lambda: bool(spare.spares), timeout=WAIT_MS)
