@@ -56,7 +56,7 @@ def one_run(app, folder: Path, variant: str, key: str) -> dict:
         if not menu.start(demo, presenter=False):
             raise RuntimeError(f"demo {key} did not start")
         adopted = not made.spares
-        if not pump(app, lambda: _drawn(window), 120):
+        if not pump(app, lambda: drawn(window), 120):
             raise RuntimeError("no point of the demo's first run within 120 s")
         first = time.monotonic() - clicked
         seen = read_events(window.controller.run_dir)
@@ -65,14 +65,20 @@ def one_run(app, folder: Path, variant: str, key: str) -> dict:
                 "from_standby": started[0].get("standby") if started else None}
     finally:
         standby.NOT_BUILT = kept
-        window.settings.setValue("quit/when_training", "kill")
-        window.demos.stop()
-        window.controller.shutdown()
-        window.close()
-        app.processEvents()
+        close(app, window)
 
 
-def _drawn(window) -> bool:
+def close(app, window) -> None:
+    """Stop the window's demo, end everything of its run and its spares, close it."""
+    window.settings.setValue("quit/when_training", "kill")
+    window.demos.stop()
+    window.controller.shutdown()
+    window.close()
+    app.processEvents()
+
+
+def drawn(window) -> bool:
+    """The first point of the run shown is on the plot."""
     trace = window.plot.traces.get(0)
     return trace is not None and trace.drawn > 0
 

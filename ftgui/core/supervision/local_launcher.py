@@ -149,7 +149,7 @@ class LocalLauncher:
         self._members = {}
 
     def adopt_standby(self, handle) -> None:
-        """Take in a spare trainer (`spare.SpareHandle`) as the next task's standby
+        """Take in a spare trainer (`standby.SpareHandle`) as the next task's standby
         (`StandbyPool.adopt`); a run in its own network namespace ends it instead (the spare
         was started outside it)."""
         if self._namespace is not None:
@@ -157,6 +157,12 @@ class LocalLauncher:
             handle.popen.wait()
             return
         self._pool.adopt(handle)
+
+    def release_standbys(self, fingerprint: str) -> list:
+        """The waiting standbys built for `fingerprint`, handed over for another run to adopt
+        (`StandbyPool.release`); none from a run in its own network namespace (they were
+        started inside it)."""
+        return [] if self._namespace is not None else self._pool.release(fingerprint)
 
     def keep_standbys(self, config, tasks: int) -> None:
         """`config.standbys_per_task` standbys per task, at most `config.max_standbys` (one

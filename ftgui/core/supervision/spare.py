@@ -15,7 +15,9 @@ When Start asks for exactly those settings, the run's launcher adopts the ready 
 (`LocalLauncher.adopt_standby`): one becomes the run's chief, the others its standbys. An order
 names the run's folder and a log file in it, and the trainer checks the run's own
 `config.toml` against what it built (a mismatch starts cold, same pid). Settings changed on
-screen end the spares and build others.
+screen end the spares and build others. A run that finishes (or whose folder is closed) hands
+its waiting standbys built for its settings back (`SpareTrainer.take_in`), so that the next run
+of those settings (a demo's next run, Start pressed again) starts on one too.
 
 Only runs whose state a standby can build before its order get a spare: one-process strategies
 (default, one-device, mirrored) of the custom loop on this machine (the local launcher), with
@@ -50,7 +52,7 @@ from ftgui.core.supervision.processes import (
     spawn,
     sweep_autograph_folders,
 )
-from ftgui.core.supervision.standby import config_fingerprint, device_env
+from ftgui.core.supervision.standby import SpareHandle, config_fingerprint, device_env
 from ftgui.core.supervision.trainer_command import standby_argv
 
 SPARE_STRATEGIES = ("default", "one-device", "mirrored")  # = warm_standby.PREPARED_STRATEGIES
@@ -58,28 +60,15 @@ MAX_FAILURES = 2  # spares of one configuration that may fail before no more are
 
 
 @dataclass
-class SpareHandle:
-    """A spare handed over to a run: its process (stdin a pipe, waiting for its order), what
-    it logged so far (bytes: its import and build, for the run's log), the Unix time it was
-    started, the `config_fingerprint` it built its state for, and whether it was started at
-    `priority.STANDBY_NICE` (`low`)."""
-
-    popen: subprocess.Popen
-    log: bytes
-    born: float
-    prepared_for: str
-    low: bool = False
-
-
-@dataclass
 class _Spare:
     popen: subprocess.Popen
-    folder: Path
-    reader: EventReader
+    folder: Path | None  # its own scratch folder; None for a finished run's standby taken in
+    reader: EventReader | None
     born: float
     low: bool
     ready: bool = False  # it wrote `standby_ready`, prepared for the trainer's fingerprint
     failed: bool = False  # it wrote `standby_ready` but could not build that state
+    log: bytes = b""  # a standby taken in: what it logged in the run it came from
 
     @property
     def alive(self) -> bool:
@@ -202,13 +191,42 @@ class SpareTrainer:
         handles = []
         for spare in list(self.spares):
             if spare.ready and spare.alive:
-                handles.append(SpareHandle(spare.popen, _read(spare.folder / "spare.log"),
-                                           spare.born, self.fingerprint, spare.low))
-                shutil.rmtree(spare.folder, ignore_errors=True)
+                log = spare.log if spare.folder is None else _read(spare.folder / "spare.log")
+                handles.append(SpareHandle(spare.popen, log, spare.born, self.fingerprint,
+                                           spare.low))
+                if spare.folder is not None:
+                    shutil.rmtree(spare.folder, ignore_errors=True)
                 self.spares.remove(spare)
             else:
                 self._end(spare)
         return handles
+
+    def take_in(self, handles: list[SpareHandle], config) -> int:
+        """Keep the standbys a finished run hands on (`StandbyPool.release`, built for
+        `config`, the run's `RunConfig`) as spares, ahead of those still building, so that the
+        next run of these settings starts on them instead of waiting for new ones to be
+        built: a demo's second run, Start pressed again. At most `spares_wanted(config)` are
+        kept (the newest beyond are ended, those not ready first), none when `spare_reason`
+        says why; spares built for other settings are ended. Returns how many were kept."""
+        wanted = config_fingerprint(config.to_dict())
+        incoming = [_Spare(h.popen, None, None, h.born, h.low, log=h.log,
+                           ready=h.prepared_for == wanted) for h in handles]
+        if spare_reason(config):
+            self.spares += incoming
+            for spare in incoming:
+                self._end(spare)
+            return 0
+        if wanted != self.fingerprint:
+            self.dismiss()
+            self.fingerprint, self._failures = wanted, 0
+        self.ready()
+        self.spares = incoming + self.spares
+        for spare in [s for s in incoming if not (s.ready and s.alive)]:
+            self._end(spare)
+        self.spares.sort(key=lambda s: not (s.ready and s.alive))  # stable: those taken in first
+        for spare in self.spares[spares_wanted(config):]:
+            self._end(spare)
+        return sum(spare in self.spares for spare in incoming)
 
     def dismiss(self) -> None:
         """End every spare and delete its folder."""
@@ -240,7 +258,8 @@ class SpareTrainer:
             pass
         if spare.popen.stdin is not None:
             spare.popen.stdin.close()
-        shutil.rmtree(spare.folder, ignore_errors=True)
+        if spare.folder is not None:
+            shutil.rmtree(spare.folder, ignore_errors=True)
         self.spares.remove(spare)
         sweep_autograph_folders()
 

@@ -94,6 +94,21 @@ def wants_cluster(config) -> bool:
 
 
 @dataclass
+class SpareHandle:
+    """A standby handed from one owner to the next (a spare to a run, a finished run's standby
+    back to the spare trainer): its process (stdin a pipe, waiting for its order), what it
+    logged so far (bytes: its import and build, for the next log it writes to), the Unix time
+    it was started, the `config_fingerprint` it built its state for, and whether it was started
+    at `priority.STANDBY_NICE` and not raised since (`low`)."""
+
+    popen: subprocess.Popen
+    log: bytes
+    born: float
+    prepared_for: str
+    low: bool = False
+
+
+@dataclass
 class Member:
     """One standby of a standby cluster: its process, log, task index and address."""
 
@@ -120,7 +135,7 @@ class StandbyPool:
         self._prepared: dict[int, str] = {}  # pid -> fingerprint of the config it built for
         self._born: dict[int, float] = {}  # pid -> Unix time it was started
         self._low: set[int] = set()  # pids started at priority.STANDBY_NICE, not raised since
-        self._adopted: set[int] = set()  # pids of spares (`spare.SpareHandle`) taken in
+        self._adopted: set[int] = set()  # pids of spares (`standby.SpareHandle`) taken in
         self.namespace = None  # the run's loopback-only network namespace, where standbys start
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
@@ -137,7 +152,7 @@ class StandbyPool:
         return pid in self._ready, None if born is None else max(time.time() - born, 0.0)
 
     def adopt(self, handle) -> Path:
-        """Take in a spare trainer (`spare.SpareHandle`, ready and prepared) as the first
+        """Take in a spare trainer (`standby.SpareHandle`, ready and prepared) as the first
         standby to get an order. Its log so far is written to a new `standby-<n>.log` of this
         pool's log folder, and its order tells it to go on there. Returns that log's path."""
         self._started += 1
@@ -152,6 +167,25 @@ class StandbyPool:
             self._low.add(pid)
         self.standbys.insert(0, (handle.popen, log_path))
         return log_path
+
+    def release(self, fingerprint: str) -> list[SpareHandle]:
+        """Hand over the waiting standbys that are alive, have written `standby_ready` and built
+        their state for `fingerprint` (a `config_fingerprint`), oldest first, for another run
+        to adopt (`spare.SpareTrainer.take_in`): they are this pool's no more, and the order
+        they get next names the log they write to (`SpareHandle.log`: what they logged so far,
+        read from this pool's log). The others stay; a standby cluster is never released."""
+        handles, kept = [], []
+        for popen, log_path in self.standbys:
+            pid = popen.pid
+            if popen.poll() is None and pid in self._ready \
+                    and self._prepared.get(pid) == fingerprint:
+                handles.append(SpareHandle(popen, _read(log_path), self._born.get(pid, time.time()),
+                                           fingerprint, pid in self._low))
+                self._low.discard(pid)
+            else:
+                kept.append((popen, log_path))
+        self.standbys = kept
+        return handles
 
     def keep_cluster(self, workers: int, low: bool = False,
                      env: dict[str, str] | None = None) -> None:
@@ -278,6 +312,13 @@ class StandbyPool:
         for member in self.members:
             _end(member.popen)
         self.members = []
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _end(popen: subprocess.Popen) -> None:

@@ -39,6 +39,7 @@ from ftgui.core.supervision.local_launcher import LocalLauncher
 from ftgui.core.supervision.processes import describe_exit, sweep_autograph_folders
 from ftgui.core.supervision.recovery import RestartPolicy, exit_verdict
 from ftgui.core.supervision.shared_state import Journal, SupervisionState
+from ftgui.core.supervision.standby import config_fingerprint
 from ftgui.core.supervision.task_launch import LOG_DIR, AttemptTasks
 from ftgui.core.supervision.training_process import TrainingProcess
 
@@ -320,6 +321,20 @@ class Supervisor:
             adopt(handle)
         return len(handles)
 
+    def hand_on_standbys(self) -> int:
+        """The run is over (finished, or its folder is closed): hand the waiting standbys built
+        for its configuration to the spare trainer (`SpareTrainer.take_in`, where the launcher
+        releases standbys: `LocalLauncher.release_standbys`), so that the next run of these
+        settings — a demo's next run, Start pressed again — starts on them instead of
+        importing TensorFlow; end the others. Returns how many were handed on."""
+        release = getattr(self.launcher, "release_standbys", None)
+        handed = 0
+        if self.spare is not None and release is not None and self._config is not None:
+            handles = release(config_fingerprint(self._config.to_dict()))
+            handed = self.spare.take_in(handles, self._config)
+        self.dismiss_standbys()
+        return handed
+
     def resume(self, from_step: int | None = None) -> None:
         """Restart from the newest valid checkpoint, or fork from the checkpoint of `from_step`."""
         self.start(resume=True, from_step=from_step)
@@ -331,7 +346,7 @@ class Supervisor:
         if not (self._folder_lost or self._check_folder()):  # a lost folder gets no events
             self.tasks.kill_all()
         self.launcher.end_attempt()
-        self.dismiss_standbys()
+        self.hand_on_standbys()
         self.release_namespace()
         self.poll()
         self._lock.release()
@@ -548,7 +563,7 @@ class Supervisor:
         shared.settled = True
         if state == "finished":
             self._faults.timer_due = None
-            self.dismiss_standbys()
+            self.hand_on_standbys()
         if not proc.is_chief:
             reason = f"{proc.label} {reason}"
         if crashed or self.config.strategy == "parameter-server":

@@ -179,6 +179,112 @@ def test_an_adopted_spare_gets_the_next_order_and_writes_on_in_the_runs_log(spar
     assert log_path.read_text() == "fake spare: built\nfake spare: ordered\n"
 
 
+def _ordered(pool, args):
+    """Order the pool's next standby with `args`; (its process, the order it read)."""
+    popen, _ = pool.hand_order(args, {})
+    assert popen.wait(timeout=30) == 0
+    return popen, json.loads((Path(os.environ["FAKE_ORDERS"]) / f"{popen.pid}.json").read_text())
+
+
+def test_a_finished_runs_standby_goes_back_to_the_spares_and_starts_the_next_run(
+        spare, tmp_path):
+    _keep_until_ready(spare, CONFIG, 2)
+    first = StandbyPool(tmp_path / "run1", tmp_path / "run1" / "logs")
+    for handle in spare.take(CONFIG):
+        first.adopt(handle)
+    chief, _ = _ordered(first, ["RUN1"])
+    [waiting] = [popen for popen, _ in first.standbys]
+
+    [handed] = first.release(config_fingerprint(CONFIG.to_dict()))
+    assert (handed.popen, handed.log) == (waiting, b"fake spare: built\n")
+    assert first.standbys == [] and first.hand_order(["RUN1"], {}) == (None, None)
+    assert spare.take_in([handed], CONFIG.replace(checkpoint_every=100)) == 1  # not built
+    assert spare.ready() == 1 and spare.pids == [waiting.pid]
+    assert spare.status(CONFIG) == "building spare trainers (1 of 2 ready)"
+
+    second = StandbyPool(tmp_path / "run2", tmp_path / "run2" / "logs")
+    [again] = spare.take(CONFIG)
+    log_path = second.adopt(again)
+    popen, order = _ordered(second, ["RUN2"])
+    assert popen is waiting and popen is not chief
+    assert (order["argv"], order["log"]) == (["RUN2"], str(log_path))
+    assert log_path.read_text() == "fake spare: built\nfake spare: ordered\n"
+
+
+def test_a_pool_standby_of_its_own_is_released_with_its_log_once_ready(spare, tmp_path):
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python)
+    configmod.save(tmp_path / "run", CONFIG)
+    fingerprint = config_fingerprint(CONFIG.to_dict())
+    pool.keep(1)
+    [(popen, log_path)] = pool.standbys
+    assert pool.release(fingerprint) == []  # not ready yet: it stays
+    reader = events.EventReader(tmp_path / "run")
+    while not of_kind(reader.read_new(), "standby_ready"):
+        assert popen.poll() is None, log_path.read_text()
+        time.sleep(0.02)
+    pool.mark_ready(popen.pid, "other settings")
+    assert pool.release(fingerprint) == [] and len(pool.standbys) == 1
+    pool.mark_ready(popen.pid, fingerprint)
+    [handle] = pool.release(fingerprint)
+    assert (handle.popen, handle.log, handle.prepared_for) == (
+        popen, b"fake spare: built\n", fingerprint)
+    assert pool.standbys == []
+    assert spare.take_in([handle], CONFIG) == 1
+    [again] = spare.take(CONFIG)
+    second = StandbyPool(tmp_path / "run2", tmp_path / "run2" / "logs")
+    second.adopt(again)
+    _, order = _ordered(second, ["RUN2"])
+    assert order["log"] == str(tmp_path / "run2" / "logs" / "standby-1.log")
+
+
+def _three_ready(spare) -> list:
+    """Three ready spares of CONFIG taken from `spare`, as a finished run would hand them."""
+    _keep_until_ready(spare, CONFIG, 2)
+    handles = spare.take(CONFIG)
+    _keep_until_ready(spare, CONFIG, 1)
+    return handles + spare.take(CONFIG)
+
+
+@pytest.mark.parametrize("settings, kept", [
+    (CONFIG, 2),  # spares_wanted: the chief's and one standby's
+    (CONFIG.replace(standbys_per_task=2, max_standbys=2), 3),
+    (CONFIG.replace(warm_standby=False), 0),
+    (CONFIG.replace(loop="fit"), 0),
+])
+def test_at_most_the_spares_wanted_are_taken_in_the_newest_beyond_are_ended(
+        spare, settings, kept):
+    handles = _three_ready(spare)
+    for handle in handles:
+        handle.prepared_for = config_fingerprint(settings.to_dict())
+    assert spare.take_in(handles, settings) == kept
+    assert spare.pids == [h.popen.pid for h in handles[:kept]]
+    assert [h.popen.wait(timeout=30) is not None for h in handles[kept:]] == \
+        [True] * (3 - kept)
+
+
+def test_standbys_built_for_other_settings_or_dead_are_not_taken_in(spare, tmp_path):
+    ready = _three_ready(spare)
+    ready[0].prepared_for = "other settings"
+    ready[1].popen.kill()
+    ready[1].popen.wait()
+    assert spare.take_in(ready, CONFIG) == 1
+    assert spare.pids == [ready[2].popen.pid] and ready[0].popen.wait(timeout=30) is not None
+    spare.keep(CONFIG)  # another is built for the chief's standby
+    assert len(spare.spares) == 2 and spare.pids[0] == ready[2].popen.pid
+
+
+def test_taken_in_for_new_settings_the_old_spares_end(spare):
+    _keep_until_ready(spare, CONFIG, 1)
+    handles = spare.take(CONFIG)
+    spare.keep(CONFIG)  # one building for CONFIG
+    [building] = [one.popen for one in spare.spares]
+    other = CONFIG.replace(seed=CONFIG.seed + 1)
+    handles[0].prepared_for = config_fingerprint(other.to_dict())
+    assert spare.take_in(handles, other) == 1
+    assert building.wait(timeout=30) is not None
+    assert spare.fingerprint == config_fingerprint(other.to_dict()) and spare.ready() == 1
+
+
 def test_a_pool_standby_of_its_own_gets_no_log_in_its_order(spare, tmp_path):
     pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python)
     configmod.save(tmp_path / "run", CONFIG)

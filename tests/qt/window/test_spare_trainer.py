@@ -6,6 +6,7 @@ while a run is live or once the user turns it off. The spare here is the suite's
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
@@ -91,6 +92,31 @@ def test_a_guided_demo_at_the_window_defaults_starts_on_the_spares(
     [order] = [json.loads(p.read_text()) for p in orders.iterdir()]
     assert order["argv"][0] == str(spare_window.controller.run_dir)
     assert spare_window.controller.run_dir.parent == tmp_path / "demos"
+
+
+def test_a_demo_s_second_run_starts_on_the_standby_its_first_run_kept(
+        spare_window, qtbot, tmp_path):
+    """The checkpoint-interval demo's runs differ only in `checkpoint_every`, read after the
+    order: run 1's standby, never used, goes back to the spare trainer when run 1 finishes,
+    and run 2's chief is that process (its order names run 2's folder)."""
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)
+    menu = spare_window.demos
+    menu.runs_root = tmp_path / "demos"
+    [demo] = [d for d in menu.demos if d.key == "checkpoint-interval"]
+    assert menu.start(demo, presenter=False)
+    first_run = spare_window.controller.run_dir
+    [(standby, _)] = spare_window.controller.supervisor.standbys
+    orders = tmp_path / "orders"
+    qtbot.waitUntil(lambda: (orders / f"{standby.pid}.json").exists(), timeout=WAIT_MS)
+    order = json.loads((orders / f"{standby.pid}.json").read_text())
+    second_run = spare_window.controller.run_dir
+    assert second_run != first_run and order["argv"][0] == str(second_run)
+    assert order["argv"][1:3] == ["--role", "chief"]
+    assert order["log"].startswith(str(second_run / "logs" / "standby-"))
+    assert len(list(orders.iterdir())) == 2  # run 1's chief, then its standby as run 2's
+    log = Path(order["log"]).read_text()
+    assert log == "fake spare: built\nfake spare: ordered\n"
 
 
 def test_turned_off_it_keeps_none_and_remembers(spare_window, qtbot, tmp_path):
