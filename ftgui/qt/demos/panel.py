@@ -5,7 +5,16 @@ claims checked on the runs. It only renders; `ftgui.qt.demos.menu` drives it."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ftgui.qt import theme
 from ftgui.qt.controls import named_button
@@ -38,20 +47,45 @@ class DemoPanel(QWidget):
         row.addStretch(1)
         row.addWidget(self.stop_button)
         layout = QVBoxLayout(self)
-        for widget in (self.title, self.stage_label, self.text, self.prompt, self.result):
-            layout.addWidget(widget)
-        layout.addStretch(1)
+        self.scroll = self._scrolled(self.title, self.stage_label, self.text, self.prompt,
+                                     self.result)
+        layout.addWidget(self.scroll, 1)
+        self._result_in_view = False  # the claims were shown last: keep them in view
+        self.scroll.verticalScrollBar().rangeChanged.connect(self._bring_result_into_view)
         layout.addLayout(row)
         self._presenting = False
         self._restyle()
         theme.follow_scale(self, self._restyle)
 
+    @staticmethod
+    def _scrolled(*labels: QLabel) -> QScrollArea:
+        """`labels` one under the other in a frameless scroll area (`demoScroll`): where the
+        stage's text and the claims do not fit the dock (the presentation view's large text at
+        1280x720), the rest scrolls instead of being squeezed under the next label or cut."""
+        content = QWidget()
+        column = QVBoxLayout(content)
+        column.setContentsMargins(0, 0, 0, 0)
+        for label in labels:
+            column.addWidget(label)
+        column.addStretch(1)
+        area = QScrollArea()
+        area.setObjectName("demoScroll")
+        area.setWidget(content)
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        return area
+
     def show_stage(self, title: str, index: int, total: int, text: str) -> None:
         """Stage `index` (0-based; -1: none yet) of `total`, with its `text`."""
         self.title.setText(title)
         shown = f"stage {index + 1} of {total}" if index >= 0 else f"{total} stages"
+        shown_text = text if index >= 0 else "Starting…"
+        if (shown, shown_text) != (self.stage_label.text(), self.text.text()):
+            self._result_in_view = False
+            self.scroll.verticalScrollBar().setValue(0)  # a new stage reads from its title
         self.stage_label.setText(shown)
-        self.text.setText(text if index >= 0 else "Starting…")
+        self.text.setText(shown_text)
         self.previous_button.setEnabled(index > 0)
         self.next_button.setEnabled(index + 1 < total)
 
@@ -60,8 +94,18 @@ class DemoPanel(QWidget):
         self.prompt.setVisible(bool(text))
 
     def show_result(self, text: str) -> None:
+        """The claims checked at the end (`text`; "" hides them), scrolled into view: where
+        the stage's text leaves them no room, they are what the room reads now."""
         self.result.setText(text)
         self.result.setVisible(bool(text))
+        self._result_in_view = bool(text)
+        self._bring_result_into_view()
+
+    def _bring_result_into_view(self, *_range) -> None:
+        # also on each change of the scroll range: the layout settles after show_result (the
+        # scroll bar it brings narrows the text, which wraps to more lines)
+        if self._result_in_view:
+            self.scroll.ensureWidgetVisible(self.result, 0, 0)
 
     def set_presenting(self, on: bool) -> None:
         """Large sentences for the presentation view (`on`), normal ones otherwise."""

@@ -467,3 +467,38 @@ def test_the_comparison_of_two_constant_huge_losses_has_a_drawable_range(qtbot, 
     model = view.table.model()
     assert [model.index(row, len(model.columns) - 1).data() for row in (0, 1)] == [
         "1e+30", "1e+30 = a, bitwise"]
+
+
+CLAIMS = "\n".join(f"✓ claim {i} (checkpoint every {10 ** i}): resumed from checkpoint {i}00"
+                   for i in range(1, 6))
+
+
+@pytest.mark.parametrize("presenting", [False, True])
+def test_the_demo_panel_s_labels_never_overlap_and_the_claims_come_into_view(
+        window, qtbot, presenting):
+    """The last stage's text and five claims, in the dock at 1280x720: in the presentation
+    view they do not fit, so the panel scrolls; no label is squeezed under the next, and the
+    claims, shown last, are in view whole."""
+    menu = window.demos
+    [demo] = [d for d in menu.demos if d.key == "checkpoint-interval"]
+    menu.dock.show()
+    window.resizeDocks([menu.dock], [window.width() * 3 // 10], Qt.Orientation.Horizontal)
+    window.set_presenting(presenting)
+    menu.panel.set_presenting(presenting)
+    panel = menu.panel
+    panel.show_stage(demo.title, 4, 5, demo.stages[-1].text)
+    qtbot.wait(50)
+    panel.show_result(CLAIMS)
+    qtbot.wait(50)
+    labels = [panel.title, panel.stage_label, panel.text, panel.result]
+    for label in labels:
+        assert label.height() >= label.heightForWidth(label.width())  # all its lines
+    for upper, lower in zip(labels, labels[1:], strict=False):
+        assert upper.geometry().bottom() < lower.geometry().top()
+    viewport = panel.scroll.viewport()
+    top = panel.result.mapTo(viewport, panel.result.rect().topLeft()).y()
+    assert 0 <= top and top + panel.result.height() <= viewport.height()
+    scrolled = panel.scroll.verticalScrollBar().value()
+    assert (scrolled > 0) == presenting  # the normal view fits it all
+    panel.show_stage(demo.title, 3, 5, demo.stages[-2].text)
+    assert panel.scroll.verticalScrollBar().value() == 0  # a new stage reads from its title
