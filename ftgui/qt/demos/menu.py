@@ -8,6 +8,8 @@ Files that are refused are listed as disabled entries saying why (one line: file
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 
@@ -23,6 +25,7 @@ from ftgui.qt.demos.panel import DemoPanel, make_dock, show_stage_pane
 POLL_MS = 100
 PRESENTER_KEY = "demo/presenter"  # QSettings: faults with `wait` wait for K
 AFTER_THE_END = "The run has ended: K fires nothing now."
+BETWEEN_RUNS_SECONDS = 3.0  # a finished run stays on screen (its ending read) before the next
 
 
 class DemoMenu(QObject):
@@ -42,6 +45,7 @@ class DemoMenu(QObject):
         self.reading_seconds = READING_SECONDS  # the least time each stage stays on screen
         self._saved: tuple | None = None  # the panel's config and run folder before the demo
         self._run_on = False
+        self._over_at: float | None = None  # monotonic time the run shown ended, the next due
         self._late_key = ""  # what the panel says to a K pressed after the demo's end
         self.panel = DemoPanel()
         self.dock = make_dock(self.panel, window)
@@ -210,8 +214,19 @@ class DemoMenu(QObject):
         if self._run_on and supervisor is not None and not supervisor.live:
             session.poll()
             self._run_on = False
+            self._over_at = time.monotonic()
+        if self._over_at is not None and self._next_run_due(session):
+            self._over_at = None
             self._start_next_run()
         self._update_actions()
+
+    def _next_run_due(self, session) -> bool:
+        """The run shown ended: the next starts once the room has read its ending (the
+        least of `BETWEEN_RUNS_SECONDS` and the stages' reading time), the demo's end at once."""
+        if session.run >= len(session.run_dirs):
+            return True
+        pause = min(BETWEEN_RUNS_SECONDS, self.reading_seconds)
+        return time.monotonic() - self._over_at >= pause
 
     def _finish(self) -> None:
         session = self.session
@@ -242,7 +257,7 @@ class DemoMenu(QObject):
         their reading time."""
         if stopped or self.session is None or self.session.machine.caught_up:
             self.timer.stop()
-        self._run_on = False
+        self._run_on, self._over_at = False, None
         if self.session is not None:
             self.session.ended = True
         if restore and self._saved is not None:

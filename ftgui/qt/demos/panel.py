@@ -82,8 +82,8 @@ class DemoPanel(QWidget):
         shown = f"stage {index + 1} of {total}" if index >= 0 else f"{total} stages"
         shown_text = text if index >= 0 else "Starting…"
         if (shown, shown_text) != (self.stage_label.text(), self.text.text()):
-            self._result_in_view = False
-            self.scroll.verticalScrollBar().setValue(0)  # a new stage reads from its title
+            if not self._result_in_view:  # the claims, once shown, stay in view
+                self.scroll.verticalScrollBar().setValue(0)  # a new stage: from its title
         self.stage_label.setText(shown)
         self.text.setText(shown_text)
         self.previous_button.setEnabled(index > 0)

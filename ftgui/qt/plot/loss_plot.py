@@ -133,6 +133,10 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.branches.clear()
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._legend_dirty = True
+        # pyqtgraph fits a single point with the width shown before: the next run's first
+        # step would sit alone in the middle of the last run's 600 steps
+        self.getPlotItem().getViewBox().setRange(xRange=(0, 1), padding=0,
+                                                 disableAutoRange=False)
 
     def show_timeline(self, timeline: Timeline) -> None:
         """Draw `timeline` from now on (instead of the open run's data so far): all of it at

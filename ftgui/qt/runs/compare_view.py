@@ -83,10 +83,15 @@ def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[st
 
 
 def headline(figures: RunFigures) -> str:
-    """A run's key figures in one line: steps redone, time lost, goodput."""
+    """A run's key figures in one line: steps redone, time lost, its checkpoints and the
+    training they stalled (what the time lost is weighed against: the presentation view
+    leaves the table out), goodput."""
     shown = figures.shown()
+    saves = f"{figures.checkpoints} checkpoint{'' if figures.checkpoints == 1 else 's'}"
+    stalled = formatting.seconds(figures.checkpoint_seconds, digits=2)
     return (f"{figures.name}: {shown['steps redone']} steps redone · "
-            f"{shown['time lost']} lost · goodput {shown['goodput']}")
+            f"{shown['time lost']} lost · {saves}: {stalled} stalled · "
+            f"goodput {shown['goodput']}")
 
 
 def final_line(rows: list[RunFigures]) -> str:

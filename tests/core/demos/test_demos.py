@@ -404,11 +404,8 @@ text = "Both are done."
 """
 
 
-def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
-        window, qtbot, tmp_path, monkeypatch):
-    """A stand-in trainer (no TensorFlow) behind the window's supervisor: the demo's two runs
-    start one after the other in their own folders, the panel follows them, the comparison
-    opens at the end, and the settings panel shows what it showed before."""
+def _stand_in_trainer(tmp_path, monkeypatch) -> None:
+    """The window's supervisors start `STAND_IN` (no TensorFlow) as their trainer."""
     import functools
 
     from ftgui.core.supervision.supervisor import Supervisor
@@ -421,6 +418,14 @@ def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
     launcher.chmod(0o755)
     monkeypatch.setattr(controller, "Supervisor",
                         functools.partial(Supervisor, python=str(launcher)))
+
+
+def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
+        window, qtbot, tmp_path, monkeypatch):
+    """A stand-in trainer (no TensorFlow) behind the window's supervisor: the demo's two runs
+    start one after the other in their own folders, the panel follows them, the comparison
+    opens at the end, and the settings panel shows what it showed before."""
+    _stand_in_trainer(tmp_path, monkeypatch)
     window.panel.set_config(window.panel.config().replace(steps=777, learning_rate=0.002))
     before, run_dir_text = window.panel.config(), window.panel.run_dir_edit.text()
     window.demos.runs_root = tmp_path / "runs"
@@ -444,6 +449,28 @@ def test_a_demo_of_two_runs_plays_in_the_window_and_gives_the_panel_back(
     assert window.panel.run_dir_edit.text() == run_dir_text
     assert window.settings.value("last_config") is None  # nor into the next launch
     assert not window.demos.stop_action.isEnabled()
+
+
+def test_a_finished_run_stays_on_screen_before_the_demo_s_next_run_starts(
+        window, qtbot, tmp_path, monkeypatch):
+    """The room reads the first run's ending (its banner, its curve) before the next run
+    clears the plot: the next starts the stages' reading time after (at most
+    BETWEEN_RUNS_SECONDS), not the moment the first is over."""
+    from ftgui.qt.demos import menu as menu_module
+
+    _stand_in_trainer(tmp_path, monkeypatch)
+    window.demos.runs_root = tmp_path / "runs"
+    window.demos.reading_seconds = 1.0
+    monkeypatch.setattr(menu_module, "BETWEEN_RUNS_SECONDS", 1.5)
+    demo = definitions.parse(tomllib.loads(TWO_RUNS), Path("two-runs.toml"))
+    assert window.demos.start(demo, presenter=False)
+    session = window.demos.session
+    first, second = session.run_dirs
+    qtbot.waitUntil(lambda: (second / events.EVENTS_FILE).is_file(), timeout=60_000)
+    ended = max(e["time"] for e in events.read_all(first))
+    began = min(e["time"] for e in events.read_all(second))
+    assert began - ended >= 1.0  # min(1.5, the reading time)
+    qtbot.waitUntil(lambda: session.ended, timeout=60_000)
 
 
 def test_the_last_stage_shows_at_the_end_even_if_the_presenter_never_pressed_k():

@@ -142,6 +142,23 @@ def test_a_single_step_is_in_view(window, qtbot, tmp_path):
     assert (view_low, view_high) == pytest.approx((0.675, 0.825))
 
 
+
+@pytest.mark.parametrize("presenting", [False, True])
+def test_the_next_run_s_first_step_is_in_view_not_in_the_last_run_s_width(
+        window, qtbot, tmp_path, presenting):
+    """A demo's second run opens after a first of 260 steps: its first step alone is fitted
+    as a single step, not set in the middle of a 276-step-wide axis (the room saw -300..300)."""
+    window.set_presenting(presenting)
+    write_recovered_run(tmp_path / "first")
+    window.open_run(tmp_path / "first")
+    settle(qtbot, window)
+    assert window.plot.getPlotItem().getViewBox().viewRange()[0][1] > 250
+    write_constant_run(tmp_path / "second", 0.75, steps=1)
+    window.open_run(tmp_path / "second")
+    settle(qtbot, window)
+    low, high = window.plot.getPlotItem().getViewBox().viewRange()[0]
+    assert (low, high) == pytest.approx((0.5, 1.5))
+
 LONG_STORY = ("Killed at step 650 → restored checkpoint 600 from disk → resumed: 50 steps redone, "
               "7.9 s lost · the warm standby took over in 0.9 s · run totals: 2 incidents, "
               "95 steps redone, 12.4 s lost · goodput 81 %")
@@ -313,10 +330,13 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     assert not view.table.isVisible() and view.back.isVisible()
     assert window.story_banner.isVisible()
     text = view.figures.text()
-    assert "every-10: 4 steps redone · 2.4 s lost · goodput 54 %" in text
-    assert "every-4: 2 steps redone · 2.2 s lost · goodput 56 %" in text
+    assert ("every-10: 4 steps redone · 2.4 s lost · 2 checkpoints: 0.10 s stalled · "
+            "goodput 54 %") in text  # what the time lost is weighed against
+    assert ("every-4: 2 steps redone · 2.2 s lost · 5 checkpoints: 0.25 s stalled · "
+            "goodput 56 %") in text
     assert "final loss 0.05: every-4 = every-10, bitwise" in text
-    assert "font-size:24px" in text
+    px = int(text.partition("font-size:")[2].partition("px")[0])
+    assert 20 <= px <= 24  # the presentation's size, down as far as the longest line needs
     colours = [trace.colour for trace in view.plot.overlays.values()]
     assert colours == list(COMPARE_COLOURS[:2])
     widths = [trace.raw.opts["pen"].widthF() for trace in view.plot.overlays.values()]
@@ -495,10 +515,18 @@ def test_the_demo_panel_s_labels_never_overlap_and_the_claims_come_into_view(
         assert label.height() >= label.heightForWidth(label.width())  # all its lines
     for upper, lower in zip(labels, labels[1:], strict=False):
         assert upper.geometry().bottom() < lower.geometry().top()
-    viewport = panel.scroll.viewport()
-    top = panel.result.mapTo(viewport, panel.result.rect().topLeft()).y()
-    assert 0 <= top and top + panel.result.height() <= viewport.height()
+    assert _result_in_view(panel)
     scrolled = panel.scroll.verticalScrollBar().value()
     assert (scrolled > 0) == presenting  # the normal view fits it all
-    panel.show_stage(demo.title, 3, 5, demo.stages[-2].text)
+    panel.show_stage(demo.title, 3, 5, demo.stages[-2].text)  # a stage due after the end
+    qtbot.wait(50)
+    assert _result_in_view(panel)  # the claims stay in view
+    panel.show_result("")
+    panel.show_stage(demo.title, 4, 5, demo.stages[-1].text)
     assert panel.scroll.verticalScrollBar().value() == 0  # a new stage reads from its title
+
+
+def _result_in_view(panel) -> bool:
+    viewport = panel.scroll.viewport()
+    top = panel.result.mapTo(viewport, panel.result.rect().topLeft()).y()
+    return 0 <= top and top + panel.result.height() <= viewport.height()

@@ -103,6 +103,7 @@ def test_a_demo_s_second_run_starts_on_the_standby_its_first_run_kept(
     qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)
     menu = spare_window.demos
     menu.runs_root = tmp_path / "demos"
+    menu.reading_seconds = 0.0  # run 2 at once: no newer spare is built meanwhile
     [demo] = [d for d in menu.demos if d.key == "checkpoint-interval"]
     assert menu.start(demo, presenter=False)
     first_run = spare_window.controller.run_dir
