@@ -28,14 +28,14 @@ MAX_LABEL_ROWS = 2  # marker labels stay in a strip at the top: never over half 
 MAX_LABELLED = 6  # only the newest markers are labelled (a chaos run has dozens)
 
 
-def label_strip_px(lines) -> float:
+def label_strip_px(lines, max_rows: int = MAX_LABEL_ROWS) -> float:
     """The height in pixels of the strip at the top of the plot that the labels of the shown
-    marker `lines` take left of the legend (0 without one)."""
+    marker `lines` take left of the legend (0 without one), in at most `max_rows` rows."""
     shown = [line for line in lines if line.isVisible() and line.label.isVisible()]
     if not shown:
         return 0.0
     row_px = max(line.label.boundingRect().height() for line in shown) + LABEL_ROW_GAP_PX
-    return LABEL_MARGIN_PX + min(MAX_LABEL_ROWS, len(shown)) * row_px
+    return LABEL_MARGIN_PX + min(max_rows, len(shown)) * row_px
 
 
 def focus_start(redone: Sequence[tuple[float, float]], last_step: float) -> float:
@@ -122,13 +122,13 @@ def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
     return low - CLIP_MARGIN * height, high + CLIP_MARGIN * height
 
 
-def layout_marker_labels(view_box, lines, legend=None) -> None:
+def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL_ROWS) -> None:
     """Put the label of each shown marker line (`pg.InfiniteLine`, label anchored left or right
     of its line) in the highest row where it overlaps no other and not the `legend` item
     (`label_rows`); a label with no room left is hidden until there is. A label goes on the
     side its line prefers (`line.prefers_right`, else its anchor), or on the other side when
     it would run past the edge of the plot there; one whose line is out of view, or that fits
-    on neither side, is hidden. Labels use at most `MAX_LABEL_ROWS` rows at the top, and only
+    on neither side, is hidden. Labels use at most `max_rows` rows at the top, and only
     the newest `MAX_LABELLED` markers (by step) are labelled: the lines of older ones stay,
     their text is in the line's tooltip."""
     shown = [line for line in lines if line.isVisible()]
@@ -170,10 +170,10 @@ def layout_marker_labels(view_box, lines, legend=None) -> None:
             top = box.top() + LABEL_MARGIN_PX + row * row_px
             covered = top < rect.bottom() and top + row_px > rect.top()
             limits.append(rect.left() - LABEL_GAP_PX if covered else np.inf)
-    # rows from the top until MAX_LABEL_ROWS of them are free of the legend: a legend at the
+    # rows from the top until `max_rows` of them are free of the legend: a legend at the
     # top pushes the labels right of its left edge just under it, never further down
     rows, free = 0, 0
-    while rows < fitting and free < MAX_LABEL_ROWS:
+    while rows < fitting and free < max_rows:
         free += rows >= len(limits) or limits[rows] == np.inf
         rows += 1
     limits = limits[:rows]

@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor
 from ftgui.core.timeline.axis_range import finite_extent, is_flat, padded_range
 from ftgui.qt import theme
 from ftgui.qt.plot.focus import (
+    MAX_LABEL_ROWS,
     clip_band,
     focus_span,
     focus_start,
@@ -23,7 +24,11 @@ from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, t
 
 class PlotLook:
     """`set_presenting(on)` and what it changes; mixed into `LossPlot`, whose attributes
-    (`presenting`, `legend`, `traces`, `markers`, `regions`, `_span`, `_clip`, …) it uses."""
+    (`presenting`, `legend`, `traces`, `markers`, `regions`, `_span`, `_clip`, …) it uses.
+    `label_rows`: how many rows the marker labels may take at the top (`focus.MAX_LABEL_ROWS`;
+    the comparison, whose runs' markers share one plot, takes more)."""
+
+    label_rows = MAX_LABEL_ROWS
 
     def set_presenting(self, on: bool) -> None:
         """The presentation view's look (`True`): tick and axis fonts, curves, markers and the
@@ -117,8 +122,12 @@ class PlotLook:
 
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),
-                             [line for _kind, _step, line in self.markers], self.legend)
+                             [line for _kind, _step, line in self.markers], self.legend,
+                             self.label_rows)
         self._place_inset()
+
+    def _label_strip_px(self) -> float:
+        return label_strip_px([line for _kind, _step, line in self.markers], self.label_rows)
 
     def _place_inset(self) -> None:
         """The redone inset under the marker labels' strip, in the view box's top middle."""
@@ -131,7 +140,7 @@ class PlotLook:
         if self.presenting and self._focus_from is not None:  # over the fitted part of the run
             x_low, x_high = box.viewRange()[0]
             left = (self._focus_from - x_low) / (x_high - x_low) if x_high > x_low else left
-        inset.place(view, label_strip_px([line for _kind, _step, line in self.markers]), left)
+        inset.place(view, self._label_strip_px(), left)
 
     def _headroom(self, span: tuple[float, float]) -> tuple[float, float]:
         """`span` with room added above the losses for the marker labels' strip and, once
@@ -140,7 +149,7 @@ class PlotLook:
         height = self.getPlotItem().getViewBox().sceneBoundingRect().height()
         if height <= 0:
             return span
-        top = label_strip_px([line for _kind, _step, line in self.markers])
+        top = self._label_strip_px()
         if self.inset_steps() is not None:
             top += GAP_PX + height * HEIGHT_FRACTION
         share = min(top / height, 0.6)

@@ -343,6 +343,11 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     assert widths[0] > widths[1] >= 3  # the first one wider: the other is seen lying on it
     kinds = sorted(kind for kind, _step, _line in view.plot.markers)
     assert kinds == ["crash", "resume", "resume"]  # both killed at 14: one marker
+    view.plot.redraw()
+    QApplication.processEvents()
+    labels = sorted(line.label.toPlainText() for _kind, _step, line in view.plot.markers
+                    if line.label.isVisible())
+    assert len(labels) == 3, labels  # each run's resume labelled (a row of its own)
     window.set_presenting(False)  # F5 again: the comparison in its own window
     QApplication.processEvents()
     assert view.isWindow() and view.isVisible() and window.plot_pane.isVisible()
