@@ -174,6 +174,7 @@ def train(run_dir: Path, config, args, events) -> int:
             and built_from(_WARM.config) == built_from(config.to_dict()):
         dataset, strategy, state, runner = _WARM.built  # a warm standby built them already
         shadow = _WARM.shadow
+        state.plan_poison(config)  # the run's NaN plan, not the one it was built with
     else:
         try:
             dataset, strategy, state, runner = build(config)

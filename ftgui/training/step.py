@@ -75,9 +75,16 @@ class TrainState:
         self._fused_step = None
         self.state_output_next = False
         self.last_state_output = None  # what the last such step returned (a list of tensors)
-        # A NaN may be injected (planned, or drawn by chaos): the poisoned step is traced
-        # after the first step, not at the fault, whose step then took 2.5-3 s here and a
-        # 3 s watchdog killed the trainer instead of letting it roll back (issue 24 trial).
+        self._poison_to_trace = False
+        self.plan_poison(config)
+
+    def plan_poison(self, config: RunConfig) -> None:
+        """Trace the poisoned step after the next plain step when `config` may inject a NaN
+        (planned, or drawn by chaos), not at the fault: that step then took 2.5-3 s here and
+        a 3 s watchdog killed the trainer instead of letting it roll back (issue 24 trial).
+        Called again with the run's own configuration when a warm standby built for other
+        settings takes its order (the NaN plan is read after it: `standby.NOT_BUILT`); a
+        step traced already is a cache hit."""
         self._poison_to_trace = config.nan_at_step > 0 or (
             config.chaos_faults > 0 and "nan" in config.chaos_kinds.split(","))
 

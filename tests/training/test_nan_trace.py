@@ -32,3 +32,21 @@ def test_the_poisoned_step_is_traced_after_the_first_step_when_a_nan_may_come(co
         [poisoned], _ = runner.run([batches.indices(2)], (False, False), [True])
         assert poisoned != poisoned  # NaN
         assert state._poisoned_step.experimental_get_tracing_count() == 1  # no new trace
+
+
+@pytest.mark.tf
+def test_a_state_built_without_a_nan_plan_traces_the_poisoned_step_for_the_run_s_own():
+    """A warm standby built for settings without a NaN takes an order whose run plans one
+    (`TrainState.plan_poison`): the poisoned step is traced after its first step, as a cold
+    start of that run does."""
+    import tensorflow as tf
+
+    from ftgui.training import data as datamod
+    from ftgui.training.step import SyncSteps, TrainState
+
+    digits = datamod.load("digits")
+    state = TrainState(tf.distribute.get_strategy(), RunConfig(strategy="default"), digits)
+    state.plan_poison(RunConfig(strategy="default", chaos_faults=3, chaos_kinds="nan"))
+    batches = datamod.StepBatches(len(digits.x_train), 64, 42)
+    SyncSteps(state, digits).run([batches.indices(1)], (False, False), [False])
+    assert state._poisoned_step.experimental_get_tracing_count() == 1

@@ -41,17 +41,21 @@ MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with it
 
 # Settings that only the supervisor or the training loop read, from the run's own config.toml
 # after the order: a prepared state built without them is the same. Not here: everything the
-# build or the warm-up step reads (strategy, devices, model, data, batch, learning rate, seed,
-# the planned NaN and chaos, which change how the step is traced). The snapshot interval is
-# here: a state prepared with snapshots on has both forms of its step traced, and a run without
-# them runs the plain one; one prepared without them traces the form that returns the state at
-# its first snapshot step (~0.3 s for the MLP), as a cold start does. So the guided demos that
-# restore from disk (`snapshot_every = 0`) start on the window's spares (issue 28).
+# build or the warm-up step reads (strategy, devices, model, data, batch, learning rate, seed).
+# A planned NaN and chaos are here: a NaN is injected by a second form of the step, which the
+# trainer traces after its first step when the run's own settings plan one
+# (`TrainState.plan_poison`), as a cold start does. The snapshot interval is here too: a
+# state prepared with snapshots on has both forms of its step traced, and a run without them
+# runs the plain one; one prepared without them traces the form that returns the state at its
+# first snapshot step (~0.3 s for the MLP), as a cold start does. So the guided demos that
+# restore from disk (`snapshot_every = 0`) and the chaos run start on the window's spares, or
+# on the standby their previous run handed back (issue 28).
 NOT_BUILT = ("steps", "checkpoint_every", "keep", "pace", "auto_recover", "max_restarts",
              "restart_backoff", "warm_standby", "standbys_per_task", "max_standbys",
              "kill_at_step", "preempt_at_step", "hang_at_step", "kill_in_save_at_step",
              "kill_in_snapshot_at_step", "kill_after_seconds", "watchdog_seconds",
-             "fault_target", "snapshot_every")
+             "fault_target", "snapshot_every", "nan_at_step", "chaos_faults", "chaos_kinds",
+             "chaos_seed")
 
 
 def built_from(config: dict) -> dict:

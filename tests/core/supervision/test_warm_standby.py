@@ -32,10 +32,10 @@ def _ready_standby(run_dir, log_path):
         time.sleep(0.2)
 
 
-def _order(standby, run_dir, log_path, attempt: int = 1) -> str:
-    """Give `standby` its order (attempt `attempt` of `run_dir`), wait for it to end and return
-    its log; AssertionError with the log if it failed."""
-    order = {"argv": trainer_args(run_dir, attempt=attempt), "env": {}}
+def _order(standby, run_dir, log_path, attempt: int = 1, faults=()) -> str:
+    """Give `standby` its order (attempt `attempt` of `run_dir`, the planned `faults`), wait
+    for it to end and return its log; AssertionError with the log if it failed."""
+    order = {"argv": trainer_args(run_dir, attempt=attempt, faults=faults), "env": {}}
     standby.stdin.write((json.dumps(order) + "\n").encode())
     standby.stdin.close()
     code = standby.wait(timeout=600)
@@ -96,18 +96,22 @@ def test_a_standby_whose_run_changed_what_it_builds_starts_cold_with_the_new_con
 def test_a_standby_serves_a_run_whose_other_settings_changed(
     fresh_copy_of_baseline, baseline_losses, tmp_path
 ):
-    """Steps, pace, recovery and planned kills are read from the run's own config.toml after
-    the order (`standby.NOT_BUILT`): the prepared state serves the run, to the bit."""
+    """Steps, pace, recovery, planned kills and a planned NaN are read from the run's own
+    config.toml after the order (`standby.NOT_BUILT`): the prepared state serves the run (its
+    NaN step rolled back), to the bit; the chaos demo's chaos run starts on the standby its
+    uninterrupted run handed back."""
     run_dir = fresh_copy_of_baseline
     standby, _ = _ready_standby(run_dir, tmp_path / "standby.log")
     configmod.save(run_dir, configmod.load(run_dir).replace(
-        steps=20, auto_recover=True, pace=500, max_restarts=7))
+        steps=20, auto_recover=True, pace=500, max_restarts=7, nan_at_step=13))
 
-    log = _order(standby, run_dir, tmp_path / "standby.log")
+    log = _order(standby, run_dir, tmp_path / "standby.log", faults=["nan@13"])
 
     assert "standby: activated" in log and "starting cold" not in log
-    losses = events.final_losses(events.read_all(run_dir))
-    assert losses == {step: baseline_losses[step] for step in range(1, 21)}
+    seen = events.read_all(run_dir)
+    [rolled] = of_kind(seen, "rolled_back")
+    assert (rolled["from_step"], rolled["to_step"]) == (13, 10)  # to checkpoint 10
+    assert events.final_losses(seen) == {step: baseline_losses[step] for step in range(1, 21)}
 
 
 @pytest.mark.tf
