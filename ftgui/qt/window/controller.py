@@ -128,7 +128,7 @@ class RunController(QObject):
         self.supervisor = Supervisor(run_dir, launcher=_launcher_of(run_dir)) \
             if replay is None else None
         if self.supervisor is not None:
-            self.supervisor.spare = self.spare
+            self.supervisor.spare = self._spares_for_runs()
         self._replay_config = None if replay is None else _replayed_config(self.run_dir)
         self._tails.clear()
         self.timeline = Timeline()
@@ -181,7 +181,7 @@ class RunController(QObject):
         run_dir = self.supervisor.run_dir
         self.supervisor.shutdown()
         self.supervisor = Supervisor(run_dir, launcher=wanted)
-        self.supervisor.spare = self.spare
+        self.supervisor.spare = self._spares_for_runs()
         self.supervisor.load_history(event_history.read_history(run_dir))
 
     def kill(self, target: str = "chief") -> bool:
@@ -263,11 +263,19 @@ class RunController(QObject):
         self._spare_timer.start(SPARE_CHECK_MS)  # the first after the window's first paint
 
     def stop_spare(self) -> None:
-        """End the spare trainers, if any, and keep none from now on."""
+        """End the spare trainers, if any, and keep none from now on: a run that finishes
+        ends its standbys instead of handing them on (nothing would tend them)."""
         self._spare_timer.stop()
         self.spare_line = ""
+        if self.supervisor is not None:
+            self.supervisor.spare = None
         if self.spare is not None:
             self.spare.dismiss()
+
+    def _spares_for_runs(self):
+        """The spare trainer a new supervisor's runs take from and hand back to: None while
+        spares are off."""
+        return self.spare if self._spare_timer.isActive() else None
 
     def _tend_spare(self) -> None:
         supervisor = self.supervisor

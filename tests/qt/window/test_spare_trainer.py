@@ -120,6 +120,23 @@ def test_a_demo_s_second_run_starts_on_the_standby_its_first_run_kept(
     assert log == "fake spare: built\nfake spare: ordered\n"
 
 
+def test_turned_off_during_a_run_the_run_s_standby_ends_with_it(
+        spare_window, qtbot, monkeypatch):
+    """Spares turned off while a run trains: the finished run's waiting standby is ended, not
+    handed back to a spare trainer nothing tends any more (a helper found it kept, and a
+    later resume started on it)."""
+    monkeypatch.setenv("FAKE_SPARE_LINGER", "1")
+    spare = spare_window.controller.spare
+    qtbot.waitUntil(lambda: spare.ready() == 2, timeout=WAIT_MS)
+    assert spare_window.start_run()
+    [(standby, _)] = spare_window.controller.supervisor.standbys
+    spare_window.set_spare(False)
+    supervisor = spare_window.controller.supervisor
+    qtbot.waitUntil(lambda: not supervisor.live, timeout=WAIT_MS)
+    assert standby.wait(timeout=30) is not None
+    assert spare.spares == [] and supervisor.standbys == []
+
+
 def test_turned_off_it_keeps_none_and_remembers(spare_window, qtbot, tmp_path):
     spare = spare_window.controller.spare
     qtbot.waitUntil(lambda: bool(spare.spares), timeout=WAIT_MS)
