@@ -144,7 +144,20 @@ class StoryBanner(QLabel):
             self.setStyleSheet(theme.stylesheet() + "\n" + _size_rule(px))
         if shown != super().text():
             super().setText(shown)
+        self._reserve_lines(px)
         self.setToolTip(TOOLTIP if shown == self._story else f"{self._story}\n\n{TOOLTIP}")
+
+    def _reserve_lines(self, px: int) -> None:
+        """In the presentation view the banner is always `MAX_LINES` high at `px`: a story
+        that grows to two lines at a kill was painted clipped in the one-line band until the
+        layout caught up (0.1-0.2 s), and the plot under it jumped at every incident."""
+        if not self.property("presenting"):
+            self.setMinimumHeight(0)
+            return
+        font = QFont(self.font())
+        font.setPixelSize(px)
+        frame = self.height() - self.contentsRect().height()  # the stylesheet's padding
+        self.setMinimumHeight(MAX_LINES * QFontMetrics(font).lineSpacing() + max(frame, 0))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         super().resizeEvent(event)

@@ -432,6 +432,31 @@ def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot,
     assert window.table.font().pixelSize() != STAGE_PANE_PX
 
 
+
+def test_in_the_presentation_view_the_story_band_keeps_two_lines_so_a_kill_is_not_clipped(
+        window, qtbot):
+    """A one-line story, then a kill's two-line one: the band already has room for both
+    lines when the text changes (it was painted cut at the top and bottom for 0.1-0.2 s
+    until the layout caught up) and keeps its height, so the plot under it does not jump."""
+    from ftgui.qt.window.story_banner import line_count
+
+    window.set_presenting(True)
+    banner = window.story_banner
+    banner.set_story("Training: step 394 of 600 · loss 0.0123")
+    qtbot.wait(50)
+    one_line = banner.height()
+    banner.set_story("Killed at step 395 → restored checkpoint 390 → waiting for the first "
+                     "step of the restarted chief, from a warm standby")
+    assert line_count(banner.shown_text(), banner.font(), banner.contentsRect().width()) == 2
+    assert banner.height() >= banner.heightForWidth(banner.width())  # before any layout
+    qtbot.wait(50)
+    assert banner.height() == one_line
+    window.set_presenting(False)
+    qtbot.wait(50)
+    banner.set_story("Training: step 394 of 600 · loss 0.0123")
+    qtbot.wait(50)
+    assert banner.height() < one_line  # the normal view keeps its one line
+
 def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
     window.set_presenting(True)
     window.resize(960, 720)  # the narrowest window; a demo's panel takes as much again
