@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 FIRST_STILL_S = 2.0  # the longest a wait goes unsaid
-STILL_EVERY_S = 3.0  # then one "still …" line this often
+STILL_EVERY_S = 2.0  # then one "still …" line this often: never 2 s unsaid
 
 
 @dataclass

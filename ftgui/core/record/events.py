@@ -410,8 +410,11 @@ def _process_started(event, step):
         text += ", from a warm standby"
         if event.get("standby_warm") is False:
             age = event.get("standby_age")
-            so_far = f" ({formatting.seconds(age)} so far)" if isinstance(age, (int, float)) else ""
-            text += f" still importing TensorFlow{so_far}"
+            # its age: the process began that long ago (its own import time, said when it
+            # ends, counts from the interpreter's start, later)
+            began = f" (started {formatting.seconds(age)} ago)" \
+                if isinstance(age, (int, float)) else ""
+            text += f" still importing TensorFlow{began}"
     return text
 
 

@@ -192,3 +192,15 @@ def test_each_event_reads_as_one_sentence():
         "ps 0 serving (parameter-server)")
     assert describe({"event": "brand_new", "time": 1.0, "attempt": 0, "x": 1.5}) == (
         "brand_new: x=1.5")
+
+
+def test_a_chief_started_on_a_standby_still_importing_says_how_long_ago_it_began():
+    """The standby's age, not "so far": its own "TensorFlow imported in 2.5 s" comes later and
+    counts from the interpreter's start (a new user read 3.7 s so far, then 2.5 s, as a
+    contradiction)."""
+    from ftgui.core.record.events import describe
+
+    line = describe({"event": "process_started", "pid": 7, "role": "chief", "index": 0,
+                     "chief": True, "label": "chief", "standby": True, "standby_warm": False,
+                     "standby_age": 3.7, "time": 0.0, "attempt": 1})
+    assert line.endswith("from a warm standby still importing TensorFlow (started 3.7 s ago)")
