@@ -40,6 +40,7 @@ with the non-step events only (to count incidents).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,6 +139,7 @@ class IncidentTracker:
         self._open: Incident | None = None
         self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
+        self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
 
     def observe(self, event: dict) -> bool:
@@ -149,6 +151,12 @@ class IncidentTracker:
         mono = mono if isinstance(mono, (int, float)) and not isinstance(mono, bool) else None
         if event.get("event") == "step":
             return self.observe_steps([event["step"]], [when], [mono], event.get("clock"))
+        attempt = event.get("attempt", 0)
+        if self._finished and self._open is None and isinstance(attempt, int) \
+                and attempt > max(self._finished) and attempt not in self._started:
+            self._clock.skip_to(when, mono, event.get("clock"))  # the run was over meanwhile
+        if isinstance(attempt, int):
+            self._started.add(attempt)
         jumped = self._clock.advance(when, mono, event.get("clock"))
         handler = getattr(self, f"_on_{event.get('event')}", None)
         changed = bool(handler(event, when)) if handler else False
@@ -363,6 +371,14 @@ class _RunClock:
     def __init__(self):
         self.now = 0.0
         self._last: tuple[float, float, object] | None = None  # (time, mono, clock)
+
+    def skip_to(self, when, mono, clock) -> None:
+        """Count nothing from the last event to one stamped (`when`, `mono`, `clock`): the
+        run had finished and nothing ran until the user resumed or forked it (that idle time
+        is no wall time of the run, or goodput would rise with how long the user waited)."""
+        if self._last is not None and when is not None and math.isfinite(when):
+            self._last = (float(when), float("nan") if mono is None else float(mono),
+                          clock if isinstance(clock, str) else None)
 
     def advance(self, when, mono, clock) -> bool:
         """Move on to an event stamped (`when`, `mono` or None, `clock`); True when the wall

@@ -130,3 +130,21 @@ def test_a_slow_nan_step_is_counted_once_in_the_time_lost():
     assert incident.steps_lost == 3
     # back at step 5's state at 3.5 s, which it had first reached at 0.4 s
     assert incident.time_lost == pytest.approx(3.5 - 0.4)
+
+
+def test_the_time_a_finished_run_waits_for_its_fork_is_no_wall_time():
+    """A run finishes; a minute later the user forks it from step 30. The idle minute is
+    neither run time nor time lost: goodput would otherwise rise with how long the user
+    waited before forking (a new user saw 48 %, then 94 % after 65 s idle)."""
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0}]
+    events += steps(0, 1, 60, t0=100.0)  # the last step at 105.9
+    events += [{"event": "run_finished", "attempt": 0, "time": 106.0, "step": 60},
+               {"event": "process_exited", "attempt": 0, "time": 106.1, "role": "chief",
+                "index": 0, "exit_code": 0, "decisive": True},
+               {"event": "forked", "attempt": 1, "time": 166.1, "from_step": 30},
+               {"event": "resumed", "attempt": 1, "time": 167.0, "from_step": 30}]
+    events += steps(1, 31, 60, t0=167.5)  # the last at 170.4
+    totals = from_events(events).totals()
+    assert totals.incidents == 0
+    assert totals.wall == pytest.approx(6.1 + 4.3)  # to the first exit, then the fork's
+    assert totals.goodput == 1.0
