@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import signal
 import sys
@@ -29,6 +30,26 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown option is named with the command's options closest
+        to it ("--stpes: did you mean --steps?") and the command's own help."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(parsed, "command", None)) or self
+            options = [o for a in command._actions for o in a.option_strings]
+            close = [match for word in extras if word.startswith("-")
+                     for match in difflib.get_close_matches(word.split("=")[0], options, 1, 0.8)]
+            hint = f"; did you mean {', '.join(dict.fromkeys(close))}?" if close else ""
+            self.exit(2, f"{self.prog}: unrecognized arguments: {' '.join(extras)}{hint} "
+                         f"(see {command.prog} --help)\n")
+        return parsed
+
+    def _command_parser(self, name: str | None):
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -271,6 +292,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ftgui.core.supervision.supervisor import Supervisor
 
     run_dir = args.run_dir
+    file = next((p for p in (run_dir, *run_dir.parents) if p.exists() and not p.is_dir()), None)
+    if file is not None:  # else a raw "[Errno 20] Not a directory" once the run writes
+        raise ConfigError(f"run_dir: {file} is a file; give a folder (new, or a run's)")
     existing = (run_dir / configmod.CONFIG_FILE).is_file()
     if args.from_step is not None and not args.resume:
         raise ConfigError("from_step: --from-step needs --resume")
@@ -389,6 +413,12 @@ def _notice(silent: bool, what: str, why: str):
     return notice(what, why, say=lambda line: print(line, flush=True))
 
 
+# what a passed determinism check (`check_user_code`'s resume probe) promises, said: the
+# README tells a user the check says whether an exact resume can be promised
+EXACT_PROMISED = ("exact resume: promised (a step after each kind of save and restore gave "
+                  "the same bits as without it)")
+
+
 def _show_check(result, quiet: bool) -> None:
     """The user-code check's summary; when exact resume cannot be promised, why (recorded as a
     `determinism_warning` event, whose line the progress shows unless `quiet`, and in
@@ -396,7 +426,9 @@ def _show_check(result, quiet: bool) -> None:
     from ftgui.core.settings.user_code import warning_line
 
     print(f"checked: {result.summary_line()}", flush=True)
-    if quiet and not result.deterministic:
+    if result.deterministic:
+        print(EXACT_PROMISED, flush=True)
+    elif quiet:
         print(warning_line(result), flush=True)
 
 

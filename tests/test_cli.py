@@ -54,7 +54,8 @@ def test_a_model_name_that_is_no_built_in_is_named_as_typed_not_as_a_path(tmp_pa
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), "--model", "rnn"]) == 2
     assert capsys.readouterr().err == (
-        "ftgui: model (--model): 'rnn' is not one of mlp, cnn, resnet\n")
+        "ftgui: model (--model): 'rnn' is not one of mlp, cnn, resnet, "
+        "PATH.py:FUNCTION or FILE.keras\n")
     assert not run_dir.exists()
 
 
@@ -292,3 +293,48 @@ def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
     assert [e["attempt"] for e in of_kind(seen, "process_started")] == [0]  # no restart
     assert f"stopped by SIGTERM at step {step} (run preempted)" in err
     assert processes_of(run_dir) == []
+
+
+@pytest.mark.parametrize("deterministic, quiet, lines", [
+    (True, False, ["checked: model m: 0 layers, 0 parameters; data 0 training / 0 validation "
+                   "examples, input ()", cli.EXACT_PROMISED]),
+    (False, True, ["checked: model m: 0 layers, 0 parameters; data 0 training / 0 validation "
+                   "examples, input ()",
+                   "warning: exact resume is not guaranteed for this model: dropout draws"]),
+    (False, False, ["checked: model m: 0 layers, 0 parameters; data 0 training / 0 validation "
+                    "examples, input ()"]),  # the progress shows the determinism_warning
+])
+def test_the_user_code_check_says_whether_an_exact_resume_is_promised(
+        capsys, deterministic, quiet, lines):
+    """As the README says it does: a passed check says the exact resume is promised, a
+    failed one why not (a new user read only the model's summary and did not know)."""
+    from ftgui.core.settings.user_code import CheckResult
+
+    result = CheckResult({"name": "m"}, deterministic, [], "" if deterministic else "dropout draws")
+    cli._show_check(result, quiet)
+    assert capsys.readouterr().out.splitlines() == lines
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_run_folder_that_is_a_file_gets_one_line_naming_the_file(tmp_path, capsys, under):
+    afile = tmp_path / "afile"
+    afile.write_text("notes")
+    assert cli.main(["train", str(afile / under if under else afile), "--steps", "5"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {afile} is a file; give a folder (new, or a run's)\n")
+    assert afile.read_text() == "notes"  # nothing written over it
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["train", "run", "--stpes", "10"], "ftgui: unrecognized arguments: --stpes 10; did you "
+     "mean --steps? (see ftgui train --help)"),
+    (["devices", "--jsn"], "ftgui: unrecognized arguments: --jsn; did you mean --json? "
+     "(see ftgui devices --help)"),
+    (["train", "run", "--bogus", "1"], "ftgui: unrecognized arguments: --bogus 1 "
+     "(see ftgui train --help)"),  # nothing close: no guess
+])
+def test_a_mistyped_option_gets_the_closest_and_the_command_s_help(capsys, argv, line):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == line + "\n"

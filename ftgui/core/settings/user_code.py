@@ -65,11 +65,10 @@ def parse(name: str, text: str) -> Source:
         kind, path = "keras", Path(text)
     elif name == "dataset" and text.endswith(".npz"):
         kind, path = "npz", Path(text)
-    elif name == "model":  # the help text (--help, tooltip) names the file forms
-        raise ConfigError(f"model: {text!r} is not one of {', '.join(builtins)}")
-    else:
-        raise ConfigError(f"dataset: {text!r} is neither one of {', '.join(builtins)} nor a "
-                          f"path to a .npz file")
+    else:  # every form allowed, the files' too: a user typed "transformer", "mnist"
+        suffix = ".keras" if name == "model" else ".npz"
+        raise ConfigError(f"{name}: {text!r} is not one of {', '.join(builtins)}, "
+                          f"PATH.py:FUNCTION or FILE{suffix}")
     if not path.is_file():
         raise ConfigError(f"{name}: file {str(path)!r} does not exist")
     return Source(text, kind, path, function)

@@ -52,7 +52,8 @@ def test_an_unknown_strategy_lists_the_allowed_ones():
 
 
 def test_an_unknown_model_lists_the_allowed_ones():
-    assert error_of(RunConfig(model="vgg")) == "model: 'vgg' is not one of mlp, cnn, resnet"
+    assert error_of(RunConfig(model="vgg")) == ("model: 'vgg' is not one of mlp, cnn, resnet, "
+                                             "PATH.py:FUNCTION or FILE.keras")
 
 
 @pytest.mark.parametrize(
@@ -108,7 +109,7 @@ def test_a_worker_target_needs_a_strategy_with_that_worker():
 
 def test_a_dataset_must_be_digits_or_an_existing_npz(tmp_path):
     assert error_of(RunConfig(dataset="mnist")) == (
-        "dataset: 'mnist' is neither one of digits, synthetic nor a path to a .npz file"
+        "dataset: 'mnist' is not one of digits, synthetic, PATH.py:FUNCTION or FILE.npz"
     )
     missing = tmp_path / "nothing.npz"
     assert error_of(RunConfig(dataset=str(missing))) == (
