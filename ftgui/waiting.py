@@ -47,13 +47,15 @@ class RunWaits:
     (not from a warm standby) imports TensorFlow and builds its model until its
     `training_started`; then the run waits for its first step (tracing the step function).
     A chief's `resumed` (it restored, after its import) ends its import too. A process that
-    exits waits for nothing more. `tick(now)` gives the lines due."""
+    exits waits for nothing more. A freeze (`fault_injected` of kind hang) waits for the
+    watchdog's `hang_detected` (or a thaw). `tick(now)` gives the lines due."""
 
     def __init__(self) -> None:
         self._importing: dict[int, tuple[str, float]] = {}  # pid -> (label, since)
         self._announce: list[int] = []  # pids whose import began since the last tick
         self._chiefs: set[int] = set()  # pids of the chief processes
         self._first_step_since: float | None = None
+        self._frozen: tuple[str, float] | None = None  # (target, since) of a freeze not ended
         self._wait: Wait | None = None
         self._phase = ""
 
@@ -80,6 +82,10 @@ class RunWaits:
                 self._first_step_since = None
         elif kind == "step":
             self._first_step_since = None
+        if kind == "fault_injected" and event.get("kind") == "hang":
+            self._frozen = (event.get("target") or "chief", event["time"])
+        elif kind in ("hang_detected", "thawed", "process_exited"):
+            self._frozen = None  # the watchdog saw it, it was thawed, or it died
 
     def tick(self, now: float) -> list[str]:
         """The lines due at `now` (Unix seconds): one per import begun since the last tick and
@@ -103,6 +109,9 @@ class RunWaits:
                     min(since for _, since in self._importing.values()))
         if self._first_step_since is not None:
             return "tracing the first step", self._first_step_since
+        if self._frozen is not None:
+            target, since = self._frozen
+            return f"waiting for the watchdog: {target} frozen", since
         return "", 0.0
 
 

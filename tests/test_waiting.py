@@ -194,3 +194,18 @@ def test_ftgui_train_says_it_checks_a_users_model_while_the_check_runs(
                       "then tries a step, a save and a restore")
     assert out[1].startswith("still checking your model and dataset (")
     assert captured.err == "ftgui: model: refused by the fake check\n"
+
+
+def test_a_freeze_is_said_while_the_watchdog_waits():
+    """A chaos run went 4.1 s silent between "freeze of chief at step 192" and "chief hung"."""
+    waits = RunWaits()
+    waits.feed(started(0.0, pid=1, standby=True))
+    waits.feed(event("training_started", 0.1, pid=1, role="chief"))
+    waits.feed(event("step", 0.2, pid=1, step=1, loss=1.0))
+    waits.feed({"event": "fault_injected", "time": 10.0, "attempt": 0, "kind": "hang",
+                "target": "chief", "step": 192})
+    assert lines_at(waits, [11.9, 12.1, 14.2]) == {
+        11.9: [], 12.1: ["still waiting for the watchdog: chief frozen (2 s)"],
+        14.2: ["still waiting for the watchdog: chief frozen (4 s)"]}
+    waits.feed(event("hang_detected", 14.5, pid=1, role="chief", seconds=3.0))
+    assert waits.tick(20.0) == []
