@@ -59,11 +59,11 @@ class AuditResult:
         if not self.snapshot_every:
             snapshots = "snapshots off"
         elif self.snapshot_seconds is None:
-            snapshots = (f"in-memory snapshots every {self.snapshot_every} steps (their cost "
+            snapshots = (f"in-memory snapshots {_every(self.snapshot_every)} (their cost "
                          "was not recorded)")
         else:
-            snapshots = (f"{self.snapshots} in-memory snapshots (every {self.snapshot_every} "
-                         f"steps, {formatting.size(self.snapshot_size)} each), training waited "
+            snapshots = (f"{self.snapshots} in-memory snapshots ({_every(self.snapshot_every)}, "
+                         f"{formatting.size(self.snapshot_size)} each), training waited "
                          f"{formatting.seconds(self.snapshot_seconds, digits=3)} for them "
                          f"({formatting.seconds(self.snapshot_first_seconds, digits=3)} of it "
                          "the first, which traces the copy)")
@@ -181,3 +181,8 @@ def write_outputs(result: AuditResult, junit: Path | None = None, json_path: Pat
     _write(paths["json"], summary_json(result))
     _write(paths["html"], html_report(result))
     return paths
+
+
+def _every(steps: int) -> str:
+    """"every step", "every 10 steps"."""
+    return "every step" if steps == 1 else f"every {steps} steps"

@@ -428,3 +428,9 @@ def test_the_reference_cost_line_tells_the_snapshots_cost_beside_the_checkpoints
     result.snapshot_seconds = None  # a reference whose trainer wrote no snapshot_stats
     assert result.cost_line().endswith("in-memory snapshots every 10 steps (their cost was "
                                        "not recorded)")
+
+
+def test_the_snapshot_interval_reads_as_english():
+    from ftgui.core.audit.outputs import _every
+
+    assert (_every(1), _every(10)) == ("every step", "every 10 steps")  # not "every 1 steps"
