@@ -110,8 +110,10 @@ class Incident:
 
 @dataclass
 class Totals:
-    """Over the whole run: `wall` seconds from the first to the last event, `lost` seconds and
-    steps lost to incidents, and goodput = (wall − lost) / wall (1.0 with no incidents)."""
+    """Over the whole run: `wall` seconds from the first to the last event (less the time a
+    finished run waited for the user to resume or fork it: `_RunClock.skip_to`), `lost`
+    seconds and steps lost to incidents, and goodput = (wall − lost) / wall (1.0 with no
+    incidents)."""
 
     incidents: int
     steps_lost: int
