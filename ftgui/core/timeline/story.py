@@ -188,15 +188,21 @@ def _incident_now(timeline: Timeline, incident: Incident) -> str:
     return f"{fault}{ARROW}recovering"
 
 
+def frozen_words(timeline: Timeline) -> str:
+    """What ends a freeze of this run: its watchdog after `watchdog_seconds` without
+    progress, else the user (Thaw or Kill)."""
+    watchdog = timeline.config.get("watchdog_seconds") or 0
+    if watchdog:
+        return f"the watchdog ends it after {watchdog:g} s without progress"
+    return "no progress until Thaw or Kill"
+
+
 def _undetected(timeline: Timeline, incident: Incident) -> str:
     """Between a fault and the moment it is known, in words true of that fault."""
     if incident.kind == "nan":
         return "rolling back in the process"
     if incident.kind == "hang":
-        watchdog = timeline.config.get("watchdog_seconds") or 0
-        if watchdog:
-            return f"frozen: the watchdog ends it after {watchdog:g} s without progress"
-        return "frozen: no progress until Thaw or Kill"
+        return f"frozen: {frozen_words(timeline)}"
     if incident.kind == "preempt":
         return "saving its step and stopping"
     return "waiting for the process to end"

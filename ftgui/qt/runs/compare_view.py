@@ -241,18 +241,18 @@ class CompareView(QWidget):
         return px
 
     def _show_figures(self) -> None:
-        lines = [f"■ {headline(figures)}" for figures in self.rows]
-        if final_line(self.rows):
-            lines.append(final_line(self.rows))
-        px = self._figures_px(lines)
+        px = self._figures_px([f"■ {headline(figures)}" for figures in self.rows])
         lines = []
         for index, figures in enumerate(self.rows):
             colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
             lines.append(f'<span style="color:{colour}">■</span> {escape(headline(figures))}')
-        if final_line(self.rows):
-            lines.append(escape(final_line(self.rows)))
+        html = "<br>".join(lines)
+        final = final_line(self.rows)
+        if final:  # the verdict a room reads: sized on its own, not shrunk to the long lines
+            html += (f'<div style="font-size:{self._figures_px([final])}px">'
+                     f"{escape(final)}</div>")
         self.figures.setText(f'<div style="font-size:{px}px; font-weight:bold; '
-                             f'color:{theme.STORY_COLOUR}">' + "<br>".join(lines) + "</div>")
+                             f'color:{theme.STORY_COLOUR}">' + html + "</div>")
         self.figures.setToolTip("\n".join(f"{f.name}: final loss {f.final_loss!r} "
                                           f"({f.final_loss.hex()})" for f in self.rows
                                           if f.final_loss is not None

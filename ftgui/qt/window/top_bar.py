@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ftgui.core.timeline.model import Timeline
-from ftgui.core.timeline.story import frozen, has_stepped, story
+from ftgui.core.timeline.story import frozen, frozen_words, has_stepped, story
 from ftgui.qt import theme
 from ftgui.qt.controls import named_button
 from ftgui.qt.window.story_banner import StoryBanner
@@ -70,7 +70,7 @@ class TopBar(QWidget):
             state, reason = "starting", " · ".join(filter(None, ("waiting for the first step",
                                                                  reason)))
         if state == "running" and frozen(timeline):
-            state, reason = "frozen", "no progress until Thaw or Kill"
+            state, reason = "frozen", frozen_words(timeline)  # the watchdog's, if it has one
         elif state == "running" and timeline.held is not None:
             state, reason = held_words(*timeline.held)
         colour = "recovering" if state in ("starting", "frozen", "held") else state  # amber

@@ -73,6 +73,12 @@ def test_the_state_label_says_frozen_while_frozen(qtbot):
     timeline.feed([ev("thawed", 8.0, target="chief", step=20), *steps(21, 22, 8.5)])
     bar.show_run(timeline, "running", "")
     assert bar.state_label.text() == "running"
+    timeline.config = {**timeline.config, "watchdog_seconds": 3.0}  # the chaos demo's
+    timeline.feed([ev("fault_injected", 9.0, kind="hang", target="chief", step=22,
+                      source="schedule")])
+    bar.show_run(timeline, "running", "")
+    assert bar.state_label.text() == (  # not "until Thaw or Kill": the watchdog will
+        "frozen — the watchdog ends it after 3 s without progress")
 
 
 def test_a_freeze_under_a_watchdog_says_the_watchdog_will_end_it():

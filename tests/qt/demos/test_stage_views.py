@@ -337,6 +337,8 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     assert "final loss 0.05: every-4 = every-10, bitwise" in text
     px = int(text.partition("font-size:")[2].partition("px")[0])
     assert 20 <= px <= 24  # the presentation's size, down as far as the longest line needs
+    final_px = int(text.rpartition("font-size:")[2].partition("px")[0])
+    assert final_px == 24  # the verdict at full size, not shrunk to the long lines
     colours = [trace.colour for trace in view.plot.overlays.values()]
     assert colours == list(COMPARE_COLOURS[:2])
     widths = [trace.raw.opts["pen"].widthF() for trace in view.plot.overlays.values()]
