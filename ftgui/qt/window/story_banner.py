@@ -144,13 +144,14 @@ class StoryBanner(QLabel):
             self.setStyleSheet(theme.stylesheet() + "\n" + _size_rule(px))
         if shown != super().text():
             super().setText(shown)
-        self._reserve_lines(px)
+        self._reserve_lines(base)  # the base size's: a text shrunk to fit needs no more
         self.setToolTip(TOOLTIP if shown == self._story else f"{self._story}\n\n{TOOLTIP}")
 
     def _reserve_lines(self, px: int) -> None:
         """In the presentation view the banner is always `MAX_LINES` high at `px`: a story
-        that grows to two lines at a kill was painted clipped in the one-line band until the
-        layout caught up (0.1-0.2 s), and the plot under it jumped at every incident."""
+        that grows to two lines at a kill (or a font that shrinks or grows back with the text)
+        was painted clipped until the layout caught up (0.1-0.2 s), and the plot under it
+        jumped at every incident."""
         if not self.property("presenting"):
             self.setMinimumHeight(0)
             return
