@@ -33,8 +33,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, header, interleaved, median, read_events, spread  # noqa: E402
-from bench_demo_start import close, drawn  # noqa: E402
+from _common import Table, header, interleaved, median, spread  # noqa: E402
+from bench_demo_start import chief_started, close, drawn, start_demo  # noqa: E402
 from bench_window_recovery import pump, window_at_defaults  # noqa: E402
 from bench_window_start import ready_spares  # noqa: E402
 
@@ -51,11 +51,7 @@ def one_run(app, folder: Path, variant: str, key: str) -> dict:
         ready_spares(app, window, folder)
         if variant == "before":
             Supervisor.hand_on_standbys = lambda self: self.dismiss_standbys() or 0
-        menu = window.demos
-        menu.runs_root = folder / "demos"
-        [demo] = [d for d in menu.demos if d.key == key]
-        if not menu.start(demo, presenter=False):
-            raise RuntimeError(f"demo {key} did not start")
+        start_demo(window, folder, key)
         first_run = window.controller.run_dir
         if not pump(app, lambda: window.controller.run_dir != first_run, 300):
             raise RuntimeError("the demo's first run did not end within 300 s")
@@ -63,10 +59,9 @@ def one_run(app, folder: Path, variant: str, key: str) -> dict:
         if not pump(app, lambda: drawn(window), 120):
             raise RuntimeError("no point of the demo's second run within 120 s")
         first = time.monotonic() - opened
-        started = [e for e in read_events(window.controller.run_dir)
-                   if e["event"] == "process_started" and e["role"] == "chief"]
-        return {"first": first, "from_standby": started[0].get("standby") if started else None,
-                "warm": started[0].get("standby_warm") if started else None}
+        chief = chief_started(window)
+        return {"first": first, "from_standby": chief.get("standby"),
+                "warm": chief.get("standby_warm")}
     finally:
         Supervisor.hand_on_standbys = kept
         close(app, window)

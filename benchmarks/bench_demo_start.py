@@ -49,23 +49,34 @@ def one_run(app, folder: Path, variant: str, key: str) -> dict:
         made, ready_after = ready_spares(app, window, folder)
         if variant == "before":
             standby.NOT_BUILT = tuple(k for k in kept if k != "snapshot_every")
-        menu = window.demos
-        menu.runs_root = folder / "demos"
-        [demo] = [d for d in menu.demos if d.key == key]
         clicked = time.monotonic()
-        if not menu.start(demo, presenter=False):
-            raise RuntimeError(f"demo {key} did not start")
+        start_demo(window, folder, key)
         adopted = not made.spares
         if not pump(app, lambda: drawn(window), 120):
             raise RuntimeError("no point of the demo's first run within 120 s")
         first = time.monotonic() - clicked
-        seen = read_events(window.controller.run_dir)
-        started = [e for e in seen if e["event"] == "process_started" and e["role"] == "chief"]
         return {"first": first, "ready_after": ready_after, "adopted": adopted,
-                "from_standby": started[0].get("standby") if started else None}
+                "from_standby": chief_started(window).get("standby")}
     finally:
         standby.NOT_BUILT = kept
         close(app, window)
+
+
+def start_demo(window, folder: Path, key: str) -> None:
+    """Start demo `key` as its Demo menu item does (faults on schedule), its runs under
+    `folder/demos`. RuntimeError if the menu refuses it."""
+    menu = window.demos
+    menu.runs_root = folder / "demos"
+    [demo] = [d for d in menu.demos if d.key == key]
+    if not menu.start(demo, presenter=False):
+        raise RuntimeError(f"demo {key} did not start")
+
+
+def chief_started(window) -> dict:
+    """The first `process_started` of the chief of the run shown ({} when none yet)."""
+    started = [e for e in read_events(window.controller.run_dir)
+               if e["event"] == "process_started" and e["role"] == "chief"]
+    return started[0] if started else {}
 
 
 def close(app, window) -> None:
