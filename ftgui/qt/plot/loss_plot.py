@@ -17,6 +17,9 @@ markers are step positions and are hidden there.
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pyqtgraph as pg
 
@@ -35,6 +38,7 @@ from ftgui.qt.plot.trace import Trace
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
+LOST_LABEL = "steps lost, then redone"  # an earlier line's steps after its resume point
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 # pyqtgraph's default: y clipped to this many view heights beyond the view (Qt mis-draws huge
 # coordinates). Only needed while y does not follow the data: fitted to the data, nothing lies
@@ -343,22 +347,22 @@ class LossPlot(PlotLook, pg.PlotWidget):
             self._take_timeline()
         self._focus_y()
         updated = 0
+        self._update_kept()
         for trace in self._dirty:
             origin = trace.origin if trace.overlay else self.time_origin
             x, y = self._x(trace.series, origin), trace.series.y()
+            steps = trace.series.x()
             smoothed = trace.smoothed(self.smoothing) if self.smoothing > 0 else None
             if x is None:
-                x = y = smoothed = np.empty(0)
+                x = y = steps = smoothed = np.empty(0)
             elif self.x_axis == "time" and not np.isfinite(x).all():
                 known = np.isfinite(x)  # steps logged without a time are left out
-                x, y = x[known], y[known]
+                x, y, steps = x[known], y[known], steps[known]
                 smoothed = None if smoothed is None else smoothed[known]
             if self._clip is not None:  # short segments where the curve leaves the view
                 y = np.clip(y, *self._clip)
                 smoothed = None if smoothed is None else np.clip(smoothed, *self._clip)
-            trace.raw.setData(x, y, connect="finite")
-            if smoothed is not None:
-                trace.smooth.setData(x, smoothed, connect="finite")
+            trace.draw(x, y, smoothed, steps)
             trace.drawn = trace.series.size
             updated += 1
         self._dirty.clear()
@@ -380,6 +384,32 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.branches.redraw()
         self._update_inset()
         return updated
+
+    def _update_kept(self) -> None:
+        """Each earlier line of training keeps, drawn as the newest, its steps up to the one the
+        next line resumed from (that line's first step − 1): after a resume that redid
+        nothing the run is one unbroken curve; only steps lost and then redone are pale. A
+        line a fork left is the branch layer's to draw."""
+        attempts = sorted(self.traces)
+        abandoned = {s.index for s in self.timeline.segments if s.abandoned_after is not None} \
+            if self.timeline is not None else set()
+        for attempt, following in itertools.pairwise(attempts):
+            trace, steps = self.traces[attempt], self.traces[following].series.x()
+            # before the next line's first step, all of this one is the run's so far
+            until = None if attempt in abandoned else float(steps[0]) - 1 if len(steps) \
+                else math.inf
+            if trace.keep_until(self.getPlotItem(), until, CURRENT_COLOUR):
+                trace.style(self.smoothing, self.presenting)
+                trace.set_range_limit(self._range_limit())
+                self._dirty.add(trace)
+                self._legend_dirty = True
+
+    def lost_then_redone(self) -> bool:
+        """Whether an earlier line of training has steps after the one the next line resumed
+        from (drawn pale)."""
+        return any(trace.kept is not None and trace.series.size
+                   and trace.series.x()[-1] > trace.kept_until
+                   for attempt, trace in self.traces.items() if attempt != max(self.traces))
 
     def inset_steps(self) -> tuple[float, float] | None:
         """The redone range the inset magnifies (the newest shaded one, on the step axis, once
@@ -442,8 +472,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         if self.traces:
             attempts = sorted(self.traces)
             self.legend.addItem(self.traces[attempts[-1]].shown, "training loss")
-            if len(attempts) > 1:
-                self.legend.addItem(self.traces[attempts[0]].shown, "earlier attempts")
+            if len(attempts) > 1 and self.lost_then_redone():
+                self.legend.addItem(self.traces[attempts[0]].shown, LOST_LABEL)
         if self.validation.size:
             self.legend.addItem(self.validation_item, "validation loss")
         for trace in self.overlays.values():

@@ -44,6 +44,11 @@ class Trace:
         plot_item.addItem(self.smooth)
         self.overlay = False  # another run's curve (its own time origin), not the open run's
         self.earlier = False  # an earlier line of training of the open run
+        # An earlier line's steps up to the one the next line resumed from are the run's own
+        # history: `kept` draws them as the newest line is drawn, this trace only the steps
+        # after it (lost, then redone). None: no next line with a first step yet.
+        self.kept: Trace | None = None
+        self.kept_until: float | None = None
         self._smoothed = np.empty(0, dtype=np.float64)
         self._ema: Ema | None = None
         self._ema_done = 0  # points already smoothed
@@ -71,11 +76,15 @@ class Trace:
         else:
             self.raw.setPen(_curve_pen(colour, width))
             self.smooth.setVisible(False)
+        if self.kept is not None:
+            self.kept.style(smoothing, presenting)
 
     def set_range_limit(self, limit: float | None) -> None:
         """pyqtgraph's `dynamicRangeLimit` of both curve items (None: no y clipping)."""
         for item in (self.raw, self.smooth):
             item.setDynamicRangeLimit(limit)
+        if self.kept is not None:
+            self.kept.set_range_limit(limit)
 
     @property
     def shown(self) -> pg.PlotDataItem:
@@ -95,6 +104,40 @@ class Trace:
         self._ema_done = size
         return self._smoothed[:size]
 
+    def keep_until(self, plot_item: pg.PlotItem, step: float | None, colour: str) -> bool:
+        """Draw this earlier line's points up to global `step` as the run's history (a solid
+        copy in `colour`, the newest line's), and only the rest as this trace; None: draw it
+        all as this trace. True when that changed."""
+        if step == self.kept_until:
+            return False
+        self.kept_until = step
+        if step is not None and self.kept is None:
+            self.kept = Trace(plot_item, colour, z=self.raw.zValue())
+        elif step is None and self.kept is not None:
+            self.kept.remove(plot_item)
+            self.kept = None
+        return True
+
+    def draw(self, x: np.ndarray, y: np.ndarray, smoothed: np.ndarray | None,
+             steps: np.ndarray) -> None:
+        """Push the points (`x` on the plot's axis, `y`, the `smoothed` y or None, and each
+        point's global step) to the curve items: those up to `kept_until` to `kept`, the
+        rest here, joined to the last kept point so the curve has no gap."""
+        if self.kept is not None:
+            cut = int(np.searchsorted(steps, self.kept_until, side="right"))
+            self.kept.draw(x[:cut], y[:cut], None if smoothed is None else smoothed[:cut],
+                           steps[:cut])
+            start = cut - 1 if 0 < cut < len(x) else cut
+            x, y = x[start:], y[start:]
+            smoothed = None if smoothed is None else smoothed[start:]
+        self.raw.setData(x, y, connect="finite")
+        if smoothed is not None:
+            self.smooth.setData(x, smoothed, connect="finite")
+
     def remove(self, plot_item: pg.PlotItem) -> None:
         plot_item.removeItem(self.raw)
         plot_item.removeItem(self.smooth)
+        if self.kept is not None:
+            self.kept.remove(plot_item)
+            self.kept = None
+            self.kept_until = None

@@ -1,0 +1,79 @@
+"""After a resume the run's history is one curve: an earlier line of training is drawn as the
+newest up to the step the next line resumed from; only the steps lost and then redone are pale."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import numpy as np
+import pytest
+
+from ftgui.qt.plot.loss_plot import CURRENT_COLOUR, EARLIER_COLOUR, LOST_LABEL, LossPlot
+
+
+@pytest.fixture
+def plot(qtbot):
+    widget = LossPlot()
+    qtbot.addWidget(widget)
+    return widget
+
+
+def _steps(item) -> list[float]:
+    x, _ = item.getData()
+    return [] if x is None else np.asarray(x).tolist()
+
+
+def _labels(plot) -> list[str]:
+    return [label.text for _, label in plot.legend.items]
+
+
+def _line(plot, attempt, steps):
+    for step in steps:
+        plot.add_step(attempt, step, 1.0 / step)
+
+
+def test_a_resume_that_redid_nothing_is_one_unbroken_curve(plot):
+    _line(plot, 0, range(1, 11))
+    _line(plot, 1, range(11, 16))
+    plot.redraw()
+    earlier = plot.traces[0]
+    assert _steps(earlier.kept.raw) == list(range(1, 11))
+    assert _steps(earlier.raw) == []  # nothing pale
+    assert earlier.kept.raw.opts["pen"].color().name() == CURRENT_COLOUR
+    assert _labels(plot) == ["training loss"]
+
+
+def test_only_the_steps_lost_then_redone_are_pale(plot):
+    _line(plot, 0, range(1, 11))
+    _line(plot, 1, range(7, 13))  # resumed from step 6: 7–10 redone
+    plot.redraw()
+    earlier = plot.traces[0]
+    assert _steps(earlier.kept.raw) == list(range(1, 7))
+    assert _steps(earlier.raw) == list(range(6, 11))  # joined to the last kept point
+    assert earlier.raw.opts["pen"].color().name() == EARLIER_COLOUR
+    assert _labels(plot) == ["training loss", LOST_LABEL]
+
+
+def test_smoothed_and_in_the_presentation_view_the_kept_part_looks_like_the_newest(plot):
+    _line(plot, 0, range(1, 11))
+    _line(plot, 1, range(9, 20))
+    plot.set_smoothing(0.6)
+    plot.set_presenting(True)
+    plot.redraw()
+    kept, newest = plot.traces[0].kept, plot.traces[1]
+    assert kept.smooth.isVisible()
+    assert _steps(kept.smooth) == list(range(1, 9))
+    assert kept.smooth.opts["pen"].widthF() == newest.smooth.opts["pen"].widthF()
+    assert kept.smooth.opts["pen"].color().name() == newest.smooth.opts["pen"].color().name()
+
+
+def test_clearing_the_run_removes_the_kept_copies(plot):
+    _line(plot, 0, range(1, 6))
+    _line(plot, 1, range(6, 9))
+    plot.redraw()
+    kept = plot.traces[0].kept
+    plot.clear_run()
+    assert kept.raw not in plot.getPlotItem().items
+    assert plot.traces == {}
