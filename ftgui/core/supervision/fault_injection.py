@@ -137,13 +137,11 @@ class FaultInjection:
         hung peer holds the others in a collective until TensorFlow misses its heartbeats (7-7.6 s
         here); a shorter watchdog would otherwise cost every step since the last periodic
         checkpoint."""
-        config, state = self.config(), self.state
-        limit = config.watchdog_seconds if config else 0
-        chief = state.chief()
-        if not limit or chief is None or state.settled:
+        watched = self._watched()
+        if watched is None:
             return
-        if not state.progress_seen:
-            limit = max(limit, STARTUP_GRACE_SECONDS)
+        chief, limit = watched
+        state = self.state
         silent = time.time() - chief.last_heartbeat
         if silent <= limit:
             return
@@ -153,6 +151,25 @@ class FaultInjection:
         if state.progress_seen:  # the others may be waiting for the hung one
             self.tasks.await_just_in_time(state.stop_reason)
         self.tasks.kill_all()
+
+    def watchdog_due_in(self) -> float | None:
+        """Seconds until `check_watchdog` ends the attempt if its chief reports no step before
+        (≤ 0: at the next check, within one poll), or None without a watchdog or a chief."""
+        watched = self._watched()
+        if watched is None:
+            return None
+        chief, limit = watched
+        return limit - (time.time() - chief.last_heartbeat)
+
+    def _watched(self):
+        """(chief, its watchdog limit in seconds: `watchdog_seconds`, at least
+        `STARTUP_GRACE_SECONDS` before its first step), or None when nothing is watched."""
+        config, state = self.config(), self.state
+        limit = config.watchdog_seconds if config else 0
+        chief = state.chief()
+        if not limit or chief is None or state.settled:
+            return None
+        return chief, limit if state.progress_seen else max(limit, STARTUP_GRACE_SECONDS)
 
     def fire_armed(self, step: int, held: bool = False) -> None:
         """Fire the armed faults due at the chief's `step` (`held`: it holds there;

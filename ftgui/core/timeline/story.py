@@ -23,6 +23,8 @@ step boundary (for the presenter, the warm standby or a fault) says so, not "tra
 
 from __future__ import annotations
 
+import math
+
 from ftgui.core import formatting
 from ftgui.core.formatting import percent, seconds, steps
 from ftgui.core.record.incidents import Incident, Totals
@@ -45,16 +47,18 @@ def totals_line(totals: Totals) -> str:
             f"{DOT}goodput {percent(totals.goodput)}")
 
 
-def story(timeline: Timeline, total_steps: int | None = None) -> str:
+def story(timeline: Timeline, total_steps: int | None = None,
+          watchdog_due_in: float | None = None) -> str:
     """One sentence: the run's state and its last incident (see the module's docstring).
 
-    `total_steps` (the run's configured length) adds "of N" to the step while training. At the
+    `total_steps` (the run's configured length) adds "of N" to the step while training;
+    `watchdog_due_in` (seconds, the supervisor's) counts a freeze's watchdog down. At the
     end of a run with more than one incident (or one never recovered) the sentence gives the
     run's totals instead of the last incident: "Finished at step 1200 · 3 incidents: …".
     """
     incident = timeline.incidents[-1] if timeline.incidents else None
     if incident is not None and not _settled(incident):
-        return _capital(_incident_now(timeline, incident))
+        return _capital(_incident_now(timeline, incident, watchdog_due_in))
     state = timeline.state
     if state == "finished":
         head = f"finished at step {timeline.last_step}"
@@ -159,11 +163,11 @@ def _incident_done(timeline: Timeline, incident: Incident) -> str:
     return f"{incident_line(incident)}{DOT}goodput {percent(timeline.totals().goodput)}"
 
 
-def _incident_now(timeline: Timeline, incident: Incident) -> str:
+def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) -> str:
     """An incident still under way: the phase its recovery has reached."""
     fault = _fault(incident)
     if incident.detected is None:
-        return f"{fault}{ARROW}{_undetected(timeline, incident)}"
+        return f"{fault}{ARROW}{_undetected(timeline, incident, due_in)}"
     if incident.resumed_step is not None:
         if incident.lone:
             return (f"{fault}{ARROW}TensorFlow's coordinator carries on with the remaining "
@@ -188,21 +192,26 @@ def _incident_now(timeline: Timeline, incident: Incident) -> str:
     return f"{fault}{ARROW}recovering"
 
 
-def frozen_words(timeline: Timeline) -> str:
+def frozen_words(timeline: Timeline, due_in: float | None = None) -> str:
     """What ends a freeze of this run: its watchdog after `watchdog_seconds` without
-    progress, else the user (Thaw or Kill)."""
+    progress — in `due_in` seconds (the supervisor's `watchdog_due_in`, rounded up to whole
+    seconds) when known — else the user (Thaw or Kill)."""
     watchdog = timeline.config.get("watchdog_seconds") or 0
+    if watchdog and due_in is not None:
+        left = math.ceil(due_in)
+        return f"the watchdog ends it in {left} s" if left > 0 else "the watchdog is ending it"
     if watchdog:
         return f"the watchdog ends it after {watchdog:g} s without progress"
     return "no progress until Thaw or Kill"
 
 
-def _undetected(timeline: Timeline, incident: Incident) -> str:
-    """Between a fault and the moment it is known, in words true of that fault."""
+def _undetected(timeline: Timeline, incident: Incident, due_in: float | None) -> str:
+    """Between a fault and the moment it is known, in words true of that fault (`due_in`:
+    `frozen_words`)."""
     if incident.kind == "nan":
         return "rolling back in the process"
     if incident.kind == "hang":
-        return f"frozen: {frozen_words(timeline)}"
+        return f"frozen: {frozen_words(timeline, due_in)}"
     if incident.kind == "preempt":
         return "saving its step and stopping"
     return "waiting for the process to end"

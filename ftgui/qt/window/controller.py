@@ -14,6 +14,7 @@ last line of its traceback.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -34,6 +35,7 @@ from ftgui.core.supervision.spare import SpareTrainer
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.model import Changes, Note, Timeline
 from ftgui.core.timeline.replay import ReplayClock
+from ftgui.core.timeline.story import frozen
 
 POLL_MS = 33
 SPARE_CHECK_MS = 1500  # how often the spare trainer is checked against the settings shown
@@ -77,6 +79,7 @@ class RunController(QObject):
         self.show_tf_output = False  # the processes' raw output in the event log
         self._state = ("", "")
         self._processes_shown = 0.0
+        self._countdown: int | None = None  # the whole seconds a freeze's story last said
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.tick)
@@ -301,6 +304,7 @@ class RunController(QObject):
             return
         changes = self.timeline.feed(source.poll())
         self._emit(changes)
+        self._count_down(changes)
         processes = self.supervisor.processes if self.supervisor is not None else []
         for proc in processes:
             self._follow_output(proc)
@@ -315,6 +319,23 @@ class RunController(QObject):
         if now - self._processes_shown > 0.25 or changes.checkpoints:
             self._processes_shown = now
             self.processesChanged.emit(list(processes))
+
+    def watchdog_due_in(self) -> float | None:
+        """Seconds until the watchdog ends the open run's frozen attempt (the supervisor's
+        `watchdog_due_in`), or None when nothing is frozen or nothing watches it."""
+        if self.supervisor is None or not frozen(self.timeline):
+            return None
+        return self.supervisor.faults.watchdog_due_in()
+
+    def _count_down(self, changes: Changes) -> None:
+        """While a freeze waits for its watchdog, tell the story again each whole second (no
+        event comes from a frozen process to do it)."""
+        due_in = self.watchdog_due_in()
+        left = None if due_in is None else max(0, math.ceil(due_in))
+        if left != self._countdown:
+            self._countdown = left
+            if not changes:
+                self.timelineChanged.emit(self.timeline)
 
     def _follow_output(self, proc) -> None:
         """Pass on `proc`'s new output lines (with `show_tf_output`), and once, the error that

@@ -327,7 +327,8 @@ class MainWindow(QMainWindow):
         """The story line and the state label, from the timeline and the last state shown."""
         config = self.controller.config
         self.top_bar.show_run(self.controller.timeline, *self._state,
-                              total_steps=config.steps if config else None)
+                              total_steps=config.steps if config else None,
+                              watchdog_due_in=self.controller.watchdog_due_in())
         self.incident_panel.show_totals(self.controller.timeline)  # the banner's figures, now
 
     def _on_state(self, state: str, reason: str) -> None:

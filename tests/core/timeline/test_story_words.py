@@ -79,6 +79,20 @@ def test_the_state_label_says_frozen_while_frozen(qtbot):
     bar.show_run(timeline, "running", "")
     assert bar.state_label.text() == (  # not "until Thaw or Kill": the watchdog will
         "frozen — the watchdog ends it after 3 s without progress")
+    bar.show_run(timeline, "running", "", watchdog_due_in=2.4)  # the window's countdown
+    assert bar.state_label.text() == "frozen — the watchdog ends it in 3 s"
+    assert bar.story_banner.text() == "Froze at step 22 → frozen: the watchdog ends it in 3 s"
+
+
+def test_the_state_label_says_finished_with_the_story_before_the_supervisor_does(qtbot):
+    from ftgui.qt.window.top_bar import TopBar
+
+    bar = TopBar()
+    qtbot.addWidget(bar)
+    timeline, _ = told(finished_run())
+    bar.show_run(timeline, "running", "")  # the chief's exit not reaped yet
+    assert bar.story_banner.text() == "Finished at step 40"
+    assert bar.state_label.text() == "finished — reached the last step"
 
 
 def test_a_freeze_under_a_watchdog_says_the_watchdog_will_end_it():
@@ -87,6 +101,44 @@ def test_a_freeze_under_a_watchdog_says_the_watchdog_will_end_it():
                     ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
                        source="user")])
     assert said == "Froze at step 20 → frozen: the watchdog ends it after 10 s without progress"
+
+
+def test_a_freeze_counts_the_watchdog_down_in_whole_seconds():
+    timeline, _ = told([ev("run_started", 0.0, config={"watchdog_seconds": 4.0}),
+                        ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                        ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
+                           source="schedule")])
+    said = [story(timeline, watchdog_due_in=due) for due in (3.7, 1.0, 0.2, 0.0, -0.3)]
+    assert said == [f"Froze at step 20 → frozen: the watchdog {words}" for words in (
+        "ends it in 4 s", "ends it in 1 s", "ends it in 1 s", "is ending it",
+        "is ending it")]
+
+
+def test_the_supervisor_s_watchdog_due_in_is_its_own_deadline(tmp_path, monkeypatch):
+    """The countdown and `check_watchdog` read one limit: `watchdog_seconds` once the chief has
+    stepped, the start-up grace before."""
+    import time as clock
+    from types import SimpleNamespace
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision import fault_injection
+    from ftgui.core.supervision.supervisor import Supervisor
+
+    supervisor = Supervisor(tmp_path / "run")
+    faults = supervisor.faults
+    assert faults.watchdog_due_in() is None  # no run
+    config = RunConfig(watchdog_seconds=4.0)
+    monkeypatch.setattr(faults, "config", lambda: config)
+    chief = SimpleNamespace(last_heartbeat=0.0)  # the chief's handle: only its heartbeat
+    monkeypatch.setattr(faults.state, "chief", lambda: chief)
+    monkeypatch.setattr(clock, "time", lambda: 1000.0)
+    chief.last_heartbeat = 999.0
+    faults.state.progress_seen = True
+    assert faults.watchdog_due_in() == 3.0
+    faults.state.progress_seen = False
+    assert faults.watchdog_due_in() == fault_injection.STARTUP_GRACE_SECONDS - 1.0
+    monkeypatch.setattr(faults, "config", lambda: RunConfig(watchdog_seconds=0))
+    assert faults.watchdog_due_in() is None
 
 
 def test_an_in_process_rollback_has_its_own_phrase():
