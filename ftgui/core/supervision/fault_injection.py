@@ -113,13 +113,15 @@ class FaultInjection:
         if kind == "preempt":
             self.recovery.due = None
         self.state.user_stop = kind
+        stop_first = kind == "hang" and step is None  # then the step it stopped at is known
+        if stop_first:
+            self._signal(victims, kind, sig)
         if step is None:
             self.drain()  # the event names the step the trainer reached, not the last poll's
         self.journal.emit("fault_injected", kind=kind, target=target,
                           step=self.state.last_step if step is None else step, source=source)
-        for proc in victims:
-            proc.killed_by_fault = kind == "kill"
-            proc.handle.signal(sig)
+        if not stop_first:
+            self._signal(victims, kind, sig)
         self.release_hold("fault")  # after the signal: a killed chief takes no further step
         return True
 
@@ -151,6 +153,12 @@ class FaultInjection:
         if state.progress_seen:  # the others may be waiting for the hung one
             self.tasks.await_just_in_time(state.stop_reason)
         self.tasks.kill_all()
+
+    @staticmethod
+    def _signal(victims, kind: str, sig: int) -> None:
+        for proc in victims:
+            proc.killed_by_fault = kind == "kill"
+            proc.handle.signal(sig)
 
     def watchdog_due_in(self) -> float | None:
         """Seconds until `check_watchdog` ends the attempt if its chief reports no step before

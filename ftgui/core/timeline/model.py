@@ -229,6 +229,7 @@ class Timeline:
         self._split = False  # the next step starts a new segment (after a rollback)
         self._settled: set[int] = set()  # attempts whose outcome is known
         self._hung: set[int] = set()  # attempts the watchdog ended
+        self._frozen_marked: set[int] = set()  # attempts whose freeze is marked where it began
         self._lost: set[tuple[int, str]] = set()  # (attempt, 'worker 1') lost, not yet back
         self._forked: set[int] = set()  # attempts that began as a fork
         self._stopped_at = 0  # the step reached when the last attempt ended
@@ -412,6 +413,19 @@ class Timeline:
             self.held = None
             changes.state = True
 
+    def _on_fault_injected(self, event: dict, changes: Changes) -> None:
+        """A freeze is marked where it stops the run, when it is sent: the watchdog's kill
+        comes seconds later, a thaw never. Its `step` is the one it stopped at (the
+        supervisor reads it after the SIGSTOP; a planned one is written by the trainer)."""
+        attempt = event.get("attempt", 0)
+        if event.get("kind") != "hang" or attempt in self._finished | self._settled:
+            return
+        target = event.get("target") or "chief"
+        prefix = "" if target == "chief" else f"{target.replace(':', ' ')} "
+        step = int(event.get("step", self.last_step))
+        self._frozen_marked.add(attempt)
+        self._mark("hang", step, f"{prefix}frozen @ {step}", event, changes)
+
     def _on_hang_detected(self, event: dict, changes: Changes) -> None:
         self._hung.add(event.get("attempt", 0))
 
@@ -486,7 +500,7 @@ class Timeline:
         else:
             self._lost.add((attempt, name))
             kind = "worker_lost" if kind else ""
-        if kind:
+        if kind and not (kind == "hang" and attempt in self._frozen_marked):
             self._mark(kind, step, label, event, changes)
 
     # ------------------------------------------------------------ helpers

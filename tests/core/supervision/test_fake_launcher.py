@@ -304,3 +304,30 @@ def test_preempt_freeze_thaw_and_checkpoint_now_are_signals_to_the_handle(tmp_pa
 def test_the_local_and_the_fake_launcher_are_launchers():
     assert isinstance(LocalLauncher("/tmp/run", "/tmp/run/logs"), Launcher)
     assert isinstance(FakeLauncher("/tmp/run"), Launcher)
+
+
+def test_a_freeze_s_event_names_the_step_the_trainer_stopped_at(tmp_path):
+    """The supervisor reads the step after the SIGSTOP: a trainer that logs one more step
+    before the signal lands (the race between the drain and the signal) is marked where it
+    stopped, not a step early."""
+    run_dir = tmp_path / "run"
+    fake = FakeLauncher(run_dir.absolute())
+    supervisor = Supervisor(run_dir, launcher=fake)
+    supervisor.start(dataclasses.replace(CONFIG, auto_recover=False))
+    for _ in range(3):
+        supervisor.poll()
+    chief = fake.handles[0]
+    reached = chief.step
+    stop = chief.signal
+
+    def one_more_step_then_stop(sig, tree=True):
+        if sig == signal.SIGSTOP:
+            chief._train_one_step()
+            chief.poll = lambda: chief.code  # stopped: no more steps
+        return stop(sig, tree)
+
+    chief.signal = one_more_step_then_stop
+    assert supervisor.freeze()
+    frozen = [e for e in events.read_all(run_dir) if e["event"] == "fault_injected"]
+    assert [(e["kind"], e["step"]) for e in frozen] == [("hang", reached + 1)]
+    supervisor.shutdown()

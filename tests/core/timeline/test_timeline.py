@@ -269,6 +269,26 @@ def test_a_hang_the_watchdog_ended_is_marked_as_a_hang():
     assert timeline.notes[0].text == "chief hung: no progress for 5.0 s at step 12"
 
 
+def test_a_freeze_is_marked_where_it_stopped_the_run_when_it_is_sent():
+    frozen = {"event": "fault_injected", "kind": "hang", "target": "chief", "step": 12,
+              "source": "user"}
+    timeline = feed(*steps(1, 12), frozen)
+    assert [(m.kind, m.step, m.label) for m in timeline.markers] == [
+        ("hang", 12, "frozen @ 12")]  # not only once the watchdog has ended it
+    timeline.feed([dict(e, attempt=0, time=20.0) for e in (
+        {"event": "hang_detected", "role": "chief", "seconds": 4.0, "last_step": 12},
+        exit_event(signal=9, decisive=True))])
+    assert [(m.kind, m.label) for m in timeline.markers] == [("hang", "frozen @ 12")]
+
+
+def test_a_thawed_freeze_keeps_its_marker_and_a_worker_s_is_named():
+    timeline = feed(*steps(1, 30), {"event": "fault_injected", "kind": "hang",
+                                    "target": "worker:1", "step": 30, "source": "user"},
+                    {"event": "thawed", "target": "worker:1", "step": 30}, *steps(31, 33))
+    assert [(m.kind, m.step, m.label) for m in timeline.markers] == [
+        ("hang", 30, "worker 1 frozen @ 30")]
+
+
 def test_an_error_exit_is_a_crash_and_a_shutdown_is_nothing():
     failed = feed(*steps(1, 5), exit_event(exit_code=3, decisive=True,
                                            reason="exited with status 3 (non-finite loss)"))
