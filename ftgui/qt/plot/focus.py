@@ -69,18 +69,24 @@ def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
 
 
 def label_rows(extents: Sequence[tuple[float, float]], rows: int,
-               limits: Sequence[float] = ()) -> list[int | None]:
+               limits: Sequence[float] = (), before: Sequence[int | None] = ()
+               ) -> list[int | None]:
     """A row (0 = top) for each label spanning pixels (left, right), in the given order, such
-    that labels in one row never overlap: each takes the first row whose last label ends left
-    of it, or where it starts (a crash's label left of a line, a resume's right of it), and
-    whose limit (`limits[row]`, the right edge a label may reach there, e.g. the
+    that labels in one row never overlap: each takes the row it had `before` (same order;
+    None or past the list: none) if it still fits there, else the first row whose last label
+    ends left of it, or where it starts (a crash's label left of a line, a resume's right of
+    it), and whose limit (`limits[row]`, the right edge a label may reach there, e.g. the
     legend's left edge; none past the list) it stays within. A label that fits in none of the
-    `rows` rows gets None (not shown)."""
+    `rows` rows gets None (not shown). Keeping rows, labels do not trade places as the view
+    widens under a live run."""
     ends: list[float] = [-np.inf] * rows
     placed: list[int | None] = [None] * len(extents)
     for k in sorted(range(len(extents)), key=lambda k: extents[k][0]):
         left, right = extents[k]
-        for row in range(rows):
+        kept = before[k] if k < len(before) else None
+        order = ([kept] if kept is not None and kept < rows else []) + [
+            row for row in range(rows) if row != kept]
+        for row in order:
             limit = limits[row] if row < len(limits) else np.inf
             if ends[row] <= left and right <= limit:
                 ends[row], placed[k] = right, row
@@ -177,7 +183,9 @@ def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL
         free += rows >= len(limits) or limits[rows] == np.inf
         rows += 1
     limits = limits[:rows]
-    for line, row in zip(shown, label_rows(extents, rows, limits), strict=True):
+    before = [getattr(line, "label_row", None) for line in shown]
+    for line, row in zip(shown, label_rows(extents, rows, limits, before), strict=True):
+        line.label_row = row
         line.label.setVisible(row is not None)
         if row is not None:
             line.label.setPosition(1 - (LABEL_MARGIN_PX + (row + 0.5) * row_px) / height)

@@ -40,3 +40,14 @@ def test_labels_that_would_overlap_go_to_the_next_row_or_are_left_out():
     assert label_rows([], rows=2) == []
     # a legend over the right part of the top row: a label reaching past its edge goes lower
     assert label_rows([(100, 200), (900, 1000)], rows=2, limits=[800]) == [0, 1]
+
+
+def test_a_label_keeps_its_row_while_it_fits_there():
+    # a crash's label and a resume's overlapping it: the resume went below; as the view
+    # widens they no longer overlap, and neither moves up nor trades places
+    assert label_rows([(100, 200), (150, 260)], rows=2) == [0, 1]
+    assert label_rows([(100, 180), (190, 300)], rows=2, before=[0, 1]) == [0, 1]
+    assert label_rows([(100, 180), (190, 300)], rows=2) == [0, 0]  # without `before`
+    # one that no longer fits in its row takes the first that it fits in
+    assert label_rows([(100, 200), (150, 260)], rows=2, before=[1, 1]) == [1, 0]
+    assert label_rows([(100, 200)], rows=2, before=[5]) == [0]  # a row no longer there
