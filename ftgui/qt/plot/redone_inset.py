@@ -94,7 +94,7 @@ class RedoneInset(pg.PlotWidget):
         x = np.concatenate([x for x, _y in old])
         y = np.concatenate([y for _x, y in old])
         self.old.setData(x, y, connect="finite")
-        self.new.setData(*new, connect="finite")
+        self.new.setData(*_from_restore_point(new, x, y, start), connect="finite")
         view = self.getPlotItem().getViewBox()
         view.setRange(xRange=(start, end), yRange=span, padding=0)
         self.show()
@@ -125,6 +125,17 @@ class RedoneInset(pg.PlotWidget):
             axis.setTextPen(theme.TEXT)
         item.setTitle(f"{start:.0f}–{end:.0f} magnified",
                       color=theme.TEXT, size=f"{round(TITLE_PX[presenting] * scale)}px")
+
+
+def _from_restore_point(new: tuple[np.ndarray, np.ndarray], x: np.ndarray, y: np.ndarray,
+                        start: float) -> tuple[np.ndarray, np.ndarray]:
+    """The resumed curve's points, begun at the restored step `start` when the earlier curve
+    (`x`, `y`) has it: the state restored is that step's, so the resumed line starts there
+    (as on the main plot), not one step later beside the old curve alone."""
+    at = np.flatnonzero(x == start)
+    if not len(at) or (len(new[0]) and new[0][0] <= start):
+        return new
+    return np.concatenate([[start], new[0]]), np.concatenate([y[at[-1:]], new[1]])
 
 
 def to_widget(plot: pg.PlotWidget, scene_rect: QRectF) -> QRectF:
