@@ -73,7 +73,7 @@ def test_start_hands_the_run_to_the_spares(spare_window, qtbot, tmp_path, monkey
 
 
 @pytest.mark.parametrize("key", ["crash-and-recover", "checkpoint-interval", "preemption",
-                                 "chaos"])
+                                 "chaos", "bad-numerics"])
 def test_a_guided_demo_at_the_window_defaults_starts_on_the_spares(
         spare_window, qtbot, tmp_path, monkeypatch, key):
     """These demos differ from the window's defaults only in what is read after the order
