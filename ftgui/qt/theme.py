@@ -80,7 +80,8 @@ RAW_ALPHA_WHEN_SMOOTHED = 70  # 0–255: the raw curve under its smoothed one
 NOTICE = "#8a5a00"  # a line on the plot about what the view leaves out
 NOTICE_FILL = (255, 255, 255, 220)  # RGBA behind that line
 LEGEND_FRAME = "#c8c8c8"
-LEGEND_FILL = (255, 255, 255, 220)  # RGBA
+# RGBA, opaque: a curve seen faded through the legend looked like the pale redone steps
+LEGEND_FILL = (255, 255, 255, 255)
 LEGEND_TEXT = TEXT
 PLOT_BACKGROUND = "#ffffff"  # the loss plot's; a marker's label is filled with it, opaque
 REDONE_SHADE = (214, 39, 40, 28)  # RGBA: steps a restart computes again

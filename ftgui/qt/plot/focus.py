@@ -69,28 +69,42 @@ def focus_y(curves: Iterable[tuple[np.ndarray, np.ndarray]], x_from: float
 
 
 def label_rows(extents: Sequence[tuple[float, float]], rows: int,
-               limits: Sequence[float] = (), before: Sequence[int | None] = ()
-               ) -> list[int | None]:
-    """A row (0 = top) for each label spanning pixels (left, right), in the given order, such
-    that labels in one row never overlap: each takes the row it had `before` (same order;
-    None or past the list: none) if it still fits there, else the first row whose last label
-    ends left of it, or where it starts (a crash's label left of a line, a resume's right of
-    it), and whose limit (`limits[row]`, the right edge a label may reach there, e.g. the
-    legend's left edge; none past the list) it stays within. A label that fits in none of the
-    `rows` rows gets None (not shown). Keeping rows, labels do not trade places as the view
-    widens under a live run."""
-    ends: list[float] = [-np.inf] * rows
+               limits: Sequence[float] = (), before: Sequence[int | None] = (),
+               first: Sequence[int] | None = None) -> list[int | None]:
+    """A row (0 = top) for each label spanning pixels (left, right), such that labels in one
+    row never overlap (touching is allowed: a crash's label ends where a resume's starts, left
+    and right of one line). Labels are placed in the order `first` (indices; default left to
+    right), each in the row it had `before` (same order as `extents`; None or past the list:
+    none) if it still fits there, else in the first row where it fits: overlapping no label
+    placed before it and within that row's limit (`limits[row]`, the right edge a label may
+    reach there, e.g. the legend's left edge; none past the list). A label that fits in none
+    of the `rows` rows gets None (not shown). Kept rows stop labels trading places as the view
+    widens under a live run; placing the newest first keeps the fault being talked about
+    labelled when the rows are full."""
+    taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]
     placed: list[int | None] = [None] * len(extents)
-    for k in sorted(range(len(extents)), key=lambda k: extents[k][0]):
+    order = first if first is not None else sorted(range(len(extents)),
+                                                   key=lambda k: extents[k][0])
+    kept_rows = [before[k] if k < len(before) and before[k] is not None
+                 and 0 <= before[k] < rows else None for k in range(len(extents))]
+
+    def fits(k: int, row: int, spans) -> bool:
         left, right = extents[k]
-        kept = before[k] if k < len(before) else None
-        order = ([kept] if kept is not None and kept < rows else []) + [
-            row for row in range(rows) if row != kept]
-        for row in order:
-            limit = limits[row] if row < len(limits) else np.inf
-            if ends[row] <= left and right <= limit:
-                ends[row], placed[k] = right, row
-                break
+        limit = limits[row] if row < len(limits) else np.inf
+        return right <= limit and all(b <= left or right <= a for a, b in spans)
+
+    for k in order:
+        # rows that labels not placed yet still hold (their kept rows): a new label takes a
+        # free row before it takes one of those
+        held = [[extents[j] for j in order if placed[j] is None and j != k
+                 and kept_rows[j] == row] for row in range(rows)]
+        tries = [kept_rows[k]] if kept_rows[k] is not None else []
+        tries += [row for row in range(rows) if fits(k, row, held[row])]
+        tries += list(range(rows))
+        row = next((r for r in tries if fits(k, r, taken[r])), None)
+        if row is not None:
+            taken[row].append(extents[k])
+            placed[k] = row
     return placed
 
 
@@ -130,14 +144,16 @@ def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
 
 def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL_ROWS) -> None:
     """Put the label of each shown marker line (`pg.InfiniteLine`, label anchored left or right
-    of its line) in the highest row where it overlaps no other and not the `legend` item
-    (`label_rows`); a label with no room left is hidden until there is. A label goes on the
-    side its line prefers (`line.prefers_right`, else its anchor), or on the other side when
-    it would run past the edge of the plot there; one whose line is out of view, or that fits
-    on neither side, is hidden. Labels use at most `max_rows` rows at the top, and only
-    the newest `MAX_LABELLED` markers (by step) are labelled: the lines of older ones stay,
-    their text is in the line's tooltip."""
+    of its line) in a row where it overlaps no other and not the `legend` item (`label_rows`:
+    the newest marker of `lines` first, each in its row of the last layout while it fits there,
+    else the highest free one); a label with no room left is hidden until there is. A label goes
+    on the side its line prefers (`line.prefers_right`, else its anchor), or on the other side
+    when it would run past the edge of the plot there; one whose line is out of view, or that
+    fits on neither side, is hidden. Labels use at most `max_rows` rows at the top, and only the
+    newest `MAX_LABELLED` markers (by step) are labelled: the lines of older ones stay, their
+    text is in the line's tooltip."""
     shown = [line for line in lines if line.isVisible()]
+    order = list(lines)  # the order the markers came in: the last is the newest
     newest = sorted(shown, key=lambda line: line.value())[-MAX_LABELLED:]
     for line in shown:
         line.setToolTip(line.label.toPlainText())
@@ -184,7 +200,9 @@ def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL
         rows += 1
     limits = limits[:rows]
     before = [getattr(line, "label_row", None) for line in shown]
-    for line, row in zip(shown, label_rows(extents, rows, limits, before), strict=True):
+    newest_first = sorted(range(len(shown)), key=lambda k: order.index(shown[k]), reverse=True)
+    rows_of = label_rows(extents, rows, limits, before, newest_first)
+    for line, row in zip(shown, rows_of, strict=True):
         line.label_row = row
         line.label.setVisible(row is not None)
         if row is not None:

@@ -51,3 +51,12 @@ def test_a_label_keeps_its_row_while_it_fits_there():
     # one that no longer fits in its row takes the first that it fits in
     assert label_rows([(100, 200), (150, 260)], rows=2, before=[1, 1]) == [1, 0]
     assert label_rows([(100, 200)], rows=2, before=[5]) == [0]  # a row no longer there
+
+
+def test_the_newest_label_is_placed_first_when_the_rows_are_full():
+    # an old fault's label and the new one's overlap in the one free row: the new one, which
+    # the room is being told about, is labelled; the old one's text stays in its tooltip
+    assert label_rows([(100, 200), (150, 260)], rows=1) == [0, None]
+    assert label_rows([(100, 200), (150, 260)], rows=1, first=[1, 0]) == [None, 0]
+    # it takes its kept row before the older ones are placed around it
+    assert label_rows([(100, 200), (150, 260)], rows=2, before=[0, 0], first=[1, 0]) == [1, 0]
