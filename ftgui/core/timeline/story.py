@@ -159,8 +159,22 @@ def _restored(incident: Incident) -> str:
 
 
 def _incident_done(timeline: Timeline, incident: Incident) -> str:
-    """A settled incident and what it cost, with the run's goodput."""
+    """A settled incident and what it cost, with the run's goodput; while the resumed run is
+    still computing the lost steps again, how far it has got (the cost is not yet paid)."""
+    if _redoing(timeline, incident):
+        how = "thawed" if incident.thawed else _restored(incident)
+        done = timeline.last_step - incident.resumed_step
+        return (f"{_fault(incident)}{ARROW}{how}{ARROW}resumed: redoing steps "
+                f"{incident.resumed_step + 1}–{incident.step} ({done} of "
+                f"{incident.steps_lost} done)")
     return f"{incident_line(incident)}{DOT}goodput {percent(timeline.totals().goodput)}"
+
+
+def _redoing(timeline: Timeline, incident: Incident) -> bool:
+    """Whether the training after `incident` is still short of the step the fault hit."""
+    return (timeline.state == "running" and incident.resumed_step is not None
+            and not incident.lone and not incident.ended_by
+            and incident.resumed_step < timeline.last_step < incident.step)
 
 
 def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) -> str:

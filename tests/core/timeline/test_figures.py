@@ -117,6 +117,9 @@ def test_the_incidents_tab_gives_the_banners_figures_at_every_moment(window, tmp
         changes = controller.timeline.feed(seen[checked:end])
         controller._emit(changes)  # what a tick of the controller's timer does
         checked = end
+        if end == first_new + 1:  # step 11 of the redo: the banner tells no cost yet
+            assert banner.text().endswith("resumed: redoing steps 11–12 (1 of 2 done)")
+            continue
         redone, lost, goodput = banner_figures(banner.text())
         assert (f"<b>{redone}</b> steps redone · <b>{lost}</b> lost of " in panel.totals.text()
                 and panel.totals.text().endswith(f"goodput <b>{goodput}</b>")), (

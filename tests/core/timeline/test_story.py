@@ -32,6 +32,7 @@ def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():
     feed(ev("training_started", 80.5, 1, start_step=200, strategy="mirrored", replicas=2,
             **CHIEF))
     feed(*steps(201, 210, 81.0, attempt=1))
+    feed(*steps(211, 231, 91.0, attempt=1))  # past the step the kill hit
     assert said == [
         "Ready: press Start",
         "Starting → importing TensorFlow",
@@ -43,17 +44,20 @@ def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():
         "Killed at step 230 → restarting: importing TensorFlow to restore checkpoint 200",
         "Killed at step 230 → restored checkpoint 200 → waiting for the first step",
         "Killed at step 230 → restored checkpoint 200 → waiting for the first step",
+        # while the lost steps are computed again, their cost is not told as paid
+        "Killed at step 230 → restored checkpoint 200 → resumed: redoing steps 201–230 "
+        "(10 of 30 done)",
         # 30 steps redone; lost: 67.5 → 81.0 s, plus the 7.5 s steps 200..230 had taken
         "Killed at step 230 → restored checkpoint 200 → resumed: 30 steps redone, 21.0 s lost"
-        " · goodput 75 %",  # (83.25 − 21.0) / 83.25 s
+        " · goodput 78 %",  # (96.0 − 21.0) / 96.0 s
     ]
     incident = timeline.incidents[0]
     assert (incident.step, incident.resumed_step, incident.steps_lost) == (230, 200, 30)
     assert incident.time_lost == 21.0
     totals = timeline.totals()
-    assert totals.wall == 83.25
+    assert totals.wall == 96.0
     # the sentence's figures are the totals line's, the one the incident table shows
-    assert totals_line(totals) == "30 steps redone, 21.0 s lost · goodput 75 %"
+    assert totals_line(totals) == "30 steps redone, 21.0 s lost · goodput 78 %"
     assert said[-1].endswith(totals_line(totals))
 
 
@@ -92,6 +96,9 @@ def test_a_nan_rollback_and_a_worker_lost_in_words():
     assert story(timeline) == ("NaN loss at step 25 → rolled back to checkpoint 20 → waiting "
                                "for the first step")
     timeline.feed(steps(21, 22, 8.0))
+    assert story(timeline) == ("NaN loss at step 25 → rolled back to checkpoint 20 → "
+                               "resumed: redoing steps 21–25 (2 of 5 done)")
+    timeline.feed(steps(23, 26, 9.0))
     assert story(timeline).startswith("NaN loss at step 25 → rolled back to checkpoint 20 → "
                                       "resumed: 5 steps redone, ")
 
