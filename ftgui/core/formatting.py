@@ -33,6 +33,7 @@ loss is a fact about the run.
 from __future__ import annotations
 
 import math
+import re
 
 MISSING = "—"
 SIZE_UNITS = ("kB", "MB", "GB", "TB", "PB", "EB")
@@ -115,3 +116,12 @@ def loss(value: float | None) -> str:
     if value == 0 or low <= abs(value) < high:
         return f"{value:.4f}"
     return f"{value:.3e}"
+
+
+NO_BREAK = "\u00a0"  # a no-break space
+
+
+def unbroken_units(text: str) -> str:
+    """`text` with each number kept on one line with its unit when a label wraps it ("93 %",
+    "3.6 s" joined by `NO_BREAK`): a room saw "goodput 93" and "%" alone on the next line."""
+    return re.sub(r"(\d) (%|s\b)", rf"\1{NO_BREAK}\2", text)

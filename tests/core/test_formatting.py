@@ -116,3 +116,12 @@ def test_one_checkpoint_reads_the_same_size_in_table_dialog_log_and_cli(qtbot, t
     assert in_dialog.text() == ("Files 61.1 kB (61,074 bytes) · 1 saved tensor, "
                                 "57.7 kB (57,748 bytes)")
     assert "  61.1 kB  yes (newest)" in in_cli
+
+
+def test_a_number_keeps_its_unit_on_its_line():
+    from ftgui.core.formatting import NO_BREAK, unbroken_units
+
+    said = "resumed: 5 steps redone, 3.6 s lost · goodput 93 %"
+    assert unbroken_units(said) == (f"resumed: 5 steps redone, 3.6{NO_BREAK}s lost · goodput "
+                                    f"93{NO_BREAK}%")
+    assert unbroken_units("2 steps, 10 steps/s") == "2 steps, 10 steps/s"  # no unit there

@@ -245,15 +245,17 @@ class CompareView(QWidget):
         lines = []
         for index, figures in enumerate(self.rows):
             colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
-            lines.append(f'<span style="color:{colour}">■</span> {escape(headline(figures))}')
+            lines.append(f'<span style="color:{colour}">■</span> '
+                         f'{escape(formatting.unbroken_units(headline(figures)))}')
         html = "<br>".join(lines)
         final = final_line(self.rows)
         if final:  # the verdict a room reads: sized on its own, not shrunk to the long lines
             html += (f'<div style="font-size:{self._figures_px([final])}px">'
-                     f"{escape(final)}</div>")
+                     f"{escape(formatting.unbroken_units(final))}</div>")
         self.figures.setText(f'<div style="font-size:{px}px; font-weight:bold; '
                              f'color:{theme.STORY_COLOUR}">' + html + "</div>")
         self.figures.setToolTip("\n".join(f"{f.name}: final loss {f.final_loss!r} "
                                           f"({f.final_loss.hex()})" for f in self.rows
                                           if f.final_loss is not None
                                           and math.isfinite(f.final_loss)))
+

@@ -19,6 +19,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
+from ftgui.core.formatting import NO_BREAK, unbroken_units
 from ftgui.qt import theme
 
 MAX_LINES = 2
@@ -115,8 +116,9 @@ class StoryBanner(QLabel):
         return self._story
 
     def shown_text(self) -> str:
-        """What is painted: the sentence, or "…" and its end when it does not fit."""
-        return super().text()
+        """What is painted: the sentence, or "…" and its end when it does not fit (its
+        no-break spaces as spaces)."""
+        return super().text().replace(NO_BREAK, " ")
 
     def set_story(self, text: str) -> None:
         self._story = text
@@ -137,15 +139,15 @@ class StoryBanner(QLabel):
     def refit(self) -> None:
         width = round(self.contentsRect().width() * (1 - WIDTH_SLACK[0])) - WIDTH_SLACK[1]
         base = self.base_px()
-        px, shown = fit(self._story, self.font(), width, base) if width > 40 else (
-            base, self._story)
+        story = unbroken_units(self._story)
+        px, shown = fit(story, self.font(), width, base) if width > 40 else (base, story)
         if px != (self._px or base):
             self._px = px
             self.setStyleSheet(theme.stylesheet() + "\n" + _size_rule(px))
         if shown != super().text():
             super().setText(shown)
         self._reserve_lines(base)  # the base size's: a text shrunk to fit needs no more
-        self.setToolTip(TOOLTIP if shown == self._story else f"{self._story}\n\n{TOOLTIP}")
+        self.setToolTip(TOOLTIP if shown == story else f"{self._story}\n\n{TOOLTIP}")
 
     def _reserve_lines(self, px: int) -> None:
         """In the presentation view the banner is always `MAX_LINES` high at `px`: a story
@@ -170,3 +172,4 @@ def _size_rule(px: int) -> str:
     """A stylesheet rule after the theme's that sets the banner's font size in both views."""
     return (f'QLabel#storyBanner, QLabel#storyBanner[presenting="true"] '
             f"{{ font-size: {px}px; }}")
+
