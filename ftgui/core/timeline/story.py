@@ -225,7 +225,7 @@ def _undetected(timeline: Timeline, incident: Incident, due_in: float | None) ->
     if incident.kind == "nan":
         return "rolling back in the process"
     if incident.kind == "hang":
-        return f"frozen: {frozen_words(timeline, due_in)}"
+        return frozen_words(timeline, due_in)  # "Froze at step N" says it froze
     if incident.kind == "preempt":
         return "saving its step and stopping"
     return "waiting for the process to end"

@@ -42,7 +42,7 @@ def test_a_freeze_is_told_as_frozen_and_a_thaw_closes_it_before_a_later_kill():
                    ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
                    ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
                       source="user")])
-    assert story(timeline) == "Froze at step 20 → frozen: no progress until Thaw or Kill"
+    assert story(timeline) == "Froze at step 20 → no progress until Thaw or Kill"
     assert frozen(timeline)
     timeline.feed([ev("thawed", 10.0, target="chief", step=20)])
     assert not frozen(timeline)
@@ -81,7 +81,7 @@ def test_the_state_label_says_frozen_while_frozen(qtbot):
         "frozen — the watchdog ends it after 3 s without progress")
     bar.show_run(timeline, "running", "", watchdog_due_in=2.4)  # the window's countdown
     assert bar.state_label.text() == "frozen — the watchdog ends it in 3 s"
-    assert bar.story_banner.text() == "Froze at step 22 → frozen: the watchdog ends it in 3 s"
+    assert bar.story_banner.text() == "Froze at step 22 → the watchdog ends it in 3 s"
 
 
 def test_the_state_label_says_finished_with_the_story_before_the_supervisor_does(qtbot):
@@ -100,7 +100,7 @@ def test_a_freeze_under_a_watchdog_says_the_watchdog_will_end_it():
                     ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
                     ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
                        source="user")])
-    assert said == "Froze at step 20 → frozen: the watchdog ends it after 10 s without progress"
+    assert said == "Froze at step 20 → the watchdog ends it after 10 s without progress"
 
 
 def test_a_freeze_counts_the_watchdog_down_in_whole_seconds():
@@ -109,7 +109,7 @@ def test_a_freeze_counts_the_watchdog_down_in_whole_seconds():
                         ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
                            source="schedule")])
     said = [story(timeline, watchdog_due_in=due) for due in (3.7, 1.0, 0.2, 0.0, -0.3)]
-    assert said == [f"Froze at step 20 → frozen: the watchdog {words}" for words in (
+    assert said == [f"Froze at step 20 → the watchdog {words}" for words in (
         "ends it in 4 s", "ends it in 1 s", "ends it in 1 s", "is ending it",
         "is ending it")]
 
