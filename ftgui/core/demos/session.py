@@ -39,17 +39,18 @@ def triggers_of(event: dict, settled: set[int]) -> list[str]:
 
 
 READING_SECONDS = 4.0  # the least time a stage's text stays on screen unless the presenter moves
+READING_WORDS = 25  # a text up to this long gets READING_SECONDS; a longer one in proportion
 
 
 class StageMachine:
     """Which stage of `stages` to show, from the runs' events and the presenter's keys.
-
     `reached` is the furthest stage the events justify (stage i is reached once every stage
-    before it is and its trigger happened `count` times in its run); `current` is the one
-    shown: it moves forward towards `reached` one stage at a time, each once the stage shown
-    has been on screen `reading_seconds` (of `clock`, seconds; `tick()` moves it when that time
-    has passed), and `next()` / `previous()` (Page Down / Page Up) move it by one at once,
-    without changing `reached`. `shown_at`: when the stage shown came on screen."""
+    before it is and its trigger happened `count` times in its run); `current` is the one shown:
+    it moves forward towards `reached` one stage at a time, each once the stage shown has been
+    on screen its `reading_time` (`reading_seconds` of `clock`, longer for a long text; `tick()`
+    moves it when that time has passed), and `next()` / `previous()` (Page Down / Page Up) move
+    it by one at once, without changing `reached`. `shown_at`: when the stage shown came on
+    screen."""
 
     def __init__(self, stages: tuple[Stage, ...], reading_seconds: float = 0.0,
                  clock: Callable[[], float] = time.monotonic):
@@ -110,7 +111,7 @@ class StageMachine:
         had its reading time (the very first stage comes at once); whether it moved."""
         if self.current >= self.reached:
             return False
-        if self.current >= 0 and self.clock() - self.shown_at < self.reading_seconds:
+        if self.current >= 0 and self.clock() - self.shown_at < self.reading_time(self.current):
             return False
         self.current = self.current + 1 if self.reading_seconds > 0 else self.reached
         while self.current in self._skipped and self.current < self.reached:
@@ -121,6 +122,13 @@ class StageMachine:
     def _shown(self) -> None:
         self.shown_at = self.clock()
         self.shown.append((self.current, self.shown_at))
+
+    def reading_time(self, index: int) -> float:
+        """The least seconds stage `index` stays on screen before a later one replaces it:
+        `reading_seconds` for up to `READING_WORDS` words, in proportion beyond (a room read
+        only half of a 58-word first stage in its 4 s, the first step coming at once)."""
+        words = len(self.stages[index].text.split())
+        return self.reading_seconds * max(1.0, words / READING_WORDS)
 
     @property
     def caught_up(self) -> bool:

@@ -196,6 +196,24 @@ def test_the_stage_machine_follows_a_run_and_the_presenters_keys():
     assert not machine.next()
 
 
+def test_a_long_stage_text_stays_on_screen_in_proportion_to_its_words():
+    from ftgui.core.demos.definitions import Stage
+    from ftgui.core.demos.session import READING_WORDS
+
+    now = [0.0]
+    stages = (Stage(after="start", text=" ".join(["word"] * (2 * READING_WORDS))),
+              Stage(after="first step", text="short"), Stage(after="end", text="done"))
+    machine = StageMachine(stages, reading_seconds=4.0, clock=lambda: now[0])
+    machine.begin_run(1)
+    machine.feed([{"event": "step", "attempt": 0, "step": 1}])  # at once, on a spare
+    assert machine.current == 0
+    now[0] = 7.9  # twice the words: twice the 4 s
+    assert not machine.tick() and machine.current == 0
+    now[0] = 8.0
+    assert machine.tick() and machine.current == 1
+    assert machine.reading_time(1) == 4.0  # a short one still gets the 4 s
+
+
 def test_stages_of_a_second_run_wait_for_it():
     demo = builtin("checkpoint-interval")  # start, kill | run 2: start, kill | end
     machine = StageMachine(demo.stages)
