@@ -24,6 +24,22 @@ class LossAxis(pg.AxisItem):
         self._updateLabel()
 
 
+class StepAxis(LossAxis):
+    """The bottom axis: while it counts global steps (`whole`), no tick between two steps (an
+    empty plot or a first step read 0.2, 0.4 … 0.8); on the wall-time axis, any tick."""
+
+    def __init__(self, orientation: str, **kwargs):
+        super().__init__(orientation, **kwargs)
+        self.whole = True
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
+        levels = super().tickSpacing(minVal, maxVal, size)
+        if not self.whole:
+            return levels
+        whole = [(spacing, offset) for spacing, offset in levels if spacing >= 1]
+        return whole or [(1.0, 0.0)]
+
+
 def loss_axes() -> dict[str, LossAxis]:
-    """The `axisItems` of a loss plot: left and bottom."""
-    return {side: LossAxis(side) for side in ("left", "bottom")}
+    """The `axisItems` of a loss plot: left (loss) and bottom (`StepAxis`)."""
+    return {"left": LossAxis("left"), "bottom": StepAxis("bottom")}

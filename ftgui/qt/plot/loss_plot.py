@@ -67,6 +67,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
                                      labelTextSize=f"{theme.LEGEND_FONT_PT}pt")
         self.legend.setBrush(pg.mkBrush(theme.rgba(theme.LEGEND_FILL)))
         self.legend.setPen(pg.mkPen(theme.LEGEND_FRAME))
+        self.legend.setVisible(False)  # until it names something (`_rebuild_legend`)
         self.traces: dict[int, Trace] = {}
         self.overlays: dict[str, Trace] = {}
         self.validation = GrowingSeries(64)
@@ -102,6 +103,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         view.sigResized.connect(self._layout_labels)
         view.sigStateChanged.connect(self._follow_y_auto_range)
         self._apply_look()
+        self._empty_range()
         theme.follow_scale(self, self._apply_look)
         self.branches = BranchLayer(self)  # forks: abandoned parts dashed, branch colours
         self.inset = RedoneInset(self)  # the newest redone range magnified
@@ -139,7 +141,12 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._legend_dirty = True
         # pyqtgraph fits a single point with the width shown before: the next run's first
         # step would sit alone in the middle of the last run's 600 steps
-        self.getPlotItem().getViewBox().setRange(xRange=(0, 1), padding=0,
+        self._empty_range()
+
+    def _empty_range(self) -> None:
+        """x and y at 0–1 with a margin, so that no tick label at an edge is cut, until data
+        comes (auto-range stays on)."""
+        self.getPlotItem().getViewBox().setRange(xRange=(0, 1), yRange=(0, 1), padding=0.05,
                                                  disableAutoRange=False)
 
     def show_timeline(self, timeline: Timeline) -> None:
@@ -306,6 +313,10 @@ class LossPlot(PlotLook, pg.PlotWidget):
             return
         self.x_axis = axis
         self._set_label("bottom", X_AXES[axis])
+        bottom = self.getPlotItem().getAxis("bottom")
+        bottom.whole = axis == "step"
+        bottom.picture = None  # its ticks anew
+        bottom.update()
         for item in [line for _, _, line in self.markers] + self.regions:
             item.setVisible(axis == "step")
         self._dirty.update(self._all_traces())
@@ -478,5 +489,6 @@ class LossPlot(PlotLook, pg.PlotWidget):
             self.legend.addItem(self.validation_item, "validation loss")
         for trace in self.overlays.values():
             self.legend.addItem(trace.shown, trace.name)
+        self.legend.setVisible(bool(self.legend.items))  # no empty frame on an empty plot
         self._legend_dirty = False
         self._layout_labels()  # the legend may now cover other pixels

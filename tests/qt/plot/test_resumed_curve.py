@@ -77,3 +77,19 @@ def test_clearing_the_run_removes_the_kept_copies(plot):
     plot.clear_run()
     assert kept.raw not in plot.getPlotItem().items
     assert plot.traces == {}
+
+
+def test_an_empty_plot_has_no_legend_frame_and_no_tick_between_two_steps(plot):
+    from PySide6.QtWidgets import QApplication
+
+    plot.resize(600, 300)
+    plot.show()
+    QApplication.processEvents()
+    assert not plot.legend.isVisible()
+    bottom = plot.getPlotItem().getAxis("bottom")
+    assert all(spacing >= 1 for spacing, _ in bottom.tickSpacing(0.0, 1.0, 500))
+    plot.add_step(0, 1, 2.0)
+    plot.redraw()
+    assert plot.legend.isVisible()
+    plot.set_x_axis("time")  # seconds: fractions are fine there
+    assert min(spacing for spacing, _ in bottom.tickSpacing(0.0, 1.0, 500)) < 1
