@@ -4,12 +4,16 @@ interesting part of the run and marker labels are laid out apart (`ftgui.qt.plot
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
 from ftgui.core.timeline.axis_range import finite_extent, is_flat, padded_range
 from ftgui.qt import theme
+from ftgui.qt.plot import legend_place
 from ftgui.qt.plot.focus import (
     MAX_LABEL_ROWS,
     clip_band,
@@ -18,8 +22,11 @@ from ftgui.qt.plot.focus import (
     label_strip_px,
     layout_marker_labels,
 )
+from ftgui.qt.plot.legend_place import CORNERS
 from ftgui.qt.plot.marker_line import MarkerLine
 from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
+
+LEGEND_LOOK_SECONDS = 1.0  # how often the presentation view looks for a better legend corner
 
 
 class PlotLook:
@@ -29,6 +36,8 @@ class PlotLook:
     the comparison, whose runs' markers share one plot, takes more)."""
 
     label_rows = MAX_LABEL_ROWS
+    legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
+    _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
 
     def set_presenting(self, on: bool) -> None:
         """The presentation view's look (`True`): tick and axis fonts, curves, markers and the
@@ -61,11 +70,7 @@ class PlotLook:
         legend_size = (f"{theme.presenting_px('legend')}px" if presenting
                        else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")
         self.legend.opts["labelTextSize"] = legend_size
-        # where a falling loss leaves room: the top right of the whole run; the bottom left
-        # of the presentation view's fitted part (its early steps run above the view)
-        corner = ((0, 1), (10, -10)) if presenting else ((1, 0), (-10, 10))
-        if self.legend.parentItem() is not None:
-            self.legend.anchor(corner[0], corner[0], offset=corner[1])
+        self._anchor_legend()
         symbol = theme.presenting_px("validation_symbol") if presenting else round(
             theme.VALIDATION_SYMBOL_PX * theme.scale())
         self.validation_item.setSymbolSize(symbol)
@@ -80,6 +85,45 @@ class PlotLook:
         if self.traces or self.overlays or self.validation.size:
             self._rebuild_legend()
         self._layout_labels()
+
+    def _anchor_legend(self) -> None:
+        """Where a falling loss leaves room: the top right of the whole run; in the
+        presentation view the corner of its fitted part that hides the least of the curves
+        (`legend_place`; the bottom left at first: the early steps run above the view)."""
+        corner = CORNERS[self.legend_corner] if self.presenting else ((1, 0), (-10, 10))
+        if self.legend.parentItem() is not None:
+            self.legend.anchor(corner[0], corner[0], offset=corner[1])
+
+    def _place_legend(self) -> None:
+        """Move the presentation view's legend to the corner that hides clearly less of the
+        curves, at most once a `LEGEND_LOOK_SECONDS` (step axis, linear y)."""
+        now = time.monotonic()
+        if not self.presenting or self.x_axis != "step" or self.log_y or \
+                not self.legend.isVisible() or now - self._legend_looked < LEGEND_LOOK_SECONDS:
+            return
+        self._legend_looked = now
+        box_item = self.getPlotItem().getViewBox()
+        curves = [(t.series.x(), t.series.y()) for t in self._all_traces() if t.series.size]
+        if self.validation.size:
+            order = np.argsort(self.validation.x(), kind="stable")
+            curves.append((self.validation.x()[order], self.validation.y()[order]))
+        if not curves:
+            return
+        box, size = box_item.sceneBoundingRect(), self.legend.boundingRect()
+        x_low, x_high = box_item.viewRange()[0]
+        recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
+        corners = [c for c in CORNERS if not (c.startswith("top") and self.inset.isVisible())]
+        scores = {}
+        for corner in corners:
+            rect = box_item.mapSceneToView(legend_place.corner_rect(
+                corner, box, size.width(), size.height(), self._label_strip_px())).boundingRect()
+            scores[corner] = legend_place.hidden(
+                curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from)
+        corner = legend_place.best_corner(scores, self.legend_corner)
+        if corner != self.legend_corner:
+            self.legend_corner = corner
+            self._anchor_legend()
+            self._layout_labels()
 
     def _set_label(self, side: str, text: str) -> None:
         self._labels[side] = text

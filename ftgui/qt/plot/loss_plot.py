@@ -137,6 +137,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.time_origin = None
         self.timeline = None
         self.branches.clear()
+        self.legend_corner, self._legend_looked = type(self).legend_corner, -math.inf
+        self._anchor_legend()
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0
         self._legend_dirty = True
         # pyqtgraph fits a single point with the width shown before: the next run's first
@@ -394,6 +396,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._update_notice()
         self.branches.redraw()
         self._update_inset()
+        self._place_legend()
         return updated
 
     def _update_kept(self) -> None:

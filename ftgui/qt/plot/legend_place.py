@@ -1,0 +1,57 @@
+"""Where the presentation view's legend goes: the corner of the plot where it hides the least of
+the curves, the newest steps weighing most.
+
+A fixed corner covered the curve: the bottom left hid a loss that flattens early (steps 70-150
+of a demo), and its box, faded, looked like the pale "steps lost, then redone". The legend is
+moved only when another corner hides clearly less (`MOVE_BELOW` of what it hides where it is),
+so that it does not wander as each step comes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from PySide6.QtCore import QRectF
+
+MARGIN_PX = 10  # between the legend and the plot's edges (and the marker labels' strip)
+RECENT_FRACTION = 0.2  # the newest fifth of the x range ...
+RECENT_WEIGHT = 5.0  # ... counts this much per point: the live edge is what a room watches
+MOVE_BELOW = 0.5  # move when another corner hides less than this share of the current one's
+# (item and parent anchor, offset) of each corner, as `LegendItem.anchor` takes them
+CORNERS = {"bottom left": ((0, 1), (MARGIN_PX, -MARGIN_PX)),
+           "bottom right": ((1, 1), (-MARGIN_PX, -MARGIN_PX)),
+           "top left": ((0, 0), (MARGIN_PX, MARGIN_PX))}
+
+
+def corner_rect(corner: str, box: QRectF, width: float, height: float, strip_px: float
+                ) -> QRectF:
+    """The scene rectangle a `width` × `height` legend takes at `corner` of the view box
+    `box` (scene coordinates), below the marker labels' strip (`strip_px`) at the top."""
+    left = box.left() + MARGIN_PX if corner.endswith("left") else box.right() - MARGIN_PX - width
+    top = box.top() + strip_px + MARGIN_PX if corner.startswith("top") else \
+        box.bottom() - MARGIN_PX - height
+    return QRectF(left, top, width, height)
+
+
+def hidden(curves: Sequence[tuple[np.ndarray, np.ndarray]], area: tuple[float, float, float,
+                                                                         float],
+           recent_from: float) -> float:
+    """How much of `curves` ((x, y) each, x ascending) the rectangle `area` (x0, x1, y0, y1 in
+    data coordinates) hides: its points, those at x ≥ `recent_from` counted `RECENT_WEIGHT`
+    times."""
+    x0, x1, y0, y1 = area
+    total = 0.0
+    for x, y in curves:
+        first, last = np.searchsorted(x, x0, side="left"), np.searchsorted(x, x1, side="right")
+        inside = (y[first:last] >= y0) & (y[first:last] <= y1)
+        recent = x[first:last] >= recent_from
+        total += float(inside.sum()) + (RECENT_WEIGHT - 1) * float((inside & recent).sum())
+    return total
+
+
+def best_corner(scores: dict[str, float], current: str) -> str:
+    """The corner to put the legend at, given how much it would hide at each (`scores`):
+    `current` unless another hides less than `MOVE_BELOW` of it."""
+    best = min(scores, key=lambda corner: (scores[corner], corner != current))
+    return best if scores[best] < MOVE_BELOW * scores.get(current, 0.0) else current

@@ -1,0 +1,51 @@
+"""The presentation view's legend goes to the corner where it hides the least of the curves."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import numpy as np
+from PySide6.QtWidgets import QApplication
+
+from ftgui.qt.plot import legend_place
+from ftgui.qt.plot.loss_plot import LossPlot
+
+
+def test_hidden_counts_the_points_in_the_area_the_newest_weighing_most():
+    x = np.arange(1.0, 11.0)
+    y = np.full(10, 0.5)
+    assert legend_place.hidden([(x, y)], (2.0, 4.0, 0.0, 1.0), recent_from=100.0) == 3.0
+    assert legend_place.hidden([(x, y)], (2.0, 4.0, 0.6, 1.0), recent_from=100.0) == 0.0
+    # steps 9 and 10 are the newest: 5 each
+    assert legend_place.hidden([(x, y)], (8.0, 10.0, 0.0, 1.0), recent_from=9.0) == 11.0
+
+
+def test_the_legend_moves_only_to_a_corner_that_hides_clearly_less():
+    scores = {"bottom left": 10.0, "bottom right": 6.0, "top left": 8.0}
+    assert legend_place.best_corner(scores, "bottom left") == "bottom left"  # not half
+    scores["bottom right"] = 4.0
+    assert legend_place.best_corner(scores, "bottom left") == "bottom right"
+    assert legend_place.best_corner({"bottom left": 0.0, "top left": 0.0},
+                                    "bottom left") == "bottom left"
+
+
+def test_presenting_a_loss_flat_from_the_start_the_legend_leaves_the_bottom_left(qtbot):
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(1000, 500)
+    plot.show()
+    for step in range(1, 401):  # low and flat, then far higher at the end: the bottom left
+        plot.add_step(0, step, 0.05 if step <= 300 else 1.0)  # is full, the right empty
+    plot.set_presenting(True)
+    plot.redraw()
+    QApplication.processEvents()
+    plot._legend_looked = -np.inf
+    plot.redraw()
+    assert plot.legend_corner != "bottom left"
+    box = plot.getPlotItem().getViewBox()
+    rect = box.mapSceneToView(plot.legend.sceneBoundingRect()).boundingRect()
+    x, y = plot.series[0].x(), plot.series[0].y()
+    under = (x >= rect.left()) & (x <= rect.right()) & (y >= rect.top()) & (y <= rect.bottom())
+    assert not under.any()  # the legend hides no point of the curve
