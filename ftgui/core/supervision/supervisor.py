@@ -515,6 +515,9 @@ class Supervisor:
         start = shared.memory.step if shared.memory is not None else (
             restore.step if restore is not None else 0)
         shared.line = (attempt, start)
+        # the new attempt trains on from `start`: a fault before its first step is at that
+        # step, not at the step the attempt before reached (a freeze was marked 65 steps late)
+        shared.last_step = start
         tasks = cluster.tasks(config, free_port=self.tasks.free_port())
         shared.task_names = [task.name for task in tasks]
         with self.journal.writer() as writer:

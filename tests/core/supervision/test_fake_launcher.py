@@ -331,3 +331,22 @@ def test_a_freeze_s_event_names_the_step_the_trainer_stopped_at(tmp_path):
     frozen = [e for e in events.read_all(run_dir) if e["event"] == "fault_injected"]
     assert [(e["kind"], e["step"]) for e in frozen] == [("hang", reached + 1)]
     supervisor.shutdown()
+
+
+def test_a_fault_before_a_restarted_attempt_s_first_step_is_at_the_step_it_restores(tmp_path):
+    """Killed at 3 and restarted from checkpoint 2: a freeze of the new chief before its first
+    step is at step 2, not at the 3 the attempt before reached."""
+    run_dir = tmp_path / "run"
+    fake = FakeLauncher(run_dir.absolute())
+    supervisor = Supervisor(run_dir, launcher=fake)
+    supervisor.start(CONFIG)
+    _poll_until(supervisor, lambda seen: _of(seen, "step")[-1:] and
+                _of(seen, "step")[-1]["step"] == 3)
+    assert supervisor.kill("chief")
+    supervisor.poll()  # the exit and the restart (backoff 0)
+    assert supervisor.attempt == 1 and supervisor.last_step == 2
+    assert supervisor.freeze()
+    frozen = [e for e in events.read_all(run_dir) if e["event"] == "fault_injected"]
+    assert [(e["kind"], e["attempt"], e["step"]) for e in frozen] == [
+        ("kill", 0, 3), ("hang", 1, 2)]
+    supervisor.shutdown()
