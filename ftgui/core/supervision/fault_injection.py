@@ -107,8 +107,12 @@ class FaultInjection:
                 step: int | None = None) -> bool:
         if self._has_finished(FAULT_NAMES.get(kind, kind), drain=step is None):
             return False
-        victims = [p for p in self.state.processes if p.alive and p.matches(target)]
+        alive = [p for p in self.state.processes if p.alive and p.matches(target)]
+        victims = [p for p in alive if not (kind == "hang" and p.frozen)]
         if not victims:
+            name, who = FAULT_NAMES.get(kind, kind), target.replace(":", " ")
+            self.refusal = (f"{name} ignored: {who} is frozen already" if alive else
+                            f"{name} ignored: no {who} process is running now")
             return False
         if kind == "preempt":
             self.recovery.due = None

@@ -350,3 +350,34 @@ def test_a_fault_before_a_restarted_attempt_s_first_step_is_at_the_step_it_resto
     assert [(e["kind"], e["attempt"], e["step"]) for e in frozen] == [
         ("kill", 0, 3), ("hang", 1, 2)]
     supervisor.shutdown()
+
+
+class Stoppable(FakeTrainer):
+    """A fake chief that stays stopped after SIGSTOP, as a real one does."""
+
+    stopped = False
+
+    def signal(self, sig: int, tree: bool = True) -> bool:
+        self.stopped = {signal.SIGSTOP: True, signal.SIGCONT: False}.get(sig, self.stopped)
+        return super().signal(sig, tree)
+
+    @property
+    def frozen(self) -> bool:
+        return self.stopped
+
+
+def test_a_frozen_chief_is_not_frozen_again_and_a_missing_one_is_said(tmp_path):
+    run_dir = tmp_path / "run"
+    fake = FakeLauncher(run_dir.absolute())
+    supervisor = Supervisor(run_dir, launcher=fake)
+    supervisor.start(dataclasses.replace(CONFIG, auto_recover=False))
+    fake.handles[0].__class__ = Stoppable
+    supervisor.poll()
+    assert supervisor.freeze()
+    assert not supervisor.freeze()  # one freeze, one marker: not a second "frozen @"
+    assert supervisor.refusal == "Freeze ignored: chief is frozen already"
+    assert [e["kind"] for e in events.read_all(run_dir) if e["event"] == "fault_injected"] == [
+        "hang"]
+    assert not supervisor.freeze("worker:3")
+    assert supervisor.refusal == "Freeze ignored: no worker 3 process is running now"
+    supervisor.shutdown()
