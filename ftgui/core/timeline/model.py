@@ -500,7 +500,9 @@ class Timeline:
         else:
             self._lost.add((attempt, name))
             kind = "worker_lost" if kind else ""
-        if kind and not (kind == "hang" and attempt in self._frozen_marked):
+        # a freeze the watchdog ended is marked where it froze: the exits it caused (a
+        # cluster's other workers fail without their peer) are no faults of their own
+        if kind and not (attempt in self._frozen_marked and attempt in self._hung):
             self._mark(kind, step, label, event, changes)
 
     # ------------------------------------------------------------ helpers

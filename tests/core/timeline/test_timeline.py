@@ -281,6 +281,17 @@ def test_a_freeze_is_marked_where_it_stopped_the_run_when_it_is_sent():
     assert [(m.kind, m.label) for m in timeline.markers] == [("hang", "frozen @ 12")]
 
 
+def test_the_exits_a_watchdog_causes_in_a_cluster_add_no_marker_of_their_own():
+    timeline = feed(*steps(1, 251), {"event": "fault_injected", "kind": "hang",
+                                     "target": "worker:1", "step": 251, "source": "user"},
+                    {"event": "hang_detected", "role": "worker", "index": 1, "seconds": 4.0,
+                     "last_step": 251},
+                    exit_event(exit_code=1, decisive=True,
+                               reason="hang: no progress for 4.0 s (watchdog 4 s)"),
+                    exit_event("worker", 1, signal=9, decisive=False))
+    assert [(m.kind, m.label) for m in timeline.markers] == [("hang", "worker 1 frozen @ 251")]
+
+
 def test_a_thawed_freeze_keeps_its_marker_and_a_worker_s_is_named():
     timeline = feed(*steps(1, 30), {"event": "fault_injected", "kind": "hang",
                                     "target": "worker:1", "step": 30, "source": "user"},
