@@ -189,6 +189,9 @@ class IncidentTracker:
             incident.recovered = float(times[0])
             incident.at_recovered = float(run_times[0])
             self._open, changed = None, True
+            # the line goes on from here: its downtime is this incident's, not time a later
+            # fault's lost steps had taken (a kill during the redo counted it twice)
+            self._line.shift_to(float(run_times[0]))
         self._line.extend(steps, run_times)
         self._last_step = int(steps[-1])
         return changed
@@ -436,6 +439,12 @@ class _StepTimes:
         self._steps[:count] = self._steps[kept]
         self._times[:count] = self._times[kept]
         self.size = count
+
+    def shift_to(self, time: float) -> None:
+        """Move every time so that the newest is `time` (the line's first new step after a
+        resume), keeping the differences between them."""
+        if self.size:
+            self._times[:self.size] += time - self._times[self.size - 1]
 
     def time_of(self, step: int) -> float | None:
         """The time `step` was last logged, or None."""

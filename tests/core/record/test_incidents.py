@@ -37,6 +37,32 @@ def test_a_kill_costs_the_redone_steps_and_the_restart():
     assert totals.goodput == pytest.approx((11.4 - 5.5) / 11.4)
 
 
+def kill(attempt, time, step):
+    return [{"event": "fault_injected", "attempt": attempt, "time": time, "kind": "kill",
+             "target": "chief", "source": "user", "step": step},
+            {"event": "process_exited", "attempt": attempt, "time": time + 0.1, "role": "chief",
+             "index": 0, "signal": 9, "decisive": True}]
+
+
+def test_a_kill_during_the_redo_counts_the_first_restart_once():
+    """Killed at 35 and resumed from 30; killed again at 33, redoing, and resumed from 30:
+    the second incident's lost steps 31-33 had taken 0.2 s in the attempt that lost them, not
+    the 5 s from the first attempt's step 30 across the first restart."""
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0}]
+    events += steps(0, 1, 35, t0=100.0)  # step 30 at 102.9, 35 at 103.4
+    events += kill(0, 103.5, 35)
+    events += [{"event": "resumed", "attempt": 1, "time": 108.0, "from_step": 30}]
+    events += steps(1, 31, 33, t0=108.5)  # 31 at 108.5, 33 at 108.7
+    events += kill(1, 108.8, 33)
+    events += [{"event": "resumed", "attempt": 2, "time": 110.0, "from_step": 30}]
+    events += steps(2, 31, 60, t0=110.5)
+    first, second = from_events(events).incidents
+    assert first.time_lost == pytest.approx(5.0 + 0.5)
+    # 1.7 s from the fault to the first new step, plus 31-33 in attempt 1: 108.7 - 108.5
+    assert second.redo_seconds == pytest.approx(0.2)
+    assert second.time_lost == pytest.approx(1.7 + 0.2)
+
+
 def test_a_preemption_loses_no_step():
     events = steps(0, 1, 12, t0=0.0) + [
         {"event": "fault_injected", "attempt": 0, "time": 1.15, "kind": "preempt",
