@@ -185,6 +185,13 @@ class PlotLook:
             x_low, x_high = box.viewRange()[0]
             left = (self._focus_from - x_low) / (x_high - x_low) if x_high > x_low else left
         inset.place(view, self._label_strip_px(), left)
+        if inset.isVisible():  # a label pushed below the strip (a legend at the top took its
+            under = inset.geometry()  # row) would be covered by it: its text is in the tooltip
+            for _kind, _step, line in self.markers:
+                label = line.label
+                if label.isVisible() and to_widget(self, label.sceneBoundingRect()).toRect(
+                        ).intersects(under):
+                    label.setVisible(False)
 
     def _headroom(self, span: tuple[float, float]) -> tuple[float, float]:
         """`span` with room added above the losses for the marker labels' strip and, once

@@ -93,3 +93,31 @@ def test_an_empty_plot_has_no_legend_frame_and_no_tick_between_two_steps(plot):
     assert plot.legend.isVisible()
     plot.set_x_axis("time")  # seconds: fractions are fine there
     assert min(spacing for spacing, _ in bottom.tickSpacing(0.0, 1.0, 500)) < 1
+
+
+def test_no_marker_label_shown_is_under_the_redone_inset(plot):
+    """A legend at the top takes the labels' rows at its left: a label pushed below the strip
+    lay under the inset while it said it was shown (the breaker's 'frozen @ 704')."""
+    from PySide6.QtWidgets import QApplication
+
+    from ftgui.qt.plot.redone_inset import to_widget
+
+    plot.resize(900, 420)
+    plot.show()
+    _line(plot, 0, range(1, 266))
+    _line(plot, 1, range(201, 801))
+    plot.add_validation(100, 0.02)
+    plot.shade_redone(200, 265)
+    for kind, step, label in [("crash", 265, "killed @ 265"), ("resume", 200, "resume ← 200"),
+                              ("hang", 662, "worker 1 frozen @ 662"), ("hang", 560, "frozen @ 560"),
+                              ("crash", 760, "killed @ 760"), ("resume", 745, "resume ← 745")]:
+        plot.add_marker(kind, step, label)
+    for _ in range(3):
+        plot.redraw()
+        QApplication.processEvents()
+    assert plot.inset.isVisible()
+    under = plot.inset.geometry()
+    for _kind, _step, line in plot.markers:
+        if line.label.isVisible():
+            assert not to_widget(plot, line.label.sceneBoundingRect()).toRect().intersects(
+                under), line.label.toPlainText()
