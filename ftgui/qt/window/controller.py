@@ -399,8 +399,11 @@ class RunController(QObject):
         total = f"/{config.steps}" if config else ""
         attempt = supervisor.attempt if supervisor is not None else -1
         restarts = max(attempt, timeline.attempt, 0)
-        text = f"{self._state_name()} · step {timeline.last_step}{total}"
-        if self.replay is not None or supervisor.state not in _SETTLED_STATES:
+        state = self._state_name()
+        frozen_now = state == "running" and frozen(timeline)  # as the state label says
+        text = f"{'frozen' if frozen_now else state} · step {timeline.last_step}{total}"
+        if not frozen_now and (self.replay is not None
+                               or supervisor.state not in _SETTLED_STATES):
             text += f" · {self.steps_per_second():.0f} steps/s"
         if restarts:
             text += f" · restarts {restarts}"

@@ -293,3 +293,19 @@ def test_the_window_says_why_a_kill_did_nothing(qtbot):
     with qtbot.waitSignal(controller.logLine) as said:
         assert controller.kill("chief") is False
     assert said.args[0].endswith(f" {refused}")
+
+
+def test_the_status_bar_says_frozen_with_the_state_label_and_no_rate(qtbot):
+    from types import SimpleNamespace
+
+    from ftgui.qt.window.controller import RunController
+
+    controller = RunController()
+    timeline, _ = told([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                        ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
+                           source="user")])
+    controller.timeline = timeline
+    controller.supervisor = SimpleNamespace(  # the live supervisor's state, attempt, reason
+        attempt=0, state="running", reason="", live=True, config=None, launcher=None,
+        is_busy_elsewhere=lambda: False)
+    assert controller.status_text() == "frozen · step 20"
