@@ -200,8 +200,11 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
     if timeline.state == "recovering":
         return f"{fault}{ARROW}restarting"
     if timeline.state in ENDED_STATES:
-        # a preemption saves its step; after a crash the in-memory snapshot may be newer
-        saved = "checkpoint" if incident.kind == "preempt" else "snapshot or checkpoint"
+        # a preemption saves its step; after a crash the in-memory snapshot may be newer,
+        # where the run takes them (a run whose config says snapshot_every 0 has none)
+        snapshots = timeline.config.get("snapshot_every", 1) != 0
+        saved = "checkpoint" if incident.kind == "preempt" or not snapshots else \
+            "snapshot or checkpoint"
         return f"{fault}{ARROW}stopped: Resume restores the newest {saved}"
     return f"{fault}{ARROW}recovering"
 

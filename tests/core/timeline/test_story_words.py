@@ -309,3 +309,13 @@ def test_the_status_bar_says_frozen_with_the_state_label_and_no_rate(qtbot):
         attempt=0, state="running", reason="", live=True, config=None, launcher=None,
         is_busy_elsewhere=lambda: False)
     assert controller.status_text() == "frozen · step 20"
+
+
+def test_a_stopped_run_without_snapshots_promises_only_a_checkpoint():
+    _, said = told([ev("run_started", 0.0, config={"snapshot_every": 0}),
+                    ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                    ev("fault_injected", 6.0, kind="kill", target="chief", step=20,
+                       source="user"),
+                    ev("process_exited", 6.1, pid=10, last_step=20, signal=9,
+                       signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF)])
+    assert said == "Killed at step 20 → stopped: Resume restores the newest checkpoint"
