@@ -216,7 +216,11 @@ def frozen_words(timeline: Timeline, due_in: float | None = None) -> str:
     watchdog = timeline.config.get("watchdog_seconds") or 0
     if watchdog and due_in is not None:
         left = math.ceil(due_in)
-        return f"the watchdog ends it in {left} s" if left > 0 else "the watchdog is ending it"
+        if left <= 0:
+            return "the watchdog is ending it"
+        # before an attempt's first step the watchdog allows its start-up grace
+        grace = " (its start-up grace: no step yet)" if due_in > watchdog else ""
+        return f"the watchdog ends it in {left} s{grace}"
     if watchdog:
         return f"the watchdog ends it after {watchdog:g} s without progress"
     return "no progress until Thaw or Kill"

@@ -108,6 +108,8 @@ def test_a_freeze_counts_the_watchdog_down_in_whole_seconds():
                         ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
                         ev("fault_injected", 6.0, kind="hang", target="chief", step=20,
                            source="schedule")])
+    assert story(timeline, watchdog_due_in=118.2) == (
+        "Froze at step 20 → the watchdog ends it in 119 s (its start-up grace: no step yet)")
     said = [story(timeline, watchdog_due_in=due) for due in (3.7, 1.0, 0.2, 0.0, -0.3)]
     assert said == [f"Froze at step 20 → the watchdog {words}" for words in (
         "ends it in 4 s", "ends it in 1 s", "ends it in 1 s", "is ending it",
