@@ -21,7 +21,8 @@ MOVE_BELOW = 0.5  # move when another corner hides less than this share of the c
 # (item and parent anchor, offset) of each corner, as `LegendItem.anchor` takes them
 CORNERS = {"bottom left": ((0, 1), (MARGIN_PX, -MARGIN_PX)),
            "bottom right": ((1, 1), (-MARGIN_PX, -MARGIN_PX)),
-           "top left": ((0, 0), (MARGIN_PX, MARGIN_PX))}
+           "top left": ((0, 0), (MARGIN_PX, MARGIN_PX)),
+           "top right": ((1, 0), (-MARGIN_PX, MARGIN_PX))}
 
 
 def corner_rect(corner: str, box: QRectF, width: float, height: float, strip_px: float

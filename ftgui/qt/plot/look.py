@@ -91,8 +91,11 @@ class PlotLook:
         presentation view the corner of its fitted part that hides the least of the curves
         (`legend_place`; the bottom left at first: the early steps run above the view)."""
         corner = CORNERS[self.legend_corner] if self.presenting else ((1, 0), (-10, 10))
+        anchor, (dx, dy) = corner
+        if self.presenting and anchor[1] == 0:  # a top corner: under the marker labels' strip
+            dy += self._label_strip_px()
         if self.legend.parentItem() is not None:
-            self.legend.anchor(corner[0], corner[0], offset=corner[1])
+            self.legend.anchor(anchor, anchor, offset=(dx, dy))
 
     def _place_legend(self) -> None:
         """Move the presentation view's legend to the corner that hides clearly less of the
@@ -112,11 +115,15 @@ class PlotLook:
         box, size = box_item.sceneBoundingRect(), self.legend.boundingRect()
         x_low, x_high = box_item.viewRange()[0]
         recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
-        corners = [c for c in CORNERS if not (c.startswith("top") and self.inset.isVisible())]
+        inset = self.mapToScene(self.inset.geometry()).boundingRect() \
+            if self.inset.isVisible() else None
         scores = {}
-        for corner in corners:
-            rect = box_item.mapSceneToView(legend_place.corner_rect(
-                corner, box, size.width(), size.height(), self._label_strip_px())).boundingRect()
+        for corner in CORNERS:
+            scene = legend_place.corner_rect(corner, box, size.width(), size.height(),
+                                             self._label_strip_px())
+            if inset is not None and scene.intersects(inset):
+                continue  # the inset is drawn over it
+            rect = box_item.mapSceneToView(scene).boundingRect()
             scores[corner] = legend_place.hidden(
                 curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from)
         corner = legend_place.best_corner(scores, self.legend_corner)
@@ -168,6 +175,8 @@ class PlotLook:
         layout_marker_labels(self.getPlotItem().getViewBox(),
                              [line for _kind, _step, line in self.markers], self.legend,
                              self.label_rows)
+        if self.presenting and CORNERS[self.legend_corner][0][1] == 0:
+            self._anchor_legend()  # a top corner's legend stays under the strip as it grows
         self._place_inset()
 
     def _label_strip_px(self) -> float:

@@ -49,3 +49,29 @@ def test_presenting_a_loss_flat_from_the_start_the_legend_leaves_the_bottom_left
     x, y = plot.series[0].x(), plot.series[0].y()
     under = (x >= rect.left()) & (x <= rect.right()) & (y >= rect.top()) & (y <= rect.bottom())
     assert not under.any()  # the legend hides no point of the curve
+
+
+def test_a_top_corner_is_under_the_labels_strip_and_never_under_the_inset(qtbot):
+    from PySide6.QtCore import QRectF
+
+    box = QRectF(0, 0, 1000, 500)
+    assert legend_place.corner_rect("top right", box, 200, 80, 60.0) == QRectF(790, 70, 200, 80)
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(1000, 500)
+    plot.show()
+    for step in range(1, 266):
+        plot.add_step(0, step, 1.0 / step)
+    for step in range(201, 801):
+        plot.add_step(1, step, 1.0 / step)
+    plot.shade_redone(200, 265)
+    plot.add_marker("crash", 265, "killed @ 265")
+    plot.add_marker("resume", 200, "resume ← 200")
+    plot.set_presenting(True)
+    for _ in range(3):
+        plot._legend_looked = -np.inf
+        plot.redraw()
+        QApplication.processEvents()
+    assert plot.inset.isVisible()
+    inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
+    assert not plot.legend.sceneBoundingRect().intersects(inset)
