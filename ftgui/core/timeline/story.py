@@ -107,7 +107,7 @@ def incident_line(incident: Incident) -> str:
     if incident.lone:
         return (f"{fault}{ARROW}TensorFlow's coordinator carried on with the remaining workers; "
                 f"{_who(incident)} restarted: 0 steps redone, {seconds(0.0)} lost")
-    how = "thawed" if incident.thawed else _restored(incident)
+    how = _how(incident)
     queued = (f"waiting for Slurm: {seconds(incident.queued_seconds)}{ARROW}"
               if incident.queued_seconds is not None else "")
     return (f"{fault}{ARROW}{queued}{how}{ARROW}resumed: {steps(incident.steps_lost or 0)} "
@@ -145,6 +145,11 @@ def _fault(incident: Incident) -> str:
     return f"{who}{words} at step {incident.step}"
 
 
+def _how(incident: Incident) -> str:
+    """How the run got back to training after `incident`: thawed, or what was restored."""
+    return "thawed" if incident.thawed else _restored(incident)
+
+
 def _restored(incident: Incident) -> str:
     # a NaN whose process a watchdog then ended was restored by a new process, not rolled back
     verb = "rolled back to" if incident.in_process else "restored"
@@ -162,7 +167,7 @@ def _incident_done(timeline: Timeline, incident: Incident) -> str:
     """A settled incident and what it cost, with the run's goodput; while the resumed run is
     still computing the lost steps again, how far it has got (the cost is not yet paid)."""
     if _redoing(timeline, incident):
-        how = "thawed" if incident.thawed else _restored(incident)
+        how = _how(incident)
         done = timeline.last_step - incident.resumed_step
         return (f"{_fault(incident)}{ARROW}{how}{ARROW}resumed: redoing steps "
                 f"{incident.resumed_step + 1}–{incident.step} ({done} of "
@@ -186,8 +191,7 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         if incident.lone:
             return (f"{fault}{ARROW}TensorFlow's coordinator carries on with the remaining "
                     f"workers; restarting {_who(incident)}")
-        how = "thawed" if incident.thawed else _restored(incident)
-        return f"{fault}{ARROW}{how}{ARROW}waiting for the first step"
+        return f"{fault}{ARROW}{_how(incident)}{ARROW}waiting for the first step"
     if incident.kind == "nan" and incident.attempt == timeline.attempt:
         return f"{fault}{ARROW}rolling back in the process"
     started = timeline.started.get(timeline.attempt)
