@@ -38,6 +38,7 @@ class PlotLook:
     label_rows = MAX_LABEL_ROWS
     legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
     _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
+    _legend_anchored = None  # the (anchor, offset) last given to the legend
 
     def set_presenting(self, on: bool) -> None:
         """The presentation view's look (`True`): tick and axis fonts, curves, markers and the
@@ -94,7 +95,9 @@ class PlotLook:
         anchor, (dx, dy) = corner
         if self.presenting and anchor[1] == 0:  # a top corner: under the marker labels' strip
             dy += self._label_strip_px()
-        if self.legend.parentItem() is not None:
+        placed = (anchor, (dx, dy))
+        if self.legend.parentItem() is not None and placed != self._legend_anchored:
+            self._legend_anchored = placed  # each label layout asks again (a top corner)
             self.legend.anchor(anchor, anchor, offset=(dx, dy))
 
     def _place_legend(self) -> None:
