@@ -12,6 +12,7 @@ layers on the same arrays); the loop, strategy, optimizer and checkpoints stay T
     python benchmarks/bare_loop.py --steps 1000                 # prints "step N TIME LOSS" per step
     python benchmarks/bare_loop.py --steps 1000 --no-fetch      # no float(loss) / print per step
     python benchmarks/bare_loop.py --input dataset              # tf.data + distribute_dataset
+    python benchmarks/bare_loop.py --input sliced               # global batch, sliced in the step
     python benchmarks/bare_loop.py --ckpt-dir D --checkpoint-every 10 --kill-at-step 35
     python benchmarks/bare_loop.py --ckpt-dir D --checkpoint-every 10 --restore
     python benchmarks/bare_loop.py --ckpt-dir D --checkpoint-every 10 --restore --standby
@@ -37,10 +38,13 @@ import sys  # noqa: E402
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
-def make_step(tf, strategy, model, optimizer, step_var, global_batch_size: int):
+def make_step(tf, strategy, model, optimizer, step_var, global_batch_size: int,
+              sliced: bool = False):
     """The bare distributed step every benchmark compares ftgui with: `strategy.run` of a
     replica step (mean loss over the global batch, Adam update), the step counter, and
-    `reduce(SUM)`; returns the traced function of (x, y) per-replica values."""
+    `reduce(SUM)`; returns the traced function of (x, y) per-replica values, or with `sliced`
+    of the whole global batch (x, y), each replica taking its contiguous rows inside the step
+    (what ftgui's one-process step does since 2026-12-04)."""
 
     def replica_step(x, y):
         with tf.GradientTape() as tape:
@@ -51,9 +55,15 @@ def make_step(tf, strategy, model, optimizer, step_var, global_batch_size: int):
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
+    def sliced_replica_step(x, y):
+        per = global_batch_size // strategy.num_replicas_in_sync
+        first = tf.distribute.get_replica_context().replica_id_in_sync_group * per
+        return replica_step(x[first:first + per], y[first:first + per])
+
     @tf.function
     def distributed_step(x, y):
-        per_replica_loss = strategy.run(replica_step, args=(x, y))
+        per_replica_loss = strategy.run(sliced_replica_step if sliced else replica_step,
+                                        args=(x, y))
         step_var.assign_add(1)
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
 
@@ -72,9 +82,12 @@ def parse_args(argv=None):
                         "synthetic images")
     p.add_argument("--no-fetch", action="store_true",
                    help="do not fetch the loss (float) nor print it every step")
-    p.add_argument("--input", choices=("values", "dataset"), default="values",
+    p.add_argument("--input", choices=("values", "dataset", "sliced"), default="values",
                    help="values: numpy slices per step via distribute_values_from_function "
-                        "(what ftgui does); dataset: tf.data + experimental_distribute_dataset")
+                        "(a hand-written loop's recipe; ftgui's before 2026-12-04); dataset: "
+                        "tf.data + experimental_distribute_dataset (the tf.distribute "
+                        "tutorial's); sliced: the global batch as two tensors, each replica "
+                        "slicing its rows in the step (what ftgui does now)")
     p.add_argument("--ckpt-dir", help="checkpoint directory (tf.train.CheckpointManager)")
     p.add_argument("--checkpoint-every", type=int, default=0)
     p.add_argument("--keep", type=int, default=5)
@@ -176,7 +189,8 @@ def main(argv=None) -> int:
             checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             restore_seconds = time.perf_counter() - t
 
-    distributed_step = make_step(tf, strategy, model, optimizer, step_var, gbs)
+    distributed_step = make_step(tf, strategy, model, optimizer, step_var, gbs,
+                                 sliced=args.input == "sliced")
 
     n = len(x_train)
     steps_per_epoch = n // gbs
@@ -193,6 +207,9 @@ def main(argv=None) -> int:
 
     def distributed_batch_values(step):
         xg, yg = batch_of(step)
+        if args.input == "sliced":
+            with tf.device("/cpu:0"):
+                return tf.constant(xg), tf.constant(yg)
         x = strategy.experimental_distribute_values_from_function(
             lambda ctx: tf.constant(xg[ctx.replica_id_in_sync_group * per_replica:
                                        (ctx.replica_id_in_sync_group + 1) * per_replica]))
