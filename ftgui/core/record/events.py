@@ -60,8 +60,14 @@ class EventWriter:
 
     `folder` (a `run_folder.RunFolder`, for a writer of a run that trains): the folder is never
     created, and before the file is opened and before each event it must still be the one the
-    run started in, else `RunFolderGone` is raised and nothing is written.
+    run started in, else `RunFolderGone` is raised and nothing is written. A `step` event
+    written by `emit_step` looks at the folder at most every `STEP_CHECK_SECONDS`: its line
+    goes to the file this writer opened, never into a folder made anew at the same path.
     """
+
+    # A trainer writes a step event after every global step (~1 ms for the MLP); the folder's
+    # `stat` right after a step took ~14 µs of it (measured in the trainer, 2026-12-04).
+    STEP_CHECK_SECONDS = 0.05
 
     def __init__(self, run_dir: str | os.PathLike, attempt: int, folder=None):
         self.path = Path(run_dir) / EVENTS_FILE
@@ -73,7 +79,11 @@ class EventWriter:
             folder.check()
         self.attempt = attempt
         self._clock_named = False  # a step event of this writer has named its clock
+        self._next_step_check = 0.0  # monotonic time of the next folder check of `emit_step`
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # what every step line of this writer starts with, and its first one's clock field
+        self._step_head = f'{{"event":"step","time":%r,"attempt":{int(attempt)},'
+        self._step_clock = ',"clock":' + json.dumps(CLOCK)
 
     def emit(self, event: str, **fields) -> dict:
         """Append one event and return it as written."""
@@ -89,6 +99,25 @@ class EventWriter:
             self.folder.check()  # one stat: a removed or replaced run folder gets no event
         os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         return record
+
+    def emit_step(self, step: int, loss: float, epoch: int) -> None:
+        """Append the `step` event of global step `step` (its `loss`, `epoch`): the same line
+        `emit("step", step=step, loss=loss, epoch=epoch)` writes (a non-finite loss as null,
+        floats as `json.dumps` writes them: their shortest repr), formatted directly, in about
+        a third of its time (it runs after every global step). The run folder is looked at
+        when `STEP_CHECK_SECONDS` have passed since the last look (`RunFolderGone`)."""
+        now, mono = time.time(), time.monotonic()
+        if self.folder is not None and mono >= self._next_step_check:
+            self.folder.check()
+            self._next_step_check = mono + self.STEP_CHECK_SECONDS
+        loss = float(loss)
+        line = (self._step_head % now + f'"step":{int(step)},"loss":'
+                + (repr(loss) if math.isfinite(loss) else "null")
+                + f',"epoch":{int(epoch)},"mono":{round(mono, 4)!r}')
+        if not self._clock_named:
+            self._clock_named = True
+            line += self._step_clock
+        os.write(self._fd, (line + "}\n").encode())
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -29,8 +29,7 @@ class StepEvents(Action):
 
     def __call__(self, output: StepOutput) -> None:
         if self.is_chief:
-            self.events.emit("step", step=output.step, loss=output.loss,
-                             epoch=self.epoch_of(output.step))
+            self.events.emit_step(output.step, output.loss, self.epoch_of(output.step))
         elif self.clock() - self._last_heartbeat > self.HEARTBEAT_SECONDS:
             self._last_heartbeat = self.clock()
             self.events.emit("heartbeat", role=self.role, index=self.index, step=output.step)

@@ -204,3 +204,22 @@ def test_a_chief_started_on_a_standby_still_importing_says_how_long_ago_it_began
                      "chief": True, "label": "chief", "standby": True, "standby_warm": False,
                      "standby_age": 3.7, "time": 0.0, "attempt": 1})
     assert line.endswith("from a warm standby still importing TensorFlow (started 3.7 s ago)")
+
+
+def test_a_step_line_written_directly_is_the_line_emit_writes(tmp_path, monkeypatch):
+    clock = {"time": 1796398834.0497117, "mono": 12345.678951}
+    monkeypatch.setattr(events.time, "time", lambda: clock["time"])
+    monkeypatch.setattr(events.time, "monotonic", lambda: clock["mono"])
+    steps = [(1, 2.302585092994046, 0), (2, 0.1, 0), (3, math.nan, 0), (4, math.inf, 1),
+             (5, -math.inf, 1), (6, 1e-300, 2), (7, 3.0, 2), (123456789, 7.0, 40000)]
+    with EventWriter(tmp_path / "emit", attempt=3) as slow, \
+            EventWriter(tmp_path / "direct", attempt=3) as fast:
+        for step, loss, epoch in steps:
+            clock["time"] += 0.0012345
+            clock["mono"] += 0.00123
+            slow.emit("step", step=step, loss=loss, epoch=epoch)
+            fast.emit_step(step, loss, epoch)
+    written = lines_of(tmp_path / "direct")
+    assert written == lines_of(tmp_path / "emit")
+    assert '"clock"' in written[0] and not any('"clock"' in line for line in written[1:])
+    assert [json.loads(line)["loss"] for line in written[2:5]] == [None, None, None]

@@ -33,10 +33,10 @@ def test_a_guarded_writer_never_re_creates_a_removed_folder(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     writer = events.EventWriter(run_dir, 0, folder=RunFolder(run_dir))
-    writer.emit("step", step=1, loss=0.5)
+    writer.emit_step(1, 0.5, 0)
     shutil.rmtree(run_dir)
     with pytest.raises(RunFolderGone) as raised:
-        writer.emit("step", step=2, loss=0.4)
+        writer.emit("validation", step=1, val_loss=0.4, val_accuracy=0.9)
     assert str(raised.value) == _removed(run_dir)
     with pytest.raises(RunFolderGone):  # a new writer neither
         events.EventWriter(run_dir, 0, folder=writer.folder)
@@ -55,6 +55,27 @@ def test_a_guarded_writer_writes_nothing_into_a_replacing_folder(tmp_path):
     assert str(raised.value) == _replaced(run_dir)
     assert list(run_dir.iterdir()) == []
     assert (tmp_path / "old" / "events.jsonl").read_bytes().count(b"\n") == 0
+    writer.close()
+
+
+def test_a_step_event_looks_at_the_folder_once_its_check_interval_has_passed(
+        tmp_path, monkeypatch):
+    mono = [1000.0]
+    monkeypatch.setattr(events.time, "monotonic", lambda: mono[0])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    writer = events.EventWriter(run_dir, 0, folder=RunFolder(run_dir))
+    writer.emit_step(1, 0.5, 0)  # looked: the folder is there
+    run_dir.rename(tmp_path / "old")
+    run_dir.mkdir()
+    mono[0] += events.EventWriter.STEP_CHECK_SECONDS / 2
+    writer.emit_step(2, 0.4, 0)  # not looked yet: its line goes to the file it opened
+    mono[0] += events.EventWriter.STEP_CHECK_SECONDS / 2
+    with pytest.raises(RunFolderGone) as raised:
+        writer.emit_step(3, 0.3, 0)
+    assert str(raised.value) == _replaced(run_dir)
+    assert list(run_dir.iterdir()) == []  # nothing in the new folder
+    assert [e["step"] for e in events.read_all(tmp_path / "old")] == [1, 2]
     writer.close()
 
 
