@@ -69,6 +69,8 @@ class StateBytes:
         self._sizes = [int(np.prod(s, dtype=np.int64)) * d.size
                        for (_, s, _), d in zip(self.layout, self._dtypes, strict=True)]
         self.nbytes = sum(self._sizes)
+        # what `parts` returns, part by part: the whole state at once, or variable by variable
+        self._part_sizes = [self.nbytes] if self.nbytes < ASYNC_BYTES else self._sizes
         self._read = tf.function(self.flat)
         self._read_traced = None  # its concrete function: no argument binding on each call
 
@@ -108,18 +110,19 @@ class StateBytes:
         return [tf.cast(value, tf.uint8) if value.dtype == tf.bool else value
                 for value in map(tf.convert_to_tensor, self.variables)]
 
-    def of_step(self, tensors, step: int) -> list[np.ndarray] | None:
-        """The bytes of `tensors` (what `parts` returned, e.g. inside a step) as arrays
-        sharing their memory, or None when they are missing, do not fit the layout, or hold
-        another global step than `step` (the last one)."""
+    def of_step(self, tensors, step: int) -> list[memoryview] | None:
+        """The bytes of `tensors` (what `parts` returned, e.g. inside a step) as memoryviews
+        of their buffers (no copy), or None when they are missing, do not fit the layout, or
+        hold another global step than `step` (the last one). Memoryviews, not numpy views:
+        this runs after every snapshot step, and the numpy calls cost ~20 µs of the MLP's
+        ~1.2 ms step (measured in the trainer, 2026-12-04)."""
         if tensors is None:
             return None
-        arrays = [_host_array(tensor) for tensor in tensors]
-        if [a.nbytes for a in arrays] != (
-                [self.nbytes] if self.nbytes < ASYNC_BYTES else self._sizes):
+        views = [_host_view(tensor) for tensor in tensors]
+        if [v.nbytes for v in views] != self._part_sizes:
             return None
-        held = arrays[-1].reshape(-1).view(np.uint8)[-8:].view(np.int64)  # the global step
-        return arrays if int(held[0]) == step else None
+        held = int.from_bytes(views[-1].cast("B")[-8:], sys.byteorder, signed=True)
+        return views if held == step else None
 
     def load(self, payload) -> None:
         """Assign every variable from `payload` (bytes-like of `nbytes`, as `read` gave).
@@ -134,13 +137,13 @@ class StateBytes:
             offset += size
 
 
-def _host_array(tensor) -> np.ndarray:
-    """A tensor's value as a numpy array: a view of its buffer in host memory, else a copy
-    (a GPU's tensor)."""
+def _host_view(tensor) -> memoryview:
+    """A tensor's value as a memoryview: of its buffer in host memory, else of a copy (a GPU's
+    tensor)."""
     try:
-        return np.asarray(memoryview(tensor))
+        return memoryview(tensor)
     except (TypeError, ValueError, BufferError):
-        return tensor.numpy()
+        return memoryview(tensor.numpy())
 
 
 class SnapshotAction(Action):
@@ -195,7 +198,7 @@ class SnapshotAction(Action):
         began = time.perf_counter()
         payload = self.state_bytes.of_step(getattr(self.state, "last_state_output", None), step)
         if payload is None:
-            payload = self.state_bytes.read(eagerly=restored)
+            payload = [self.state_bytes.read(eagerly=restored)]
         else:
             self.fused += 1
         if self._fuses:
@@ -204,7 +207,8 @@ class SnapshotAction(Action):
                 and self.kill_inside.planned(KILL_IN_SNAPSHOT, step):
             self.wait()
             self.kill_inside.wait_for_save()
-            self.file.write_partial(self._slot, payload, len(payload) // 2)
+            self.file.write_partial(self._slot, payload,
+                                    sum(memoryview(part).nbytes for part in payload) // 2)
             self.kill_inside.fire(KILL_IN_SNAPSHOT, step)
         if self._writer is not None:
             self._writer.submit(self.file.write, self._slot, step, loss, payload)
