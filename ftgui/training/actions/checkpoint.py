@@ -151,6 +151,11 @@ class CheckpointAction(Action):
         self.shadow.warm_up(self.data.x_val)
         if persist is not None:
             self._complete_save(*persist, None, 0.0)
+        # The copy's first run, here rather than on the step path at the first checkpoint:
+        # TensorFlow optimises a function's graph at its first call (the ResNet's first
+        # checkpoint stalled training 0.09 s, the next ones 0.002 s). What it copies is
+        # overwritten by the checkpoint's own `take`.
+        self.shadow.take()
 
     def __call__(self, output: StepOutput) -> None:
         if due(output.step, self.config.checkpoint_every, self.config.steps):

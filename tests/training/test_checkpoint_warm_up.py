@@ -1,0 +1,64 @@
+"""The checkpoint writer's first job, after the first step: trace the shadow copy and the write,
+write a state restored from memory as its checkpoint, and only then run the copy once, so that
+the first periodic checkpoint does not pay TensorFlow's first-call optimisation on the step path
+(the ResNet's first checkpoint stalled training 0.09 s, the next ones 0.002 s)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.tf
+
+
+def test_the_shadow_copy_runs_once_after_the_restored_state_is_written(tmp_path):
+    import tensorflow as tf
+
+    from ftgui.core.checkpoints import listing
+    from ftgui.core.record.events import EventWriter, read_all
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training.actions.checkpoint import CheckpointAction
+    from ftgui.training.background_save import ShadowState
+    from ftgui.training.step import TrainState
+    from ftgui.training.summaries import Summaries
+
+    calls = []
+
+    class Recording(ShadowState):
+        def warm_up(self, x_val=None):
+            calls.append("warm_up")
+            super().warm_up(x_val)
+
+        def take(self):
+            calls.append("take")
+            super().take()
+
+        def take_eagerly(self):
+            calls.append("take_eagerly")
+            super().take_eagerly()
+
+        def write_and_evaluate(self, prefix, x, y):
+            calls.append(f"write {prefix.name}")
+            return super().write_and_evaluate(prefix, x, y)
+
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", steps=10)
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    shadow = Recording(state, config.model, dataset.input_shape, dataset.num_classes,
+                       config.learning_rate)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with EventWriter(run_dir, 0) as events:
+        action = CheckpointAction(state, dataset, config, run_dir, events, Summaries(None),
+                                  lambda step: 0, True, shadow=shadow)
+        try:
+            action.persist(0, 2.3)  # as if step 0 came back from memory
+            action.ran(range(1, 2))
+            action.wait()
+        finally:
+            action.close()
+    assert calls == ["take_eagerly", "warm_up", "write ckpt-0", "take"]
+    [saved] = [e for e in read_all(run_dir) if e["event"] == "checkpoint_saved"]
+    assert (saved["step"], saved["source"]) == (0, "memory")
+    assert listing.newest_valid(run_dir).step == 0
