@@ -173,3 +173,45 @@ def test_a_state_restored_from_memory_is_the_first_snapshot_of_the_new_file(trai
         assert action.fused == 0  # read, not a step's output
     finally:
         action.close()
+
+
+def test_a_kill_inside_a_large_states_snapshot_leaves_half_its_bytes_and_the_last_whole(
+        trained, tmp_path, monkeypatch):
+    """A large state hands the step's tensors to the writer thread; a kill planned inside its
+    snapshot still copies half of the payload's bytes into the other slot, unmarked, so the
+    snapshot before it stays the newest consistent one."""
+    from ftgui.core.checkpoints import snapshots
+    from ftgui.core.record import events
+    from ftgui.training.actions import snapshot
+    from ftgui.training.actions.fault_hooks import Faults, KillInside
+    from ftgui.training.actions.snapshot import SnapshotAction, StateBytes
+
+    monkeypatch.setattr(snapshot, "ASYNC_BYTES", 0)  # the MLP's state counts as large
+    class Killed(BaseException):
+        pass
+
+    def die(signum):
+        raise Killed(signum)
+
+    state = trained[0]
+    with events.EventWriter(tmp_path, attempt=0) as writer:
+        kill = KillInside(Faults([("kill-in-snapshot", state.global_step + 2, "chief")]),
+                          writer, send_signal=die)
+        action = SnapshotAction(state, tmp_path, every=1, kill_inside=kill)
+        try:
+            _steps(trained, action, 1)
+            action.wait()
+            whole = (state.global_step, StateBytes(state).read().tobytes())
+            with pytest.raises(Killed):
+                _steps(trained, action, 1)  # the kill's step
+        finally:
+            action.close()
+            state.last_state_output = None
+    opened = snapshots.SnapshotFile.open(snapshots.snapshot_path(tmp_path))
+    slot = opened.newest()
+    assert (slot.step, bytes(opened.payload(slot))) == whole
+    torn = opened.slot(1 - slot.index)
+    assert torn.reason == "empty or being written"
+    start = snapshots._slot_offset(torn.index, opened.capacity) + snapshots.SLOT_HEADER.size
+    half = opened.capacity // 2
+    assert bytes(opened._data[start:start + half]) == StateBytes(state).read().tobytes()[:half]

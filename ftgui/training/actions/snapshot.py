@@ -110,19 +110,29 @@ class StateBytes:
         return [tf.cast(value, tf.uint8) if value.dtype == tf.bool else value
                 for value in map(tf.convert_to_tensor, self.variables)]
 
-    def of_step(self, tensors, step: int) -> list[memoryview] | None:
-        """The bytes of `tensors` (what `parts` returned, e.g. inside a step) as memoryviews
-        of their buffers (no copy), or None when they are missing, do not fit the layout, or
-        hold another global step than `step` (the last one). Memoryviews, not numpy views:
-        this runs after every snapshot step, and the numpy calls cost ~20 µs of the MLP's
-        ~1.2 ms step (measured in the trainer, 2026-12-04)."""
-        if tensors is None:
+    def of_step(self, tensors, step: int) -> list | None:
+        """What `tensors` (what `parts` returned, e.g. inside a step) hold, or None when they
+        are missing, are not as many as `parts` returns, or hold another global step than
+        `step` (the last one). One part: as a memoryview of its buffer (no copy). Several:
+        the tensors themselves, whose memoryviews `views` takes on the writer thread (taken
+        here, the ResNet's 141 cost the step path ~0.25 ms a step, 2026-12-04)."""
+        if tensors is None or len(tensors) != len(self._part_sizes):
             return None
-        views = [_host_view(tensor) for tensor in tensors]
-        if [v.nbytes for v in views] != self._part_sizes:
+        last = _host_view(tensors[-1])
+        if last.nbytes != self._part_sizes[-1]:
             return None
-        held = int.from_bytes(views[-1].cast("B")[-8:], sys.byteorder, signed=True)
-        return views if held == step else None
+        if int.from_bytes(last.cast("B")[-8:], sys.byteorder, signed=True) != step:
+            return None
+        return [last] if len(tensors) == 1 else list(tensors)
+
+    def views(self, parts: list) -> list[memoryview]:
+        """Memoryviews of `parts` (what `of_step` or `read` gave), no copy where they are in
+        host memory. Raises ValueError when their sizes do not fit the layout."""
+        views = [_host_view(part) for part in parts]
+        if [v.nbytes for v in views] != ([self.nbytes] if len(views) == 1 else self._sizes):
+            raise ValueError(f"snapshot: {len(views)} parts of {sum(v.nbytes for v in views)} "
+                             f"bytes do not fit the state's {self.nbytes}")
+        return views
 
     def load(self, payload) -> None:
         """Assign every variable from `payload` (bytes-like of `nbytes`, as `read` gave).
@@ -207,19 +217,23 @@ class SnapshotAction(Action):
                 and self.kill_inside.planned(KILL_IN_SNAPSHOT, step):
             self.wait()
             self.kill_inside.wait_for_save()
-            self.file.write_partial(self._slot, payload,
-                                    sum(memoryview(part).nbytes for part in payload) // 2)
+            payload = self.state_bytes.views(payload)
+            self.file.write_partial(self._slot, payload, sum(v.nbytes for v in payload) // 2)
             self.kill_inside.fire(KILL_IN_SNAPSHOT, step)
         if self._writer is not None:
-            self._writer.submit(self.file.write, self._slot, step, loss, payload)
+            self._writer.submit(self._write, self._slot, step, loss, payload)
         else:
-            self.file.write(self._slot, step, loss, payload)
+            self.file.write(self._slot, step, loss, self.state_bytes.views(payload))
         self._slot = 1 - self._slot
         self.taken += 1
         spent = time.perf_counter() - began
         if self.taken == 1:  # a read of its own traces the copy function: mostly one-time
             self.first_seconds = spent
         self.write_seconds += spent
+
+    def _write(self, slot: int, step: int, loss: float, payload: list) -> None:
+        """On the writer thread: the file's `write` of `payload` (tensors or arrays)."""
+        self.file.write(slot, step, loss, self.state_bytes.views(payload))
 
     def wait(self) -> None:
         """Block until the snapshot being written is in the file (re-raising its error)."""
