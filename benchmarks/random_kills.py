@@ -1,6 +1,7 @@
 """Kills at random moments: does every resume give back the uninterrupted run's curve?
 
     python benchmarks/random_kills.py [--kills 100] [--steps 12000] [--seed 250]
+        [--workload mlp|resnet]
 
 One run, driven through `ftgui.core.supervision.supervisor.Supervisor` (what `ftgui train` does):
 MirroredStrategy x2 on digits, `--steps`, a checkpoint every 10 steps, an in-memory snapshot
@@ -11,7 +12,9 @@ and SIGKILLs the chief, `--kills` times or until the run ends. Then the same con
 never killed. Reported: kills, where each resume came from (memory snapshot or disk checkpoint)
 and the steps it redid, and whether every step's loss equals the uninterrupted run's, to the
 bit (issue 14: "100 kills ... never give a resume from a torn snapshot"). Exits 1 if not.
-Takes about 10-15 minutes on 2 cores.
+Takes about 10-15 minutes on 2 cores. `--workload resnet`: the ResNet-style CNN on the synthetic
+images, whose 14.5 MB state is written on the snapshot writer thread beside the next step (its
+steps take ~50 ms: give e.g. `--kills 10 --steps 600`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, header, poll_until  # noqa: E402
+from _common import (  # noqa: E402
+    WORKLOADS,
+    Table,
+    add_workload_argument,
+    header,
+    poll_until,
+    workload_flags,
+)
 
 
 def killed_run(run_dir: Path, config, kills: int, seed: int) -> int:
@@ -58,8 +68,9 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--steps", type=int, default=12_000)
     parser.add_argument("--seed", type=int, default=250)
+    add_workload_argument(parser)
     args = parser.parse_args()
-    header(f"{args.kills} kills at random moments")
+    header(f"{args.kills} kills at random moments ({args.workload} workload)")
 
     from ftgui import cli
     from ftgui.core.record import events
@@ -67,7 +78,7 @@ def main() -> int:
 
     config = RunConfig(steps=args.steps, checkpoint_every=10, snapshot_every=1,
                        auto_recover=True, restart_backoff=0, max_restarts=args.kills + 10,
-                       warm_standby=True)
+                       warm_standby=True, **WORKLOADS[args.workload])
     with tempfile.TemporaryDirectory() as folder:
         began = time.monotonic()
         made = killed_run(Path(folder) / "killed", config, args.kills, args.seed)
@@ -75,7 +86,8 @@ def main() -> int:
         seen = events.read_all(Path(folder) / "killed")
         reference_dir = Path(folder) / "uninterrupted"
         assert cli.main(["train", str(reference_dir), "--steps", str(args.steps),
-                         "--checkpoint-every", "10", "--snapshot-every", "1", "--quiet"]) == 0
+                         "--checkpoint-every", "10", "--snapshot-every", "1",
+                         *workload_flags(args.workload), "--quiet"]) == 0
         reference = events.final_losses(events.read_all(reference_dir))
 
     reached: dict[int, int] = {}  # attempt -> the last step it logged
@@ -95,7 +107,7 @@ def main() -> int:
           f"{dict(sorted(Counter(redone).items()))}")
     print(f"   finished: {finished}; steps whose loss differs from the uninterrupted run: "
           f"{len(differ)}{' (first: ' + str(differ[0]) + ')' if differ else ''}")
-    table = Table("random_kills")
+    table = Table(f"random_kills --workload {args.workload}")
     table.add("kills at random moments", str(made), f">= {args.kills}", made >= args.kills)
     table.add("run finished after them", str(finished), "True", finished)
     table.add("steps with another loss than the uninterrupted run", str(len(differ)), "0",
