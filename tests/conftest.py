@@ -59,6 +59,21 @@ def _user_code_checks_kept_for_this_session(tmp_path_factory):
         os.environ[user_code.CACHE_DIR_ENV] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _snapshots_of_this_session_freed(tmp_path_factory):
+    """At the end, delete the shared-memory snapshot files of the runs in this session's
+    (this xdist worker's) temporary folder: a killed or stopped run keeps its file for a
+    resume, and pytest keeps the folder, so the supervisor's sweep would never free them."""
+    from ftgui.core.checkpoints import snapshots
+
+    yield
+    ours = tmp_path_factory.getbasetemp().resolve()
+    for path in snapshots.snapshot_dir().glob("ftgui-*.snapshot"):
+        snapshot = snapshots.SnapshotFile.open(path)
+        if snapshot is not None and snapshot.run_dir.is_relative_to(ours):
+            path.unlink(missing_ok=True)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tf tests first, each file's in its order, then the quick ones: the two xdist workers
     then end on short tests and finish together (a training test collected last could leave
