@@ -287,6 +287,21 @@ def _resume_base(run_dir: Path, from_step: int | None,
     return rebuilt
 
 
+def ignored_flags(config: RunConfig, given: set[str]) -> list[str]:
+    """One line for each setting in `given` (field names the user gave as flags) that
+    `config.strategy` does not use (`Setting.strategies`), e.g. "--replicas applies to strategy
+    mirrored; one-device ignores it". Empty when every given flag applies."""
+    lines = []
+    for field in sorted(given):
+        setting = SETTINGS.get(field)
+        if setting is not None and setting.strategies \
+                and config.strategy not in setting.strategies:
+            *others, last = setting.strategies
+            names = f"strategies {', '.join(others)} or {last}" if others else f"strategy {last}"
+            lines.append(f"{setting.flag} applies to {names}; {config.strategy} ignores it")
+    return lines
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ftgui.console import Progress
     from ftgui.core.supervision.supervisor import Supervisor
@@ -316,6 +331,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"steps (--steps): a fork from step {args.from_step} has nothing to train with "
             f"--steps {config.steps}; give --steps N with N > {args.from_step}"
         )
+    for line in ignored_flags(config, given):
+        print(f"ftgui: {line}", file=sys.stderr, flush=True)
     if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
         with _notice(args.quiet, "counting this machine's GPUs",
                      "a helper process imports TensorFlow"):

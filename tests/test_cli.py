@@ -38,6 +38,33 @@ def test_a_batch_the_replicas_cannot_share_is_refused_before_anything_is_written
     assert list(run_dir.iterdir()) == []  # no config.toml, no events.jsonl, no lock
 
 
+def test_a_flag_the_strategy_does_not_use_is_said_before_the_run_starts(tmp_path, capsys):
+    """`--replicas 3` with one-device trained one replica without a word (a breaker's
+    finding, 2026-12-04); the batch too large for the dataset then stops it before any
+    process starts."""
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--strategy", "one-device", "--replicas", "3",
+                     "--batch-size", "5000"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: --replicas applies to strategy mirrored; one-device ignores it\n"
+        "ftgui: global_batch_size: 5000 is larger than the 1438 training examples of digits\n"
+    )
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("strategy, given, lines", [
+    ("mirrored", {"replicas", "steps", "snapshot_every"}, []),
+    ("multi-worker", {"snapshot_every", "workers"},
+     ["--snapshot-every applies to strategies default, one-device or mirrored; multi-worker "
+      "ignores it"]),
+    ("default", {"gpus", "ps"},
+     ["--gpus applies to strategies mirrored or one-device; default ignores it",
+      "--ps applies to strategy parameter-server; default ignores it"]),
+])
+def test_ignored_flags_names_each_given_flag_the_strategy_does_not_use(strategy, given, lines):
+    assert cli.ignored_flags(RunConfig(strategy=strategy), given) == lines
+
+
 def test_a_dataset_file_that_does_not_exist_is_refused_before_anything_is_written(
     tmp_path, capsys
 ):
