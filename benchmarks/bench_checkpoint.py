@@ -138,6 +138,16 @@ def run_variant(work: Path, every: int, steps: int, tag: str, workload: str) -> 
 
 
 # ----------------------------------------------------------------------------- in-process part
+def validation_rows(workload: str) -> int:
+    """How many rows ftgui's validation pass of `workload` scores at each checkpoint: its
+    dataset's validation split (`ftgui.training.data.load`: 20 % of the examples)."""
+    if workload == "mlp":
+        return 359  # 20 % of digits' 1797, as bare_loop.load_digits_split leaves them out
+    from ftgui.training import data
+
+    return len(data.load(WORKLOADS[workload]["dataset"]).x_val)
+
+
 def inprocess(reps: int, workload: str = "mlp") -> dict:
     """Time checkpoint writes for bare_loop.py's model (runs in its own process, imports TF)."""
     import cProfile
@@ -190,9 +200,13 @@ def inprocess(reps: int, workload: str = "mlp") -> dict:
         out["profile_shares"] = shares
 
         evaluate = tf.function(lambda x: b.model(x, training=False))
-        x_val = tf.convert_to_tensor(np.asarray(b.x_train[:359]))  # validation split: 359 rows
+        # As many rows as ftgui's validation split of the workload's dataset (20 %): digits
+        # 359, the synthetic images 1000 (359 for both before 2026-12-04).
+        rows = validation_rows(workload)
+        x_val = tf.convert_to_tensor(np.asarray(b.x_train[:rows]))
         evaluate(x_val).numpy()
         out["evaluate"] = timed_calls(lambda k: evaluate(x_val).numpy(), reps)
+        out["evaluate_rows"] = rows
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -370,7 +384,8 @@ def main() -> int:
             print(f"   Checkpoint.write inside a tf.function (traced once, "
                   f"{1000 * inproc['function_write_trace']:.0f} ms): median "
                   f"{ms['function_write']:.2f} ms")
-            print(f"   validation forward pass (359 rows) + numpy: median {ms['evaluate']:.2f} ms")
+            print(f"   validation forward pass ({inproc['evaluate_rows']} rows) + numpy: median "
+                  f"{ms['evaluate']:.2f} ms")
         else:
             print(f"   in-process timing failed: {proc.stderr[-500:]}")
 
