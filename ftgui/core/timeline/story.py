@@ -191,7 +191,9 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         if incident.lone:
             return (f"{fault}{ARROW}TensorFlow's coordinator carries on with the remaining "
                     f"workers; restarting {_who(incident)}")
-        return f"{fault}{ARROW}{_how(incident)}{ARROW}waiting for the first step"
+        # a thawed process goes on where it stopped: its next step, not a new attempt's first
+        awaited = "the next step" if incident.thawed else "the first step"
+        return f"{fault}{ARROW}{_how(incident)}{ARROW}waiting for {awaited}"
     if incident.kind == "nan" and incident.attempt == timeline.attempt:
         return f"{fault}{ARROW}rolling back in the process"
     started = timeline.started.get(timeline.attempt)

@@ -46,7 +46,7 @@ def test_a_freeze_is_told_as_frozen_and_a_thaw_closes_it_before_a_later_kill():
     assert frozen(timeline)
     timeline.feed([ev("thawed", 10.0, target="chief", step=20)])
     assert not frozen(timeline)
-    assert story(timeline) == "Froze at step 20 → thawed → waiting for the first step"
+    assert story(timeline) == "Froze at step 20 → thawed → waiting for the next step"
     timeline.feed(steps(21, 30, 10.5))
     # lost: the 4.5 s from the freeze to the first step after the thaw; nothing redone
     assert story(timeline) == ("Froze at step 20 → thawed → resumed: 0 steps redone, 4.5 s "
