@@ -38,6 +38,15 @@ def triggers_of(event: dict, settled: set[int]) -> list[str]:
     return ["worker lost"] if event.get("signal") else []
 
 
+# what a stage's `after` waits for, as `StageMachine.waiting_for` says it
+TRIGGER_WORDS = {"start": "the run starts", "first step": "training takes its first step",
+                 "checkpoint": "the next checkpoint is written", "fault": "the fault is fired",
+                 "preemption": "the preemption's checkpoint is saved",
+                 "hang": "the watchdog finds the hang", "resume": "training resumes",
+                 "rollback": "training rolls back", "run end": "the run ends",
+                 "kill": "the process is killed", "worker lost": "a worker is lost",
+                 "first new step": "the first new step comes", "end": "the demo ends"}
+
 READING_SECONDS = 4.0  # the least time a stage's text stays on screen unless the presenter moves
 READING_WORDS = 25  # a text up to this long gets READING_SECONDS; a longer one in proportion
 
@@ -140,11 +149,26 @@ class StageMachine:
         return self.counts.get((run, stage.after), 0) >= stage.count
 
     def next(self) -> bool:
-        if self.current + 1 >= len(self.stages):
+        """Page Down: show the next stage now, without its wait for the reading time; never
+        one the events have not reached (its text would tell of what has not happened: a
+        preemption's save, a resume). Whether the stage shown changed."""
+        if self.current + 1 > self.reached:
             return False
         self.current += 1
+        while self.current in self._skipped and self.current < self.reached:
+            self.current += 1
         self._shown()
         return True
+
+    def waiting_for(self) -> str:
+        """What the next stage not reached waits for, in words (`the next checkpoint is
+        written`); "" when every stage is reached."""
+        if self.reached + 1 >= len(self.stages):
+            return ""
+        stage = self.stages[self.reached + 1]
+        if stage.after == "start" and stage.run > self.run:
+            return "the next run starts"
+        return TRIGGER_WORDS.get(stage.after, stage.after)
 
     def previous(self) -> bool:
         if self.current <= 0:

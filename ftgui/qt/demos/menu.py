@@ -47,6 +47,7 @@ class DemoMenu(QObject):
         self._run_on = False
         self._over_at: float | None = None  # monotonic time the run shown ended, the next due
         self._late_key = ""  # what the panel says to a K pressed after the demo's end
+        self._hint: tuple[str, float] | None = None  # a Page Down ahead of the run: (text, until)
         self.panel = DemoPanel()
         self.dock = make_dock(self.panel, window)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
@@ -270,15 +271,21 @@ class DemoMenu(QObject):
 
     # ------------------------------------------------------------ the presenter's keys
     def next_stage(self) -> None:
-        """Page Down: at a waiting stage while training holds there, fire the fault (a
-        clicker has no K); otherwise the next stage."""
+        """Page Down: at a waiting stage, what K does (a clicker has no K): the fault fires
+        at once where training holds at its step, else once it gets there. Otherwise the next
+        stage the run has reached, shown now; where there is none yet the panel says what the
+        next one waits for (a stage ahead of the run would tell of what has not happened)."""
         session = self.session
-        supervisor = self.window.controller.supervisor
-        if session is not None and session.pending_wait() is not None and \
-                supervisor is not None and supervisor.held is not None:
+        if session is None:
+            return
+        if session.pending_wait() is not None:
             self.fire()
-        elif session is not None and session.machine.next():
+        elif session.machine.next():
             self._show()
+        elif not session.ended and (waits := session.machine.waiting_for()):
+            self._hint = (f"The next stage comes once {waits}.",
+                          time.monotonic() + self.reading_seconds)
+            self.panel.show_prompt(self._prompt())
 
     def previous_stage(self) -> None:
         if self.session is not None and self.session.machine.previous():
@@ -321,6 +328,7 @@ class DemoMenu(QObject):
             return
         machine = session.machine
         stage = machine.stage
+        self._hint = None  # said of the stage shown before
         self.panel.show_stage(session.demo.title, machine.current, len(machine.stages),
                               stage.text if stage else "")
         self._show_pane()
@@ -341,7 +349,8 @@ class DemoMenu(QObject):
             return self._late_key
         fault = session.pending_wait()
         if fault is None:
-            return ""
+            hint, until = self._hint or ("", 0.0)
+            return hint if time.monotonic() < until else ""
         supervisor = self.window.controller.supervisor
         held = supervisor is not None and supervisor.held is not None
         if session.pressed != fault:

@@ -187,13 +187,35 @@ def test_the_stage_machine_follows_a_run_and_the_presenters_keys():
     assert not machine.feed(stream[5:6])  # the fault alone is no stage
     assert machine.previous() and machine.current == 1  # Page Up
     assert machine.feed(stream[6:8]) and machine.current == 3  # the kill
-    assert machine.next() and machine.current == 4  # Page Down, ahead of the events
+    # Page Down never shows a stage ahead of the events: its text would tell of a resume
+    # that has not happened (a presenter's finding: "Saved at the current step" before the
+    # preemption)
+    assert not machine.next() and machine.current == 3
+    assert machine.waiting_for() == "the first new step comes"
     assert not machine.feed(stream[8:9]) and machine.reached == 3  # restored: no new step yet
-    assert not machine.feed(stream[9:10]) and machine.reached == 4  # the new line it showed
-    assert not machine.next() or machine.current == 5
-    machine.current = 4
+    assert machine.feed(stream[9:10]) and machine.reached == machine.current == 4
+    assert not machine.next() and machine.waiting_for() == "the demo ends"
     assert machine.finish() and machine.current == 5 and machine.reached == 5
-    assert not machine.next()
+    assert not machine.next() and machine.waiting_for() == ""
+
+
+def test_page_down_skips_the_reading_time_up_to_the_stage_the_run_reached():
+    now = [0.0]
+    demo = builtin("crash-and-recover")
+    machine = StageMachine(demo.stages, reading_seconds=4.0, clock=lambda: now[0])
+    machine.begin_run(1)
+    machine.feed(crash_events()[:5])  # first step and three checkpoints: stage 2 reached
+    assert machine.reached == 2 and machine.current == 0  # each waits for its reading time
+    assert machine.next() and machine.current == 1
+    assert machine.next() and machine.current == 2
+    assert not machine.next() and machine.waiting_for() == "the process is killed"
+
+
+def test_every_trigger_has_words_for_what_the_next_stage_waits_for():
+    from ftgui.core.demos.definitions import TRIGGERS
+    from ftgui.core.demos.session import TRIGGER_WORDS
+
+    assert set(TRIGGER_WORDS) == set(TRIGGERS)
 
 
 def test_a_long_stage_text_stays_on_screen_in_proportion_to_its_words():
@@ -377,10 +399,13 @@ def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
     menu.tick()
     assert fired == ["chief"]
     assert menu.panel.prompt.isHidden() and not menu.fire_action.isEnabled()
-    menu.next_action.trigger()  # Page Down
+    menu.session.feed(crash_events()[5:8])  # the kill's events
+    menu._show()
     assert menu.panel.stage_label.text() == "stage 4 of 6"
     menu.previous_action.trigger()  # Page Up
     assert menu.panel.stage_label.text() == "stage 3 of 6"
+    menu.next_action.trigger()  # Page Down
+    assert menu.panel.stage_label.text() == "stage 4 of 6"
 
 
 STAND_IN = """
@@ -758,9 +783,12 @@ def test_faults_of_a_demo_with_a_warm_standby_wait_for_it(tmp_path):
     assert rehearsal.holds_of(1) == {650: "standby"}  # on schedule: waits for the standby only
 
 
-def test_page_down_at_a_held_waiting_stage_fires_the_fault(window, tmp_path, monkeypatch):
-    """A clicker has Page Down, not K: at the waiting stage, with training held there,
-    Page Down fires the fault; elsewhere it shows the next stage."""
+def test_page_down_at_a_waiting_stage_fires_the_fault(window, tmp_path, monkeypatch):
+    """A clicker has Page Down, not K: at the waiting stage Page Down does what K does, held
+    there or not yet (a presenter's Page Down before the hold used to show the next stage's
+    text of a fault that never came, and then neither key fired it); elsewhere it shows the
+    next stage the run has reached, and says what the next one waits for where there is
+    none."""
     from ftgui.core.supervision.supervisor import Supervisor
 
     fired = []
@@ -774,12 +802,20 @@ def test_page_down_at_a_held_waiting_stage_fires_the_fault(window, tmp_path, mon
     menu.session.feed(crash_events()[:5])
     menu._show()
     assert menu.panel.stage_label.text() == "stage 3 of 6"
+    menu.next_action.trigger()  # before training holds at 650
+    assert fired == [] and menu.panel.stage_label.text() == "stage 3 of 6"
+    assert menu.panel.prompt.text() == (
+        "K pressed: kill the chief at step 650, once training is there.")
     supervisor.held = (650, "presenter")
-    menu.next_action.trigger()
+    menu.tick()
     assert fired == ["chief"]
     assert menu.panel.stage_label.text() == "stage 3 of 6"  # the kill's stage comes by itself
-    menu.next_action.trigger()
-    assert fired == ["chief"] and menu.panel.stage_label.text() == "stage 4 of 6"
+    menu.next_action.trigger()  # the kill has not been seen yet: nothing to show
+    assert fired == ["chief"] and menu.panel.stage_label.text() == "stage 3 of 6"
+    assert menu.panel.prompt.text() == "The next stage comes once the process is killed."
+    menu.session.feed(crash_events()[5:8])  # the kill's events
+    menu._show()
+    assert menu.panel.stage_label.text() == "stage 4 of 6" and menu.panel.prompt.isHidden()
 
 
 def test_k_after_the_end_fires_nothing_and_says_so(window, tmp_path, monkeypatch):
