@@ -110,8 +110,10 @@ class Incident:
 
 @dataclass
 class Totals:
-    """Over the whole run: `wall` seconds from the first to the last event (less the time a
-    finished run waited for the user to resume or fork it: `_RunClock.skip_to`), `lost`
+    """Over the whole run: `wall` seconds from the first to the last event, less the time
+    nothing ran (`_RunClock.skip_to`): a run that had finished, been stopped or lost its
+    supervisor waiting for the user to resume or fork it, and a demo's holds (from `held` to
+    `hold_released` or the fault fired there: the presenter talking is not training); `lost`
     seconds and steps lost to incidents, and goodput = (wall − lost) / wall (1.0 with no
     incidents)."""
 
@@ -143,6 +145,7 @@ class IncidentTracker:
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
         self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
+        self._holding: set[tuple] = set()  # (attempt, role, index) held at a step boundary
 
     def observe(self, event: dict) -> bool:
         """Take one event; True when an incident was opened or changed."""
@@ -154,13 +157,22 @@ class IncidentTracker:
         if event.get("event") == "step":
             return self.observe_steps([event["step"]], [when], [mono], event.get("clock"))
         attempt = event.get("attempt", 0)
-        if self._finished and self._open is None and isinstance(attempt, int) \
-                and attempt > max(self._finished) and attempt not in self._started:
-            self._clock.skip_to(when, mono, event.get("clock"))  # the run was over meanwhile
-        if isinstance(attempt, int):
+        kind = event.get("event")
+        if self._open is None and isinstance(attempt, int) and self._started \
+                and attempt > max(self._started) and not self._holding:
+            # A new attempt with no fault to recover from: the user resumed or forked a run
+            # that had finished, been stopped, or lost its supervisor. Nothing ran meanwhile.
+            self._clock.skip_to(when, mono, event.get("clock"))
+        if isinstance(attempt, int) and attempt >= 0:
             self._started.add(attempt)
+        if self._holding:  # paused on purpose (a demo's hold): no run time
+            self._clock.skip_to(when, mono, event.get("clock"))
+            if kind in HOLD_ENDS:
+                self._holding.clear()
         jumped = self._clock.advance(when, mono, event.get("clock"))
-        handler = getattr(self, f"_on_{event.get('event')}", None)
+        if kind == "held":
+            self._holding.add((attempt, event.get("role", "chief"), event.get("index", 0)))
+        handler = getattr(self, f"_on_{kind}", None)
         changed = bool(handler(event, when)) if handler else False
         if jumped and self._open is not None:
             self._open.clock_jumped = changed = True
@@ -175,6 +187,7 @@ class IncidentTracker:
         self.first_time = float(times[0]) if self.first_time is None else self.first_time
         self.last_time = float(times[-1])
         clock = self._step_clock = clock if isinstance(clock, str) else self._step_clock
+        self._holding.clear()  # a step: no process holds any more
         run_times, jumped = self._clock.advance_block(times, monos, clock)
         changed = False
         incident = self._open
@@ -364,6 +377,10 @@ class IncidentTracker:
         """When `step` was logged in the current line of training (None if never)."""
         return self._line.time_of(step)
 
+
+# the events that end a hold: its release, or the fault fired at the held step (from here on
+# the time is the incident's)
+HOLD_ENDS = ("hold_released", "fault_injected", "process_exited")
 
 JUMP_SECONDS = 1.0  # a wall clock going back by more is a jump, not two writers' order
 

@@ -174,3 +174,55 @@ def test_the_time_a_finished_run_waits_for_its_fork_is_no_wall_time():
     assert totals.incidents == 0
     assert totals.wall == pytest.approx(6.1 + 4.3)  # to the first exit, then the fork's
     assert totals.goodput == 1.0
+
+
+def test_a_demos_hold_for_the_presenter_is_no_wall_time():
+    """Training holds at step 50 while the presenter talks for 10 s, then K kills it there.
+    The hold is neither run time nor time lost: counted as run time it raised goodput the
+    longer the presenter talked (a presenter's finding)."""
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0}]
+    events += steps(0, 1, 50, t0=100.0)  # the last step at 104.9
+    events += [{"event": "held", "attempt": 0, "time": 105.0, "step": 50, "role": "chief",
+                "index": 0, "why": "presenter"},
+               *({"event": "heartbeat", "attempt": 0, "time": 105.0 + s, "step": 50,
+                  "held": True} for s in range(1, 10)),
+               {"event": "fault_injected", "attempt": 0, "time": 115.0, "kind": "kill",
+                "target": "chief", "step": 50, "source": "user"},
+               {"event": "process_exited", "attempt": 0, "time": 115.2, "role": "chief",
+                "index": 0, "signal": 9, "decisive": True},
+               {"event": "resumed", "attempt": 1, "time": 116.0, "from_step": 40}]
+    events += steps(1, 41, 60, t0=116.1)  # the last at 118.0
+    totals = from_events(events).totals()
+    assert totals.incidents == 1 and totals.steps_lost == 10
+    # 5.0 s of training to the hold, the hold's 10 s left out, 3.0 s from the kill on
+    assert totals.wall == pytest.approx(5.0 + 3.0)
+    assert totals.time_lost == pytest.approx(1.1 + 1.0)  # kill → first new step, redo 41-50
+
+
+def test_a_released_hold_is_no_wall_time_either():
+    events = steps(0, 1, 20, t0=0.0)  # the last step at 1.9
+    events += [{"event": "held", "attempt": 0, "time": 2.0, "step": 20, "role": "chief",
+                "index": 0, "why": "standby"},
+               {"event": "hold_released", "attempt": 0, "time": 6.0, "step": 20,
+                "role": "chief", "index": 0, "seconds": 4.0, "by": "standby"}]
+    events += steps(0, 21, 30, t0=6.1)  # the last at 7.0
+    totals = from_events(events).totals()
+    assert totals.wall == pytest.approx(7.0 - 4.0) and totals.goodput == 1.0
+
+
+@pytest.mark.parametrize("ending", ["stopped", "supervisor lost"])
+def test_the_time_a_stopped_run_waits_for_its_resume_is_no_wall_time(ending):
+    """ftgui closed (or `ftgui train` killed) at step 101; the user resumes 289 s later.
+    Nothing ran meanwhile: a new user saw `wall time 247.94 s … goodput 100 %` for 10 s of
+    training."""
+    events = [{"event": "run_started", "attempt": 0, "time": 0.0}, *steps(0, 1, 101, t0=1.1)]
+    if ending == "stopped":  # the chief ended by the closing supervisor, nothing else said
+        events.append({"event": "process_exited", "attempt": 0, "time": 11.2, "role": "chief",
+                       "index": 0, "signal": 9, "decisive": True, "shutdown": True})
+    events += [{"event": "run_started", "attempt": 1, "time": 300.0},
+               {"event": "resumed", "attempt": 1, "time": 303.0, "from_step": 100},
+               *steps(1, 101, 199, t0=303.1)]  # the last at 312.9
+    totals = from_events(events).totals()
+    before = 11.2 if ending == "stopped" else 11.1
+    assert totals.wall == pytest.approx(before + 12.9)
+    assert totals.incidents == 0
