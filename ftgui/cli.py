@@ -468,14 +468,16 @@ class SignalStop:
                           for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def _on_signal(self, signum, frame) -> None:
+        from ftgui.console import tell_stderr  # imported already: `ftgui train` shows progress
+
         name = signal.Signals(signum).name
         if self.signum is None:
             self.signum = signum
-            print(f"ftgui: {name}: saving the current step and stopping "
-                  "(send it again to stop at once)", file=sys.stderr, flush=True)
+            tell_stderr(f"ftgui: {name}: saving the current step and stopping "
+                        "(send it again to stop at once)")
             return
         self.supervisor.shutdown()
-        print(f"ftgui: interrupted by {name}; all processes ended", file=sys.stderr)
+        tell_stderr(f"ftgui: interrupted by {name}; all processes ended")
         sys.exit(128 + signum)
 
     def done(self) -> bool:

@@ -18,6 +18,17 @@ STEP_LINE_SECONDS = 2.0
 NOT_PRINTED = frozenset({"run_finished"})
 
 
+def tell_stderr(text: str) -> None:
+    """Print `text` on standard error; where the reader has gone (`ftgui train … 2>&1 | head`),
+    the rest of the process writes its errors to nothing instead of raising BrokenPipeError: in a
+    signal handler that error ended the run with SIGKILLs instead of the preemption the signal
+    asked for (a new user lost the step it had reached)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
+
+
 class Progress:
     """Prints the progress of `ftgui train`. `show(event)` takes the run's events in file order;
     `quiet` prints nothing; the step line's loss is `formatting.loss` ("0.2500"; an event's null

@@ -322,6 +322,39 @@ def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
     assert processes_of(run_dir) == []
 
 
+@pytest.mark.tf
+def test_sigterm_preempts_when_the_reader_of_the_output_has_gone(tmp_path):
+    """`ftgui train … 2>&1 | head` after head has exited (or a dropped ssh session): the
+    signal handler's line hit the closed pipe, its BrokenPipeError ended the run with SIGKILLs,
+    and the step reached was lost (a new user's finding). It preempts as with a reader."""
+    import time
+
+    from conftest import processes_of
+
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ftgui", "train", str(run_dir), "--steps", "100000",
+         "--checkpoint-every", "1000", "--restart-backoff", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        proc.stdout.close()  # the reader is gone: every later write hits a closed pipe
+        while not [e for e in events.read_all(run_dir) if e["event"] == "step"
+                   and e["step"] >= 20]:
+            assert proc.poll() is None
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    seen = events.read_all(run_dir)
+    [preempted] = of_kind(seen, "preempted")
+    step = preempted["step"]
+    assert max(e["step"] for e in of_kind(seen, "step")) == step  # saved the step it reached
+    assert listing.newest_valid(run_dir).step == step and step % 1000 != 0
+    assert [e["exit_code"] for e in of_kind(seen, "process_exited")] == [42]  # PREEMPTED
+    assert processes_of(run_dir) == []
+
+
 @pytest.mark.parametrize("deterministic, quiet, lines", [
     (True, False, ["checked: model m: 0 layers, 0 parameters; data 0 training / 0 validation "
                    "examples, input ()", cli.EXACT_PROMISED]),
