@@ -34,7 +34,7 @@ class AuditResult:
     …), each fault's verdict, the reference run's checkpoint cost (count, seconds training
     waited for them), its snapshot interval and cost (`snapshots` taken, `snapshot_seconds`
     training spent copying them, None when no `snapshot_stats` event told it, of which
-    `snapshot_first_seconds` the first, which traces the copy; `snapshot_size` bytes each),
+    `snapshot_first_seconds` the first; `snapshot_size` bytes each),
     the audit's wall `seconds`, and the default fault kinds `left_out` (one line each)."""
 
     audit_dir: Path
@@ -66,7 +66,7 @@ class AuditResult:
                          f"{formatting.size(self.snapshot_size)} each), training waited "
                          f"{formatting.seconds(self.snapshot_seconds, digits=3)} for them "
                          f"({formatting.seconds(self.snapshot_first_seconds, digits=3)} of it "
-                         "the first, which traces the copy)")
+                         "the first)")
         return (f"reference run: {self.checkpoints} checkpoints, training waited "
                 f"{seconds(self.checkpoint_seconds)} for them; {snapshots}")
 

@@ -327,7 +327,8 @@ class EventKind(str, enum.Enum):
     DETERMINISM_WARNING = "determinism_warning"  # supervisor: reason, ops (exact resume at risk)
     RUN_FINISHED = "run_finished"  # chief: step, loss
     # chief with in-memory snapshots, after run_finished: step, snapshots (count), seconds
-    # (summed on the step path), first_seconds (the first, which traces the copy), size (bytes)
+    # (summed on the step path), first_seconds (the first: a read of the state traced where
+    # the step does not return it), size (bytes)
     SNAPSHOT_STATS = "snapshot_stats"
 
     @property

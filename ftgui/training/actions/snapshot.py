@@ -227,7 +227,7 @@ class SnapshotAction(Action):
         self._slot = 1 - self._slot
         self.taken += 1
         spent = time.perf_counter() - began
-        if self.taken == 1:  # a read of its own traces the copy function: mostly one-time
+        if self.taken == 1:  # where the step does not return the state, a read traces here
             self.first_seconds = spent
         self.write_seconds += spent
 

@@ -421,7 +421,7 @@ def test_the_reference_cost_line_tells_the_snapshots_cost_beside_the_checkpoints
     result = result_of(tmp_path)
     line = ("reference run: 2 checkpoints, training waited 0.50 s for them; 2 in-memory "
             "snapshots (every 10 steps, 54.3 kB each), training waited 0.012 s for them "
-            "(0.010 s of it the first, which traces the copy)")
+            "(0.010 s of it the first)")
     assert result.cost_line() == line
     html = outputs.write_outputs(result)["html"].read_text(encoding="utf-8")
     assert line in html
