@@ -175,8 +175,10 @@ def _arrays(name: str, split: str, x, y, task: str) -> tuple[np.ndarray, np.ndar
         _check_finite(name, f"y_{split}", y)
         return x, y
     if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (len(y) and y.min() < 0):
+        hint = ("; for numeric targets give --task regression"
+                if np.issubdtype(y.dtype, np.floating) else "")
         raise ValueError(f"dataset: {name}: y_{split} must be 1-D integer class ids from 0, "
-                         f"not {y.dtype} {y.shape}")
+                         f"not {y.dtype} {y.shape}{hint}")
     return x, y.astype(np.int32)
 
 

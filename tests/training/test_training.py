@@ -312,6 +312,15 @@ def test_a_users_npz_is_scaled_and_split(tmp_path):
     )
 
 
+def test_float_targets_of_a_classification_say_how_to_train_a_regression():
+    with pytest.raises(ValueError) as caught:
+        data._arrays("mine.py:load", "train", np.zeros((4, 2)), np.zeros((4, 2)),
+                     "classification")
+    assert str(caught.value) == (
+        "dataset: mine.py:load: y_train must be 1-D integer class ids from 0, not float64 "
+        "(4, 2); for numeric targets give --task regression")
+
+
 @pytest.mark.parametrize(
     ("arrays", "problem"),
     [
