@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     "worker": cmd_worker, "report": cmd_report}
         if args.command in headless:
             return headless[args.command](args)
+        if args.command == "open":
+            _refuse_what_is_not_a_run(args.run_dir)
         _refuse_missing_qt_libraries()
         if args.command == "replay":
             return cmd_replay(args)
@@ -219,6 +221,22 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RuntimeError, OSError, LookupError) as exc:
         print(f"ftgui: {exc}", file=sys.stderr)
         return 2
+
+
+def _refuse_what_is_not_a_run(path: Path) -> None:
+    """Raise ConfigError (one line) unless `path` is a run's folder or an empty one (a run to
+    start there): an audit's folder, say, opened as an empty run that said nothing."""
+    from ftgui.core.record.runs import is_run_dir
+
+    if not path.is_dir():
+        raise ConfigError(f"run_dir: {path} is not a directory")
+    if is_run_dir(path) or not any(path.iterdir()):
+        return
+    runs = sorted(child.name for child in path.iterdir() if child.is_dir() and is_run_dir(child))
+    inside = (f"; the runs inside it: {', '.join(runs[:4])}{', …' if len(runs) > 4 else ''}"
+              if runs else "")
+    raise ConfigError(f"run_dir: {path} is not a run (it has no config.toml or events.jsonl)"
+                      f"{inside}")
 
 
 def _refuse_missing_qt_libraries() -> None:

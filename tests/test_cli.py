@@ -398,3 +398,27 @@ def test_a_mistyped_option_gets_the_closest_and_the_command_s_help(capsys, argv,
         cli.main(argv)
     assert exited.value.code == 2
     assert capsys.readouterr().err == line + "\n"
+
+
+def test_open_refuses_a_folder_that_is_not_a_run_before_any_window(tmp_path, capsys,
+                                                                   monkeypatch):
+    """`ftgui open` on an audit's folder opened an empty window on it without a word (a new
+    user's finding); an empty folder (a run to start there) and a run still open."""
+    opened = []
+    monkeypatch.setattr("ftgui.qt.window.app.run_app",
+                        lambda run_dir=None, present=False: opened.append(run_dir) or 0)
+    audit = tmp_path / "audit"
+    for name in ("reference", "kill", "preempt", "hang", "nan", "kill-in-save"):
+        (audit / name).mkdir(parents=True)
+        (audit / name / "events.jsonl").write_text("", encoding="utf-8")
+    (audit / "audit.json").write_text("{}", encoding="utf-8")
+    assert cli.main(["open", str(audit)]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {audit} is not a run (it has no config.toml or events.jsonl); the "
+        "runs inside it: hang, kill, kill-in-save, nan, …\n")
+    assert cli.main(["open", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err == f"ftgui: run_dir: {tmp_path / 'missing'} is not a directory\n"
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["open", str(tmp_path / "empty")]) == 0
+    assert cli.main(["open", str(audit / "kill")]) == 0
+    assert opened == [tmp_path / "empty", audit / "kill"]
