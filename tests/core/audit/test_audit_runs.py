@@ -88,3 +88,6 @@ def test_a_model_that_fails_the_check_exits_2_in_one_line_before_any_training(tm
     assert not any((audit_dir / name / "events.jsonl").exists() for name in ("reference",
                                                                               "kill"))
     assert not (audit_dir / "audit-plan.json").exists()  # the folder is free for a retry
+    # checked once, before any run started: one folder with the check's log, not one per run
+    assert sorted(p.name for p in audit_dir.iterdir()) == ["reference"]
+    assert (audit_dir / "reference" / "logs" / "check.log").is_file()
