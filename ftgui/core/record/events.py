@@ -508,8 +508,10 @@ def _process_exited(event, step, settled=False):
         return f"{name} stopped by ftgui"
     if state == "finished":
         return f"{name} finished at step {at}"
-    if settled and not run_state.is_decisive(event):
-        return f"{name} ended ({reason})"  # the rest of a cluster, ended after the outcome
+    if settled and not run_state.is_decisive(event):  # the rest of a cluster, after the outcome
+        if reason.startswith("ended by ftgui"):
+            return f"{name} {reason}"
+        return f"{name} ended ({reason})"
     how = state if state in ("killed", "preempted") else "failed"
     text = f"{name} {how}" if run_state.is_chief(event) else f"{name} lost ({how})"
     text += f" at step {at}"

@@ -335,7 +335,11 @@ class Timeline:
         if self.origin is None and isinstance(when, (int, float)):
             self.origin = float(when)
         self.attempt = max(self.attempt, attempt)
-        step, settled = self.last_step, attempt in self._settled
+        # a finished attempt is settled too: a parameter-server cluster's workers and servers,
+        # ended by ftgui once the chief finished, are no loss ("worker 0 lost (killed) at step
+        # 60, after the run had finished" alarmed a new user)
+        step = self.last_step
+        settled = attempt in self._settled or attempt in self._finished
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(event, changes)
@@ -349,7 +353,7 @@ class Timeline:
             if kind == "fault_injected" and attempt in self._finished:
                 text += ": ignored, the run had finished"
             elif kind == "process_exited" and attempt in self._finished and not text.endswith(
-                    f"finished at step {step}"):
+                    f"finished at step {step}") and "ended by ftgui" not in text:
                 text += ", after the run had finished"
             note = Note(when if isinstance(when, (int, float)) else 0.0, attempt, kind, text)
             self.notes.append(note)

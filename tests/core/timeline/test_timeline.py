@@ -257,8 +257,25 @@ def test_a_lost_multi_worker_peer_ends_the_attempt_and_the_clean_up_is_no_loss()
         ("crash", 352, "worker 1 killed @ 352")]
     texts = [note.text for note in timeline.notes]
     assert texts == ["worker 1 lost (killed) at step 352",
-                     "worker 0 ended (ended by ftgui: the rest of the cluster was over)"]
+                     "worker 0 ended by ftgui: the rest of the cluster was over"]
     assert (timeline.state, timeline.reason) == ("killed", "worker 1 ended by SIGKILL")
+
+
+def test_a_parameter_server_clusters_tasks_ended_after_the_chief_finished_are_no_loss():
+    timeline = feed(
+        *steps(1, 60),
+        {"event": "run_finished", "attempt": 0, "step": 60, "time": 7.0},
+        exit_event("chief", 0, exit_code=0, decisive=True, chief=True,
+                   reason="reached the last step"),
+        exit_event("worker", 0, signal=9, decisive=False,
+                   reason="ended by ftgui: the rest of the cluster was over"),
+        exit_event("ps", 0, signal=9, decisive=False,
+                   reason="ended by ftgui: the rest of the cluster was over"),
+    )
+    texts = [note.text for note in timeline.notes]
+    assert texts[-2:] == ["worker 0 ended by ftgui: the rest of the cluster was over",
+                          "ps 0 ended by ftgui: the rest of the cluster was over"]
+    assert timeline.incidents == [] and timeline.state == "finished"
 
 
 def test_a_hang_the_watchdog_ended_is_marked_as_a_hang():
