@@ -371,3 +371,4 @@ class DemoMenu(QObject):
         self.next_action.setEnabled(has)
         self.previous_action.setEnabled(has)
         self.stop_action.setEnabled(has and not session.ended)
+        self.panel.stop_button.setEnabled(self.stop_action.isEnabled())  # nothing left to stop

@@ -831,6 +831,7 @@ def test_k_after_the_end_fires_nothing_and_says_so(window, tmp_path, monkeypatch
     menu.session.finish()
     menu._show()
     assert menu.fire_action.isEnabled()
+    assert not menu.stop_action.isEnabled() and not menu.panel.stop_button.isEnabled()
     menu.fire_action.trigger()
     assert fired == []
     assert menu.panel.prompt.text() == "The run has ended: K fires nothing now."
