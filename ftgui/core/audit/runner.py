@@ -159,27 +159,14 @@ def _check_once(reference: _Watched, say: Callable[[str], None]) -> None:
     """Check the user's model and dataset once, in a helper process, before any run starts:
     each run's own check then finds it passed (`user_code.cached`: the faults are no part of
     its key). Seven checks side by side took 18 s on two cores to refuse a syntax error, and
-    left seven folders (a new user's finding). Raises `UserCodeError`; its log is the
-    reference's `logs/check.log`."""
+    left seven folders (a new user's finding). Says what it waits for as `ftgui train` does.
+    Raises `UserCodeError`; its log is the reference's `logs/check.log`."""
     from ftgui.core.settings import user_code
+    from ftgui.waiting import notice
 
-    errors: list[BaseException] = []
-    done = threading.Event()
-
-    def check() -> None:
-        try:
-            user_code.check(reference.run.config, reference.run_dir)
-        except Exception as exc:  # noqa: BLE001 (raised again in the caller's thread)
-            errors.append(exc)
-        done.set()
-
-    say("checking your model and dataset: a helper process imports TensorFlow")
-    threading.Thread(target=check, daemon=True).start()
-    began = time.monotonic()
-    while not done.wait(TICK_SECONDS):
-        say(f"still checking your model and dataset ({time.monotonic() - began:.0f} s)")
-    if errors:
-        raise errors[0]
+    with notice("checking your model and dataset", "a helper process imports TensorFlow, "
+                "then tries a step, a save and a restore", say=say):
+        user_code.check(reference.run.config, reference.run_dir)
 
 
 def _is_user_code(run: AuditRun) -> bool:
