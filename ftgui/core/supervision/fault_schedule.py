@@ -45,8 +45,9 @@ class FaultSchedule:
         self.armed = []
 
     def start_timer(self, config: RunConfig) -> None:
-        """Start the `kill_after_seconds` timer unless it runs or fired already (it runs on
-        across restarts until it fires)."""
+        """Start the `kill_after_seconds` timer unless it runs or fired already. The supervisor
+        calls it on each step event, so the seconds count from the run's first step (a resumed
+        run's: from its first step after the resume) and run on across restarts until it fires."""
         if config.kill_after_seconds and TIMER_KEY not in self.fired:
             self.timer_due = self.timer_due or time.time() + config.kill_after_seconds
 

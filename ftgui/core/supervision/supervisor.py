@@ -433,6 +433,10 @@ class Supervisor:
             if shared.processes and not shared.progress_seen:
                 self.restarts = 0  # a restart that trains again is not a crash loop
             shared.progress_seen = True
+            # from the first step, not the launch: importing TensorFlow takes 2-10 s, so a
+            # timer from the launch killed a slow-starting run before it trained at all
+            if not shared.settled:
+                self._faults.start_timer(self.config)
             for proc in shared.processes:
                 if proc.is_chief and proc.alive:
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
@@ -526,7 +530,6 @@ class Supervisor:
             self.tasks.isolate(tasks, writer, first=self._first_launch)
             self._first_launch = False
             self.tasks.start(tasks, writer)
-        self._faults.start_timer(config)
         shared.set_state("running", "")
 
     def _on_exit(self, proc: TrainingProcess) -> None:

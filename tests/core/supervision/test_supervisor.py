@@ -51,6 +51,8 @@ FAKE_TRAINER = textwrap.dedent(
                 sys.exit(1)
             time.sleep(0.01)
         sys.exit(3)
+    if mode.startswith("late:"):  # a trainer that takes this long to import and build
+        time.sleep(float(mode[5:]))
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
     child = subprocess.Popen(sleeper)  # stays in the trainer's process group
     escaped = subprocess.Popen(sleeper, start_new_session=True)  # left the group
@@ -120,6 +122,24 @@ def test_kill_ends_the_trainer_and_every_process_it_started(tmp_path, fake_pytho
         "kill", "chief", "user", 1
     )
     assert supervisor.kill() is False  # nothing left to kill
+
+
+def test_the_kill_timer_counts_from_the_first_step_not_the_launch(
+    tmp_path, fake_python, monkeypatch
+):
+    # Importing TensorFlow takes 2-10 s: a timer from the launch killed slow starters untrained.
+    monkeypatch.setenv("FAKE_TRAINER", "late:1.0")
+    supervisor = Supervisor(tmp_path / "run", python=fake_python)
+    supervisor.start(RunConfig(steps=10, kill_after_seconds=0.5))
+    seen = poll_until_done(supervisor)
+
+    kinds = [event["event"] for event in seen]
+    assert kinds.index("step") < kinds.index("fault_injected")
+    [step] = of_kind(seen, "step")
+    [fault] = of_kind(seen, "fault_injected")
+    assert (fault["kind"], fault["source"], fault["step"]) == ("kill", "timer", 1)
+    assert fault["time"] - step["time"] >= 0.5
+    assert supervisor.state == "killed"
 
 
 def test_a_lost_worker_is_announced_to_the_survivors_who_end_within_the_grace(
