@@ -455,12 +455,14 @@ EXACT_PROMISED = ("exact resume: promised (a step after each kind of save and re
 
 
 def _show_check(result, quiet: bool) -> None:
-    """The user-code check's summary; when exact resume cannot be promised, why (recorded as a
-    `determinism_warning` event, whose line the progress shows unless `quiet`, and in
-    config.toml's `[user_code]` table)."""
+    """The user-code check's summary and advice; when exact resume cannot be promised, why
+    (recorded as a `determinism_warning` event, whose line the progress shows unless `quiet`,
+    and in config.toml's `[user_code]` table)."""
     from ftgui.core.settings.user_code import warning_line
 
     print(f"checked: {result.summary_line()}", flush=True)
+    for line in result.advice:
+        print(f"warning: {line}", flush=True)
     if result.deterministic:
         print(EXACT_PROMISED, flush=True)
     elif quiet:

@@ -159,14 +159,17 @@ def _check_once(reference: _Watched, say: Callable[[str], None]) -> None:
     """Check the user's model and dataset once, in a helper process, before any run starts:
     each run's own check then finds it passed (`user_code.cached`: the faults are no part of
     its key). Seven checks side by side took 18 s on two cores to refuse a syntax error, and
-    left seven folders (a new user's finding). Says what it waits for as `ftgui train` does.
+    left seven folders (a new user's finding). Says what it waits for as `ftgui train` does,
+    and the check's advice (`CheckResult.advice`).
     Raises `UserCodeError`; its log is the reference's `logs/check.log`."""
     from ftgui.core.settings import user_code
     from ftgui.waiting import notice
 
     with notice("checking your model and dataset", "a helper process imports TensorFlow, "
                 "then tries a step, a save and a restore", say=say):
-        user_code.check(reference.run.config, reference.run_dir)
+        result = user_code.check(reference.run.config, reference.run_dir)
+    for line in result.advice:  # it trains, but not as its author meant
+        say(f"warning: {line}")
 
 
 def _is_user_code(run: AuditRun) -> bool:

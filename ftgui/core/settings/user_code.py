@@ -170,13 +170,21 @@ class CheckResult:
     `summary`: model name, `layers` [(name, class, output shape, parameters)], `parameters`
     (total count), dataset sizes. `deterministic` False means exact resume cannot be promised;
     `nondeterministic_ops` then names the TensorFlow ops found to be the cause, `reason` says it
-    in a sentence.
+    in a sentence. `advice`: lines for a model that trains, but not as its author meant
+    (outputs already probabilities, a compile() the run does not use), each naming the file.
     """
 
     summary: dict = field(default_factory=dict)
     deterministic: bool = True
     nondeterministic_ops: list[str] = field(default_factory=list)
     reason: str = ""
+    advice: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_answer(cls, answer: dict) -> CheckResult:
+        """The result in the helper's JSON answer (or a kept one). Raises `KeyError`."""
+        return cls(answer["summary"], answer["deterministic"], answer["nondeterministic_ops"],
+                   answer["reason"], list(answer.get("advice", [])))
 
     def record(self) -> dict:
         """The `user_code` table of config.toml (without the fingerprint)."""
@@ -237,8 +245,7 @@ def cached(config, python: str = sys.executable) -> CheckResult | None:
     try:
         answer = json.loads((cache_dir() / f"{cache_key(config, python)}.json").read_text(
             encoding="utf-8"))
-        return CheckResult(answer["summary"], answer["deterministic"],
-                           answer["nondeterministic_ops"], answer["reason"])
+        return CheckResult.from_answer(answer)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -276,8 +283,7 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
     answer = _last_json(done.stdout)
     if done.returncode == 0 and answer is not None and answer.get("ok"):
         _remember(config, python, answer)
-        return CheckResult(answer["summary"], answer["deterministic"],
-                           answer["nondeterministic_ops"], answer["reason"])
+        return CheckResult.from_answer(answer)
     error = (answer or {}).get("error") or _fallback_error(done)
     log = Path(run_dir) / "logs" / CHECK_LOG
     log.parent.mkdir(parents=True, exist_ok=True)

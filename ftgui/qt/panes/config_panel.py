@@ -224,14 +224,15 @@ class ConfigPanel(QWidget):
 
     def show_check(self, result) -> None:
         """Show a user-code check's result (`ftgui.core.settings.user_code.CheckResult`, or None for
-        built-ins): the model summary (name, layers, parameters) and any determinism warning."""
+        built-ins): the model summary (name, layers, parameters), its advice and any determinism
+        warning."""
         if result is None:
             self.check_label.setText("")
             self.check_label.setToolTip("")
             return
         from ftgui.core.settings.user_code import warning_line
 
-        text = result.summary_line()
+        text = "\n".join([result.summary_line(), *(f"warning: {line}" for line in result.advice)])
         if not result.deterministic:
             text += "\n" + warning_line(result)
         self.check_label.setText(text)

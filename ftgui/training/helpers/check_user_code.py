@@ -74,10 +74,11 @@ def check(config) -> dict:
     dataset = _stage("dataset", config.dataset, lambda: datamod.load(config.dataset, config.task))
     StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
     state = _stage("model", config.model, lambda: TrainState(strategy, config, dataset))
-    _check_outputs(config, state, dataset)
+    outputs = _check_outputs(config, state, dataset)
+    advice = _advice(config, state.model, outputs)
     deterministic, ops, reason = _step_twice(state, dataset, config)
     return {"summary": _summary(state.model, dataset, strategy), "deterministic": deterministic,
-            "nondeterministic_ops": ops, "reason": reason}
+            "nondeterministic_ops": ops, "reason": reason, "advice": advice}
 
 
 def _stage(name: str, text: str, build):
@@ -103,24 +104,55 @@ def _strategy(config):
     return make_strategy(config)  # multi-worker without TF_CONFIG: one local worker
 
 
-def _check_outputs(config, state, dataset) -> None:
-    import numpy as np
+def _where(config) -> tuple[Path, int]:
+    """The user's model file and its function's line (0 for a saved `.keras` model)."""
+    if ".py:" in config.model:
+        path, function = _source(config.model)
+        return path, _function_line(path, function)
+    return Path(config.model), 0
 
+
+def _check_outputs(config, state, dataset) -> np.ndarray:
+    """The model's outputs for up to 4 training rows (rows, num_classes); raises `Refusal`
+    when their shape or dtype is not what the run needs."""
     rows = dataset.x_train[: min(4, len(dataset.x_train))]
     outputs = np.asarray(state.model(rows, training=False))
     want = (len(rows), dataset.num_classes)
     if outputs.shape != want or not np.issubdtype(outputs.dtype, np.floating):
         what = ("logits (batch, num_classes)" if config.task == "classification"
                 else "(batch, k) targets")
-        if ".py:" in config.model:
-            path, function = _source(config.model)
-            where = (path, _function_line(path, function))
-        else:
-            where = (Path(config.model), 0)
-        raise Refusal(*where, f"model outputs {outputs.dtype} {tuple(outputs.shape)} for "
+        raise Refusal(*_where(config), f"model outputs {outputs.dtype} {tuple(outputs.shape)} for "
                               f"{len(rows)} examples; the run needs {what} = {want} "
                               f"({dataset.name}: {dataset.num_classes} "
                               f"{'classes' if config.task == 'classification' else 'targets'})")
+    return outputs
+
+
+def _advice(config, model, outputs: np.ndarray) -> list[str]:
+    """Lines for a model that trains but not as its author meant: outputs that are already
+    probabilities (each row >= 0 and summing to 1, as after a final softmax) fed to a loss
+    that takes logits (ftgui's own, when the module defines no `loss` or `--loop fit` runs),
+    and a model compiled
+    with a loss and optimizer that the run does not use."""
+    from ftgui.training.models import user_loss
+
+    path, line = _where(config)
+    where = f"{path}:{line}" if line else str(path)
+    advice = []
+    probabilities = (outputs.shape[1] > 1 and bool(np.all(outputs >= 0))
+                     and bool(np.allclose(outputs.sum(axis=1), 1.0, atol=1e-4)))
+    if (config.task == "classification" and probabilities
+            and (config.loop == "fit" or ".py:" not in config.model
+                 or user_loss(config.model) is None)):
+        advice.append(f"{where}: the model's outputs are probabilities (each row sums to 1, "
+                      f"as after a softmax), but the run's loss takes logits, so it trains "
+                      f"slowly: drop the final softmax, or define "
+                      f"loss = keras.losses.SparseCategoricalCrossentropy() in the module")
+    if getattr(model, "compiled", False):
+        advice.append(f"{where}: the model was compiled, but compile()'s loss, optimizer and "
+                      f"metrics are not used: the run trains with Adam at --learning-rate "
+                      f"and the module's `loss` and `metrics` when it defines them")
+    return advice
 
 
 def _step_twice(state, dataset, config) -> tuple[bool, list[str], str]:

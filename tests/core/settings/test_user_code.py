@@ -255,6 +255,43 @@ def test_a_model_with_a_stateful_random_op_trains_but_exact_resume_is_not_promis
     assert listing.newest_valid(run_dir).meta["exact_resume"] is False
 
 
+SOFTMAX_MODEL = """
+import keras
+
+def build(input_shape, num_classes):
+    model = keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),
+                              keras.layers.Dense(num_classes, activation="softmax")])
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return model
+"""
+
+
+@pytest.mark.tf
+def test_a_softmax_output_and_an_unused_compile_are_told_before_training(tmp_path, capsys):
+    # Both train without an error, but not as the author meant: ftgui's loss takes logits,
+    # and it trains with its own optimizer.
+    model = tmp_path / "softmax_model.py"
+    model.write_text(SOFTMAX_MODEL)
+    assert cli.main(["train", str(tmp_path / "run"), "--model", f"{model}:build",
+                     "--strategy", "default", "--steps", "2", "--quiet"]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: {model}:4: the model's outputs are probabilities (each row sums to 1, as "
+        f"after a softmax), but the run's loss takes logits, so it trains slowly: drop the "
+        f"final softmax, or define loss = keras.losses.SparseCategoricalCrossentropy() in the "
+        f"module",
+        f"warning: {model}:4: the model was compiled, but compile()'s loss, optimizer and "
+        f"metrics are not used: the run trains with Adam at --learning-rate and the module's "
+        f"`loss` and `metrics` when it defines them"]
+    model.write_text(SOFTMAX_MODEL.replace('activation="softmax"', "").replace(
+        "    model.compile(optimizer=\"sgd\", loss=\"sparse_categorical_crossentropy\")\n",
+        ""))
+    assert cli.main(["train", str(tmp_path / "run2"), "--model", f"{model}:build",
+                     "--strategy", "default", "--steps", "2", "--quiet"]) == 0
+    assert "warning:" not in capsys.readouterr().out
+
+
 @pytest.mark.tf
 @pytest.mark.parametrize("strategy", ["multi-worker", "parameter-server"])
 def test_cluster_strategies_train_a_user_model(strategy, tmp_path):
@@ -299,10 +336,12 @@ def test_the_panel_picks_a_file_and_shows_the_function_and_the_check(qtbot):
         {"name": "sine_regression", "layers": [["dense", "Dense", "(None, 2)", 66]] * 3,
          "parameters": 290, "train": 640, "val": 160, "input_shape": [6]},
         deterministic=False, nondeterministic_ops=["RandomStandardNormal (noise)"],
-        reason="stateful random ops: RandomStandardNormal (noise)")
+        reason="stateful random ops: RandomStandardNormal (noise)",
+        advice=["regression.py:40: the model was compiled, but …"])
     panel.show_check(result)
     text = panel.check_label.text()
     assert text.startswith("model sine_regression: 3 layers, 290 parameters; data 640 training")
+    assert text.splitlines()[1] == "warning: regression.py:40: the model was compiled, but …"
     assert "exact resume is not guaranteed" in text and "RandomStandardNormal" in text
 
 
