@@ -179,3 +179,32 @@ def losses_and_validations(seen: list[dict]) -> tuple[dict, dict]:
     validations = {(e["attempt"], e["step"]): (e["val_loss"], e["val_accuracy"])
                    for e in seen if e["event"] == "validation"}
     return steps, validations
+
+
+def write_chaos_run(run_dir, faults: int = 12, total: int = 1200) -> None:
+    """A `total`-step run killed every 90 steps (`faults` times) and resumed each time from
+    10 steps back."""
+    configmod.save(run_dir, RunConfig(steps=total, checkpoint_every=10))
+    step, time = 0, T0
+    for attempt in range(faults + 1):
+        with EventWriter(run_dir, attempt) as w:
+            if attempt == 0:
+                w.emit("run_started", time=time)
+            else:
+                w.emit("resumed", time=time, from_step=step - 10,
+                       checkpoint=f"checkpoints/ckpt-{step - 10}")
+                step -= 10
+            w.emit("process_started", time=time, pid=10 + attempt, restore=None,
+                   standby=False, role="chief", index=0, chief=True)
+            last = min(step + 100, total) if attempt < faults else total
+            for s in range(step + 1, last + 1):
+                time += 0.01
+                w.emit("step", time=time, step=s, loss=2.0 / s)
+            step = last
+            if attempt < faults:
+                w.emit("fault_injected", time=time, kind="kill", target="chief", step=step,
+                       source="chaos")
+                w.emit("process_exited", time=time + 0.1, pid=10 + attempt, last_step=step,
+                       signal=9, signal_name="SIGKILL", decisive=True, shutdown=False,
+                       role="chief", index=0, chief=True)
+                time += 1.0

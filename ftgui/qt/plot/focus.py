@@ -142,7 +142,8 @@ def clip_band(span: tuple[float, float] | None, band: tuple[float, float] | None
     return low - CLIP_MARGIN * height, high + CLIP_MARGIN * height
 
 
-def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL_ROWS) -> None:
+def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL_ROWS,
+                         max_labelled: int = MAX_LABELLED) -> None:
     """Put the label of each shown marker line (`pg.InfiniteLine`, label anchored left or right
     of its line) in a row where it overlaps no other and not the `legend` item (`label_rows`:
     the newest marker of `lines` first, each in its row of the last layout while it fits there,
@@ -150,11 +151,11 @@ def layout_marker_labels(view_box, lines, legend=None, max_rows: int = MAX_LABEL
     on the side its line prefers (`line.prefers_right`, else its anchor), or on the other side
     when it would run past the edge of the plot there; one whose line is out of view, or that
     fits on neither side, is hidden. Labels use at most `max_rows` rows at the top, and only the
-    newest `MAX_LABELLED` markers (by step) are labelled: the lines of older ones stay, their
+    newest `max_labelled` markers (by step) are labelled: the lines of older ones stay, their
     text is in the line's tooltip."""
     shown = [line for line in lines if line.isVisible()]
     order = list(lines)  # the order the markers came in: the last is the newest
-    newest = sorted(shown, key=lambda line: line.value())[-MAX_LABELLED:]
+    newest = sorted(shown, key=lambda line: line.value())[-max_labelled:]
     for line in shown:
         line.setToolTip(line.label.toPlainText())
         if line not in newest:

@@ -16,6 +16,7 @@ from ftgui.qt import theme
 from ftgui.qt.plot import legend_place
 from ftgui.qt.plot.focus import (
     MAX_LABEL_ROWS,
+    MAX_LABELLED,
     clip_band,
     focus_span,
     focus_start,
@@ -33,9 +34,11 @@ class PlotLook:
     """`set_presenting(on)` and what it changes; mixed into `LossPlot`, whose attributes
     (`presenting`, `legend`, `traces`, `markers`, `regions`, `_span`, `_clip`, …) it uses.
     `label_rows`: how many rows the marker labels may take at the top (`focus.MAX_LABEL_ROWS`;
-    the comparison, whose runs' markers share one plot, takes more)."""
+    the comparison, whose runs' markers share one plot, takes more). `max_labelled`: how many
+    of the newest markers get a label (`focus.MAX_LABELLED`)."""
 
     label_rows = MAX_LABEL_ROWS
+    max_labelled = MAX_LABELLED
     legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
     _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
     _legend_anchored = None  # the (anchor, offset) last given to the legend
@@ -177,7 +180,7 @@ class PlotLook:
     def _layout_labels(self, *_args) -> None:
         layout_marker_labels(self.getPlotItem().getViewBox(),
                              [line for _kind, _step, line in self.markers], self.legend,
-                             self.label_rows)
+                             self.label_rows, self.max_labelled)
         if self.presenting and CORNERS[self.legend_corner][0][1] == 0:
             self._anchor_legend()  # a top corner's legend stays under the strip as it grows
         self._place_inset()

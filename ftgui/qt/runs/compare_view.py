@@ -43,6 +43,7 @@ COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "chec
 COMPARE_COLOURS = ("#1f77b4", "#e08e0b", "#7b3fa0", "#2a9d8f", "#8c564b", "#d4479b")
 MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "resume", "worker_lost")
 FIGURES_PX = {False: 13, True: 24}  # the large lines over the plot
+COMPARE_LABELLED = 10  # a chaos demo's five faults, each with its resume, all named
 COMPARE_LABEL_ROWS = 3  # each run's kill and resume labelled: two runs' resumes need a row each
 MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
@@ -145,6 +146,7 @@ class CompareView(QWidget):
         self.plot = LossPlot()
         self.plot.setObjectName("comparePlot")
         self.plot.label_rows = COMPARE_LABEL_ROWS
+        self.plot.max_labelled = COMPARE_LABELLED
         self.model_ = FiguresModel(self)
         self.table = QTableView()
         set_up_table(self.table, "compareTable", self.model_, stripes=True)

@@ -14,7 +14,7 @@ from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
-from recorded import T0, write_recovered_run
+from recorded import T0, write_chaos_run, write_recovered_run
 
 from ftgui.core.record.events import EventWriter
 from ftgui.core.settings import config as configmod
@@ -203,34 +203,6 @@ def test_the_story_line_takes_at_most_two_lines(window, qtbot, presenting, story
     QApplication.processEvents()
     assert banner.shown_text() == banner.text()
     assert banner.font().pixelSize() == base  # a short sentence at the full size
-
-
-def write_chaos_run(run_dir, faults: int = 12) -> None:
-    """A 1200-step run killed every 90 steps and resumed each time from 10 steps back."""
-    configmod.save(run_dir, RunConfig(steps=1200, checkpoint_every=10))
-    step, time = 0, T0
-    for attempt in range(faults + 1):
-        with EventWriter(run_dir, attempt) as w:
-            if attempt == 0:
-                w.emit("run_started", time=time)
-            else:
-                w.emit("resumed", time=time, from_step=step - 10,
-                       checkpoint=f"checkpoints/ckpt-{step - 10}")
-                step -= 10
-            w.emit("process_started", time=time, pid=10 + attempt, restore=None,
-                   standby=False, role="chief", index=0, chief=True)
-            last = min(step + 100, 1200) if attempt < faults else 1200
-            for s in range(step + 1, last + 1):
-                time += 0.01
-                w.emit("step", time=time, step=s, loss=2.0 / s)
-            step = last
-            if attempt < faults:
-                w.emit("fault_injected", time=time, kind="kill", target="chief", step=step,
-                       source="chaos")
-                w.emit("process_exited", time=time + 0.1, pid=10 + attempt, last_step=step,
-                       signal=9, signal_name="SIGKILL", decisive=True, shutdown=False,
-                       role="chief", index=0, chief=True)
-                time += 1.0
 
 
 @pytest.mark.parametrize("presenting", [True, False])

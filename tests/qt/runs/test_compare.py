@@ -9,7 +9,8 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import pytest
-from recorded import crash_and_recovery, two_runs
+from PySide6.QtWidgets import QApplication
+from recorded import crash_and_recovery, two_runs, write_chaos_run
 
 from ftgui.core.record import run_notes, runs
 from ftgui.core.record.run_notes import RunNotes
@@ -68,6 +69,25 @@ def test_the_compare_button_shows_both_runs_on_one_axis_with_their_table(window,
         "checkpoint every 4": ["1", "2", "2.2 s", "5", "0.25 s", "5.12 s", "56 %",
                                "0.05 = every-10, bitwise"],
     }
+
+
+@pytest.mark.parametrize("presenting", [True, False])
+def test_a_chaos_comparison_names_each_of_its_five_faults(window, tmp_path, presenting):
+    # The chaos demo's last stage says "Five faults survived": its comparison named three.
+    write_chaos_run(tmp_path / "reference", faults=0, total=600)  # the demo's length
+    write_chaos_run(tmp_path / "chaos", faults=5, total=600)
+    window.resize(1280, 720)
+    window.set_presenting(presenting)
+    view = window.run_history.compare([runs.summarize(tmp_path / name)
+                                       for name in ("reference", "chaos")])
+    view.plot.redraw()
+    QApplication.processEvents()
+    labels = [line.label for _, _, line in view.plot.markers if line.label.isVisible()]
+    assert sorted(label.toPlainText() for label in labels
+                  if label.toPlainText().startswith("killed")) == [
+        f"killed @ {step}" for step in (100, 190, 280, 370, 460)]
+    rects = [label.sceneBoundingRect() for label in labels]
+    assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
 
 
 def test_run_compare_without_a_selection_asks_for_two_runs(window, tmp_path):
