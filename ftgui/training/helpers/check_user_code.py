@@ -144,14 +144,20 @@ def _advice(config, model, outputs: np.ndarray) -> list[str]:
     if (config.task == "classification" and probabilities
             and (config.loop == "fit" or ".py:" not in config.model
                  or user_loss(config.model) is None)):
+        fix = ("drop the final softmax (--loop fit trains with softmax cross-entropy on "
+               "logits, whatever the module's `loss`)" if config.loop == "fit" else
+               "drop the final softmax, or define "
+               "loss = keras.losses.SparseCategoricalCrossentropy() in the module")
         advice.append(f"{where}: the model's outputs are probabilities (each row sums to 1, "
                       f"as after a softmax), but the run's loss takes logits, so it trains "
-                      f"slowly: drop the final softmax, or define "
-                      f"loss = keras.losses.SparseCategoricalCrossentropy() in the module")
+                      f"slowly: {fix}")
     if getattr(model, "compiled", False):
+        used = ("--loop fit compiles it again with Adam at --lr, softmax cross-entropy on "
+                "logits and accuracy" if config.loop == "fit" else
+                "the run trains with Adam at --lr and the module's `loss` and `metrics` when "
+                "it defines them")
         advice.append(f"{where}: the model was compiled, but compile()'s loss, optimizer and "
-                      f"metrics are not used: the run trains with Adam at --learning-rate "
-                      f"and the module's `loss` and `metrics` when it defines them")
+                      f"metrics are not used: {used}")
     return advice
 
 

@@ -282,14 +282,46 @@ def test_a_softmax_output_and_an_unused_compile_are_told_before_training(tmp_pat
         f"final softmax, or define loss = keras.losses.SparseCategoricalCrossentropy() in the "
         f"module",
         f"warning: {model}:4: the model was compiled, but compile()'s loss, optimizer and "
-        f"metrics are not used: the run trains with Adam at --learning-rate and the module's "
-        f"`loss` and `metrics` when it defines them"]
+        f"metrics are not used: the run trains with Adam at --lr and the module's `loss` "
+        f"and `metrics` when it defines them"]
     model.write_text(SOFTMAX_MODEL.replace('activation="softmax"', "").replace(
         "    model.compile(optimizer=\"sgd\", loss=\"sparse_categorical_crossentropy\")\n",
         ""))
     assert cli.main(["train", str(tmp_path / "run2"), "--model", f"{model}:build",
                      "--strategy", "default", "--steps", "2", "--quiet"]) == 0
     assert "warning:" not in capsys.readouterr().out
+
+
+@pytest.mark.tf
+def test_under_the_fit_loop_the_advice_names_what_the_fit_loop_uses(tmp_path):
+    # --loop fit compiles the model itself: a module's `loss` is no way out there (a new
+    # user's finding)
+    import types
+
+    import numpy as np
+
+    from ftgui.training.helpers.check_user_code import _advice
+
+    model = tmp_path / "m.py"
+    model.write_text("import keras\nloss = keras.losses.SparseCategoricalCrossentropy()\n"
+                     "def build(input_shape, num_classes):\n    pass\n")
+    probabilities = np.full((4, 10), 0.1, dtype=np.float32)
+    compiled = types.SimpleNamespace(compiled=True)
+    custom = RunConfig(model=f"{model}:build")
+    assert [line.split(": ", 1)[1] for line in _advice(custom, compiled, probabilities)] == [
+        "the model was compiled, but compile()'s loss, optimizer and metrics are not used: "
+        "the run trains with Adam at --lr and the module's `loss` and `metrics` when it "
+        "defines them"]
+    fit = custom.replace(loop="fit")
+    assert [line.split(": ", 1)[1] for line in _advice(fit, compiled, probabilities)] == [
+        "the model's outputs are probabilities (each row sums to 1, as after a softmax), but "
+        "the run's loss takes logits, so it trains slowly: drop the final softmax (--loop fit "
+        "trains with softmax cross-entropy on logits, whatever the module's `loss`)",
+        "the model was compiled, but compile()'s loss, optimizer and metrics are not used: "
+        "--loop fit compiles it again with Adam at --lr, softmax cross-entropy on logits and "
+        "accuracy"]
+    logits = np.linspace(-1, 1, 40, dtype=np.float32).reshape(4, 10)
+    assert _advice(fit, types.SimpleNamespace(compiled=False), logits) == []
 
 
 @pytest.mark.tf
