@@ -339,8 +339,8 @@ class Settings:
         "snapshot of this step: half its bytes copied, before its checksum (the step must get "
         "a snapshot)")
     kill_after_seconds: float = _seconds(
-        0.0, "Crash the fault target this long after the run's first step", "--kill-after-seconds",
-        "Kill after", "killAfterSpin")
+        0.0, "Crash the fault target after this many seconds of training (once per run)",
+        "--kill-after-seconds", "Kill after", "killAfterSpin")
     watchdog_seconds: float = _seconds(
         0.0, "Kill and recover a run that makes no progress this long", "--watchdog-seconds",
         "Watchdog", "watchdogSpin")

@@ -23,12 +23,14 @@ TIMER_KEY = "timer"  # the timer's key among the fired faults
 
 class FaultSchedule:
     """The fault plan's state over a run's attempts: `fired` keys (`kind@step:target`, and
-    `timer`), `armed` faults the supervisor fires itself, and `timer_due` (Unix seconds)."""
+    `timer`), `armed` faults the supervisor fires itself, `timer_due` (Unix seconds) and
+    `timer_left` (seconds, while paused)."""
 
     def __init__(self):
         self.fired: set[str] = set()
         self.armed: list[fault_plan.PlannedFault] = []
         self.timer_due: float | None = None
+        self.timer_left: float | None = None  # seconds left while paused between attempts
         # planned holds: step -> why (`ftgui.core.supervision.holds`)
         self.holds: dict[int, str] = {}
         self.held: set[int] = set()  # steps the run already held at (a hold happens once)
@@ -37,6 +39,8 @@ class FaultSchedule:
         """Note a `fault_injected` event of a planned fault (from any attempt's history)."""
         if event.get("event") == "fault_injected" and event.get("source") == "schedule":
             self.fired.add(f"{event.get('kind')}@{event.get('step')}:{event.get('target')}")
+        elif event.get("event") == "fault_injected" and event.get("source") == TIMER_KEY:
+            self.fired.add(TIMER_KEY)  # a resume of the run must not fire it again
         elif event.get("event") == "held":
             self.held.add(event.get("step"))
 
@@ -45,11 +49,20 @@ class FaultSchedule:
         self.armed = []
 
     def start_timer(self, config: RunConfig) -> None:
-        """Start the `kill_after_seconds` timer unless it runs or fired already. The supervisor
-        calls it on each step event, so the seconds count from the run's first step (a resumed
-        run's: from its first step after the resume) and run on across restarts until it fires."""
-        if config.kill_after_seconds and TIMER_KEY not in self.fired:
-            self.timer_due = self.timer_due or time.time() + config.kill_after_seconds
+        """Start the `kill_after_seconds` timer, or go on with it, unless it runs or fired
+        already. The supervisor calls it on each live step event, so it counts seconds of
+        training: from the run's first step, paused between attempts (`pause_timer`) so that
+        it never fires while a restarted process imports TensorFlow. It fires once per run."""
+        if config.kill_after_seconds and TIMER_KEY not in self.fired and self.timer_due is None:
+            left = config.kill_after_seconds if self.timer_left is None else self.timer_left
+            self.timer_due = time.time() + left
+
+    def pause_timer(self) -> None:
+        """Stop the timer's clock (the attempt ended): what is left runs from the next
+        attempt's first step."""
+        if self.timer_due is not None:
+            self.timer_left = max(self.timer_due - time.time(), 0.0)
+            self.timer_due = None
 
     def args_for(self, config: RunConfig, task: Task, task_names: list[str]) -> list[str]:
         """The unfired faults `task` fires itself (as `KIND@STEP:TARGET`); the kill, hang and

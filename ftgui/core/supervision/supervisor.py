@@ -137,6 +137,7 @@ class Supervisor:
         self.config_note = ""  # which settings it lacked and came from the run's record
         self._bad_config_stamp: int | None = None  # its modification time when it did not
         self._faults = FaultSchedule()
+        self._launched: int | None = None  # the attempt this supervisor launched last
         self._pending: list[dict] = []
         self._first_launch = True  # the next launch is the first of a start
         self._folder_lost = ""  # why the run folder it started the run in is gone ('' while not)
@@ -341,7 +342,8 @@ class Supervisor:
 
     def shutdown(self) -> None:
         """Kill every process of the run, cancel pending restarts and release the directory."""
-        self._recovery.due = self._faults.timer_due = None
+        self._recovery.due = None
+        self._faults.pause_timer()
         self.shared.user_stop = "shutdown"  # the exits that follow are not crashes to recover from
         if not (self._folder_lost or self._check_folder()):  # a lost folder gets no events
             self.tasks.kill_all()
@@ -435,8 +437,8 @@ class Supervisor:
             shared.progress_seen = True
             # from the first step, not the launch: importing TensorFlow takes 2-10 s, so a
             # timer from the launch killed a slow-starting run before it trained at all
-            if not shared.settled:
-                self._faults.start_timer(self.config)
+            if event.get("attempt", 0) == self._launched and not shared.settled:
+                self._faults.start_timer(self.config)  # not for a replay of older attempts
             for proc in shared.processes:
                 if proc.is_chief and proc.alive:
                     proc.last_step, proc.last_heartbeat = event["step"], time.time()
@@ -499,7 +501,9 @@ class Supervisor:
         self.tasks.end_old_attempt()
         peer_notice.clear(self.run_dir)  # the old attempts' notices (their processes are gone)
         self._drain()  # the attempt number and fired faults come from the whole history
+        self._faults.pause_timer()  # it goes on at the new attempt's first step
         attempt = shared.attempt + 1
+        self._launched = attempt
         shared.forked = is_fork
         if is_fork and restore is not None:
             restore_point.archive_newer(self.run_dir, restore.step, attempt)
@@ -567,6 +571,7 @@ class Supervisor:
         if not decisive:
             return
         shared.settled = True
+        self._faults.pause_timer()  # no process trains until the next attempt's first step
         if state == "finished":
             self._faults.timer_due = None
             self.hand_on_standbys()

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 
 import psutil
 import pytest
@@ -53,6 +54,13 @@ FAKE_TRAINER = textwrap.dedent(
         sys.exit(3)
     if mode.startswith("late:"):  # a trainer that takes this long to import and build
         time.sleep(float(mode[5:]))
+    if mode.startswith("crash-then-late:"):  # attempt 0 trains, then fails; later ones start late
+        trains, starts = map(float, mode.split(":")[1].split(","))
+        if attempt == 0:
+            events.emit("step", step=1, loss=2.0)
+            time.sleep(trains)
+            sys.exit(1)
+        time.sleep(starts)
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
     child = subprocess.Popen(sleeper)  # stays in the trainer's process group
     escaped = subprocess.Popen(sleeper, start_new_session=True)  # left the group
@@ -140,6 +148,42 @@ def test_the_kill_timer_counts_from_the_first_step_not_the_launch(
     assert (fault["kind"], fault["source"], fault["step"]) == ("kill", "timer", 1)
     assert fault["time"] - step["time"] >= 0.5
     assert supervisor.state == "killed"
+
+
+def test_the_kill_timer_pauses_while_a_restarted_trainer_starts(tmp_path, fake_python,
+                                                                monkeypatch):
+    # 0.5 s of training in attempt 0, then 1.5 s of start-up: a timer that ran on killed the
+    # new process before its first step (a breaker's finding)
+    monkeypatch.setenv("FAKE_TRAINER", "crash-then-late:0.5,1.5")
+    supervisor = Supervisor(tmp_path / "run", python=fake_python)
+    supervisor.start(RunConfig(steps=10, kill_after_seconds=1.0, auto_recover=True,
+                               restart_backoff=0))
+    seen = poll_until(supervisor, lambda ev: of_kind(ev, "fault_injected"))
+    supervisor.shutdown()
+    [fault] = of_kind(seen, "fault_injected")
+    [step] = of_kind(seen, "step", attempt=1)
+    assert (fault["source"], fault["attempt"], fault["step"]) == ("timer", 1, 1)
+    # 1.0 s in all: about 0.5 s in attempt 0 and the rest from attempt 1's first step
+    assert fault["time"] - step["time"] >= 0.3
+
+
+def test_a_resumed_run_whose_kill_timer_fired_is_not_killed_again(tmp_path, fake_python):
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(steps=10, kill_after_seconds=0.3))
+    seen = poll_until_done(supervisor)
+    assert [e["source"] for e in of_kind(seen, "fault_injected")] == ["timer"]
+    supervisor.shutdown()
+
+    again = Supervisor(run_dir, python=fake_python)  # `ftgui train RUN --resume`
+    again.resume()
+    seen = poll_until(again, lambda ev: of_kind(ev, "step", attempt=1))
+    deadline = time.time() + 1.0  # over three times the timer
+    while time.time() < deadline:
+        seen += again.poll()
+        time.sleep(0.05)
+    again.shutdown()
+    assert of_kind(seen, "fault_injected", attempt=1) == []
 
 
 def test_a_lost_worker_is_announced_to_the_survivors_who_end_within_the_grace(
