@@ -50,11 +50,11 @@ def test_stop_and_save_requests_are_taken_from_the_cluster_or_this_process(
     assert agreed_requests(agreed, local, alone, step, last_step=60) == expected
 
 
-def test_a_rollback_needs_a_checkpoint_and_stops_after_three():
-    assert refusal(found_checkpoint=False, rollbacks=1) == "no valid checkpoint"
+def test_a_rollback_needs_a_checkpoint_or_snapshot_and_stops_after_three():
+    assert refusal(found_state=False, rollbacks=1) == "no valid checkpoint or snapshot before it"
     assert [refusal(True, n) for n in range(1, MAX_ROLLBACKS + 1)] == [None] * MAX_ROLLBACKS
     assert refusal(True, MAX_ROLLBACKS + 1) == "3 rollbacks"
-    assert refusal(False, MAX_ROLLBACKS + 1) == "no valid checkpoint"
+    assert refusal(False, MAX_ROLLBACKS + 1) == "no valid checkpoint or snapshot before it"
 
 
 def test_a_hang_and_a_kill_at_the_same_step_are_sent_hang_first():
@@ -174,7 +174,7 @@ class Batches:
 
 
 def make_loop(run_dir: Path, writer, model: FakeModel, planned, last_step: int = 12,
-              requests: Requests | None = None):
+              requests: Requests | None = None, from_memory=None):
     requests = requests or Requests()
     saves = FakeCheckpoints(run_dir, every=3)
     hooks = FaultHooks(Faults(planned), writer, requests, wait_for_save=lambda: None,
@@ -182,7 +182,7 @@ def make_loop(run_dir: Path, writer, model: FakeModel, planned, last_step: int =
     summaries = type("NoSummaries", (), {"restart_at": lambda self, step: None})()
     actions = [StepEvents(writer, Batches().epoch_of, is_chief=True),
                NanRollback(run_dir, writer, summaries, model.restore, lambda: None,
-                           is_chief=True),
+                           is_chief=True, from_memory=from_memory),
                saves, hooks]
     loop = TrainingLoop(model, Batches(), last_step, 3, model.global_step, hooks, actions,
                         requests)
@@ -207,6 +207,36 @@ def test_a_nan_loss_rolls_back_to_the_checkpoint_before_it_and_the_replay_is_cle
     assert all_events[-1]["loss"] == 1 / 12
     assert saves.seen == [("saved", 3), ("saved", 6), ("saved", 9), ("saved", 12),
                           ("end", 12), ("close",)]  # never the poisoned step 5
+
+
+def test_a_nan_rolls_back_to_a_snapshot_newer_than_the_checkpoint_before_it(tmp_path):
+    model = FakeModel()
+    asked = []
+
+    def from_memory(before: int, newer_than: int):
+        asked.append((before, newer_than))
+        model.global_step = before - 1  # the snapshot of the step before
+        return before - 1, 1.0 / (before - 1)
+
+    with events.EventWriter(tmp_path, attempt=0) as writer:
+        loop, saves = make_loop(tmp_path, writer, model, [("nan", 5, "chief")],
+                                from_memory=from_memory)
+        assert loop.run() == exitcodes.FINISHED
+    assert asked == [(5, 3)]  # newer than checkpoint 3, before the poisoned step 5
+    assert model.ran == [1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11, 12]
+    [rolled] = [e for e in events.read_all(tmp_path) if e["event"] == "rolled_back"]
+    assert (rolled["from_step"], rolled["to_step"], rolled["checkpoint"], rolled["source"]) == (
+        5, 4, None, "memory")
+
+
+def test_without_a_snapshot_a_nan_no_checkpoint_precedes_stops_the_run(tmp_path):
+    model = FakeModel()
+    with events.EventWriter(tmp_path, attempt=0) as writer:
+        loop, saves = make_loop(tmp_path, writer, model, [("nan", 2, "chief")],
+                                from_memory=lambda before, newer_than: None)
+        assert loop.run() == exitcodes.NON_FINITE
+    assert model.ran == [1, 2]
+    assert "rolled_back" not in [e["event"] for e in events.read_all(tmp_path)]
 
 
 def test_a_loss_that_stays_nan_stops_the_run_after_three_rollbacks(tmp_path):

@@ -311,7 +311,7 @@ class EventKind(str, enum.Enum):
     FAULT_INJECTED = "fault_injected"  # kind, target, step, source (user, schedule, timer)
     PREEMPTED = "preempted"  # chief: step, checkpoint (saved on SIGTERM)
     NON_FINITE_LOSS = "non_finite_loss"  # chief: step
-    ROLLED_BACK = "rolled_back"  # chief: from_step, to_step, checkpoint
+    ROLLED_BACK = "rolled_back"  # chief: from_step, to_step, checkpoint, source (memory/disk)
     HANG_DETECTED = "hang_detected"  # supervisor's watchdog: role, index, seconds, last_step
     THAWED = "thawed"  # supervisor: target, step
     # a trainer waits at a step boundary until the supervisor lets it go
@@ -550,8 +550,9 @@ _DESCRIBERS = {
     "fault_injected": _fault_injected,
     "preempted": lambda e, s: f"preempted: checkpoint {e.get('step')} saved, stopping",
     "non_finite_loss": lambda e, s: f"loss not finite at step {e.get('step')}",
-    "rolled_back": lambda e, s: f"rolled back from step {e.get('from_step')} to checkpoint "
-    f"{e.get('to_step')}",
+    "rolled_back": lambda e, s: f"rolled back from step {e.get('from_step')} to "
+    + (f"step {e.get('to_step')} from memory" if e.get("source") == "memory"
+       else f"checkpoint {e.get('to_step')}"),
     "hang_detected": lambda e, s: f"{who(e)} hung: no progress for "
     f"{formatting.seconds(e.get('seconds'))} at step {e.get('last_step')}",
     "held": lambda e, s: _held(e),

@@ -331,7 +331,7 @@ class IncidentTracker:
 
     def _on_rolled_back(self, event, when):
         if self._open is not None:
-            self._open.restore_source = "disk"
+            self._open.restore_source = event.get("source", "disk")
             self._open.in_process = True
         return self._resume(event.get("to_step", 0), when)
 

@@ -194,7 +194,8 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         # a thawed process goes on where it stopped: its next step, not a new attempt's first
         awaited = "the next step" if incident.thawed else "the first step"
         return f"{fault}{ARROW}{_how(incident)}{ARROW}waiting for {awaited}"
-    if incident.kind == "nan" and incident.attempt == timeline.attempt:
+    if (incident.kind == "nan" and incident.attempt == timeline.attempt
+            and timeline.state not in ENDED_STATES):  # a failed rollback ended the process
         return f"{fault}{ARROW}rolling back in the process"
     started = timeline.started.get(timeline.attempt)
     if started is not None and timeline.attempt > incident.attempt:
@@ -236,7 +237,8 @@ def _undetected(timeline: Timeline, incident: Incident, due_in: float | None) ->
     """Between a fault and the moment it is known, in words true of that fault (`due_in`:
     `frozen_words`)."""
     if incident.kind == "nan":
-        return "rolling back in the process"
+        return ("stopped: no earlier state to roll back to" if timeline.state in ENDED_STATES
+                else "rolling back in the process")
     if incident.kind == "hang":
         return frozen_words(timeline, due_in)  # "Froze at step N" says it froze
     if incident.kind == "preempt":

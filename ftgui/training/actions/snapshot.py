@@ -235,6 +235,27 @@ class SnapshotAction(Action):
         """On the writer thread: the file's `write` of `payload` (tensors or arrays)."""
         self.file.write(slot, step, loss, self.state_bytes.views(payload))
 
+    def roll_back(self, before: int, newer_than: int) -> tuple[int, float] | None:
+        """A NaN rollback from memory: load the newest consistent snapshot of a step in
+        (`newer_than`, `before`) into the state and go on snapshotting from it; (its step, its
+        loss), or None when neither slot holds one (nothing is assigned then). The data
+        position needs no restore: the batches of this process are a function of the step."""
+        self.wait()
+        slots = [self.file.slot(index) for index in range(snapshots.SLOTS)]
+        good = [slot for slot in slots if slot.consistent and newer_than < slot.step < before]
+        if not good:
+            return None
+        slot = max(good, key=lambda found: found.step)
+        payload = self.file.payload(slot)
+        if int.from_bytes(payload[-8:], sys.byteorder, signed=True) != slot.step:
+            return None  # the global step is the last variable: another state's bytes
+        self.state_bytes.load(payload)
+        self._slot = 1 - slot.index  # the restored snapshot stays until the next is whole
+        if self._fuses:
+            self.state.last_state_output = None  # the poisoned step's state
+        self.arm(slot.step)
+        return slot.step, slot.loss
+
     def wait(self) -> None:
         """Block until the snapshot being written is in the file (re-raising its error)."""
         if self._writer is not None:

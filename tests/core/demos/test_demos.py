@@ -677,7 +677,8 @@ def test_the_bad_numerics_demo_rolls_the_nan_back_in_process_at_its_pace(tmp_pat
     [poisoned] = [e for e in of_kind(seen, "step") if e["loss"] is None]
     assert poisoned["step"] == 420
     [rollback] = of_kind(seen, "rolled_back")
-    assert (rollback["from_step"], rollback["to_step"]) == (420, 400)
+    assert (rollback["from_step"], rollback["to_step"], rollback["source"]) == (
+        420, 419, "memory")  # the snapshot of the step before
     assert len(of_kind(seen, "process_started")) == 1
     assert of_kind(seen, "run_finished")[0]["step"] == 800
     assert math.isfinite(events.final_losses(seen)[800])
@@ -714,9 +715,9 @@ def test_the_chaos_demo_ends_with_the_weights_of_the_uninterrupted_run(tmp_path,
     assert len(of_kind(chaos, "hang_detected")) == 1
     incidents = from_events(chaos).incidents
     # snapshots every step (the default): a kill or a hang resumes at its own step; a NaN
-    # rolls back to the checkpoint before it
+    # rolls back to the snapshot of the step before it
     assert [(i.kind, i.step, i.resumed_step) for i in incidents] == [
-        ("kill", 143, 143), ("hang", 192, 192), ("nan", 275, 270), ("kill", 384, 384),
+        ("kill", 143, 143), ("hang", 192, 192), ("nan", 275, 274), ("kill", 384, 384),
         ("preempt", 476, 476),
     ]
     assert all(i.closed for i in incidents)

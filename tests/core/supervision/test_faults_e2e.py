@@ -16,22 +16,28 @@ from ftgui.core.record.incidents import from_events
 
 
 @pytest.mark.tf
-def test_a_nan_never_reaches_a_checkpoint_and_the_run_rolls_back(tmp_path, baseline_losses):
+@pytest.mark.parametrize("snapshot_every, to_step, source", [("0", 30, "disk"),
+                                                              ("1", 34, "memory")])
+def test_a_nan_never_reaches_a_checkpoint_and_the_run_rolls_back(
+        tmp_path, baseline_losses, snapshot_every, to_step, source):
+    # with snapshots (the default) to the step before, from memory; else to checkpoint 30
     run_dir = tmp_path / "run"
     assert cli.main(["train", str(run_dir), *BASELINE_FLAGS, "--nan-at-step", "35",
-                     "--quiet"]) == 0
+                     "--snapshot-every", snapshot_every, "--quiet"]) == 0
     seen = events.read_all(run_dir)
     [poisoned] = [e for e in of_kind(seen, "step") if e["loss"] is None]
     assert poisoned["step"] == 35
     [rollback] = of_kind(seen, "rolled_back")
-    assert (rollback["from_step"], rollback["to_step"]) == (35, 30)
+    assert (rollback["from_step"], rollback["to_step"], rollback["source"]) == (
+        35, to_step, source)
     assert len(of_kind(seen, "process_started")) == 1  # rolled back inside the process
     for info in listing.list_checkpoints(run_dir):
         assert info.valid and math.isfinite(info.loss)
     losses = events.final_losses(seen)
-    assert losses[60] == baseline_losses[60]  # finite, and to the bit the uninterrupted run
+    assert losses == baseline_losses  # finite, and to the bit the uninterrupted run, each step
     [incident] = from_events(seen).incidents
-    assert (incident.kind, incident.steps_lost) == ("nan", 5)
+    assert (incident.kind, incident.steps_lost, incident.restore_source) == (
+        "nan", 35 - to_step, source)
 
 
 def test_the_fit_path_refuses_faults_it_cannot_take():

@@ -103,6 +103,17 @@ def test_a_nan_rollback_and_a_worker_lost_in_words():
                                       "resumed: 5 steps redone, ")
 
 
+def test_a_nan_rollback_that_found_no_state_is_not_told_as_rolling_back():
+    # the story said "rolling back in the process" under "run failed" (a new user's finding)
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 2, 1.0),
+                   ev("non_finite_loss", 1.5, step=3),
+                   ev("process_exited", 2.0, pid=10, last_step=3, exit_code=3,
+                      decisive=True, shutdown=False, reason="exited with status 3", **CHIEF)])
+    assert story(timeline).startswith("NaN loss at step 3 → stopped: ")
+    assert "rolling back" not in story(timeline)
+
+
 def test_the_formats_the_incident_totals_share():
     assert seconds(7.66) == "7.7 s"
     assert percent(0.5149) == "51 %"
