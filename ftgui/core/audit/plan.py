@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 
 from ftgui.core.settings.config import FAULT_STEPS, RunConfig
-from ftgui.core.settings.schema import ConfigError, split_list
+from ftgui.core.settings.schema import ONE_PROCESS, ConfigError, split_list
 from ftgui.core.supervision.fault_plan import KILL_IN_SAVE, KILL_IN_SNAPSHOT
 
 # the kills inside a save / a snapshot last: the other kinds' steps stay what the seed gave them
@@ -109,7 +109,20 @@ def supported(config: RunConfig, kind: str) -> str:
     if not steps:
         return (f"faults: {kind} needs a {'checkpoint' if kind == KILL_IN_SAVE else 'snapshot'}"
                 f" step after the first one and before the last step")
+    if kind == "nan" and not _rolls_back(config, steps[0]):
+        return (f"faults: nan needs a state to roll back to: a checkpoint before its step "
+                f"(--steps over {config.checkpoint_every + 1}, or a smaller "
+                f"--checkpoint-every) or in-memory snapshots (strategy "
+                f"{', '.join(ONE_PROCESS)})")
     return ""
+
+
+def _rolls_back(config: RunConfig, step: int) -> bool:
+    """Whether a NaN at global `step` finds an earlier state to roll back to in its process:
+    a checkpoint before it, or the in-memory snapshot of the step before."""
+    snapshots = bool(config.snapshot_every) and config.strategy in ONE_PROCESS and (
+        step > config.snapshot_every)
+    return config.checkpoint_every < step or snapshots
 
 
 def parse_kinds(text: str | None, config: RunConfig) -> tuple[list[str], list[str]]:

@@ -80,6 +80,23 @@ def test_a_multi_worker_audit_adds_a_worker_loss_of_the_last_worker():
     assert runs[1].config.auto_recover
 
 
+@pytest.mark.parametrize(("config", "nan"), [
+    (RunConfig(steps=30), True),  # the snapshot of the step before: no checkpoint needed
+    (RunConfig(steps=30, snapshot_every=0), False),
+    (RunConfig(steps=30, strategy="multi-worker", workers=2), False),
+    (RunConfig(steps=200, strategy="multi-worker", workers=2), True),  # checkpoint 100
+])
+def test_a_nan_is_audited_only_where_it_finds_a_state_to_roll_back_to(config, nan):
+    # 30 steps, a checkpoint every 100: the NaN run failed "with status 3" (a new user's
+    # finding), though the user's training was not at fault
+    kinds, left_out = plan.parse_kinds(None, config)
+    assert ("nan" in kinds) is nan
+    if not nan:
+        assert "nan left out: nan needs a state to roll back to: a checkpoint before its " \
+               "step (--steps over 101, or a smaller --checkpoint-every) or in-memory " \
+               "snapshots (strategy default, one-device, mirrored)" in left_out
+
+
 def test_the_fit_loop_audits_kills_only():
     kinds, left_out = plan.parse_kinds(None, RunConfig(loop="fit", steps=200))
     assert kinds == ["kill"]
