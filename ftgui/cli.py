@@ -373,7 +373,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if supervisor.resume_line:
             print(supervisor.resume_line, flush=True)
         if supervisor.user_check is not None:
-            _show_check(supervisor.user_check, args.quiet)
+            _show_check(supervisor.user_check, args.quiet, config.loop)
         job_line, reported = "", False
         while supervisor.live and not stop.done():
             progress.show_all(supervisor.poll())
@@ -454,7 +454,12 @@ EXACT_PROMISED = ("exact resume: promised (a step after each kind of save and re
                   "the same bits as without it)")
 
 
-def _show_check(result, quiet: bool) -> None:
+# what the check does not cover: it tries the custom loop's saves, not BackupAndRestore's
+FIT_NOT_PROMISED = ("exact resume: not promised for --loop fit (model.fit's BackupAndRestore "
+                    "restarts at the epoch start)")
+
+
+def _show_check(result, quiet: bool, loop: str = "custom") -> None:
     """The user-code check's summary and advice; when exact resume cannot be promised, why
     (recorded as a `determinism_warning` event, whose line the progress shows unless `quiet`,
     and in config.toml's `[user_code]` table)."""
@@ -463,7 +468,9 @@ def _show_check(result, quiet: bool) -> None:
     print(f"checked: {result.summary_line()}", flush=True)
     for line in result.advice:
         print(f"warning: {line}", flush=True)
-    if result.deterministic:
+    if loop == "fit":
+        print(FIT_NOT_PROMISED, flush=True)
+    elif result.deterministic:
         print(EXACT_PROMISED, flush=True)
     elif quiet:
         print(warning_line(result), flush=True)

@@ -375,6 +375,17 @@ def test_the_user_code_check_says_whether_an_exact_resume_is_promised(
     assert capsys.readouterr().out.splitlines() == lines
 
 
+def test_the_check_promises_no_exact_resume_to_the_fit_loop(capsys):
+    # its step-save-restore-step probe tries the custom loop's saves; model.fit restarts at
+    # the epoch start (a new user's finding: "exact resume: promised" under --loop fit)
+    from ftgui.core.settings.user_code import CheckResult
+
+    cli._show_check(CheckResult({"name": "m"}, True, [], ""), False, "fit")
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "exact resume: not promised for --loop fit (model.fit's BackupAndRestore restarts at "
+        "the epoch start)"]
+
+
 @pytest.mark.parametrize("under", ["", "sub"])
 def test_a_run_folder_that_is_a_file_gets_one_line_naming_the_file(tmp_path, capsys, under):
     afile = tmp_path / "afile"

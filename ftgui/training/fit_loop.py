@@ -59,6 +59,9 @@ class EventsCallback(keras.callbacks.Callback):
                 self.events.emit("resumed", from_step=epoch * self.steps_per_epoch,
                                  checkpoint=BACKUP_DIR, restores=RESTORES)
                 self.summaries.restart_at(epoch * self.steps_per_epoch + 1)
+            elif getattr(self.events, "attempt", 0) > 0:  # a restart with no backup yet
+                self.events.emit("resumed", from_step=0, checkpoint=None, source="none",
+                                 restores=RESTORES)
 
     def on_train_batch_end(self, batch, logs=None):
         step = self.epoch * self.steps_per_epoch + batch + 1

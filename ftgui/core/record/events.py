@@ -450,10 +450,12 @@ def _process_started(event, step):
 
 def _training_started(event, step):
     start = event.get("start_step")
-    if start is None:
-        return f"{who(event)} serving ({event.get('strategy', '?')})"
     replicas = event.get("replicas")
     tail = f", {replicas} replica{'s' if replicas != 1 else ''}" if replicas else ""
+    if event.get("loop") == "fit":  # BackupAndRestore decides the start step inside fit
+        return f"{who(event)} training with model.fit ({event.get('strategy', '?')}{tail})"
+    if start is None:
+        return f"{who(event)} serving ({event.get('strategy', '?')})"
     return f"{who(event)} training from step {start} ({event.get('strategy', '?')}{tail})"
 
 
@@ -532,8 +534,9 @@ _DESCRIBERS = {
     + (f", restart {e.get('restart')}" if e.get("restart") else "")
     + (f" after {formatting.seconds(e.get('pending_seconds'))} waiting for Slurm"
        if e.get("pending_seconds") is not None else ""),
-    "resumed": lambda e, s: f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} "
-    f"{e.get('from_step')}",
+    "resumed": lambda e, s: f"restarted from step {e.get('from_step')} (no checkpoint yet)"
+    if e.get("source") == "none" else
+    f"resumed from {_RESTORE_SOURCES.get(e.get('source'), 'checkpoint')} {e.get('from_step')}",
     "step": lambda e, s: f"step {e.get('step')}: loss {_loss(e.get('loss'))}",
     "heartbeat": lambda e, s: f"{who(e)} at step {e.get('step')}",
     "validation": lambda e, s: f"validation at step {e.get('step')}: loss "

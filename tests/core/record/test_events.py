@@ -190,6 +190,12 @@ def test_each_event_reads_as_one_sentence():
     assert describe({"event": "training_started", "role": "ps", "index": 0,
                      "start_step": None, "strategy": "parameter-server"}) == (
         "ps 0 serving (parameter-server)")
+    # model.fit's chief trains (it said "serving"), from where BackupAndRestore put it
+    assert describe({"event": "training_started", "role": "chief", "index": 0,
+                     "start_step": None, "strategy": "mirrored", "loop": "fit",
+                     "replicas": 2}) == "chief training with model.fit (mirrored, 2 replicas)"
+    assert describe({"event": "resumed", "from_step": 0, "source": "none"}) == (
+        "restarted from step 0 (no checkpoint yet)")
     assert describe({"event": "brand_new", "time": 1.0, "attempt": 0, "x": 1.5}) == (
         "brand_new: x=1.5")
 

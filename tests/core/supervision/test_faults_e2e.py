@@ -47,3 +47,21 @@ def test_the_fit_path_refuses_faults_it_cannot_take():
         RunConfig(loop="fit", nan_at_step=5).validate()
     with pytest.raises(ConfigError, match="^loop: fit runs on default, one-device or mirrored"):
         RunConfig(loop="fit", strategy="multi-worker").validate()
+
+
+@pytest.mark.tf
+def test_a_fit_run_killed_before_its_first_backup_is_told_restarted_from_step_0(
+        tmp_path, capsys):
+    # its story stayed "killed at step 15 → restarting: importing TensorFlow" after the
+    # finish, and its chief "serving" (a new user's findings)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--loop", "fit", "--steps", "30",
+                     "--kill-at-step", "15", "--auto-recover", "--restart-backoff", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "chief training with model.fit (mirrored, 2 replicas)" in out
+    assert "serving" not in out
+    assert ("Finished at step 30 · killed at step 15 → restarted from step 0 (no checkpoint "
+            "yet) → resumed: 15 steps redone") in out
+    [incident] = from_events(events.read_all(run_dir)).incidents
+    assert (incident.restore_source, incident.resumed_step, incident.steps_lost) == (
+        "none", 0, 15)
