@@ -62,13 +62,18 @@ class AuditResult:
             snapshots = (f"in-memory snapshots {_every(self.snapshot_every)} (their cost "
                          "was not recorded)")
         else:
-            snapshots = (f"{self.snapshots} in-memory snapshots ({_every(self.snapshot_every)}, "
+            one = self.snapshots == 1
+            snapshots = (f"{_counted(self.snapshots, 'in-memory snapshot')} "
+                         f"({_every(self.snapshot_every)}, "
                          f"{formatting.size(self.snapshot_size)} each), training waited "
-                         f"{formatting.seconds(self.snapshot_seconds, digits=3)} for them "
-                         f"({formatting.seconds(self.snapshot_first_seconds, digits=3)} of it "
-                         "the first)")
-        return (f"reference run: {self.checkpoints} checkpoints, training waited "
-                f"{seconds(self.checkpoint_seconds)} for them; {snapshots}")
+                         f"{formatting.seconds(self.snapshot_seconds, digits=3)} for "
+                         f"{'it' if one else 'them'}"
+                         + ("" if one else
+                            f" ({formatting.seconds(self.snapshot_first_seconds, digits=3)} "
+                            "of it the first)"))
+        return (f"reference run: {_counted(self.checkpoints, 'checkpoint')}, training waited "
+                f"{seconds(self.checkpoint_seconds)} for "
+                f"{'it' if self.checkpoints == 1 else 'them'}; {snapshots}")
 
     def to_dict(self) -> dict:
         return {"audit_dir": str(self.audit_dir), "settings": self.settings,
@@ -181,6 +186,11 @@ def write_outputs(result: AuditResult, junit: Path | None = None, json_path: Pat
     _write(paths["json"], summary_json(result))
     _write(paths["html"], html_report(result))
     return paths
+
+
+def _counted(count: int, noun: str) -> str:
+    """`1 checkpoint`, `2 checkpoints`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _every(steps: int) -> str:

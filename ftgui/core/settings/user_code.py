@@ -13,6 +13,8 @@ JSON answer. The GUI process imports this module, never TensorFlow nor the user'
 
 from __future__ import annotations
 
+import ast
+import difflib
 import hashlib
 import importlib.util
 import json
@@ -71,7 +73,59 @@ def parse(name: str, text: str) -> Source:
                           f"PATH.py:FUNCTION or FILE{suffix}")
     if not path.is_file():
         raise ConfigError(f"{name}: file {str(path)!r} does not exist")
+    names = bound_names(path) if kind == "python" else None
+    if names is not None and function not in names and "__getattr__" not in names:
+        close = difflib.get_close_matches(function, sorted(names), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{name}: {path} defines no function {function!r}{hint}")
     return Source(text, kind, path, function)
+
+
+_BOUND: dict[tuple[str, int, int], frozenset[str] | None] = {}  # (path, mtime ns, size)
+
+
+def bound_names(path: Path) -> frozenset[str] | None:
+    """The names Python file `path` binds at its top level (functions, classes, assignments,
+    imports, also inside a top-level if/try/with), read without running it: a misspelt
+    function is refused at once, not after a helper process imported TensorFlow. None when
+    it cannot be read or parsed (the helper then names the problem with its line), or when a
+    star import binds names no reading can list. Read once per modification time and size."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    key = (os.fspath(Path(path).absolute()), stat.st_mtime_ns, stat.st_size)
+    if key not in _BOUND:
+        try:
+            tree = ast.parse(Path(path).read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            _BOUND[key] = None
+        else:
+            _BOUND[key] = _names_bound_in(tree.body)
+    return _BOUND[key]
+
+
+def _names_bound_in(body: list) -> frozenset[str] | None:
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                      *[handler.body for handler in getattr(node, "handlers", [])]]
+            for block in blocks:
+                inner = _names_bound_in(block)
+                if inner is None:
+                    return None
+                names.update(inner)
+    return frozenset(names)
 
 
 def absolute(text: str) -> str:

@@ -122,7 +122,8 @@ def _check_outputs(config, state, dataset) -> np.ndarray:
         what = ("logits (batch, num_classes)" if config.task == "classification"
                 else "(batch, k) targets")
         raise Refusal(*_where(config), f"model outputs {outputs.dtype} {tuple(outputs.shape)} for "
-                              f"{len(rows)} examples; the run needs {what} = {want} "
+                              f"{len(rows)} examples of shape {tuple(rows.shape[1:])}; the run "
+                              f"needs {what} = {want} "
                               f"({dataset.name}: {dataset.num_classes} "
                               f"{'classes' if config.task == 'classification' else 'targets'})")
     return outputs

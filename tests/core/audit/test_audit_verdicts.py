@@ -445,6 +445,10 @@ def test_the_reference_cost_line_tells_the_snapshots_cost_beside_the_checkpoints
     result.snapshot_seconds = None  # a reference whose trainer wrote no snapshot_stats
     assert result.cost_line().endswith("in-memory snapshots every 10 steps (their cost was "
                                        "not recorded)")
+    result.checkpoints, result.snapshots, result.snapshot_seconds = 1, 1, 0.004
+    assert result.cost_line() == ("reference run: 1 checkpoint, training waited 0.50 s for "
+                                  "it; 1 in-memory snapshot (every 10 steps, 54.3 kB each), "
+                                  "training waited 0.004 s for it")
 
 
 def test_the_snapshot_interval_reads_as_english():

@@ -39,6 +39,28 @@ def test_a_source_names_a_builtin_or_an_existing_file_with_a_function(tmp_path):
         RunConfig(model="vgg").validate()
 
 
+def test_a_misspelt_function_is_refused_at_once_with_the_closest_name(tmp_path, capsys):
+    # it was refused after ~4 s of a helper importing TensorFlow, with no hint (a new user)
+    model = tmp_path / "net.py"
+    model.write_text("import keras\nfrom keras import layers as L\n\n"
+                     "def build(input_shape, num_classes):\n    pass\n\n"
+                     "try:\n    loader = make()\nexcept NameError:\n    pass\n")
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", f"{model}:biuld"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"ftgui: model (--model): {model} defines no function 'biuld'; did you mean 'build'?")
+    assert not run_dir.exists()
+    assert user_code.bound_names(model) == {"keras", "L", "build", "loader"}
+    for name in ("build", "loader", "L"):  # bound somehow: the helper judges it
+        assert user_code.parse("model", f"{model}:{name}").function == name
+    starred = tmp_path / "star.py"
+    starred.write_text("from mylib import *\n")  # binds names no reading can list
+    assert user_code.parse("model", f"{starred}:build").function == "build"
+    broken = tmp_path / "broken.py"
+    broken.write_text("def build(:\n")  # the helper names the syntax error and its line
+    assert user_code.parse("model", f"{broken}:build").function == "build"
+
+
 def test_regression_needs_your_own_model_and_data():
     with pytest.raises(ConfigError, match=r"^task: regression needs your own model"):
         RunConfig(task="regression").validate()
@@ -158,7 +180,8 @@ REFUSALS = {
                      "    x = keras.layers.Flatten()(inputs)\n"
                      "    return keras.Model(inputs, keras.layers.Dense(3)(x))\n",
                      "build", "digits",
-                     r"bad\.py:4: model outputs float32 \(4, 3\) for 4 examples; the run needs "
+                     r"bad\.py:4: model outputs float32 \(4, 3\) for 4 examples of shape \(8, 8\); "
+                     r"the run needs "
                      r"logits \(batch, num_classes\) = \(4, 10\)"),
     "mismatched_lengths": ("data.py", "import numpy as np\n\n\ndef load():\n"
                            "    return np.zeros((100, 4), np.float32), np.zeros(99, np.int64)\n",
