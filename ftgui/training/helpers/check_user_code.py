@@ -82,15 +82,20 @@ def check(config) -> dict:
 
 
 def _stage(name: str, text: str, build):
-    """Run `build()`; a `ValueError` that names no file of the user's gets the file and the
-    function's line (a dataset with mismatched lengths fails in ftgui's code, not the user's)."""
+    """Run `build()`; a `ValueError` or `TypeError` that names no file of the user's gets the
+    file and the function's line (a dataset with mismatched lengths fails in ftgui's code, not
+    the user's; so does a call of `build(input_shape)` with ftgui's two arguments)."""
     try:
         return build()
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         if ".py:" not in text or _user_frame(exc, [_source(text)[0]]):
             raise
         path, function = _source(text)
-        raise Refusal(path, _function_line(path, function), str(exc)) from exc
+        message = str(exc)
+        if isinstance(exc, TypeError):  # e.g. a signature other than the one ftgui calls
+            called = "(input_shape, num_classes)" if name == "model" else "()"
+            message += f" (ftgui calls {function}{called})"
+        raise Refusal(path, _function_line(path, function), message) from exc
 
 
 def _strategy(config):

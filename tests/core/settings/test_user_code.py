@@ -183,6 +183,11 @@ REFUSALS = {
                      r"bad\.py:4: model outputs float32 \(4, 3\) for 4 examples of shape \(8, 8\); "
                      r"the run needs "
                      r"logits \(batch, num_classes\) = \(4, 10\)"),
+    "wrong_signature": ("sig.py", "import keras\n\n\ndef build(input_shape):\n"
+                        "    return keras.Sequential([keras.layers.Dense(10)])\n",
+                        "build", "digits",
+                        r"sig\.py:4: build\(\) takes 1 positional argument but 2 were given "
+                        r"\(ftgui calls build\(input_shape, num_classes\)\)"),
     "mismatched_lengths": ("data.py", "import numpy as np\n\n\ndef load():\n"
                            "    return np.zeros((100, 4), np.float32), np.zeros(99, np.int64)\n",
                            None, "load", r"data\.py:4: dataset: data\.py:load: x_train has 100 "
