@@ -103,7 +103,9 @@ def rolled_back_in_process(seen, run_dir):
     ok = bool(rollbacks) and len(starts) == 1 and not bad
     what = (f"rolled back from step {rollbacks[0]['from_step']} to {rollbacks[0]['to_step']}"
             if rollbacks else "no rollback")
-    return ok, f"{what}, {len(starts)} chief process(es), {len(bad)} bad checkpoint(s)"
+    chiefs = f"{len(starts)} chief process{'' if len(starts) == 1 else 'es'}"
+    bad_ones = f"{len(bad)} bad checkpoint{'' if len(bad) == 1 else 's'}"
+    return ok, f"{what}, {chiefs}, {bad_ones}"
 
 
 def restarted_from_checkpoint(seen, run_dir):

@@ -110,8 +110,14 @@ def incident_line(incident: Incident) -> str:
     how = _how(incident)
     queued = (f"waiting for Slurm: {seconds(incident.queued_seconds)}{ARROW}"
               if incident.queued_seconds is not None else "")
-    return (f"{fault}{ARROW}{queued}{how}{ARROW}resumed: {steps(incident.steps_lost or 0)} "
-            f"redone, {seconds(incident.time_lost or 0.0)} lost")
+    return (f"{fault}{ARROW}{queued}{how}{ARROW}{_resumed(incident)}"
+            f"{steps(incident.steps_lost or 0)} redone, {seconds(incident.time_lost or 0.0)} lost")
+
+
+def _resumed(incident: Incident) -> str:
+    """"resumed: " after a restart; nothing after an in-process rollback, which no process
+    resumed (its demo says "no restart" beside it) and whose line a room read cut."""
+    return "" if incident.in_process and not incident.thawed else "resumed: "
 
 
 SOURCE_WORDS = {"memory": "memory", "just_in_time": "just in time", "disk": "disk",
@@ -169,7 +175,7 @@ def _incident_done(timeline: Timeline, incident: Incident) -> str:
     if _redoing(timeline, incident):
         how = _how(incident)
         done = timeline.last_step - incident.resumed_step
-        return (f"{_fault(incident)}{ARROW}{how}{ARROW}resumed: redoing steps "
+        return (f"{_fault(incident)}{ARROW}{how}{ARROW}{_resumed(incident)}redoing steps "
                 f"{incident.resumed_step + 1}–{incident.step} ({done} of "
                 f"{incident.steps_lost} done)")
     return f"{incident_line(incident)}{DOT}goodput {percent(timeline.totals().goodput)}"

@@ -126,8 +126,10 @@ class IncidentPanel(QWidget):
         if not totals.incidents:
             text = "no incidents"
         else:
-            text = (f"<b>{totals.incidents}</b> incident(s) · <b>{totals.steps_lost}</b> steps "
-                    f"redone · <b>{seconds(totals.time_lost)}</b> lost of "
+            plural = (("", "s")[totals.incidents != 1], ("", "s")[totals.steps_lost != 1])
+            text = (f"<b>{totals.incidents}</b> incident{plural[0]} · "
+                    f"<b>{totals.steps_lost}</b> step{plural[1]} redone · "
+                    f"<b>{seconds(totals.time_lost)}</b> lost of "
                     f"{seconds(totals.wall)} · goodput <b>{percent(totals.goodput)}</b>")
         if text != self.totals.text():
             self.totals.setText(text)

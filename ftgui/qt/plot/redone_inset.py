@@ -82,12 +82,15 @@ class RedoneInset(pg.PlotWidget):
     def show_range(self, start: float, end: float, earlier: list[tuple[np.ndarray, np.ndarray]],
                    resumed: tuple[np.ndarray, np.ndarray], presenting: bool) -> bool:
         """Draw steps [start, end] of the `earlier` curves and of the `resumed` one; False
-        (and hidden) when either has no finite loss there."""
+        (and hidden) when either has no finite loss there, or the earlier ones a single one
+        (a NaN rolled back one step: its old step is the NaN, so no segment to lie on; the
+        room saw one line "magnified" for half a minute)."""
         old = [redone_part(x, y, start, end) for x, y in earlier]
         old = [part for part in old if np.isfinite(part[1]).any()]
         new = redone_part(*resumed, start, end)
         span = series_range([y for _x, y in old] + [new[1]], PAD_FRACTION)
-        if not old or not np.isfinite(new[1]).any() or span is None:
+        finite_old = sum(int(np.isfinite(y).sum()) for _x, y in old)
+        if finite_old < 2 or not np.isfinite(new[1]).any() or span is None:
             self.hide()
             return False
         self._style(presenting, start, end)

@@ -91,7 +91,8 @@ def headline(figures: RunFigures) -> str:
     shown = figures.shown()
     saves = f"{figures.checkpoints} checkpoint{'' if figures.checkpoints == 1 else 's'}"
     stalled = formatting.seconds(figures.checkpoint_seconds, digits=2)
-    return (f"{figures.name}: {shown['steps redone']} steps redone · "
+    redone = f"{shown['steps redone']} step{'' if shown['steps redone'] == '1' else 's'}"
+    return (f"{figures.name}: {redone} redone · "
             f"{shown['time lost']} lost · {saves}: {stalled} stalled · "
             f"goodput {shown['goodput']}")
 

@@ -97,10 +97,10 @@ def test_a_nan_rollback_and_a_worker_lost_in_words():
                                "for the first step")
     timeline.feed(steps(21, 22, 8.0))
     assert story(timeline) == ("NaN loss at step 25 → rolled back to checkpoint 20 → "
-                               "resumed: redoing steps 21–25 (2 of 5 done)")
+                               "redoing steps 21–25 (2 of 5 done)")
     timeline.feed(steps(23, 26, 9.0))
     assert story(timeline).startswith("NaN loss at step 25 → rolled back to checkpoint 20 → "
-                                      "resumed: 5 steps redone, ")
+                                      "5 steps redone, ")  # no process resumed
 
 
 def test_a_nan_rollback_that_found_no_state_is_not_told_as_rolling_back():

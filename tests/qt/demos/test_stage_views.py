@@ -290,6 +290,29 @@ def test_no_inset_before_a_resume_nor_on_the_time_axis(window, qtbot, tmp_path):
     assert not window.plot.inset.isVisible()
 
 
+def test_no_inset_for_a_nan_rolled_back_one_step(window, qtbot, tmp_path):
+    # from the snapshot of the step before, the old line's redone step is the NaN itself:
+    # the inset showed one segment "magnified" with nothing to lie on (a presenter's finding)
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=100, checkpoint_every=50))
+    with EventWriter(run_dir, 0) as w:
+        w.emit("run_started", time=T0)
+        w.emit("process_started", time=T0, pid=10, restore=None, standby=False, role="chief",
+               index=0, chief=True)
+        for step in range(1, 61):
+            w.emit("step", time=T0 + 0.25 * step, step=step, loss=None if step == 60 else 2 / step)
+        w.emit("non_finite_loss", time=T0 + 15.1, step=60)
+        w.emit("rolled_back", time=T0 + 15.2, from_step=60, to_step=59, checkpoint=None,
+               source="memory")
+        for step in range(60, 81):
+            w.emit("step", time=T0 + 15.25 + 0.25 * step, step=step, loss=2 / step)
+    window.open_run(run_dir)
+    window.set_presenting(True)
+    settle(qtbot, window)
+    assert window.plot.regions  # the step is still shaded as redone
+    assert not window.plot.inset.isVisible()
+
+
 def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(window, qtbot,
                                                                             tmp_path):
     from recorded import two_runs
@@ -453,8 +476,8 @@ def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
 
 
 @pytest.mark.parametrize("story", [
-    "Finished at step 800 · NaN loss at step 420 → rolled back to checkpoint 400 → resumed: "
-    "20 steps redone, 3.2 s lost · goodput 88 %",
+    "Finished at step 800 · worker 1 killed at step 420 → waiting for Slurm: 12.5 s → restored "
+    "checkpoint 400 → resumed: 20 steps redone, 3.2 s lost · goodput 88 %",
     "Finished at step 400 · worker 1 killed at step 250 → TensorFlow's coordinator carried on "
     "with the remaining workers; worker 1 restarted: 0 steps redone, 0.0 s lost · goodput 100 %"])
 def test_a_cut_end_banner_still_says_the_run_finished(window, qtbot, story):
