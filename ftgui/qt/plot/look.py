@@ -35,10 +35,12 @@ class PlotLook:
     (`presenting`, `legend`, `traces`, `markers`, `regions`, `_span`, `_clip`, …) it uses.
     `label_rows`: how many rows the marker labels may take at the top (`focus.MAX_LABEL_ROWS`;
     the comparison, whose runs' markers share one plot, takes more). `max_labelled`: how many
-    of the newest markers get a label (`focus.MAX_LABELLED`)."""
+    of the newest markers get a label (`focus.MAX_LABELLED`); `legend_when_presenting`:
+    whether the legend shows in the presentation view."""
 
     label_rows = MAX_LABEL_ROWS
     max_labelled = MAX_LABELLED
+    legend_when_presenting = True  # False: the view names its curves itself (the comparison)
     legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
     _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
     _legend_anchored = None  # the (anchor, offset) last given to the legend

@@ -419,11 +419,18 @@ class LossPlot(PlotLook, pg.PlotWidget):
                 self._legend_dirty = True
 
     def lost_then_redone(self) -> bool:
-        """Whether an earlier line of training has steps after the one the next line resumed
-        from (drawn pale)."""
-        return any(trace.kept is not None and trace.series.size
-                   and trace.series.x()[-1] > trace.kept_until
-                   for attempt, trace in self.traces.items() if attempt != max(self.traces))
+        """Whether an earlier line of training has steps with a finite loss after the one the
+        next line resumed from (drawn pale; a NaN rolled back one step leaves only its NaN
+        there, which draws nothing for the legend to name)."""
+        def lost(trace) -> bool:
+            if trace.kept is None or not trace.series.size:
+                return False
+            x = trace.series.x()
+            after = int(np.searchsorted(x, trace.kept_until, side="right"))
+            return bool(np.isfinite(trace.series.y()[after:]).any())
+
+        return any(lost(trace) for attempt, trace in self.traces.items()
+                   if attempt != max(self.traces))
 
     def inset_steps(self) -> tuple[float, float] | None:
         """The redone range the inset magnifies (the newest shaded one, on the step axis, once
@@ -492,6 +499,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
             self.legend.addItem(self.validation_item, "validation loss")
         for trace in self.overlays.values():
             self.legend.addItem(trace.shown, trace.name)
-        self.legend.setVisible(bool(self.legend.items))  # no empty frame on an empty plot
+        # no empty frame on an empty plot; none where the view names its lines itself
+        self.legend.setVisible(bool(self.legend.items) and (
+            self.legend_when_presenting or not self.presenting))
         self._legend_dirty = False
         self._layout_labels()  # the legend may now cover other pixels

@@ -97,6 +97,13 @@ def headline(figures: RunFigures) -> str:
             f"goodput {shown['goodput']}")
 
 
+def unbroken_clauses(line: str) -> str:
+    """`line` with the spaces inside each " · " clause made no-break: a line too long for the
+    room's font wraps between its figures, not inside one ("goodput" / "100 %")."""
+    return " · ".join(clause.replace(" ", formatting.NO_BREAK)
+                      for clause in line.split(" · "))
+
+
 def final_line(rows: list[RunFigures]) -> str:
     """One line on the final losses: which runs ended on the first run's bits, or each
     run's final loss in full when they differ."""
@@ -148,6 +155,9 @@ class CompareView(QWidget):
         self.plot.setObjectName("comparePlot")
         self.plot.label_rows = COMPARE_LABEL_ROWS
         self.plot.max_labelled = COMPARE_LABELLED
+        # presenting, the figure lines above name each run in its colour: a legend over the
+        # curves (under three rows of labels, mid-left) said it again
+        self.plot.legend_when_presenting = False
         self.model_ = FiguresModel(self)
         self.table = QTableView()
         set_up_table(self.table, "compareTable", self.model_, stripes=True)
@@ -249,7 +259,7 @@ class CompareView(QWidget):
         for index, figures in enumerate(self.rows):
             colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
             lines.append(f'<span style="color:{colour}">■</span> '
-                         f'{escape(formatting.unbroken_units(headline(figures)))}')
+                         f'{escape(unbroken_clauses(headline(figures)))}')
         html = "<br>".join(lines)
         final = final_line(self.rows)
         if final:  # the verdict a room reads: sized on its own, not shrunk to the long lines

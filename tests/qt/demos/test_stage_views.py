@@ -329,8 +329,13 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     assert view.isVisible() and not window.plot_pane.isVisible()
     assert not view.table.isVisible() and view.back.isVisible()
     assert window.story_banner.isVisible()
-    text = view.figures.text().replace("\u00a0", " ")  # a number and its unit unbroken
-    assert "goodput 54\u00a0%" in view.figures.text()
+    text = view.figures.text().replace("\u00a0", " ")  # each figure unbroken
+    # a line too long wraps between figures, never inside one ("goodput" / "100 %")
+    assert "goodput\u00a054\u00a0%" in view.figures.text()
+    assert "every-10:\u00a04\u00a0steps\u00a0redone · " in view.figures.text()
+    # the lines name the runs in their colours: no legend over the curves (it sat mid-left,
+    # under three rows of labels)
+    assert not view.plot.legend.isVisible()
     assert ("every-10: 4 steps redone · 2.4 s lost · 2 checkpoints: 0.10 s stalled · "
             "goodput 54 %") in text  # what the time lost is weighed against
     assert ("every-4: 2 steps redone · 2.2 s lost · 5 checkpoints: 0.25 s stalled · "
