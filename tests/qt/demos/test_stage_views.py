@@ -311,6 +311,8 @@ def test_no_inset_for_a_nan_rolled_back_one_step(window, qtbot, tmp_path):
     settle(qtbot, window)
     assert window.plot.regions  # the step is still shaded as redone
     assert not window.plot.inset.isVisible()
+    # nor a legend entry for pale lost steps: the only one is the NaN, which draws nothing
+    assert [label.text for _sample, label in window.plot.legend.items] == ["training loss"]
 
 
 def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(window, qtbot,
