@@ -75,7 +75,7 @@ def build_loop(state: TrainState, data: Dataset, config: RunConfig, run_dir: Pat
         StepEvents(events, batches.epoch_of, is_chief, role, index),
         LossSummary(summaries, start_step, run_dir if is_chief else None),
         NanRollback(run_dir, events, summaries, restore_with_data_position, checkpoint.wait,
-                    is_chief, snapshot[0].roll_back if snapshot else None),
+                    is_chief, snapshot[0].roll_back if snapshot else None, role, index),
         checkpoint,
         *snapshot,
         # before the faults: a fault planned at the step of a hold lands once it is released

@@ -239,6 +239,19 @@ def test_without_a_snapshot_a_nan_no_checkpoint_precedes_stops_the_run(tmp_path)
     assert "rolled_back" not in [e["event"] for e in events.read_all(tmp_path)]
 
 
+def test_separate_nans_each_roll_back_however_many_they_are(tmp_path):
+    # the cap is on rollbacks in a row: a fourth separate NaN stopped the run (a breaker's
+    # finding: chaos of NaN faults only)
+    model = FakeModel()
+    planned = [("nan", step, "chief") for step in (5, 7, 9, 11)]
+    with events.EventWriter(tmp_path, attempt=0) as writer:
+        loop, saves = make_loop(tmp_path, writer, model, planned)
+        assert loop.run() == exitcodes.FINISHED
+    rolled = [(e["from_step"], e["to_step"]) for e in events.read_all(tmp_path)
+              if e["event"] == "rolled_back"]
+    assert len(rolled) == 4 > MAX_ROLLBACKS and rolled[-1] == (11, 9)
+
+
 def test_a_loss_that_stays_nan_stops_the_run_after_three_rollbacks(tmp_path):
     model = FakeModel(always_nan_after=4)
     with events.EventWriter(tmp_path, attempt=0) as writer:
@@ -250,6 +263,8 @@ def test_a_loss_that_stays_nan_stops_the_run_after_three_rollbacks(tmp_path):
     assert kinds.count("non_finite_loss") == MAX_ROLLBACKS + 1
     assert "run_finished" not in kinds
     assert saves.seen == [("saved", 3), ("close",)]  # closed, but no end: the run stopped
+    [error] = [e for e in events.read_all(tmp_path) if e["event"] == "training_error"]
+    assert error["error"] == "non-finite loss at step 5 and 3 rollbacks"  # the run's reason
 
 
 def test_a_planned_preemption_saves_exactly_its_step_and_exits_preempted(tmp_path):

@@ -218,7 +218,9 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         snapshots = timeline.config.get("snapshot_every", 1) != 0
         saved = "checkpoint" if incident.kind == "preempt" or not snapshots else \
             "snapshot or checkpoint"
-        return f"{fault}{ARROW}stopped: Resume restores the newest {saved}"
+        # a NaN stops the run when there is none before it (or it came back each time)
+        either = ", if any" if incident.kind == "nan" else ""
+        return f"{fault}{ARROW}stopped: Resume restores the newest {saved}{either}"
     return f"{fault}{ARROW}recovering"
 
 

@@ -13,7 +13,8 @@ from ftgui.core.checkpoints import listing
 from ftgui.core.record import exitcodes
 from ftgui.training.actions import Action, Exit, Rewind, StepOutput
 
-MAX_ROLLBACKS = 3  # a loss that is non-finite again after this many rollbacks is not transient
+MAX_ROLLBACKS = 3  # a loss non-finite again after this many rollbacks in a row (no step past
+# the failed one in between) is not transient
 
 
 def refusal(found_state: bool, rollbacks: int, max_rollbacks: int = MAX_ROLLBACKS
@@ -43,15 +44,23 @@ class NanRollback(Action):
 
     def __init__(self, run_dir: Path, events, summaries, restore: Callable[[Path], int],
                  wait_for_save: Callable[[], None], is_chief: bool,
-                 from_memory: Callable[[int, int], tuple[int, float] | None] | None = None):
+                 from_memory: Callable[[int, int], tuple[int, float] | None] | None = None,
+                 role: str = "chief", index: int = 0):
         self.run_dir, self.events, self.summaries = run_dir, events, summaries
+        self.role, self.index = role, index  # this process' task
         self.restore, self.wait_for_save, self.is_chief = restore, wait_for_save, is_chief
         self.from_memory = from_memory
-        self.rollbacks = 0
+        self.rollbacks = 0  # since training last got past a non-finite step
+        self._failed_at = 0  # the newest step whose loss was not finite
 
     def __call__(self, output: StepOutput) -> Rewind | Exit | None:
         if math.isfinite(output.loss):
+            if self.rollbacks and output.step >= self._failed_at:
+                # past the step that failed: that NaN was transient. Counting every NaN of
+                # the process stopped a run after its fourth separate one (a breaker's finding)
+                self.rollbacks = 0
             return None
+        self._failed_at = output.step
         if self.is_chief:
             self.events.emit("non_finite_loss", step=output.step)
         print(f"step {output.step}: loss is {output.loss}; not checkpointing this state",
@@ -69,6 +78,9 @@ class NanRollback(Action):
         why = refusal(info is not None or memory is not None, self.rollbacks)
         if why is not None:
             print(f"step {step}: non-finite loss and {why}; stopping", flush=True)
+            # the run's reason then says why, not only the exit status
+            self.events.emit("training_error", role=self.role, index=self.index,
+                             error=f"non-finite loss at step {step} and {why}")
             return Exit(exitcodes.NON_FINITE)
         if memory is not None:
             restored, checkpoint, where = memory[0], None, f"step {memory[0]} from memory"
