@@ -100,9 +100,19 @@ def percent(fraction: float | None, digits: int = 0) -> str:
     return f"{100 * fraction:.{digits}f} %"
 
 
+def plural(number: int | str, noun: str, many: str | None = None) -> str:
+    """`noun` as `number` of them need it: "step" for 1, else `many` (default `noun` + "s")."""
+    return noun if str(number) == "1" else (many or noun + "s")
+
+
+def counted(number: int | str, noun: str, many: str | None = None) -> str:
+    """`number` and its noun: "1 checkpoint", "2 checkpoints", "2 chief processes" (`many`)."""
+    return f"{number} {plural(number, noun, many)}"
+
+
 def steps(number: int) -> str:
     """A number of steps in words: "1 step", "106 steps" (no thousands separator)."""
-    return f"{number} step{'' if number == 1 else 's'}"
+    return counted(number, "step")
 
 
 def loss(value: float | None) -> str:

@@ -125,3 +125,12 @@ def test_a_number_keeps_its_unit_on_its_line():
     assert unbroken_units(said) == (f"resumed: 5 steps redone, 3.6{NO_BREAK}s lost · goodput "
                                     f"93{NO_BREAK}%")
     assert unbroken_units("2 steps, 10 steps/s") == "2 steps, 10 steps/s"  # no unit there
+
+
+def test_a_count_takes_the_noun_it_needs():
+    assert fmt.counted(1, "checkpoint") == "1 checkpoint"
+    assert fmt.counted(0, "checkpoint") == "0 checkpoints"
+    assert fmt.counted("1", "step") == "1 step"  # a figure already shown as text
+    assert fmt.counted(2, "chief process", "chief processes") == "2 chief processes"
+    assert fmt.plural(1, "incident") == "incident"
+    assert fmt.steps(106) == "106 steps"

@@ -63,7 +63,7 @@ class AuditResult:
                          "was not recorded)")
         else:
             one = self.snapshots == 1
-            snapshots = (f"{_counted(self.snapshots, 'in-memory snapshot')} "
+            snapshots = (f"{formatting.counted(self.snapshots, 'in-memory snapshot')} "
                          f"({_every(self.snapshot_every)}, "
                          f"{formatting.size(self.snapshot_size)} each), training waited "
                          f"{formatting.seconds(self.snapshot_seconds, digits=3)} for "
@@ -71,7 +71,8 @@ class AuditResult:
                          + ("" if one else
                             f" ({formatting.seconds(self.snapshot_first_seconds, digits=3)} "
                             "of it the first)"))
-        return (f"reference run: {_counted(self.checkpoints, 'checkpoint')}, training waited "
+        return (f"reference run: {formatting.counted(self.checkpoints, 'checkpoint')}, "
+                f"training waited "
                 f"{seconds(self.checkpoint_seconds)} for "
                 f"{'it' if self.checkpoints == 1 else 'them'}; {snapshots}")
 
@@ -186,11 +187,6 @@ def write_outputs(result: AuditResult, junit: Path | None = None, json_path: Pat
     _write(paths["json"], summary_json(result))
     _write(paths["html"], html_report(result))
     return paths
-
-
-def _counted(count: int, noun: str) -> str:
-    """`1 checkpoint`, `2 checkpoints`."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _every(steps: int) -> str:

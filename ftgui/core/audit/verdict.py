@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ftgui.core import formatting
 from ftgui.core.audit.compare import first_difference
 from ftgui.core.audit.plan import AuditRun
 from ftgui.core.audit.weights import WeightsResult
@@ -73,8 +74,8 @@ class Verdict:
         if self.status == "failed":
             return f"{head}: failed: {self.reason}"
         redone = self.steps_redone
-        steps = "—" if redone is None else f"{redone} step{'' if redone == 1 else 's'}"
-        cost = (f"redid {steps}, lost {_seconds(self.time_lost)}, "
+        steps = "—" if redone is None else formatting.steps(redone)
+        cost = (f"redid {steps}, lost {formatting.seconds(self.time_lost)}, "
                 f"restored from {self.source or '—'}"
                 + (f" step {self.resumed_from}" if self.resumed_from is not None else ""))
         if self.status == "exact":
@@ -87,11 +88,6 @@ class Verdict:
     def to_dict(self) -> dict:
         return {**asdict(self), "passed": self.passed}
 
-
-def _seconds(value: float | None) -> str:
-    from ftgui.core import formatting
-
-    return formatting.seconds(value)
 
 
 def fault_incident(run: AuditRun, timeline: Timeline) -> Incident | None:

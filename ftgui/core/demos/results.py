@@ -103,9 +103,8 @@ def rolled_back_in_process(seen, run_dir):
     ok = bool(rollbacks) and len(starts) == 1 and not bad
     what = (f"rolled back from step {rollbacks[0]['from_step']} to {rollbacks[0]['to_step']}"
             if rollbacks else "no rollback")
-    chiefs = f"{len(starts)} chief process{'' if len(starts) == 1 else 'es'}"
-    bad_ones = f"{len(bad)} bad checkpoint{'' if len(bad) == 1 else 's'}"
-    return ok, f"{what}, {chiefs}, {bad_ones}"
+    return ok, (f"{what}, {formatting.counted(len(starts), 'chief process', 'chief processes')}, "
+                f"{formatting.counted(len(bad), 'bad checkpoint')}")
 
 
 def restarted_from_checkpoint(seen, run_dir):

@@ -573,7 +573,6 @@ class Supervisor:
         shared.settled = True
         self._faults.pause_timer()  # no process trains until the next attempt's first step
         if state == "finished":
-            self._faults.timer_due = None
             self.hand_on_standbys()
         if not proc.is_chief:
             reason = f"{proc.label} {reason}"

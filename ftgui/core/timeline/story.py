@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from ftgui.core import formatting
-from ftgui.core.formatting import percent, seconds, steps
+from ftgui.core.formatting import counted, percent, seconds, steps
 from ftgui.core.record.incidents import Incident, Totals
 from ftgui.core.timeline.model import Timeline
 
@@ -95,7 +95,7 @@ def held_words(step: int, why: str, of: str = "") -> str:
 def incidents_line(totals: Totals) -> str:
     """`3 incidents: 95 steps redone, 3.6 s lost · goodput 34 %` (the run's totals)."""
     count = totals.incidents
-    return f"{count} incident{'' if count == 1 else 's'}: {totals_line(totals)}"
+    return f"{counted(count, 'incident')}: {totals_line(totals)}"
 
 
 def incident_line(incident: Incident) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
-from ftgui.core.formatting import percent, seconds
+from ftgui.core.formatting import percent, plural, seconds
 from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.story import source_words
 from ftgui.qt.table_model import RowsModel, set_up_table
@@ -126,9 +126,8 @@ class IncidentPanel(QWidget):
         if not totals.incidents:
             text = "no incidents"
         else:
-            plural = (("", "s")[totals.incidents != 1], ("", "s")[totals.steps_lost != 1])
-            text = (f"<b>{totals.incidents}</b> incident{plural[0]} · "
-                    f"<b>{totals.steps_lost}</b> step{plural[1]} redone · "
+            text = (f"<b>{totals.incidents}</b> {plural(totals.incidents, 'incident')} · "
+                    f"<b>{totals.steps_lost}</b> {plural(totals.steps_lost, 'step')} redone · "
                     f"<b>{seconds(totals.time_lost)}</b> lost of "
                     f"{seconds(totals.wall)} · goodput <b>{percent(totals.goodput)}</b>")
         if text != self.totals.text():

@@ -89,10 +89,9 @@ def headline(figures: RunFigures) -> str:
     training they stalled (what the time lost is weighed against: the presentation view
     leaves the table out), goodput."""
     shown = figures.shown()
-    saves = f"{figures.checkpoints} checkpoint{'' if figures.checkpoints == 1 else 's'}"
+    saves = formatting.counted(figures.checkpoints, "checkpoint")
     stalled = formatting.seconds(figures.checkpoint_seconds, digits=2)
-    redone = f"{shown['steps redone']} step{'' if shown['steps redone'] == '1' else 's'}"
-    return (f"{figures.name}: {redone} redone · "
+    return (f"{figures.name}: {formatting.counted(shown['steps redone'], 'step')} redone · "
             f"{shown['time lost']} lost · {saves}: {stalled} stalled · "
             f"goodput {shown['goodput']}")
 
