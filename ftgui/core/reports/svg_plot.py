@@ -94,7 +94,7 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
         x0, x1 = float(sx(redone.start)), float(sx(redone.end))
         parts.append(f'<rect class="redone" x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" '
                      f'height="{bottom - top}" fill="{REDONE_FILL}" fill-opacity="0.5">'
-                     f"<title>steps {redone.start + 1}–{redone.end} redone "
+                     f"<title>{_steps_of(redone.start + 1, redone.end)} redone "
                      f"({escape(redone.cause)})</title></rect>")
     parts += _axes(sx, sy, (x_low, x_high), (y_low, y_high), (left, top, right, bottom))
     for index, (x, y) in enumerate(lines):
@@ -136,3 +136,8 @@ def _axes(sx, sy, x_range, y_range, box) -> list[str]:
     parts.append(f'<text x="14" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
                  f'transform="rotate(-90 14 {(top + bottom) / 2:.0f})">loss</text>')
     return parts
+
+
+def _steps_of(first: int, last: int) -> str:
+    """"step 50" or "steps 41–50": a range of global steps in words."""
+    return f"step {first}" if first == last else f"steps {first}–{last}"

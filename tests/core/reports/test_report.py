@@ -64,7 +64,8 @@ def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
     svg = root.find(f".//{SVG}svg")
     lines = svg.findall(f"{SVG}polyline")
     assert [len(line.get("points").split()) for line in lines] == [12, 10]
-    assert len(svg.findall(f"{SVG}rect[@class='redone']")) == 1
+    [band] = svg.findall(f"{SVG}rect[@class='redone']")
+    assert band.find(f"{SVG}title").text == "steps 11–12 redone (crash)"
     assert [m.find(f"{SVG}title").text for m in svg.findall(f"{SVG}line[@class='marker']")] == [
         "killed @ 12", "resume ← 10"]
 
@@ -111,6 +112,13 @@ def test_ftgui_report_of_a_folder_that_is_no_run_says_so_in_one_line(tmp_path, c
     assert capsys.readouterr().err == (
         f"ftgui: run_dir: {tmp_path / 'empty'} is not a run (no config.toml or events.jsonl)\n")
     assert not (tmp_path / "x.html").exists()
+
+
+def test_one_redone_step_is_named_as_one():
+    from ftgui.core.reports.svg_plot import _steps_of
+
+    # a NaN rolled back to the step before redoes one step: it read "steps 50–50 redone"
+    assert (_steps_of(50, 50), _steps_of(41, 50)) == ("step 50", "steps 41–50")
 
 
 def test_a_long_segment_is_thinned_but_keeps_its_spike():
