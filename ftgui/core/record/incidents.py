@@ -31,6 +31,9 @@ Special cases, each told as what happened:
   the step it froze at, recovered at the first new step;
 - a restart with nothing to restore (killed before the first checkpoint, `training_started`
   from step 0 with no `resumed`): every step done before the fault is redone;
+- a preemption with no restart scheduled (no `recovery_scheduled` after the exit: Ctrl+C to
+  `ftgui train`, Preempt without automatic recovery) saved and stopped the run: the wait for the
+  user's resume is no run time, as a stopped run's; the incident costs the save and the restart;
 - a fault command written after the attempt's `run_finished` (a Kill pressed on a finished run,
   in runs recorded before the supervisor refused it) is no incident.
 
@@ -146,6 +149,7 @@ class IncidentTracker:
         self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
         self._holding: set[tuple] = set()  # (attempt, role, index) held at a step boundary
+        self._parked = False  # preempted (saved and stopped) with no restart scheduled
 
     def observe(self, event: dict) -> bool:
         """Take one event; True when an incident was opened or changed."""
@@ -158,11 +162,13 @@ class IncidentTracker:
             return self.observe_steps([event["step"]], [when], [mono], event.get("clock"))
         attempt = event.get("attempt", 0)
         kind = event.get("event")
-        if self._open is None and isinstance(attempt, int) and self._started \
-                and attempt > max(self._started) and not self._holding:
-            # A new attempt with no fault to recover from: the user resumed or forked a run
-            # that had finished, been stopped, or lost its supervisor. Nothing ran meanwhile.
+        if (self._open is None or self._parked) and isinstance(attempt, int) \
+                and self._started and attempt > max(self._started) and not self._holding:
+            # A new attempt with no fault to recover from, or after a preemption that saved
+            # and stopped: the user resumed or forked a run that had finished, been stopped,
+            # been preempted or lost its supervisor. Nothing ran meanwhile.
             self._clock.skip_to(when, mono, event.get("clock"))
+            self._parked = False
         if isinstance(attempt, int) and attempt >= 0:
             self._started.add(attempt)
         if self._holding:  # paused on purpose (a demo's hold): no run time
@@ -262,7 +268,14 @@ class IncidentTracker:
         if incident.detected is None:
             incident.detected, incident.at_detected = when, self._clock.now
         incident.step = max(incident.step, self._last_step)
+        # saved and stopped: unless a restart is scheduled (`recovery_scheduled`), the wait
+        # for the user's resume is a stopped run's, not the incident's
+        self._parked = exitcodes.was_preempted(event)
         return True
+
+    def _on_recovery_scheduled(self, event, when):
+        self._parked = False  # automatic recovery: the delay and restart are the incident's
+        return False
 
     def _worker_lost(self, event, when):
         incident = self._open

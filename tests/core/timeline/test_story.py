@@ -80,10 +80,11 @@ def test_after_the_end_the_story_keeps_the_incident_and_says_finished():
                    ev("run_finished", 12.5, 1, step=24, loss=0.04),
                    ev("process_exited", 12.75, 1, pid=11, last_step=24, exit_code=0,
                       decisive=True, shutdown=False, **CHIEF)])
-    # lost: 6.0 → 11.5 s, nothing redone; goodput (12.75 − 5.5) / 12.75
+    # lost: the save 6.0 → 6.5 s and the restart 10.0 → 11.5 s, nothing redone; the 3.5 s the
+    # stopped run waited for Resume are no run time: goodput (9.25 − 2.0) / 9.25
     assert story(timeline) == ("Finished at step 24 · preempted at step 20 → restored "
-                               "checkpoint 20 → resumed: 0 steps redone, 5.5 s lost · "
-                               "goodput 57 %")
+                               "checkpoint 20 → resumed: 0 steps redone, 2.0 s lost · "
+                               "goodput 78 %")
 
 
 def test_a_nan_rollback_and_a_worker_lost_in_words():
