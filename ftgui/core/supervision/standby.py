@@ -84,11 +84,18 @@ def _numbers_as_floats(value):
     return value
 
 
+# Python's string hashing, fixed for every trainer: the order of a set of strings (a vocabulary
+# built from `set(words)`, layers made in a set's order) is then the same in every attempt,
+# standby and restart, or a resumed run would silently train on other ids than the one stopped.
+TRAINER_HASH_SEED = {"PYTHONHASHSEED": "0"}
+
+
 def device_env(config) -> dict[str, str]:
-    """The environment a trainer of `config` needs before TensorFlow starts: no GPU for a
-    CPU run (`gpus` 0). A standby gets it when it is started, since its order's environment
-    comes after TensorFlow has chosen its devices."""
-    return {"CUDA_VISIBLE_DEVICES": "-1"} if config.gpus == 0 else {}
+    """The environment a trainer of `config` needs before Python and TensorFlow start: no GPU
+    for a CPU run (`gpus` 0), and a fixed `PYTHONHASHSEED` (`TRAINER_HASH_SEED`). A standby
+    gets it when it is started, since its order's environment comes after Python has seeded its
+    hashes and TensorFlow has chosen its devices."""
+    return {**TRAINER_HASH_SEED, **({"CUDA_VISIBLE_DEVICES": "-1"} if config.gpus == 0 else {})}
 
 
 def wants_cluster(config) -> bool:

@@ -153,7 +153,7 @@ def test_a_run_killed_and_recovered_through_a_fake_launcher(tmp_path):
     supervisor = Supervisor(run_dir, launcher=fake)
     supervisor.start(CONFIG)
     run = str(run_dir.absolute())
-    cpu_only = {"CUDA_VISIBLE_DEVICES": "-1"}
+    cpu_only = {"PYTHONHASHSEED": "0", "CUDA_VISIBLE_DEVICES": "-1"}
     assert fake.calls == [
         ("end_attempt",),
         ("release_namespace",),

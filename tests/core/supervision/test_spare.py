@@ -386,12 +386,13 @@ def test_folders_of_windows_that_are_gone_are_deleted_when_a_trainer_is_made(tmp
     assert sorted(p.name for p in root.iterdir()) == [f"{os.getpid()}-7", "notes"]
 
 
-def test_a_cpu_run_s_spare_sees_no_gpu(spare, tmp_path):
+def test_a_cpu_run_s_spare_sees_no_gpu_and_the_trainers_hash_seed(spare, tmp_path):
     spare.keep(CONFIG)
     until_spare_ready(spare)
     pid = spare.pids[0]
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     assert b"CUDA_VISIBLE_DEVICES=-1" in environ
+    assert b"PYTHONHASHSEED=0" in environ  # set order as in every other attempt
 
 
 def test_spares_adopted_for_a_start_that_fails_are_ended(spare, tmp_path, monkeypatch):
