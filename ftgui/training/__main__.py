@@ -152,6 +152,7 @@ def train(run_dir: Path, config, args, events) -> int:
     from ftgui.training.background_save import valid_up_to
     from ftgui.training.restore import (
         data_position,
+        data_problem,
         record_changes,
         restore_failed,
         restore_memory,
@@ -192,8 +193,9 @@ def train(run_dir: Path, config, args, events) -> int:
     if args.restore and memory is None:
         from ftgui.core.settings.user_code import resume_problem
 
-        problem = resume_problem(config, listing.read_info(run_dir / args.restore).meta)
-        if problem:  # a model or dataset file changed since the checkpoint: no exact resume
+        meta = listing.read_info(run_dir / args.restore).meta
+        problem = resume_problem(config, meta) or data_problem(dataset, config, meta)
+        if problem:  # a model or dataset changed since the checkpoint: no exact resume
             return refuse(events, args, ValueError(problem))
         restore_started = time.perf_counter()
         try:

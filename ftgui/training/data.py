@@ -71,8 +71,11 @@ def load(source: str, task: str = "classification") -> Dataset:
     if source == "synthetic":
         x, y = synthetic_images()
         return _with_info(_split("synthetic", x, y, task), x, y)
-    if ".py:" in source:  # its file's content hash is recorded instead (`core.user_code`)
-        return _with_info(_from_function(source, task))
+    if ".py:" in source:  # its file's content hash is recorded too (`core.user_code`)
+        dataset = _with_info(_from_function(source, task))
+        dataset.info["fingerprint"] = resume_check.dataset_fingerprint(
+            dataset.x_train, dataset.y_train, dataset.x_val, dataset.y_val)
+        return dataset
     with np.load(Path(source), allow_pickle=False) as data:
         missing = {"x", "y"} - set(data.files)
         if missing:

@@ -87,6 +87,21 @@ def data_position(run_dir: Path, restore: str, step: int, dataset, config):
     return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
 
 
+def data_problem(dataset, config, meta: dict) -> str:
+    """Why `dataset` (just loaded) is not the data the checkpoint with metadata `meta` was
+    trained on ('' when it is, or when the checkpoint recorded no fingerprint). Only a dataset
+    function is compared here: its file may be unchanged while what it reads or computes is
+    not; a file's or built-in's data is compared before any process starts
+    (`core.checkpoints.resume_check`)."""
+    recorded = (meta.get("dataset_info") or {}).get("fingerprint")
+    actual = dataset.info.get("fingerprint")
+    if ".py:" not in config.dataset or not recorded or not actual or recorded == actual:
+        return ""
+    return (f"dataset: {config.dataset} returned other data than checkpoint step "
+            f"{meta.get('step')} was trained on (fingerprint {recorded[:12]}, now {actual[:12]}); "
+            "restore what it reads, or start a new run")
+
+
 def record_changes(run_dir: Path, restore: str, config, events) -> None:
     """A `setting_changed` event (setting, old, new, step) for each setting that applies from
     the resume step with another value than the restored checkpoint's (learning rate, global

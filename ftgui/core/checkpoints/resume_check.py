@@ -62,11 +62,12 @@ class Change:
         return {"setting": self.setting, "old": self.old, "new": self.new, "step": self.step}
 
 
-def dataset_fingerprint(x: np.ndarray, y: np.ndarray) -> str:
-    """A content fingerprint of a dataset's arrays as stored (before scaling): blake2b (16
-    bytes, hex) over each array's dtype, shape and bytes."""
+def dataset_fingerprint(*arrays: np.ndarray) -> str:
+    """A content fingerprint of a dataset's arrays (`x`, `y` as stored, before scaling, for a
+    file; a dataset function's four splits as training reads them): blake2b (16 bytes, hex)
+    over each array's dtype, shape and bytes, in order."""
     digest = hashlib.blake2b(digest_size=16)
-    for array in (x, y):
+    for array in arrays:
         array = np.ascontiguousarray(array)
         digest.update(f"{array.dtype.str}{array.shape};".encode())
         digest.update(memoryview(array).cast("B"))
@@ -160,9 +161,10 @@ def _refusal(setting: str, checkpoint: str, old, new) -> str:
 
 def _check_dataset(checkpoint: str, old: str, new: str, info: dict) -> None:
     """Same data: the same built-in dataset, or a file with the recorded fingerprint (any
-    path); without a recorded fingerprint, the same source."""
+    path); without a recorded fingerprint, or for a dataset function (whose arrays only its
+    trainer computes, and compares: `training.restore.data_problem`), the same source."""
     recorded = info.get("fingerprint")
-    if new in BUILTIN_DATASETS or not recorded:
+    if new in BUILTIN_DATASETS or not recorded or ".py:" in new:
         if old != new:
             raise ConfigError(_refusal("dataset", checkpoint, old, new))
         return

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ftgui.core import formatting
+from ftgui.core.settings import local_imports
 from ftgui.core.settings.schema import BUILTIN_DATASETS, MODELS, ConfigError
 from ftgui.streams import CHILD_ENV
 
@@ -170,13 +171,18 @@ def sha256(path: Path) -> str:
 
 def code_fingerprint(config) -> dict:
     """`model_source`, `model_sha256`, `dataset_source`, `dataset_sha256` of the files a run
-    trains from (only those that are files): what config.toml and each checkpoint record."""
+    trains from (only those that are files), and `model_modules` / `dataset_modules` ({module
+    name: SHA-256}, only when there are any) of the user's own modules a Python file imports
+    (`local_imports.module_hashes`): what config.toml and each checkpoint record."""
     record = {}
     for name in ("model", "dataset"):
         source = parse(name, getattr(config, name))
         if source.path is not None:
             record[f"{name}_source"] = str(source.path.absolute())
             record[f"{name}_sha256"] = sha256(source.path)
+            modules = local_imports.module_hashes(source.path) if source.kind == "python" else {}
+            if modules:
+                record[f"{name}_modules"] = modules
     return record
 
 
@@ -192,6 +198,24 @@ def resume_problem(config, meta: dict) -> str:
         if sha256(source.path) != recorded:
             return (f"{name}: {source.path} changed since checkpoint step {meta.get('step')} was "
                     f"saved (content hash differs); restore the file or start a new run")
+        problem = _modules_problem(name, source.path, meta)
+        if problem:
+            return problem
+    return ""
+
+
+def _modules_problem(name: str, path: Path, meta: dict) -> str:
+    """Why the user's own modules `path` imports are not those the checkpoint recorded ('' when
+    they are, or when it recorded none: a checkpoint from before they were recorded)."""
+    recorded = meta.get(f"{name}_modules")
+    if not isinstance(recorded, dict) or not recorded:
+        return ""
+    now = local_imports.module_hashes(path)
+    for module, digest in sorted(recorded.items()):
+        if now.get(module) != digest:
+            how = "is gone" if module not in now else "changed"
+            return (f"{name}: module {module!r} that {path.name} imports {how} since checkpoint "
+                    f"step {meta.get('step')} was saved; restore it or start a new run")
     return ""
 
 
@@ -286,7 +310,7 @@ def _trainer_fingerprint() -> str:
 
 def cache_key(config, python: str = sys.executable) -> str:
     """The key of a check's result: the settings it reads, the content hashes of the model
-    and dataset files (not of modules they import themselves), the Python that runs it and
+    and dataset files and of the user's own modules they import, the Python that runs it and
     ftgui's training code. Raises `OSError` when a named file cannot be read."""
     checked = {k: v for k, v in config.to_dict().items() if k not in NOT_CHECKED}
     parts = {"config": checked, "files": code_fingerprint(config), "python": python,

@@ -4,10 +4,12 @@ process (its refusals name the file and line), and exact recovery of the example
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ftgui import cli
@@ -101,6 +103,43 @@ def test_a_resume_with_a_changed_model_file_is_refused(tmp_path):
     with pytest.raises(user_code.UserCodeError, match="changed since checkpoint step 30"):
         user_code.check_start(config, tmp_path / "run", Restore())
     assert not (tmp_path / "run").exists()
+
+
+def test_a_resume_with_a_changed_module_the_model_imports_is_refused(tmp_path, monkeypatch):
+    """The model file is unchanged, a helper module it imports is not (a breaker's finding:
+    the resume trained a wider layer while `exact resume: promised` was printed). Its own
+    modules are found beside the file or in the working directory, through one another, and
+    recorded in config.toml and every checkpoint; installed packages are not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    module = tmp_path / "models" / "net.py"
+    module.write_text("import json\nimport numpy as np\nfrom layers import wide\n"
+                      "import blocks.deep\ndef build(s, n): pass\n")
+    (tmp_path / "models" / "layers.py").write_text("import sizes\nwide = 16\n")
+    (tmp_path / "sizes.py").write_text("WIDTH = 16\n")  # in the working directory
+    (tmp_path / "models" / "blocks").mkdir()
+    (tmp_path / "models" / "blocks" / "__init__.py").write_text("")
+    (tmp_path / "models" / "blocks" / "deep.py").write_text("DEPTH = 2\n")
+    config = RunConfig(model=f"{module}:build", strategy="default")
+    meta = {"step": 30, **user_code.code_fingerprint(config)}
+    assert sorted(meta["model_modules"]) == ["blocks", "layers", "sizes"]
+    configmod.save(tmp_path / "run", config, user_code.record(config, None))
+    assert configmod.load_record(tmp_path / "run")["model_modules"] == meta["model_modules"]
+    assert user_code.resume_problem(config, meta) == ""
+    (tmp_path / "sizes.py").write_text("WIDTH = 17\n")
+    assert user_code.resume_problem(config, meta) == (
+        "model: module 'sizes' that net.py imports changed since checkpoint step 30 was saved; "
+        "restore it or start a new run")
+    (tmp_path / "sizes.py").write_text("WIDTH = 16\n")
+    (tmp_path / "models" / "blocks" / "deep.py").write_text("DEPTH = 3\n")
+    assert "module 'blocks' that net.py imports changed" in user_code.resume_problem(config, meta)
+    (tmp_path / "models" / "blocks" / "deep.py").write_text("DEPTH = 2\n")
+    (tmp_path / "models" / "layers.py").unlink()
+    assert "module 'layers' that net.py imports is gone" in user_code.resume_problem(
+        config, meta)
+    # a checkpoint from before modules were recorded is compared by its file alone
+    old = {k: v for k, v in meta.items() if k != "model_modules"}
+    assert user_code.resume_problem(config, old) == ""
 
 
 def test_a_files_hash_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
@@ -298,6 +337,44 @@ def test_a_vocabulary_in_set_order_is_the_same_in_every_attempt(tmp_path):
     by_attempt = [{e["step"]: e["loss"] for e in seen
                    if e["event"] == "step" and e["attempt"] == attempt} for attempt in (0, 1)]
     assert [by_attempt[1][s] for s in range(31, 36)] == [by_attempt[0][s] for s in range(31, 36)]
+
+
+READS_A_FILE = """
+from pathlib import Path
+
+import numpy as np
+
+
+def load():
+    x = np.load(Path(__file__).with_name("x.npy"))
+    return x, (x[:, 0] > 0).astype(np.int64)
+"""
+
+
+@pytest.mark.tf
+def test_a_resume_whose_dataset_function_returns_other_data_is_refused(tmp_path, capsys):
+    """The dataset file is unchanged but what it reads is not: the resume is refused with the
+    fingerprints, and goes on once the data is back (a breaker's finding: the resume trained
+    on the new data while `exact resume: promised` was printed)."""
+    (tmp_path / "reads.py").write_text(READS_A_FILE)
+
+    def write_x(seed):
+        x = np.random.default_rng(seed).normal(size=(200, 4)).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+
+    write_x(0)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--dataset", f"{tmp_path / 'reads.py'}:load",
+                     "--steps", "20", "--checkpoint-every", "10", "--quiet"]) == 0
+    write_x(1)
+    capsys.readouterr()
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "30", "--quiet"]) == 1
+    assert re.search(r"dataset: .*reads\.py:load returned other data than checkpoint step 20 "
+                     r"was trained on \(fingerprint [0-9a-f]{12}, now [0-9a-f]{12}\); restore "
+                     r"what it reads, or start a new run", capsys.readouterr().err)
+    write_x(0)
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "30", "--quiet"]) == 0
+    assert [e["from_step"] for e in events.read_all(run_dir) if e["event"] == "resumed"] == [20]
 
 
 @pytest.mark.tf

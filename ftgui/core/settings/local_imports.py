@@ -1,0 +1,85 @@
+"""The user's own modules that a model or dataset file imports: found by reading the files
+with `ast` (nothing is run), so that their content is part of the run's record and a change
+of one refuses a resume, as a change of the named file does.
+
+A module is the user's own when Python would import it from the user's folders rather than an
+installed package: `NAME.py` or a package `NAME/` in the working directory (where the trainer
+runs, first on its `sys.path`) or beside the file that imports it. Modules found are read in
+turn for their own imports. Relative imports (`from . import x`) name no top-level module of a
+folder and are left out, as are imports inside strings or `importlib` calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from pathlib import Path
+
+MAX_MODULES = 200  # a folder of thousands of files is no model's helper set
+
+
+def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
+    """{module name: hex SHA-256} of the user's own modules `path` imports, directly or
+    through one another (a package: over its `.py` files, by relative path and content),
+    sorted by name; {} when there are none. `cwd`: the working directory (default: this
+    process'). A file that cannot be read or parsed imports nothing here."""
+    folders = [Path.cwd() if cwd is None else cwd]
+    hashes: dict[str, str] = {}
+    pending = [Path(path)]
+    while pending and len(hashes) < MAX_MODULES:
+        current = pending.pop()
+        for name in sorted(_imported_names(current)):
+            if name in hashes:
+                continue
+            found = _find(name, [*folders, current.parent])
+            if found is None:
+                continue
+            files = _module_files(found)
+            hashes[name] = _digest(found, files)
+            pending.extend(files)
+    return dict(sorted(hashes.items()))
+
+
+def _imported_names(path: Path) -> set[str]:
+    """The top-level names `path` imports (`import a.b` → a, `from a.b import c` → a)."""
+    try:
+        tree = ast.parse(Path(path).read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _find(name: str, folders: list[Path]) -> Path | None:
+    """`NAME.py` or the package folder `NAME/` in the first of `folders` that has one."""
+    for folder in folders:
+        if (folder / name / "__init__.py").is_file():
+            return folder / name
+        if (folder / f"{name}.py").is_file():
+            return folder / f"{name}.py"
+    return None
+
+
+def _module_files(found: Path) -> list[Path]:
+    """The `.py` files of a module: the file, or every one of a package, in order."""
+    if found.is_file():
+        return [found]
+    return sorted(p for p in found.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _digest(found: Path, files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        if found.is_dir():
+            digest.update(os.fsencode(file.relative_to(found).as_posix()) + b"\0")
+        try:
+            digest.update(file.read_bytes())
+        except OSError:
+            digest.update(b"\0unreadable")
+    return digest.hexdigest()
