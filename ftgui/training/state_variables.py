@@ -72,7 +72,9 @@ def unsaved_in(functions, saved: list) -> list[str]:
     """Names of the variables that the traced `functions` (tf.functions already called) read
     or write but that are not among `saved` (nor behind them): state no checkpoint holds, such
     as a `tf.Variable` kept in a module's global. Sorted, each once."""
-    held = {id(c) for v in saved for c in components(v)}
+    # a traced step names each replica's copy, or the distributed variable itself (a
+    # `tf.random.Generator`'s state under `mirrored`, read in cross-replica context)
+    held = {id(c) for v in saved for c in (v, getattr(v, "_value", v), *components(v))}
     names = set()
     for function in functions:
         for concrete in function._list_all_concrete_functions_for_serialization() or []:
