@@ -41,6 +41,8 @@ def write_report(run_dir: str | os.PathLike, out: str | os.PathLike) -> Path:
     from ftgui.core.record.runs import is_run_dir
 
     run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise ConfigError(f"run_dir: {run_dir} does not exist")
     if not run_dir.is_dir() or not is_run_dir(run_dir):
         raise ConfigError(f"run_dir: {run_dir} is not a run (no config.toml or events.jsonl)")
     text = build_report(run_dir)

@@ -112,6 +112,8 @@ def test_ftgui_report_of_a_folder_that_is_no_run_says_so_in_one_line(tmp_path, c
     assert capsys.readouterr().err == (
         f"ftgui: run_dir: {tmp_path / 'empty'} is not a run (no config.toml or events.jsonl)\n")
     assert not (tmp_path / "x.html").exists()
+    assert cli.main(["report", str(tmp_path / "gone"), "-o", str(tmp_path / "x.html")]) == 2
+    assert capsys.readouterr().err == f"ftgui: run_dir: {tmp_path / 'gone'} does not exist\n"
 
 
 def test_one_redone_step_is_named_as_one():
