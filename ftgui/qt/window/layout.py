@@ -53,7 +53,7 @@ def build_layout(window) -> None:
     window.main_splitter.addWidget(window.left)
     window.main_splitter.addWidget(window.right_splitter)
     window.main_splitter.setStretchFactor(1, 1)
-    window.main_splitter.setSizes([260, 1000])
+    window.main_splitter.setSizes([panel_column_width(window), 1000])
 
     central = QWidget()
     layout = QVBoxLayout(central)
@@ -82,3 +82,12 @@ def _titled(title: str, widget: QWidget) -> QWidget:
     layout.addWidget(label)
     layout.addWidget(widget, 1)
     return box
+
+
+def panel_column_width(window) -> int:
+    """Pixels for the left column: the settings panel at its preferred width (every value
+    whole: 'MirroredStrategy', 'all on this machine'), its vertical scroll bar and frame; a
+    narrower column cut the values at 1280 px (a new user's finding)."""
+    scroll = window.panel_scroll
+    return (window.panel.sizeHint().width() + scroll.verticalScrollBar().sizeHint().width()
+            + 2 * scroll.frameWidth())

@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self.log.setObjectName("eventLog")
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(MAX_LOG_LINES)
-        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)  # a narrow column
         self.controller = RunController(None, self)  # the plot comes after the first paint
         self._state = ("idle", "")  # as last shown
         self.zoom = Zoom(self.settings)

@@ -176,3 +176,21 @@ def test_the_state_label_says_starting_until_a_step_of_the_new_attempt_arrives(w
     window.controller.timelineChanged.emit(window.controller.timeline)
     assert window.state_label.text() == "running"
     assert window.story_banner.text() == "Training: step 1 of 400 · loss 2.0000"
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_the_settings_panel_shows_its_values_whole(qtbot, tmp_path, width):
+    """At 1024 and 1280 px the left column fits the panel at its preferred width: no value
+    cut ('MirroredStrat', 'esnet' and a horizontal scroll bar were a new user's finding) and
+    event log lines wrap instead of running off the column's edge."""
+    theme.set_scale(1.0)
+    win = MainWindow(settings=settings_at(tmp_path))
+    qtbot.addWidget(win)
+    win.resize(width, 720)
+    win.show()
+    qtbot.waitExposed(win)
+    QApplication.processEvents()
+    assert win.panel.width() >= win.panel.sizeHint().width()
+    assert not win.panel_scroll.horizontalScrollBar().isVisible()
+    assert win.log.lineWrapMode() == win.log.LineWrapMode.WidgetWidth
+    win.controller.shutdown()
