@@ -43,6 +43,21 @@ def test_the_one_line_gives_the_cause_of_a_traced_error_and_of_a_failed_deserial
         "sure custom classes are decorated. If they are, import them. Full object config: {}")
     assert cause_line(keras_message) == ("Could not locate class 'GaussNoise'. Make sure "
                                          "custom classes are decorated.")
+    # an unseeded keras.random op in call(): Keras' wrapper line, its (bold) cause, and what to
+    # do (a breaker saw only "Exception encountered when calling Jitter.call().")
+    unseeded = ValueError(
+        "in user code:\n\n    File \"/x/step.py\", line 57\n\n    ValueError: Exception "
+        "encountered when calling Jitter.call().\n    \n    \x1b[1mtf.function only supports "
+        "singleton tf.Variables created on the first call. Make sure the tf.Variable is only "
+        "created once.\x1b[0m\n    \n    Arguments received by Jitter.call():\n      • x=t\n")
+    assert cause_line(unseeded) == (
+        "Jitter.call(): tf.function only supports singleton tf.Variables created on the first "
+        "call (a keras.random op without a seed, or a tf.Variable made in call(), makes a new "
+        "variable at every step: give the op seed=keras.random.SeedGenerator(N) made in "
+        "__init__, or make the variable there)")
+    assert cause_line(ValueError("Exception encountered when calling Foo.call().\n\nbad shape "
+                                 "(3,). More.\n\nArguments received by Foo.call():")) == (
+        "Foo.call(): bad shape (3,)")
     assert cause_line(ValueError("first line\nsecond")) == "first line"
     assert cause_line(ValueError()) == "ValueError"
 

@@ -247,22 +247,40 @@ def cause_line(exc: BaseException) -> str:
     code:" and gives the cause after the traced frames (e.g. `ConcatV2 … float16`), and
     Keras' "could not be deserialized" gives it after "Exception encountered:" (e.g. "Could
     not locate class 'GaussNoise'"): then that cause, without a repeated type name."""
-    text = str(exc).strip()
+    text = _ANSI.sub("", str(exc)).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
-    line = lines[0]
+    at = 0
     if "Exception encountered:" in text:
         rest = text.rsplit("Exception encountered:", 1)[1].strip()
         sentences = rest.split(". ")
-        line = ". ".join(sentences[:2]).splitlines()[0].rstrip(".") + "."
-    elif line == "in user code:" and len(lines) > 1:
-        line = next((x for x in reversed(lines) if _NAMED_ERROR.match(x)), lines[-1])
+        return _without_type(exc, ". ".join(sentences[:2]).splitlines()[0].rstrip(".") + ".")
+    if lines[0] == "in user code:" and len(lines) > 1:
+        at = next((k for k in reversed(range(len(lines))) if _NAMED_ERROR.match(lines[k])),
+                  len(lines) - 1)
+    line = _without_type(exc, lines[at])
+    wrapper = "Exception encountered when calling "
+    if wrapper in line and at + 1 < len(lines) \
+            and not lines[at + 1].startswith("Arguments received"):
+        # Keras' wrapper of an error in a layer's call(): the cause is its next paragraph
+        line = (f"{line.split(wrapper, 1)[1].rstrip('.')}: "
+                f"{lines[at + 1].split('. ')[0].rstrip('.')}")
+        if "singleton tf.Variables" in line:
+            line += f" ({_NEW_VARIABLE_HINT})"
+    return line
+
+
+def _without_type(exc: BaseException, line: str) -> str:
     own = f"{type(exc).__name__}: "
     return line[len(own):] if line.startswith(own) else line
 
 
 _NAMED_ERROR = re.compile(r"^[A-Z]\w*(Error|Exception): ")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras makes the cause bold on a terminal
+_NEW_VARIABLE_HINT = ("a keras.random op without a seed, or a tf.Variable made in call(), makes "
+                      "a new variable at every step: give the op seed=keras.random.SeedGenerator"
+                      "(N) made in __init__, or make the variable there")
 
 
 def _user_frame(exc: BaseException, files: list[Path]):
