@@ -31,7 +31,23 @@ import tensorflow as tf
 
 from ftgui.core.checkpoints import listing as checkpoints
 from ftgui.training import models
-from ftgui.training.state_variables import state_variables
+from ftgui.training.state_variables import name_of, state_variables
+
+
+def _first_difference(sources: list, targets: list) -> str:
+    """The first variable whose shape or dtype differs between two lists of variables, in
+    words ('' when none does): 'variable 3 dense_1/kernel (16, 8) float32, then dense_1/kernel
+    (8, 16) float32', or the two counts."""
+    def described(variable) -> str:
+        dtype = getattr(variable.dtype, "name", variable.dtype)
+        return f"{name_of(variable)} {tuple(variable.shape)} {dtype}"
+
+    for k, (source, target) in enumerate(zip(sources, targets, strict=False)):
+        if (tuple(source.shape), source.dtype) != (tuple(target.shape), target.dtype):
+            return f"variable {k + 1} {described(source)}, then {described(target)}"
+    if len(sources) != len(targets):
+        return f"{len(sources)} variables, then {len(targets)}"
+    return ""
 
 
 class ShadowState:
@@ -59,9 +75,11 @@ class ShadowState:
         # tf.Variable would otherwise be written with its initial value (issue 25).
         self._sources = state_variables(state)
         self._targets = state_variables(self)
-        if [(tuple(v.shape), v.dtype) for v in self._sources] != [
-                (tuple(v.shape), v.dtype) for v in self._targets]:
-            raise ValueError("checkpoint shadow copy: the variables do not match the model's")
+        problem = _first_difference(self._sources, self._targets)
+        if problem:
+            raise ValueError(f"model: building it a second time (the background save's copy) "
+                             f"gave another model: {problem}; build(input_shape, num_classes) "
+                             "must make the same variables, in the same order, every call")
         # Both traced: the copy then costs ~1 ms on the step path (~6 ms eager), the write
         # ~4 ms (~12-19 ms eager); `warm_up` traces them (~0.25 s) on the writer thread.
         # Once traced, the concrete functions are called: the polymorphic call's argument

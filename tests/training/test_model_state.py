@@ -513,3 +513,21 @@ def test_a_keras_metric_a_layer_updates_in_training_is_saved(tmp_path):
     state = TrainState(tf.distribute.get_strategy(), config, dataset)
     assert "seen/total" in [name_of(v) for v in state_variables(state)]
     assert resume_probe.probe(state, dataset, config) == ("", False)
+
+
+def test_a_model_built_differently_the_second_time_is_told_by_its_first_differing_variable():
+    """The background save builds the model a second time; a build() that draws its width
+    from an unseeded generator made another one, refused as 'the variables do not match the
+    model's' (a breaker's finding). Now the first differing variable is named."""
+    from types import SimpleNamespace
+
+    from ftgui.training.background_save import _first_difference
+
+    def var(path, shape, dtype="float32"):
+        return SimpleNamespace(path=path, name=path, shape=shape, dtype=dtype)
+
+    first = [var("dense/kernel", (64, 16)), var("dense/bias", (16,))]
+    assert _first_difference(first, list(first)) == ""
+    assert _first_difference(first, [var("dense/kernel", (64, 17)), var("dense/bias", (17,))]) \
+        == "variable 1 dense/kernel (64, 16) float32, then dense/kernel (64, 17) float32"
+    assert _first_difference(first, first[:1]) == "2 variables, then 1"
