@@ -478,7 +478,8 @@ def _fault_injected(event, step):
     at = max(event.get("step") or 0, step or 0)
     target = event.get("target", "chief")
     source = event.get("source") or "user"
-    what = {"kill": f"kill of {target}", "preempt": f"preemption of {target}",
+    # a preemption is a request: the process saves the step it is on (often the next) and stops
+    what = {"kill": f"kill of {target}", "preempt": f"preemption of {target} requested",
             "hang": f"freeze of {target}", "nan": "NaN in the loss",
             "kill-in-save": f"kill of {target} inside a checkpoint save",
             "kill-in-snapshot": f"kill of {target} inside a snapshot"}.get(

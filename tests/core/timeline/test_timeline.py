@@ -204,7 +204,8 @@ def test_notes_tell_the_story_in_sentences(story):
     for sentence in ("NaN in the loss at step 25 (schedule)", "loss not finite at step 25",
                      "rolled back from step 25 to checkpoint 20", "restarting in 0.5 s",
                      "chief started (pid 101), restoring ckpt-40",
-                     "resumed from checkpoint 40", "preemption of chief at step 68 (user)",
+                     "resumed from checkpoint 40",
+                     "preemption of chief requested at step 68 (user)",
                      "preempted: checkpoint 70 saved, stopping", "chief preempted at step 70",
                      "forked from checkpoint 80; newer checkpoints [90] kept in "
                      "history/fork-3/checkpoints",
