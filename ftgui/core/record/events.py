@@ -322,6 +322,7 @@ class EventKind(str, enum.Enum):
     TRAINING_ERROR = "training_error"  # trainer: role, index, error
     PROCESS_EXITED = "process_exited"  # supervisor: role, index, exit_code or signal, decisive
     RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
+    RECOVERY_CANCELLED = "recovery_cancelled"  # supervisor stopped with a restart pending
     FORKED = "forked"  # supervisor: from_step, archived_steps, archive
     SETTING_CHANGED = "setting_changed"  # setting (its name), old, new, step (from which)
     DETERMINISM_WARNING = "determinism_warning"  # supervisor: reason, ops (exact resume at risk)
@@ -566,6 +567,7 @@ _DESCRIBERS = {
     f"{max(e.get('step') or 0, s or 0)}",
     "training_error": _training_error,
     "recovery_scheduled": lambda e, s: restart_words(e.get("restart"), e.get("delay")),
+    "recovery_cancelled": lambda e, s: "automatic restart cancelled: ftgui stopped",
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{e.get('archived_steps')} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,

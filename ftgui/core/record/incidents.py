@@ -32,8 +32,9 @@ Special cases, each told as what happened:
 - a restart with nothing to restore (killed before the first checkpoint, `training_started`
   from step 0 with no `resumed`): every step done before the fault is redone;
 - a preemption with no restart scheduled (no `recovery_scheduled` after the exit: Ctrl+C to
-  `ftgui train`, Preempt without automatic recovery) saved and stopped the run: the wait for the
-  user's resume is no run time, as a stopped run's; the incident costs the save and the restart;
+  `ftgui train`, Preempt without automatic recovery) saved and stopped the run, and ftgui stopped
+  while a restart was pending (`recovery_cancelled`): the wait for the user's resume is no run
+  time, as a stopped run's; the incident costs what ran before and the restart;
 - a fault command written after the attempt's `run_finished` (a Kill pressed on a finished run,
   in runs recorded before the supervisor refused it) is no incident.
 
@@ -275,6 +276,10 @@ class IncidentTracker:
 
     def _on_recovery_scheduled(self, event, when):
         self._parked = False  # automatic recovery: the delay and restart are the incident's
+        return False
+
+    def _on_recovery_cancelled(self, event, when):
+        self._parked = self._open is not None  # ftgui stopped before the restart: as a stop
         return False
 
     def _worker_lost(self, event, when):

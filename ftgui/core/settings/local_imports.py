@@ -4,7 +4,8 @@ of one refuses a resume, as a change of the named file does.
 
 A module is the user's own when Python would import it from the user's folders rather than an
 installed package: `NAME.py` or a package `NAME/` in the working directory (where the trainer
-runs, first on its `sys.path`) or beside the file that imports it. Modules found are read in
+runs, first on its `sys.path`) or beside the file that imports it (ftgui puts the folder of
+the model or dataset file next on `sys.path`: `user_code.import_module`). Modules found are read in
 turn for their own imports. Relative imports (`from . import x`) name no top-level module of a
 folder and are left out, as are imports inside strings or `importlib` calls.
 """
@@ -16,8 +17,6 @@ import hashlib
 import os
 from pathlib import Path
 
-MAX_MODULES = 200  # a folder of thousands of files is no model's helper set
-
 
 def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
     """{module name: hex SHA-256} of the user's own modules `path` imports, directly or
@@ -27,7 +26,7 @@ def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
     folders = [Path.cwd() if cwd is None else cwd]
     hashes: dict[str, str] = {}
     pending = [Path(path)]
-    while pending and len(hashes) < MAX_MODULES:
+    while pending:
         current = pending.pop()
         for name in sorted(_imported_names(current)):
             if name in hashes:

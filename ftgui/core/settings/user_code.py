@@ -221,7 +221,12 @@ def _modules_problem(name: str, path: Path, meta: dict) -> str:
 
 def import_module(path: Path):
     """Import the user's Python file `path` as a fresh module (not cached in `sys.modules`
-    under its own name). Only in a training or helper process: it runs the user's code."""
+    under its own name), its folder on `sys.path` after the working directory (the modules
+    beside it import whatever the working directory). Only in a training or helper process:
+    it runs the user's code."""
+    folder = os.fspath(Path(path).absolute().parent)
+    if folder not in sys.path:  # its own modules import from beside it, as `python FILE` does
+        sys.path.insert(min(1, len(sys.path)), folder)  # after the working directory
     name = f"ftgui_user_{path.stem}_{uuid.uuid4().hex[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from ftgui.core.supervision import priority
 from ftgui.core.supervision.cluster import free_port
 from ftgui.core.supervision.processes import kill_tree, spawn, sweep_autograph_folders
-from ftgui.core.supervision.trainer_command import standby_argv
+from ftgui.core.supervision.trainer_command import TRAINER_HASH_SEED, standby_argv
 
 MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
 
@@ -82,12 +82,6 @@ def _numbers_as_floats(value):
     if isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
-
-
-# Python's string hashing, fixed for every trainer: the order of a set of strings (a vocabulary
-# built from `set(words)`, layers made in a set's order) is then the same in every attempt,
-# standby and restart, or a resumed run would silently train on other ids than the one stopped.
-TRAINER_HASH_SEED = {"PYTHONHASHSEED": "0"}
 
 
 def device_env(config) -> dict[str, str]:

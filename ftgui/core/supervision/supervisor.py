@@ -341,7 +341,11 @@ class Supervisor:
         self.start(resume=True, from_step=from_step)
 
     def shutdown(self) -> None:
-        """Kill every process of the run, cancel pending restarts and release the directory."""
+        """Kill every process of the run, cancel pending restarts (a `recovery_cancelled`
+        event: the wait until the user resumes is a stopped run's, not the incident's) and
+        release the directory."""
+        if self._recovery.due is not None and not (self._folder_lost or self._check_folder()):
+            self.journal.emit("recovery_cancelled", restart=self.restarts)
         self._recovery.due = None
         self._faults.pause_timer()
         self.shared.user_stop = "shutdown"  # the exits that follow are not crashes to recover from

@@ -18,6 +18,12 @@ import shlex
 import sys
 from collections.abc import Iterable
 
+# Python's string hashing, fixed for every trainer: the order of a set of strings (a vocabulary
+# built from `set(words)`, layers made in a set's order) is then the same in every attempt,
+# standby, restart and machine, or a resumed run would silently train on other ids than the one
+# stopped.
+TRAINER_HASH_SEED = {"PYTHONHASHSEED": "0"}
+
 TRAINER_MODULE = "ftgui.training"
 
 
@@ -60,6 +66,8 @@ def standby_argv(run_dir: str | os.PathLike, python: str = sys.executable) -> li
 
 def remote_command(args: list[str], tf_config: dict) -> str:
     """The shell command that starts a task on its own machine: `ftgui worker` with the
-    trainer's `args` and the task's `TF_CONFIG` (a JSON object) in its environment."""
+    trainer's `args`, and the task's `TF_CONFIG` (a JSON object) and the trainers' fixed
+    `PYTHONHASHSEED` (`TRAINER_HASH_SEED`) in its environment."""
     config = json.dumps(tf_config, separators=(",", ":"))
-    return f"TF_CONFIG={shlex.quote(config)} ftgui worker {shlex.join(args)}"
+    seed = " ".join(f"{name}={value}" for name, value in TRAINER_HASH_SEED.items())
+    return f"{seed} TF_CONFIG={shlex.quote(config)} ftgui worker {shlex.join(args)}"

@@ -252,3 +252,22 @@ def test_the_time_a_stopped_run_waits_for_its_resume_is_no_wall_time(ending):
     before = 11.2 if ending == "stopped" else 11.1
     assert totals.wall == pytest.approx(before + 12.9)
     assert totals.incidents == 0
+
+
+def test_the_wait_after_a_cancelled_automatic_restart_is_no_wall_time():
+    """Killed, a restart scheduled 30 s later, then ftgui stopped (Ctrl+C) during the backoff;
+    the user resumes 20 s after that. The incident costs the kill to the stop and the restart;
+    the 20 s idle are no run time."""
+    events = [{"event": "run_started", "attempt": 0, "time": 0.0}, *steps(0, 1, 12, t0=0.0),
+              *kill(0, 1.2, 12),  # exit at 1.3
+              {"event": "recovery_scheduled", "attempt": 0, "time": 1.3, "delay": 30.0},
+              {"event": "recovery_cancelled", "attempt": 0, "time": 4.3, "restart": 1},
+              {"event": "run_started", "attempt": 1, "time": 24.3},
+              {"event": "resumed", "attempt": 1, "time": 26.0, "from_step": 10},
+              *steps(1, 11, 20, t0=26.5)]  # the last at 27.4
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    # 1.2 → 4.3 s before the stop, 24.3 → 26.5 s of restart, plus steps 11-12's 0.2 s
+    assert incident.time_lost == pytest.approx(3.1 + 2.2 + 0.2)
+    assert tracker.totals().wall == pytest.approx(4.3 + 3.1)
+

@@ -142,6 +142,17 @@ def test_a_resume_with_a_changed_module_the_model_imports_is_refused(tmp_path, m
     assert user_code.resume_problem(config, old) == ""
 
 
+def test_every_module_of_a_long_chain_of_imports_is_recorded(tmp_path):
+    """A walk capped at 200 modules left the 212th out, silently (a breaker's finding): a
+    change there resumed on other code."""
+    from ftgui.core.settings.local_imports import module_hashes
+
+    (tmp_path / "net.py").write_text("import m000\n")
+    for k in range(250):
+        (tmp_path / f"m{k:03d}.py").write_text(f"import m{k + 1:03d}\n" if k < 249 else "W = 4\n")
+    assert len(module_hashes(tmp_path / "net.py", cwd=tmp_path)) == 250
+
+
 def test_a_files_hash_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
     import hashlib
     import os
@@ -375,6 +386,27 @@ def test_a_resume_whose_dataset_function_returns_other_data_is_refused(tmp_path,
     write_x(0)
     assert cli.main(["train", str(run_dir), "--resume", "--steps", "30", "--quiet"]) == 0
     assert [e["from_step"] for e in events.read_all(run_dir) if e["event"] == "resumed"] == [20]
+
+
+@pytest.mark.tf
+def test_a_helper_beside_the_model_file_imports_from_any_working_directory(tmp_path,
+                                                                           monkeypatch):
+    """`import helpers` beside the model file, the run started from another folder: the file's
+    folder is on the trainer's `sys.path`, as with `python net.py` (a breaker's finding: the
+    helper was hashed as 'beside the file' but could not be imported, ModuleNotFoundError)."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "helpers.py").write_text("WIDTH = 8\n")
+    (tmp_path / "models" / "net.py").write_text(
+        "import keras\n\nimport helpers\n\n\ndef build(input_shape, num_classes):\n"
+        "    inputs = keras.Input(shape=input_shape)\n"
+        "    x = keras.layers.Dense(helpers.WIDTH)(keras.layers.Flatten()(inputs))\n"
+        "    return keras.Model(inputs, keras.layers.Dense(num_classes)(x))\n")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", f"{tmp_path / 'models' / 'net.py'}:build",
+                     "--steps", "2", "--checkpoint-every", "2", "--quiet"]) == 0
+    assert list(configmod.load_record(run_dir)["model_modules"]) == ["helpers"]
 
 
 @pytest.mark.tf

@@ -145,7 +145,7 @@ def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path,
         assert seen.index(exposed) < seen.index(of_kind(seen, "process_started")[0])
         assert exposed["line"].startswith("the cluster's ports are open to the network (")
         assert far in exposed["addresses"]
-        assert task["command"].startswith("TF_CONFIG=")
+        assert task["command"].startswith("PYTHONHASHSEED=0 TF_CONFIG=")
         assert [p.name for p in supervisor.processes] == ["worker:0"]  # only the local task
         # play the other machine: run the printed command, its `ftgui` as this Python's
         # (a virtual environment that is not activated has no `ftgui` on PATH)
@@ -165,4 +165,4 @@ def test_a_task_on_another_machine_joins_with_the_command_ftgui_prints(tmp_path,
         supervisor.shutdown()
         if remote is not None and remote.poll() is None:
             remote.kill()
-    assert shlex.split(task["command"])[1:3] == ["ftgui", "worker"]
+    assert shlex.split(task["command"])[2:4] == ["ftgui", "worker"]

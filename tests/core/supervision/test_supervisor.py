@@ -362,7 +362,8 @@ def test_the_trainer_command_line_has_one_form():
         "py", "-m", "ftgui.training", "--standby", "/runs/a"]
     tf_config = {"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}}
     assert trainer_command.remote_command(["/runs/my run", "--role", "worker"], tf_config) == (
-        """TF_CONFIG='{"cluster":{"worker":["h:1"]},"task":{"type":"worker","index":0}}' """
+        """PYTHONHASHSEED=0 TF_CONFIG='{"cluster":{"worker":["h:1"]},"task":{"type":"worker","""
+        """"index":0}}' """
         """ftgui worker '/runs/my run' --role worker"""
     )
 
@@ -470,3 +471,24 @@ def test_shutdown_leaves_nothing_running_even_with_automatic_recovery(tmp_path):
     assert [gone(pid) for pid in started_pids(all_events)] == [True]
     assert of_kind(all_events, "recovery_scheduled") == []
     assert not Supervisor(run_dir).is_busy_elsewhere()
+
+
+def test_stopping_with_a_restart_pending_records_that_it_was_cancelled(
+        tmp_path, fake_python, monkeypatch):
+    """Ctrl+C to `ftgui train` (or closing the window) during an automatic restart's backoff:
+    the run records `recovery_cancelled`, so the wait until the user resumes is a stopped run's
+    and not counted as the incident's time lost (a breaker saw 28.9 s lost, 20 s of it idle)."""
+    from ftgui.core.record.incidents import from_events
+
+    monkeypatch.setenv("FAKE_TRAINER", "exit:1")
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(steps=10, auto_recover=True, restart_backoff=30))
+    poll_until(supervisor, lambda _: supervisor.state == "recovering")
+    supervisor.shutdown()
+    seen = events.read_all(run_dir)
+    assert [e["event"] for e in seen if e["event"].startswith("recovery_")] == [
+        "recovery_scheduled", "recovery_cancelled"]
+    assert from_events(seen)._parked
+    supervisor.shutdown()  # nothing pending: nothing more written
+    assert len(of_kind(events.read_all(run_dir), "recovery_cancelled")) == 1
