@@ -92,14 +92,10 @@ def data_problem(dataset, config, meta: dict) -> str:
     trained on ('' when it is, or when the checkpoint recorded no fingerprint). Only a dataset
     function is compared here: its file may be unchanged while what it reads or computes is
     not; a file's or built-in's data is compared before any process starts
-    (`core.checkpoints.resume_check`)."""
-    recorded = (meta.get("dataset_info") or {}).get("fingerprint")
-    actual = dataset.info.get("fingerprint")
-    if ".py:" not in config.dataset or not recorded or not actual or recorded == actual:
-        return ""
-    return (f"dataset: {config.dataset} returned other data than checkpoint step "
-            f"{meta.get('step')} was trained on (fingerprint {recorded[:12]}, now {actual[:12]}); "
-            "restore what it reads, or start a new run")
+    (`core.checkpoints.resume_check`), and a fork's too (`user_code.fork_data_problem`)."""
+    from ftgui.core.settings.user_code import data_changed
+
+    return data_changed(config, meta, dataset.info.get("fingerprint") or "")
 
 
 def record_changes(run_dir: Path, restore: str, config, events) -> None:

@@ -204,6 +204,34 @@ def resume_problem(config, meta: dict) -> str:
     return ""
 
 
+def data_changed(config, meta: dict, actual: str) -> str:
+    """The refusal of a resume whose dataset function returned data of fingerprint `actual`
+    ('' when it is the one the checkpoint with metadata `meta` recorded, or it recorded none)."""
+    recorded = (meta.get("dataset_info") or {}).get("fingerprint")
+    if ".py:" not in config.dataset or not recorded or not actual or recorded == actual:
+        return ""
+    return (f"dataset: {config.dataset} returned other data than checkpoint step "
+            f"{meta.get('step')} was trained on (fingerprint {recorded[:12]}, now {actual[:12]}); "
+            "restore what it reads, or start a new run")
+
+
+def fork_data_problem(config, meta: dict, python: str = sys.executable) -> str:
+    """`data_changed` for a dataset function, asked before a fork moves any checkpoint: the
+    function runs in a helper process (`ftgui.training.helpers.data_fingerprint`, no
+    TensorFlow). '' when there is nothing to compare; the helper's one line when the function
+    fails."""
+    if ".py:" not in config.dataset or not (meta.get("dataset_info") or {}).get("fingerprint"):
+        return ""
+    done = subprocess.run(
+        [python, "-m", "ftgui.training.helpers.data_fingerprint", config.dataset, config.task,
+         str(config.seed)], capture_output=True, encoding="utf-8", errors="replace",
+        env={**os.environ, **CHILD_ENV}, check=False)
+    answer = _last_json(done.stdout) or {}
+    if "fingerprint" not in answer:
+        return f"dataset: {config.dataset}: {answer.get('error') or 'its function failed'}"
+    return data_changed(config, meta, answer["fingerprint"])
+
+
 def _modules_problem(name: str, path: Path, meta: dict) -> str:
     """Why the user's own modules `path` imports are not those the checkpoint recorded ('' when
     they are, or when it recorded none: a checkpoint from before they were recorded)."""
@@ -392,13 +420,15 @@ def _fallback_error(done: subprocess.CompletedProcess) -> str:
     return f"user code check failed: {tail}"
 
 
-def check_start(config, run_dir: Path, restore=None) -> CheckResult | None:
+def check_start(config, run_dir: Path, restore=None, fork: bool = False) -> CheckResult | None:
     """What a start of the run needs before any process: a resume (`restore`, a checkpoint
-    info with `.meta`) is refused when a recorded file changed; user code is checked in the
-    helper process (`check`). Returns its result, or None for built-ins only.
-    Raises `UserCodeError`."""
+    info with `.meta`) is refused when a recorded file changed, and a fork (`fork`: it moves
+    the newer checkpoints aside) also when a dataset function now returns other data
+    (`fork_data_problem`); user code is checked in the helper process (`check`). Returns its
+    result, or None for built-ins only. Raises `UserCodeError`."""
     if restore is not None:
-        problem = resume_problem(config, getattr(restore, "meta", {}) or {})
+        meta = getattr(restore, "meta", {}) or {}
+        problem = resume_problem(config, meta) or (fork and fork_data_problem(config, meta))
         if problem:
             raise UserCodeError(problem)
     if not is_user_code(config):

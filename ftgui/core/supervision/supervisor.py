@@ -285,7 +285,8 @@ class Supervisor:
         except LookupError as exc:
             raise StartError(str(exc)) from None
         resume_check.check(self.run_dir, config, restore)  # refused settings: ConfigError
-        self.user_check = user_code.check_start(config, self.run_dir, restore)
+        self.user_check = user_code.check_start(config, self.run_dir, restore,
+                                                fork=from_step is not None)
         previous = self.config if resume else None
         self._lock.acquire()
         self.journal.folder, self._folder_lost = RunFolder(self.run_dir), ""

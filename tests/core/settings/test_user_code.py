@@ -383,6 +383,12 @@ def test_a_resume_whose_dataset_function_returns_other_data_is_refused(tmp_path,
     assert re.search(r"dataset: .*reads\.py:load returned other data than checkpoint step 20 "
                      r"was trained on \(fingerprint [0-9a-f]{12}, now [0-9a-f]{12}\); restore "
                      r"what it reads, or start a new run", capsys.readouterr().err)
+    # a fork is refused before it moves any checkpoint aside (a breaker's finding: the trainer
+    # refused, after checkpoint 20 had gone to history/, so a plain resume went on from 10)
+    assert cli.main(["train", str(run_dir), "--resume", "--from-step", "10", "--quiet"]) == 2
+    assert "returned other data than checkpoint step 10" in capsys.readouterr().err
+    assert listing.newest_valid(run_dir).step == 20
+    assert not (run_dir / "history").exists()
     write_x(0)
     assert cli.main(["train", str(run_dir), "--resume", "--steps", "30", "--quiet"]) == 0
     assert [e["from_step"] for e in events.read_all(run_dir) if e["event"] == "resumed"] == [20]
