@@ -152,7 +152,6 @@ def train(run_dir: Path, config, args, events) -> int:
     from ftgui.training.background_save import valid_up_to
     from ftgui.training.restore import (
         data_position,
-        data_problem,
         record_changes,
         restore_failed,
         restore_memory,
@@ -191,10 +190,13 @@ def train(run_dir: Path, config, args, events) -> int:
     memory = restore_memory(state, dataset, config, run_dir, args, events) \
         if args.restore_snapshot and is_chief and not state.saves_collectively else None
     if args.restore and memory is None:
-        from ftgui.core.settings.user_code import resume_problem
+        from ftgui.core.settings.user_code import data_changed, resume_problem
 
         meta = listing.read_info(run_dir / args.restore).meta
-        problem = resume_problem(config, meta) or data_problem(dataset, config, meta)
+        # a dataset function's data is compared here, where it was computed (its file may be
+        # unchanged while what it reads is not)
+        problem = resume_problem(config, meta) or data_changed(
+            config, meta, dataset.info.get("fingerprint") or "")
         if problem:  # a model or dataset changed since the checkpoint: no exact resume
             return refuse(events, args, ValueError(problem))
         restore_started = time.perf_counter()

@@ -87,17 +87,6 @@ def data_position(run_dir: Path, restore: str, step: int, dataset, config):
     return position_of_checkpoint(meta, step, len(dataset.x_train), config.global_batch_size)
 
 
-def data_problem(dataset, config, meta: dict) -> str:
-    """Why `dataset` (just loaded) is not the data the checkpoint with metadata `meta` was
-    trained on ('' when it is, or when the checkpoint recorded no fingerprint). Only a dataset
-    function is compared here: its file may be unchanged while what it reads or computes is
-    not; a file's or built-in's data is compared before any process starts
-    (`core.checkpoints.resume_check`), and a fork's too (`user_code.fork_data_problem`)."""
-    from ftgui.core.settings.user_code import data_changed
-
-    return data_changed(config, meta, dataset.info.get("fingerprint") or "")
-
-
 def record_changes(run_dir: Path, restore: str, config, events) -> None:
     """A `setting_changed` event (setting, old, new, step) for each setting that applies from
     the resume step with another value than the restored checkpoint's (learning rate, global

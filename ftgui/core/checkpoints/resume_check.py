@@ -162,7 +162,7 @@ def _refusal(setting: str, checkpoint: str, old, new) -> str:
 def _check_dataset(checkpoint: str, old: str, new: str, info: dict) -> None:
     """Same data: the same built-in dataset, or a file with the recorded fingerprint (any
     path); without a recorded fingerprint, or for a dataset function (whose arrays only its
-    trainer computes, and compares: `training.restore.data_problem`), the same source."""
+    trainer computes, and compares: `user_code.data_changed`), the same source."""
     recorded = info.get("fingerprint")
     if new in BUILTIN_DATASETS or not recorded or ".py:" in new:
         if old != new:

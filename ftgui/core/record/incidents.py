@@ -150,7 +150,8 @@ class IncidentTracker:
         self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
         self._holding: set[tuple] = set()  # (attempt, role, index) held at a step boundary
-        self._parked = False  # preempted (saved and stopped) with no restart scheduled
+        self._parked = False  # stopped with an incident open: preempted with no restart
+        # scheduled, or ftgui stopped with one pending (the wait until a resume is no run time)
 
     def observe(self, event: dict) -> bool:
         """Take one event; True when an incident was opened or changed."""

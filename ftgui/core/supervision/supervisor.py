@@ -345,12 +345,13 @@ class Supervisor:
         """Kill every process of the run, cancel pending restarts (a `recovery_cancelled`
         event: the wait until the user resumes is a stopped run's, not the incident's) and
         release the directory."""
-        if self._recovery.due is not None and not (self._folder_lost or self._check_folder()):
+        folder_kept = not (self._folder_lost or self._check_folder())  # a lost one: no events
+        if folder_kept and self._recovery.due is not None:
             self.journal.emit("recovery_cancelled", restart=self.restarts)
         self._recovery.due = None
         self._faults.pause_timer()
         self.shared.user_stop = "shutdown"  # the exits that follow are not crashes to recover from
-        if not (self._folder_lost or self._check_folder()):  # a lost folder gets no events
+        if folder_kept:
             self.tasks.kill_all()
         self.launcher.end_attempt()
         self.hand_on_standbys()
