@@ -284,7 +284,7 @@ import json, os, sys, time
 from ftgui.core.record.events import EventWriter
 
 argv = sys.argv
-run_dir = argv[3]
+run_dir = argv[argv.index("ftgui.training") + 1]
 role, index = argv[argv.index("--role") + 1], int(argv[argv.index("--index") + 1])
 attempt = int(argv[argv.index("--attempt") + 1])
 plan = json.loads(os.environ["STAND_IN_PLAN"]).get(f"{role}:{index}:{attempt}", [])

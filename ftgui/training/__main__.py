@@ -14,6 +14,7 @@ from pathlib import Path
 
 _T0 = time.perf_counter()
 
+from ftgui.child_python import module_argv  # noqa: E402 (before the slow imports)
 from ftgui.training.signals import REQUESTS  # noqa: E402 (before the slow imports)
 
 REQUESTS.install()
@@ -336,7 +337,7 @@ def standby(run_dir: Path) -> int:
         print("standby: " + ("its preparation failed" if _WARM.failed else
                              "the run's configuration changed since it was built")
               + ": starting cold", flush=True)
-        os.execv(sys.executable, [sys.executable, "-m", "ftgui.training", *order["argv"]])
+        os.execv(sys.executable, [*module_argv("ftgui.training"), *order["argv"]])
     _T0 = time.perf_counter()  # nothing of the import is on this attempt's critical path
     print(f"standby: activated as {' '.join(order['argv'][1:])}", flush=True)
     return main(order["argv"])

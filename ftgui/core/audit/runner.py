@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ftgui.child_python import module_argv
 from ftgui.core.audit import outputs, weights
 from ftgui.core.audit.outputs import AuditResult
 from ftgui.core.audit.plan import KINDS, REFERENCE, AuditRun
@@ -327,7 +328,7 @@ def command(audit_dir: Path, config, python: str = sys.executable) -> list[str]:
     """The `ftgui audit` command line that audits `config` (a `RunConfig`) into `audit_dir`:
     a flag for every setting that is not its default, fault and recovery settings left to
     the audit."""
-    argv = [python, "-m", "ftgui", "audit", str(audit_dir)]
+    argv = [*module_argv("ftgui", python), "audit", str(audit_dir)]
     for name, setting in SETTINGS.items():
         value = getattr(config, name)
         if name in _FAULT_SETTINGS or value == setting.default:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ftgui.child_python import module_argv
 from ftgui.core.checkpoints import listing, tools
 from ftgui.streams import CHILD_ENV
 
@@ -51,7 +51,7 @@ class Comparer:
         """Start the helper (it imports TensorFlow, then waits for the request)."""
         if self._process is None:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "ftgui.training.helpers.compare_weights", "--stdin"],
+                [*module_argv("ftgui.training.helpers.compare_weights"), "--stdin"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 encoding="utf-8", errors="replace", env={**os.environ, **CHILD_ENV})
 

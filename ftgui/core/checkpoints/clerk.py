@@ -36,6 +36,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ftgui.child_python import module_argv
 from ftgui.core.checkpoints import listing
 from ftgui.core.checkpoints.retention import Retention
 from ftgui.core.checkpoints.state_file import point_state_file
@@ -107,7 +108,7 @@ class Clerk:
         """Start the helper process; on failure, stay in this process and say so once."""
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "ftgui.core.checkpoints.clerk", str(self.directory),
+                [*module_argv("ftgui.core.checkpoints.clerk"), str(self.directory),
                  str(self.keep), str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self._send({"record": self.record})
         except OSError as exc:

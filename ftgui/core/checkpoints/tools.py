@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from ftgui.child_python import module_argv
 from ftgui.core.checkpoints import listing
 from ftgui.core.settings.schema import ConfigError
 from ftgui.streams import CHILD_ENV
@@ -65,7 +65,7 @@ def check_files(run_dir: Path, step: int) -> None:
 def inspect_command(run_dir: Path, step: int, evaluate: bool = False,
                     export: Path | None = None) -> list[str]:
     """The helper's command line (for `subprocess` or a `QProcess`)."""
-    argv = [sys.executable, "-m", "ftgui.training.helpers.inspect_checkpoint", str(run_dir),
+    argv = [*module_argv("ftgui.training.helpers.inspect_checkpoint"), str(run_dir),
             str(step)]
     if evaluate:
         argv.append("--evaluate")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
+from ftgui.child_python import module_argv
 from ftgui.core.settings.config import ConfigError
 from ftgui.streams import CHILD_ENV
 
@@ -18,7 +18,7 @@ def list_devices(timeout: float = 120.0) -> list[dict]:
     `RuntimeError` with the helper's last error line if it fails.
     """
     result = subprocess.run(
-        [sys.executable, "-m", "ftgui.training.helpers.devices"],
+        module_argv("ftgui.training.helpers.devices"),
         capture_output=True, encoding="utf-8", errors="replace", timeout=timeout,
         env={**os.environ, **CHILD_ENV},
     )

@@ -4,8 +4,9 @@ of one refuses a resume, as a change of the named file does.
 
 A module is the user's own when Python would import it from the user's folders rather than an
 installed package: `NAME.py` or a package `NAME/` in the working directory (where the trainer
-runs, first on its `sys.path`) or beside the file that imports it (ftgui puts the folder of
-the model or dataset file next on `sys.path`: `user_code.import_module`). Modules found are read in
+runs) or beside the file that imports it — the two folders `user_code.import_module` puts on
+the trainer's `sys.path`, after the standard library: a `json.py` there is never imported as
+`json`, so a standard module's name is never the user's own. Modules found are read in
 turn for their own imports. Relative imports (`from . import x`) name no top-level module of a
 folder and are left out, as are imports inside strings or `importlib` calls.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 
@@ -29,7 +31,7 @@ def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
     while pending:
         current = pending.pop()
         for name in sorted(_imported_names(current)):
-            if name in hashes:
+            if name in hashes or name in sys.stdlib_module_names:
                 continue
             found = _find(name, [*folders, current.parent])
             if found is None:

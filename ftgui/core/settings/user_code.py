@@ -21,10 +21,12 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ftgui.child_python import module_argv
 from ftgui.core import formatting
 from ftgui.core.settings import local_imports
 from ftgui.core.settings.schema import BUILTIN_DATASETS, MODELS, ConfigError
@@ -223,8 +225,8 @@ def fork_data_problem(config, meta: dict, python: str = sys.executable) -> str:
     if ".py:" not in config.dataset or not (meta.get("dataset_info") or {}).get("fingerprint"):
         return ""
     done = subprocess.run(
-        [python, "-m", "ftgui.training.helpers.data_fingerprint", config.dataset, config.task,
-         str(config.seed)], capture_output=True, encoding="utf-8", errors="replace",
+        [*module_argv("ftgui.training.helpers.data_fingerprint", python), config.dataset,
+         config.task, str(config.seed)], capture_output=True, encoding="utf-8", errors="replace",
         env={**os.environ, **CHILD_ENV}, check=False)
     answer = _last_json(done.stdout) or {}
     if "fingerprint" not in answer:
@@ -249,12 +251,10 @@ def _modules_problem(name: str, path: Path, meta: dict) -> str:
 
 def import_module(path: Path):
     """Import the user's Python file `path` as a fresh module (not cached in `sys.modules`
-    under its own name), its folder on `sys.path` after the working directory (the modules
-    beside it import whatever the working directory). Only in a training or helper process:
-    it runs the user's code."""
-    folder = os.fspath(Path(path).absolute().parent)
-    if folder not in sys.path:  # its own modules import from beside it, as `python FILE` does
-        sys.path.insert(min(1, len(sys.path)), folder)  # after the working directory
+    under its own name), with the working directory and then the file's folder on `sys.path`
+    right after the standard library (`user_folders_on_path`). Only in a training or helper
+    process: it runs the user's code."""
+    user_folders_on_path(Path(path).absolute().parent)
     name = f"ftgui_user_{path.stem}_{uuid.uuid4().hex[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -263,6 +263,34 @@ def import_module(path: Path):
     sys.modules[name] = module  # dataclasses and pickling look the module up
     spec.loader.exec_module(module)
     return module
+
+
+def user_folders_on_path(folder: Path) -> None:
+    """Put the working directory and `folder` (a model or dataset file's) on `sys.path`, in
+    that order, after the standard library and before the installed packages, unless already
+    there: the user's own modules import from both, as in `python FILE` (whose folder comes
+    first) — but a user's `json.py` or `code.py` never stands in for the standard module that
+    TensorFlow imports (ftgui starts its trainers with `python -P`: `ftgui.child_python`)."""
+    at = _after_standard_library()
+    present = {os.path.realpath(entry or os.curdir) for entry in sys.path}
+    for entry in reversed([os.getcwd(), os.fspath(folder)]):
+        if os.path.realpath(entry) not in present:
+            sys.path.insert(at, entry)
+            present.add(os.path.realpath(entry))
+
+
+def _after_standard_library() -> int:
+    """The index in `sys.path` just after its last standard-library entry (the zip, the
+    library, `lib-dynload`); 0 when there is none."""
+    roots = {os.path.realpath(sysconfig.get_path(key)) for key in ("stdlib", "platstdlib")}
+    last = -1
+    for index, entry in enumerate(sys.path):
+        real = os.path.realpath(entry or os.curdir)
+        in_library = any(real == root or real.startswith(root + os.sep) for root in roots)
+        zipped = entry.endswith(".zip") and os.path.basename(entry).startswith("python")
+        if (in_library and "site-packages" not in real) or zipped:
+            last = index
+    return last + 1
 
 
 def user_function(source: Source):
@@ -388,7 +416,8 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
         return known
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, "TF_CPP_MIN_LOG_LEVEL": "2"}
     done = subprocess.run(
-        [python, "-m", "ftgui.training.helpers.check_user_code", json.dumps(config.to_dict())],
+        [*module_argv("ftgui.training.helpers.check_user_code", python),
+         json.dumps(config.to_dict())],
         capture_output=True, encoding="utf-8", errors="replace", env=env, check=False,
     )
     answer = _last_json(done.stdout)

@@ -26,6 +26,8 @@ import struct
 import subprocess
 import sys
 
+from ftgui.child_python import module_argv
+
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -63,7 +65,7 @@ class LoopbackNamespace:
         Linux, namespaces refused by the kernel or a container)."""
         if not sys.platform.startswith("linux"):
             raise NamespaceError(f"network namespaces need Linux (this is {sys.platform})")
-        holder = subprocess.Popen([python, "-m", "ftgui.core.supervision.loopback_ns"],
+        holder = subprocess.Popen(module_argv("ftgui.core.supervision.loopback_ns", python),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
         try:

@@ -18,6 +18,8 @@ import shlex
 import sys
 from collections.abc import Iterable
 
+from ftgui.child_python import module_argv
+
 # Python's string hashing, fixed for every trainer: the order of a set of strings (a vocabulary
 # built from `set(words)`, layers made in a set's order) is then the same in every attempt,
 # standby, restart and machine, or a resumed run would silently train on other ids than the one
@@ -56,12 +58,12 @@ def trainer_args(
 
 def trainer_argv(args: list[str], python: str = sys.executable) -> list[str]:
     """The whole command line: `python -m ftgui.training` and `args` (from `trainer_args`)."""
-    return [python, "-m", TRAINER_MODULE, *args]
+    return [*module_argv(TRAINER_MODULE, python), *args]
 
 
 def standby_argv(run_dir: str | os.PathLike, python: str = sys.executable) -> list[str]:
     """A warm standby of the run: it imports TensorFlow, then waits for its order on stdin."""
-    return [python, "-m", TRAINER_MODULE, "--standby", str(run_dir)]
+    return [*module_argv(TRAINER_MODULE, python), "--standby", str(run_dir)]
 
 
 def remote_command(args: list[str], tf_config: dict) -> str:

@@ -4,6 +4,7 @@ a CI pipeline reads for each fault, and the one-line refusals before anything tr
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -407,10 +408,11 @@ def test_the_windows_audit_command_passes_the_panels_settings_but_not_its_faults
     config = RunConfig(strategy="multi-worker", workers=3, warm_standby=True, steps=300,
                        kill_at_step=40, auto_recover=True, global_batch_size=63)
     argv = runner.command(tmp_path / "a", config, python="python")
-    assert argv == ["python", "-m", "ftgui", "audit", str(tmp_path / "a"),
+    start = ["python", *(["-P"] if sys.version_info >= (3, 11) else []), "-m", "ftgui"]
+    assert argv == [*start, "audit", str(tmp_path / "a"),
                     "--strategy", "multi-worker", "--workers", "3", "--batch-size", "63",
                     "--steps", "300", "--warm-standby"]
-    assert cli.build_parser().parse_args(argv[3:]).workers == 3
+    assert cli.build_parser().parse_args(argv[len(start):]).workers == 3
 
 
 def test_progress_lines_tell_the_runs_done_of_how_many():

@@ -411,7 +411,7 @@ def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
 STAND_IN = """
 import sys, time
 from ftgui.core.record.events import EventWriter
-events = EventWriter(sys.argv[3], 0)
+events = EventWriter(sys.argv[sys.argv.index("ftgui.training") + 1], 0)
 events.emit("training_started", role="chief", index=0, start_step=0, strategy="mirrored")
 for step in range(1, 31):
     events.emit("step", step=step, loss=1.0 / step)

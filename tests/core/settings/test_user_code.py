@@ -416,6 +416,44 @@ def test_a_helper_beside_the_model_file_imports_from_any_working_directory(tmp_p
 
 
 @pytest.mark.tf
+def test_a_file_named_like_a_standard_module_in_the_working_directory_breaks_nothing(
+        tmp_path, monkeypatch):
+    """A user's `json.py` and `random.py` in the working directory: the check helper and the
+    trainer import the standard modules, not them (`python -m` put the working directory
+    first: 'module json has no attribute loads'), their own `helpers.py` still imports, and
+    a standard module's name is not recorded as one of the user's own."""
+    (tmp_path / "json.py").write_text("RAISED = True\n")
+    (tmp_path / "random.py").write_text("raise ImportError('the user random.py')\n")
+    (tmp_path / "helpers.py").write_text("WIDTH = 8\n")
+    (tmp_path / "net.py").write_text(
+        "import json\n\nimport keras\n\nimport helpers\n\n\n"
+        "def build(input_shape, num_classes):\n"
+        "    assert hasattr(json, 'loads')\n"
+        "    inputs = keras.Input(shape=input_shape)\n"
+        "    x = keras.layers.Dense(helpers.WIDTH)(keras.layers.Flatten()(inputs))\n"
+        "    return keras.Model(inputs, keras.layers.Dense(num_classes)(x))\n")
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", str(run_dir), "--model", "net.py:build", "--steps", "2",
+                     "--checkpoint-every", "2", "--quiet"]) == 0
+    assert list(configmod.load_record(run_dir)["model_modules"]) == ["helpers"]
+
+
+def test_the_users_folders_go_after_the_standard_library_on_sys_path(tmp_path, monkeypatch):
+    """`user_folders_on_path`: the working directory, then the file's folder, after the last
+    standard-library entry and before site-packages; a folder already there is not added."""
+    import sysconfig
+    stdlib = sysconfig.get_path("stdlib")
+    site = sysconfig.get_path("purelib")
+    monkeypatch.setattr(sys, "path", [f"{stdlib}.zip", stdlib, site])
+    monkeypatch.chdir(tmp_path)
+    user_code.user_folders_on_path(tmp_path / "models")
+    assert sys.path == [f"{stdlib}.zip", stdlib, str(tmp_path), str(tmp_path / "models"), site]
+    user_code.user_folders_on_path(tmp_path)
+    assert sys.path == [f"{stdlib}.zip", stdlib, str(tmp_path), str(tmp_path / "models"), site]
+
+
+@pytest.mark.tf
 def test_a_model_with_a_stateful_random_op_trains_but_exact_resume_is_not_promised(
         tmp_path, capsys):
     run_dir = tmp_path / "run"

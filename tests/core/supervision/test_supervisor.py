@@ -33,7 +33,7 @@ FAKE_TRAINER = textwrap.dedent(
     import os, subprocess, sys, time
     from ftgui.core.record.events import EventWriter
 
-    run_dir = sys.argv[3]
+    run_dir = sys.argv[sys.argv.index("ftgui.training") + 1]
     attempt = int(sys.argv[sys.argv.index("--attempt") + 1])
     events = EventWriter(run_dir, attempt)
     mode = os.environ.get("FAKE_TRAINER", "tree")
@@ -356,10 +356,11 @@ def test_the_trainer_command_line_has_one_form():
                     "--fault", "kill@40:worker:1", "--fault", "nan@50:worker:1"]
     assert trainer_command.trainer_args("/runs/a") == [
         "/runs/a", "--role", "chief", "--index", "0", "--attempt", "0"]
-    assert trainer_command.trainer_argv(["/runs/a"], "py") == ["py", "-m", "ftgui.training",
-                                                                "/runs/a"]
+    safe = ["-P"] if sys.version_info >= (3, 11) else []  # the working directory not first
+    assert trainer_command.trainer_argv(["/runs/a"], "py") == ["py", *safe, "-m",
+                                                                "ftgui.training", "/runs/a"]
     assert trainer_command.standby_argv("/runs/a", "py") == [
-        "py", "-m", "ftgui.training", "--standby", "/runs/a"]
+        "py", *safe, "-m", "ftgui.training", "--standby", "/runs/a"]
     tf_config = {"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}}
     assert trainer_command.remote_command(["/runs/my run", "--role", "worker"], tf_config) == (
         """PYTHONHASHSEED=0 TF_CONFIG='{"cluster":{"worker":["h:1"]},"task":{"type":"worker","""

@@ -156,7 +156,7 @@ FAKE_TRAINER = textwrap.dedent(
     import os, sys
     from ftgui.core.record.events import EventWriter
 
-    run_dir = sys.argv[3]
+    run_dir = sys.argv[sys.argv.index("ftgui.training") + 1]
     attempt = int(sys.argv[sys.argv.index("--attempt") + 1])
     events = EventWriter(run_dir, attempt)
     events.emit("training_started", role="chief", index=0, start_step=0, strategy="default",

@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from ftgui.child_python import module_argv
 from ftgui.core.checkpoints import listing
 from ftgui.core.record import exitcodes
 from ftgui.core.supervision.slurm import job_script
@@ -108,7 +109,7 @@ def srun_argv(task: dict, host: str, python: str) -> list[str]:
     """The `srun` command line of one task."""
     return ["srun", "--ntasks=1", "--nodes=1", f"--nodelist={host}", "--exact",
             "--kill-on-bad-exit=1", f"--job-name={task['name']}", f"--output={task['log']}",
-            "--open-mode=append", python, "-m", TRAINER_MODULE, *task["args"]]
+            "--open-mode=append", *module_argv(TRAINER_MODULE, python), *task["args"]]
 
 
 def returncode(srun_status: int) -> int:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ftgui.child_python import module_argv
 from ftgui.core.supervision.slurm import checks, commands, job_script, watcher
 from ftgui.core.supervision.slurm.commands import SlurmError
 from ftgui.core.supervision.slurm.watcher import JobInfo
@@ -193,7 +194,7 @@ class SlurmLauncher:
         task = next(t for t in order.get("tasks", []) if t["name"] == request.task.name)
         argv = ["srun", f"--jobid={self.job.job}", "--ntasks=1", "--nodes=1", "--exact",
                 "--overlap", f"--job-name={request.task.name}", f"--output={request.log_path}",
-                "--open-mode=append", self.python, "-m", "ftgui.training", *request.args]
+                "--open-mode=append", *module_argv("ftgui.training", self.python), *request.args]
         env = _rejoin_env(task, order.get("taken", {}).get("layout_env", {}), request.env)
         popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
