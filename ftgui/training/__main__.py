@@ -311,10 +311,15 @@ def standby(run_dir: Path) -> int:
     import_seconds = time.perf_counter() - _T0
     member = os.environ.pop(MEMBER_ENV, None) is not None  # of a standby cluster
     own_tf_config = os.environ.get("TF_CONFIG") if member else None  # its own cluster
-    _WARM = _prepare(run_dir, cluster_member=member)
-    prepared = bool(_WARM and not _WARM.failed)
+    if not member and _order_waiting():  # a restart came first: it waits for no warm-up
+        print("standby: ordered or dismissed before it was ready: no warm-up (an order "
+              "builds as a cold start would, TensorFlow already imported)", flush=True)
+    else:
+        _WARM = _prepare(run_dir, cluster_member=member)
+    prepared = bool(_WARM and not _WARM.failed and _WARM.warmed)
     print(f"standby: ready after {import_seconds:.2f} s of imports"  # before the event: a
-          + (f" and {_WARM.seconds:.2f} s building and tracing" if _WARM else ""),  # spare's
+          + (f" and {_WARM.seconds:.2f} s building" + (" and tracing" if _WARM.warmed
+                                                         else "") if _WARM else ""),  # spare's
           flush=True)  # log is read once the event is seen
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
          prepared=prepared, prepared_for=config_fingerprint(_WARM.config) if prepared else None,
@@ -382,6 +387,9 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
         return None
     try:
         built = build(config)
+        if not cluster_member and _order_waiting():  # the order takes it as built: the step
+            return warm_standby.Prepared(  # is traced at its first call, as in a cold start
+                config.to_dict(), built, None, time.perf_counter() - started, warmed=False)
         # No warm-up restore in a standby cluster: a worker that had restored a checkpoint
         # retention deleted since then failed its order's restore with NotFoundError naming
         # the deleted one (TensorFlow 2.21, MultiWorkerMirroredStrategy).
@@ -396,6 +404,20 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
         return warm_standby.Prepared(config.to_dict(), (), None,
                                      time.perf_counter() - started, failed=str(exc))
     return warm_standby.Prepared(config.to_dict(), built, shadow, time.perf_counter() - started)
+
+
+def _order_waiting() -> bool:
+    """Whether the supervisor's order (or the end of stdin: dismissed) is already waiting
+    while the standby is still importing or building: a restart that took a standby before
+    it was ready then waits for no warm-up it would not need (the ResNet's warm-up — a step,
+    a restore, the shadow copy — took 11 s beside another standby's import; a cold start's
+    build and first step 5 s)."""
+    import select
+
+    try:
+        return bool(select.select([sys.stdin], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def exit_now(code: int) -> None:

@@ -25,14 +25,17 @@ PREPARED_STRATEGIES = ("default", "one-device", "mirrored")
 class Prepared:
     """What a standby built for `config` (a `RunConfig.to_dict()`): (dataset, strategy,
     state, runner) as `__main__.build` returns them, the checkpoint action's `shadow` copy
-    (`background_save.ShadowState`, traced), and `seconds` it took; `failed`: why building
-    failed ('' when it did not; then the order is run by a cold trainer)."""
+    (`background_save.ShadowState`, traced; None when not built), and `seconds` it took;
+    `failed`: why building failed ('' when it did not; then the order is run by a cold
+    trainer); `warmed`: False when the order came before the warm-up step (the state is as
+    built, its step traced at its first call, as in a cold start)."""
 
     config: dict
     built: tuple
     shadow: object
     seconds: float
     failed: str = ""
+    warmed: bool = True
 
 
 def can_prepare(config: RunConfig, cluster_member: bool = False) -> bool:
