@@ -19,6 +19,10 @@ import os
 import sys
 from pathlib import Path
 
+# Imported by every trainer before the user's code: `import keras` in a model gets the installed
+# one even with a keras.py in the working directory, so such a file is not the user's module.
+PRELOADED = frozenset({"ftgui", "tensorflow", "keras", "numpy", "tensorboard", "google", "absl"})
+
 
 def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
     """{module name: hex SHA-256} of the user's own modules `path` imports, directly or
@@ -31,7 +35,7 @@ def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
     while pending:
         current = pending.pop()
         for name in sorted(_imported_names(current)):
-            if name in hashes or name in sys.stdlib_module_names:
+            if name in hashes or name in sys.stdlib_module_names or name in PRELOADED:
                 continue
             found = _find(name, [*folders, current.parent])
             if found is None:
@@ -40,6 +44,16 @@ def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
             hashes[name] = _digest(found, files)
             pending.extend(files)
     return dict(sorted(hashes.items()))
+
+
+def hidden_standard_modules(path: Path, cwd: Path | None = None) -> list[Path]:
+    """The user's files that `path` imports by a standard module's name (`import code` with a
+    `code.py` in the working directory or beside `path`): Python's own module is imported
+    instead (ftgui keeps the standard library first); for a hint when the code fails."""
+    folders = [Path.cwd() if cwd is None else cwd, Path(path).parent]
+    found = (_find(name, folders) for name in sorted(_imported_names(Path(path)))
+             if name in sys.stdlib_module_names)
+    return [hidden for hidden in found if hidden is not None]
 
 
 def _imported_names(path: Path) -> set[str]:
@@ -58,12 +72,17 @@ def _imported_names(path: Path) -> set[str]:
 
 
 def _find(name: str, folders: list[Path]) -> Path | None:
-    """`NAME.py` or the package folder `NAME/` in the first of `folders` that has one."""
+    """`NAME.py` or the package folder `NAME/` in the first of `folders` that has one, else
+    a folder `NAME/` of `.py` files without `__init__.py` (a namespace package: Python
+    imports it when no folder has the module itself)."""
     for folder in folders:
         if (folder / name / "__init__.py").is_file():
             return folder / name
         if (folder / f"{name}.py").is_file():
             return folder / f"{name}.py"
+    for folder in folders:
+        if (folder / name).is_dir() and _module_files(folder / name):
+            return folder / name
     return None
 
 

@@ -271,12 +271,16 @@ def user_folders_on_path(folder: Path) -> None:
     there: the user's own modules import from both, as in `python FILE` (whose folder comes
     first) — but a user's `json.py` or `code.py` never stands in for the standard module that
     TensorFlow imports (ftgui starts its trainers with `python -P`: `ftgui.child_python`)."""
-    at = _after_standard_library()
-    present = {os.path.realpath(entry or os.curdir) for entry in sys.path}
-    for entry in reversed([os.getcwd(), os.fspath(folder)]):
-        if os.path.realpath(entry) not in present:
-            sys.path.insert(at, entry)
-            present.add(os.path.realpath(entry))
+    for entry in (os.getcwd(), os.fspath(folder)):
+        real = os.path.realpath(entry)
+        if real in {os.path.realpath(e or os.curdir) for e in sys.path}:
+            continue
+        added = [i for i, e in enumerate(sys.path) if e in _ADDED]  # after those added before:
+        sys.path.insert(max(added) + 1 if added else _after_standard_library(), entry)
+        _ADDED.add(entry)  # the working directory stays ahead of every file's folder
+
+
+_ADDED: set[str] = set()  # the folders `user_folders_on_path` put on sys.path
 
 
 def _after_standard_library() -> int:
@@ -425,11 +429,27 @@ def check(config, run_dir: Path, python: str = sys.executable) -> CheckResult:
         _remember(config, python, answer)
         return CheckResult.from_answer(answer)
     error = (answer or {}).get("error") or _fallback_error(done)
+    error += _hidden_hint(config)
     log = Path(run_dir) / "logs" / CHECK_LOG
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"{error}\n\n{(answer or {}).get('traceback', '')}\n"
                    f"--- helper stderr ---\n{done.stderr}", encoding="utf-8")
     raise UserCodeError(error)
+
+
+def _hidden_hint(config) -> str:
+    """For a refusal: the user's own files that a model or dataset file imports by a standard
+    module's name, which Python's module stands in for ('' when there are none)."""
+    hidden = []
+    for name in ("model", "dataset"):
+        source = parse(name, getattr(config, name))
+        if source.path is not None and source.kind == "python":
+            hidden += local_imports.hidden_standard_modules(source.path)
+    if not hidden:
+        return ""
+    names = ", ".join(str(path) for path in dict.fromkeys(hidden))
+    return (f" (note: {names} is not imported: Python's standard module of that name comes "
+            f"first; rename it)")
 
 
 def _last_json(stdout: str) -> dict | None:

@@ -153,6 +153,41 @@ def test_every_module_of_a_long_chain_of_imports_is_recorded(tmp_path):
     assert len(module_hashes(tmp_path / "net.py", cwd=tmp_path)) == 250
 
 
+def test_a_folder_without_init_is_a_module_and_preloaded_names_are_not(tmp_path):
+    """`from blocks.res import ACT` with `blocks/` lacking `__init__.py` (a namespace
+    package, which Python imports) is the user's module; a `keras.py` or `numpy/` in the
+    folder is not: every trainer has imported the installed ones before the user's code
+    (a breaker's findings: the first went untracked, the second refused a resume over a file
+    never imported)."""
+    from ftgui.core.settings.local_imports import module_hashes
+    (tmp_path / "blocks").mkdir()
+    (tmp_path / "blocks" / "res.py").write_text("ACT = 'relu'\n")
+    (tmp_path / "keras.py").write_text("raise ImportError\n")
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text("raise ImportError\n")
+    (tmp_path / "net.py").write_text("import keras\nimport numpy\nfrom blocks.res import ACT\n")
+    hashes = module_hashes(tmp_path / "net.py", cwd=tmp_path)
+    assert list(hashes) == ["blocks"]
+    (tmp_path / "blocks" / "res.py").write_text("ACT = 'tanh'\n")
+    assert module_hashes(tmp_path / "net.py", cwd=tmp_path)["blocks"] != hashes["blocks"]
+
+
+def test_a_refusal_names_the_users_file_that_a_standard_module_hides(tmp_path, monkeypatch):
+    """`import code` with the user's `code.py` beside the model: Python's `code` is imported
+    (the standard library comes first), so a refusal says so (a breaker's finding: only
+    "module 'code' has no attribute 'WIDTH'"). A standard-named file the model does not
+    import is not named."""
+    (tmp_path / "code.py").write_text("WIDTH = 16\n")
+    (tmp_path / "random.py").write_text("")
+    (tmp_path / "net.py").write_text("import code\nimport helpers\n\n\ndef build(): pass\n")
+    monkeypatch.chdir(tmp_path)
+    assert user_code._hidden_hint(RunConfig(model=f"{tmp_path / 'net.py'}:build")) == (
+        f" (note: {tmp_path / 'code.py'} is not imported: Python's standard module of that "
+        f"name comes first; rename it)")
+    (tmp_path / "net.py").write_text("import helpers\n\n\ndef build(): pass\n")
+    assert user_code._hidden_hint(RunConfig(model=f"{tmp_path / 'net.py'}:build")) == ""
+
+
 def test_a_files_hash_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
     import hashlib
     import os
@@ -446,11 +481,18 @@ def test_the_users_folders_go_after_the_standard_library_on_sys_path(tmp_path, m
     stdlib = sysconfig.get_path("stdlib")
     site = sysconfig.get_path("purelib")
     monkeypatch.setattr(sys, "path", [f"{stdlib}.zip", stdlib, site])
+    monkeypatch.setattr(user_code, "_ADDED", set())
     monkeypatch.chdir(tmp_path)
     user_code.user_folders_on_path(tmp_path / "models")
     assert sys.path == [f"{stdlib}.zip", stdlib, str(tmp_path), str(tmp_path / "models"), site]
     user_code.user_folders_on_path(tmp_path)
     assert sys.path == [f"{stdlib}.zip", stdlib, str(tmp_path), str(tmp_path / "models"), site]
+    # the dataset's folder after them: the working directory still comes first (a breaker's
+    # finding: each folder went in at the same place, the model's ahead of the working
+    # directory, and a changed helpers.py there was trained on though not the one recorded)
+    user_code.user_folders_on_path(tmp_path / "data")
+    assert sys.path == [f"{stdlib}.zip", stdlib, str(tmp_path), str(tmp_path / "models"),
+                        str(tmp_path / "data"), site]
 
 
 @pytest.mark.tf
