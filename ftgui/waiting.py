@@ -105,7 +105,7 @@ class RunWaits:
         """(what the run waits for, since when); ("", 0) when for nothing known."""
         if self._importing:
             labels = ", ".join(label for label, _ in self._importing.values())
-            return (f"importing TensorFlow: {labels}",
+            return (f"importing TensorFlow and building the model: {labels}",
                     min(since for _, since in self._importing.values()))
         if self._first_step_since is not None:
             return "tracing the first step", self._first_step_since

@@ -35,9 +35,10 @@ def test_a_cold_start_says_what_it_imports_and_keeps_saying_it_every_2_s():
     assert lines_at(waits, [100.05, 102.0, 102.1, 104.0, 104.2]) == {
         100.05: ["chief: importing TensorFlow and building the model"],
         102.0: [],
-        102.1: ["still importing TensorFlow: chief (2 s)"],  # never 2 s unsaid (issue 28)
+        # never 2 s unsaid (issue 28)
+        102.1: ["still importing TensorFlow and building the model: chief (2 s)"],
         104.0: [],
-        104.2: ["still importing TensorFlow: chief (4 s)"],
+        104.2: ["still importing TensorFlow and building the model: chief (4 s)"],
     }
     waits.feed(event("training_started", 106.5, pid=7, role="chief"))
     assert lines_at(waits, [106.6, 108.4, 108.5, 110.4, 110.5]) == {
@@ -66,10 +67,11 @@ def test_a_cluster_names_every_process_still_importing():
     assert waits.tick(10.2) == ["chief: importing TensorFlow and building the model",
                                 "worker 1: importing TensorFlow and building the model",
                                 "ps 0: importing TensorFlow and building the model"]
-    assert waits.tick(13.3) == ["still importing TensorFlow: chief, worker 1, ps 0 (3 s)"]
+    assert waits.tick(13.3) == [
+        "still importing TensorFlow and building the model: chief, worker 1, ps 0 (3 s)"]
     waits.feed(event("training_started", 14.0, pid=1, role="chief"))
     waits.feed(event("process_exited", 14.0, pid=3, role="ps", signal=9))
-    assert waits.tick(14.1) == ["still importing TensorFlow: worker 1 (4 s)"]
+    assert waits.tick(14.1) == ["still importing TensorFlow and building the model: worker 1 (4 s)"]
     waits.feed(event("training_started", 15.0, pid=2, role="worker"))
     assert waits.tick(15.1) == []  # the chief began tracing at 14.0: 1.1 s ago
     assert waits.tick(16.0) == ["still tracing the first step (2 s)"]
@@ -85,7 +87,7 @@ def test_a_restart_after_a_kill_is_said_again():
     assert waits.tick(20.0) == []  # the backoff: the supervisor says "restarting in …"
     waits.feed(started(21.0, pid=2, restore="checkpoints/ckpt-30"))
     assert waits.tick(21.05) == ["chief: importing TensorFlow and building the model"]
-    assert waits.tick(24.1) == ["still importing TensorFlow: chief (3 s)"]
+    assert waits.tick(24.1) == ["still importing TensorFlow and building the model: chief (3 s)"]
     waits.feed({"event": "resumed", "time": 26.0, "attempt": 1, "from_step": 30})
     assert waits.tick(27.1) == []  # restored: the import is over; training_started comes next
 
@@ -108,7 +110,7 @@ def test_the_progress_prints_the_wait_lines_unless_quiet(capsys):
     assert capsys.readouterr().out.splitlines() == [
         "chief started (pid 7)",
         "chief: importing TensorFlow and building the model",
-        "still importing TensorFlow: chief (3 s)",
+        "still importing TensorFlow and building the model: chief (3 s)",
     ]
 
 

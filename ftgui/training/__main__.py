@@ -385,17 +385,23 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
         return None
     if not warm_standby.can_prepare(config, cluster_member):
         return None
+    # an order that came meanwhile takes the state as built, its step traced at its first
+    # call and the checkpoint's shadow copy made by the checkpoint action, as in a cold start
+    ordered = (lambda: False) if cluster_member else _order_waiting
     try:
         built = build(config)
-        if not cluster_member and _order_waiting():  # the order takes it as built: the step
-            return warm_standby.Prepared(  # is traced at its first call, as in a cold start
-                config.to_dict(), built, None, time.perf_counter() - started, warmed=False)
+        if ordered():
+            return warm_standby.Prepared(config.to_dict(), built, None,
+                                         time.perf_counter() - started, warmed=False)
         # No warm-up restore in a standby cluster: a worker that had restored a checkpoint
         # retention deleted since then failed its order's restore with NotFoundError naming
         # the deleted one (TensorFlow 2.21, MultiWorkerMirroredStrategy).
         newest = None if cluster_member else listing.newest_valid(run_dir)
         warm_standby.run_one_step_and_undo(built[2], built[0], config,
-                                           newest.prefix if newest else None)
+                                           newest.prefix if newest else None, stop=ordered)
+        if ordered():
+            return warm_standby.Prepared(config.to_dict(), built, None,
+                                         time.perf_counter() - started, warmed=False)
         # a cluster saves collectively, without the background writer's shadow copy
         shadow = None if cluster_member else warm_standby.shadow_for(built[2], built[0],
                                                                       config)

@@ -58,7 +58,8 @@ def shadow_for(state, data, config: RunConfig):
     return shadow
 
 
-def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> None:
+def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None,
+                          stop=lambda: False) -> None:
     """Run global step 1's batch through `state.train_step` (tracing and optimising the step
     function) and, when `warm_restore` names a checkpoint prefix, restore it (the first restore of a
     process costs several times the next ones); with in-memory snapshots on, run it again in the
@@ -66,7 +67,9 @@ def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> 
     cost the first snapshot step ~0.3 s for the MLP); then assign every variable (model, optimizer
     slots and iterations, the object graph's others, global step) its value from before, so the
     state is exactly what it was built as. A warm-up restore that fails is ignored: the order's
-    own restore will report it. Raises ValueError when a variable cannot be snapshotted."""
+    own restore will report it. `stop()` true after a stage (the order came): the stages
+    left are skipped, the undo is not. Raises ValueError when a variable cannot be
+    snapshotted."""
     import tensorflow as tf
 
     from ftgui.training.data import StepBatches
@@ -76,14 +79,14 @@ def run_one_step_and_undo(state, data, config: RunConfig, warm_restore=None) -> 
     before = [v.numpy() for v in variables]
     indices = StepBatches(len(data.x_train), config.global_batch_size, config.seed).indices(1)
     state.train_step(data.x_train[indices], data.y_train[indices])
-    if config.snapshot_every and not state.saves_collectively:
+    if config.snapshot_every and not state.saves_collectively and not stop():
         from ftgui.training.actions.snapshot import StateBytes
 
         state.fuse_state_output(StateBytes(state).parts)
         state.state_output_next = True
         state.train_step(data.x_train[indices], data.y_train[indices])
         state.last_state_output = None
-    if warm_restore is not None:
+    if warm_restore is not None and not stop():
         try:
             state.restore(warm_restore)
         except (tf.errors.OpError, ValueError, AssertionError):

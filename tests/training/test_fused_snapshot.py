@@ -156,6 +156,23 @@ def test_a_prepared_standby_has_traced_the_step_that_returns_the_state():
     assert (StateBytes(state).read() == before).all()  # both warm-up steps undone
 
 
+def test_a_warm_up_stopped_after_its_first_step_still_undoes_it():
+    """The order came during the warm-up (`stop()` true): the stages left (the step that
+    returns the state, the warm restore) are skipped, and the step run is undone."""
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import warm_standby
+    from ftgui.training.actions.snapshot import StateBytes
+
+    state, dataset, _ = _build()
+    before = StateBytes(state).read()
+    asked = []
+    warm_standby.run_one_step_and_undo(
+        state, dataset, RunConfig(strategy="default", snapshot_every=1),
+        warm_restore="no/such/checkpoint", stop=lambda: asked.append(1) or True)
+    assert state._fused_step is None and len(asked) == 2
+    assert (StateBytes(state).read() == before).all()
+
+
 def test_a_state_restored_from_memory_is_the_first_snapshot_of_the_new_file(trained, tmp_path):
     """Its checkpoint is written on the writer thread once training runs: until then the
     snapshot file must hold it, or a crash meanwhile would lose it."""

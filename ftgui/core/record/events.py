@@ -445,7 +445,7 @@ def _process_started(event, step):
             # ends, counts from the interpreter's start, later)
             began = f" (started {formatting.seconds(age)} ago)" \
                 if isinstance(age, (int, float)) else ""
-            text += f" still importing TensorFlow{began}"
+            text += f" still getting ready{began}"  # importing, or building
     return text
 
 

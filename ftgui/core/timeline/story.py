@@ -10,16 +10,16 @@ print the same digits. A finished run with more than one incident ends on its to
 (`incidents_line`).
 
 A restart is told phase by phase as its events arrive: restarting (`recovery_scheduled`),
-importing TensorFlow, waking the warm standby or "the warm standby is still importing
-TensorFlow" (`process_started` of the new attempt, with `standby_warm`, or a `standby_ready`
-of its pid), restored checkpoint N / step N from memory / step N just in time (`resumed`), and
-"resumed" only once the first new step is in. The run is never called "training" before a step
-of the current attempt has arrived. Other faults have their own words: an in-process rollback
-("rolling back in the process"), a freeze ("frozen: …" until a watchdog or Thaw ends it; a
-thaw closes it), a parameter-server worker lost while TensorFlow's coordinator carries on with
-the others (no time lost); a synchronous cluster is never said to train on. A run held at a
-step boundary (for the presenter, the warm standby or a fault) says so, not "training".
-"""
+importing TensorFlow, waking the warm standby or "the warm standby is still getting ready"
+(importing or building: `process_started` of the new attempt, with `standby_warm`, or a
+`standby_ready` of its pid), restored checkpoint N / step N from memory / step N just in time
+(`resumed`), and "resumed" only once the first new step is in. The run is never called
+"training" before a step of the current attempt has arrived. Other faults have their own words:
+an in-process rollback ("rolling back in the process"), a freeze ("frozen: …" until a watchdog
+or Thaw ends it; a thaw closes it), a parameter-server worker lost while TensorFlow's
+coordinator carries on with the others (no time lost); a synchronous cluster is never said to
+train on. A run held at a step boundary (for the presenter, the warm standby or a fault) says
+so, not "training". """
 
 from __future__ import annotations
 
@@ -270,7 +270,7 @@ def _how_started(timeline: Timeline, started: dict) -> str:
         return "waking the warm standby (TensorFlow already imported)"
     age = started.get("standby_age")
     so_far = f" ({seconds(age)})" if isinstance(age, (int, float)) else ""
-    return f"the warm standby is still importing TensorFlow{so_far}"
+    return f"the warm standby is still getting ready{so_far}"
 
 
 # ------------------------------------------------------------------------------ phases

@@ -209,7 +209,7 @@ def test_a_chief_started_on_a_standby_still_importing_says_how_long_ago_it_began
     line = describe({"event": "process_started", "pid": 7, "role": "chief", "index": 0,
                      "chief": True, "label": "chief", "standby": True, "standby_warm": False,
                      "standby_age": 3.7, "time": 0.0, "attempt": 1})
-    assert line.endswith("from a warm standby still importing TensorFlow (started 3.7 s ago)")
+    assert line.endswith("from a warm standby still getting ready (started 3.7 s ago)")
 
 
 def test_a_step_line_written_directly_is_the_line_emit_writes(tmp_path, monkeypatch):

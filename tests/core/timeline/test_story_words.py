@@ -1,5 +1,5 @@
 """Words that match the process state (issue 24), from events alone: a fault after the end, a
-freeze and its thaw, an in-process rollback, a warm standby still importing TensorFlow, a
+freeze and its thaw, an in-process rollback, a warm standby still getting ready, a
 synchronous cluster's just-in-time recovery and a parameter-server worker replaced."""
 
 from __future__ import annotations
@@ -158,13 +158,13 @@ def crashed() -> list[dict]:
             ev("recovery_scheduled", 67.75, delay=0.0, restart=1)]
 
 
-def test_a_warm_standby_still_importing_tensorflow_is_said_so():
+def test_a_warm_standby_still_getting_ready_is_said_so():
     timeline = Timeline()
     timeline.feed([*crashed(),
                    ev("process_started", 68.0, 1, pid=11, restore="checkpoints/ckpt-200",
                       standby=True, standby_warm=False, standby_age=3.2, **CHIEF)])
     assert story(timeline) == ("Killed at step 230 → restarting: the warm standby is still "
-                               "importing TensorFlow (3.2 s) to restore checkpoint 200")
+                               "getting ready (3.2 s) to restore checkpoint 200")
     timeline.feed([{"event": "standby_ready", "time": 1_700_000_071.0, "attempt": -1,
                     "pid": 11, "import_seconds": 6.1}])
     assert story(timeline) == ("Killed at step 230 → restarting: the warm standby has "
