@@ -317,10 +317,10 @@ def standby(run_dir: Path) -> int:
     else:
         _WARM = _prepare(run_dir, cluster_member=member)
     prepared = bool(_WARM and not _WARM.failed and _WARM.warmed)
-    print(f"standby: ready after {import_seconds:.2f} s of imports"  # before the event: a
-          + (f" and {_WARM.seconds:.2f} s building" + (" and tracing" if _WARM.warmed
-                                                         else "") if _WARM else ""),  # spare's
-          flush=True)  # log is read once the event is seen
+    built = "" if _WARM is None else \
+        f" and {_WARM.seconds:.2f} s building{' and tracing' if _WARM.warmed else ''}"
+    # before the event: a spare's log is read once the event is seen
+    print(f"standby: ready after {import_seconds:.2f} s of imports{built}", flush=True)
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
          prepared=prepared, prepared_for=config_fingerprint(_WARM.config) if prepared else None,
          prepare_seconds=_WARM.seconds if _WARM else None)
@@ -388,11 +388,15 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
     # an order that came meanwhile takes the state as built, its step traced at its first
     # call and the checkpoint's shadow copy made by the checkpoint action, as in a cold start
     ordered = (lambda: False) if cluster_member else _order_waiting
+
+    def as_built(built):
+        return warm_standby.Prepared(config.to_dict(), built, None,
+                                     time.perf_counter() - started, warmed=False)
+
     try:
         built = build(config)
         if ordered():
-            return warm_standby.Prepared(config.to_dict(), built, None,
-                                         time.perf_counter() - started, warmed=False)
+            return as_built(built)
         # No warm-up restore in a standby cluster: a worker that had restored a checkpoint
         # retention deleted since then failed its order's restore with NotFoundError naming
         # the deleted one (TensorFlow 2.21, MultiWorkerMirroredStrategy).
@@ -400,8 +404,7 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
         warm_standby.run_one_step_and_undo(built[2], built[0], config,
                                            newest.prefix if newest else None, stop=ordered)
         if ordered():
-            return warm_standby.Prepared(config.to_dict(), built, None,
-                                         time.perf_counter() - started, warmed=False)
+            return as_built(built)
         # a cluster saves collectively, without the background writer's shadow copy
         shadow = None if cluster_member else warm_standby.shadow_for(built[2], built[0],
                                                                       config)

@@ -19,7 +19,8 @@ an in-process rollback ("rolling back in the process"), a freeze ("frozen: …" 
 or Thaw ends it; a thaw closes it), a parameter-server worker lost while TensorFlow's
 coordinator carries on with the others (no time lost); a synchronous cluster is never said to
 train on. A run held at a step boundary (for the presenter, the warm standby or a fault) says
-so, not "training". """
+so, not "training".
+"""
 
 from __future__ import annotations
 
