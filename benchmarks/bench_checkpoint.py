@@ -12,6 +12,9 @@ steps of tens of ms) instead of the MLP on digits, in every part.
    the first to the last `step` event. The stall per checkpoint = (T_every - T_never) /
    (checkpoints saved between those two events), shown as a percentage of one checkpoint
    interval (that many steps at the no-checkpoint rate). Target ≤ 2 % at the default interval.
+   The median step gap over steps 20-100 (`EARLY`), before the default or the never runs
+   checkpoint, compares the processes themselves: how far its ratio is from 1 bounds what a
+   whole-run difference of this many runs can show.
    The window estimate (`window_stalls`) and the half-interval one compare parts of the same
    interval within one run. A further estimate needs no subtraction: the gap between step k
    and k+1 after a checkpoint at k, minus the median gap between ordinary steps; another is
@@ -60,6 +63,10 @@ TARGET_PCT = 2.0  # issue 14: at most 2 % of the interval at the default interva
 # Steps after a checkpoint over which the window estimate sums the stall: the writer thread is
 # done within them (`checkpoint_saved` comes a median 1 step after its checkpoint, 2026-12-01).
 WINDOW = 10
+# Steps whose gaps hold no checkpoint in the default and the never runs (the first save comes
+# after step 100): their median gap tells the processes' own speeds apart from the checkpoints'
+# cost (the first 20 steps still trace and warm up).
+EARLY = (20, 100)
 REFERENCE_INTERVAL = 10
 NEVER = 1_000_000
 
@@ -81,6 +88,7 @@ def analyse(events: list[dict], every: int) -> dict:
         if s + 1 in times:
             (after if s in saved_steps else normal).append(times[s + 1] - times[s])
     base = statistics.median(normal) if normal else 0.0
+    early = [times[s + 1] - times[s] for s in range(*EARLY) if s in times and s + 1 in times]
     stalls = [e["stall_seconds"] for e in inside if e.get("stall_seconds") is not None]
     windows = window_stalls(times, sorted(saved_steps), every)
     half = every // 2
@@ -90,6 +98,7 @@ def analyse(events: list[dict], every: int) -> dict:
             "checkpoints": len(inside),
             "gap_stall": statistics.median(after) - base if after else None,
             "normal_gap": base,
+            "early_gap": statistics.median(early) if early else None,
             "half_stall": statistics.median(halves) if halves else None,
             "window_stall": statistics.median(windows) if windows else None,
             "profile": bucket_profile(times, sorted(saved_steps), every),
@@ -283,6 +292,21 @@ def stall_figures(results: dict[str, list[dict]], name: str, interval_steps: int
             "rate": median([r["steps_per_s"] for r in results[name]]), "rate_never": rate_never}
 
 
+def early_speeds(results: dict[str, list[dict]]) -> dict | None:
+    """Per run, the median step gap over EARLY (ms) of the default and the never runs, and
+    the steps/s ratio default / never of their medians there and over the whole loop; None
+    without both."""
+    gaps = {name: [r["early_gap"] for r in results.get(name, []) if r.get("early_gap")]
+            for name in ("default", "never")}
+    if not all(gaps.values()):
+        return None
+    rate = {name: median([r["steps_per_s"] for r in results[name]]) for name in gaps}
+    return {**{name: ", ".join(f"{1000 * g:.1f}" for g in values)
+               for name, values in gaps.items()},
+            "ratio": median(gaps["never"]) / median(gaps["default"]),
+            "whole": rate["default"] / rate["never"]}
+
+
 def main() -> int:
     from ftgui.core.settings.config import RunConfig
 
@@ -308,7 +332,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-ckpt-"))
     variants = {"default": default_interval, f"every{REFERENCE_INTERVAL}": REFERENCE_INTERVAL,
                 "never": NEVER}
-    figures = {}
+    figures, early = {}, None
 
     def show(rep, name, r):
         stall = r["gap_stall"]
@@ -328,6 +352,13 @@ def main() -> int:
         print("\n   loop seconds: " + ", ".join(
             f"{name} {median([r['loop_seconds'] for r in rs]):.2f} ({loops[name]})"
             for name, rs in results.items()))
+        early = early_speeds(results)
+        if early:
+            print(f"   median step gap over steps {EARLY[0]}-{EARLY[1]}, before any checkpoint "
+                  f"in either: default {early['default']} ms, never {early['never']} ms; "
+                  f"steps/s ratio default / never there {early['ratio']:.3f} (against "
+                  f"{early['whole']:.3f} over the whole loop; how far the first is from 1 is how "
+                  f"far processes differ before any checkpoint)")
         for name, every in variants.items():
             if every == NEVER:
                 continue
@@ -426,6 +457,9 @@ def main() -> int:
                   "", None)
         if f["step_path"] is not None:
             table.add("  step path inside save() (events)", f"{1000 * f['step_path']:.2f} ms")
+    if early:
+        table.add(f"steps/s default / never, steps {EARLY[0]}-{EARLY[1]} (no checkpoint yet)",
+                  f"{early['ratio']:.3f} (whole loop {early['whole']:.3f})")
     if inproc:
         table.add("CheckpointManager.save alone (median)",
                   f"{1000 * median(inproc['manager_save']):.2f} ms")
