@@ -196,6 +196,38 @@ def finished_run(tmp_path) -> Path:
     return run_dir
 
 
+CONVERTED_MODEL = """
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+@tf.function  # autograph (on by default) converts it: the trainer's only converted function
+def doubled(x):
+    return x * 2.0
+
+
+class Doubled(layers.Layer):
+    def call(self, x):
+        return doubled(x)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = Doubled()(layers.Flatten()(inputs))
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+"""
+
+
+def converted_model(folder: Path) -> str:
+    """`--model` of a user model file written in `folder` with one function that TensorFlow's
+    autograph converts, writing its generated source file in the trainer (ftgui's own traced
+    functions are not converted: `ftgui.training.traced`)."""
+    path = folder / "converted.py"
+    path.write_text(CONVERTED_MODEL)
+    return f"{path}:build"
+
+
 def poll_until(supervisor, condition) -> list[dict]:
     """Poll `supervisor` like the CLI loop does until `condition(all_events_so_far)` holds.
 

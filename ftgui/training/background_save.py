@@ -32,6 +32,7 @@ import tensorflow as tf
 from ftgui.core.checkpoints import listing as checkpoints
 from ftgui.training import models
 from ftgui.training.state_variables import name_of, state_variables
+from ftgui.training.traced import traced
 
 
 def _first_difference(sources: list, targets: list) -> str:
@@ -89,9 +90,9 @@ class ShadowState:
         # The periodic save writes and runs the validation forward pass in one traced call:
         # one function execution instead of two, 2.45 against 3.0 ms of process CPU
         # (60 saves of the mlp in one process, issue 14's note, 2026-12-01).
-        self._take = tf.function(self._copy)
-        self._write = tf.function(self._write_on_one_device)
-        self._write_logits = tf.function(self._write_and_logits)
+        self._take = traced(self._copy)
+        self._write = traced(self._write_on_one_device)
+        self._write_logits = traced(self._write_and_logits)
         self._take_traced = self._write_traced = None
         self._traced_for: tuple[np.ndarray, tf.Tensor, object] | None = None  # x, tensor, fn
 

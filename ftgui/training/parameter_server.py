@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from ftgui.training.traced import traced
+
 
 def serve_forever() -> None:
     """Run this process' worker or ps task from `TF_CONFIG` until the process is killed."""
@@ -44,7 +46,7 @@ class ScheduledSteps:
         self.coordinator = coordinator
         self._x = tf.constant(x_train)
         self._y = tf.constant(y_train)
-        self._step_fn = tf.function(self._worker_step)
+        self._step_fn = traced(self._worker_step)
 
     def _worker_step(self, indices, scale):
         x = tf.gather(self._x, indices)

@@ -24,6 +24,7 @@ import tensorflow as tf
 from ftgui.core.settings.config import RunConfig
 from ftgui.training.data import Dataset
 from ftgui.training.restore import restore
+from ftgui.training.traced import traced
 
 
 class TrainState:
@@ -51,11 +52,11 @@ class TrainState:
             model=self.model, optimizer=self.optimizer, step=self.step,
             **models.checkpointed_state(self.model),  # seeded dropout's state
         )
-        self._train_step = tf.function(self._distributed_step)
+        self._train_step = traced(self._distributed_step)
         # A function of exactly (x, y): traced over the method itself, whose `scale=None`
         # default is bound on every call, a step cost ~0.3 ms more (bench_training_overhead).
-        self._plain_step = tf.function(lambda x, y: self._distributed_plain_step(x, y))
-        self._poisoned_step = tf.function(
+        self._plain_step = traced(lambda x, y: self._distributed_plain_step(x, y))
+        self._poisoned_step = traced(
             lambda x, y: self._distributed_plain_step(x, y, tf.constant(math.nan))
         )
         # Only a multi-worker cluster must agree on stop/save requests inside the step; one
@@ -69,7 +70,7 @@ class TrainState:
             strategy, tf.distribute.experimental.ParameterServerStrategy
         )
         self._scales = {False: tf.constant(1.0), True: tf.constant(math.nan)}
-        self._evaluate = tf.function(self._eval_logits)
+        self._evaluate = traced(self._eval_logits)
         # The plain step that also returns the whole state (an in-memory snapshot's
         # payload), and whether the next step is to be that one.
         self._fused_step = None
@@ -113,7 +114,7 @@ class TrainState:
         first call builds it: every `read` of one state reads the same variables in the same
         order."""
         if self._fused_step is None:
-            self._fused_step = tf.function(
+            self._fused_step = traced(
                 lambda x, y: (self._distributed_plain_step(x, y), read()))
 
     def replica_step(self, x, y, scale=None):

@@ -39,6 +39,7 @@ from ftgui.core.supervision.fault_plan import KILL_IN_SNAPSHOT
 from ftgui.training.actions import Action, StepOutput
 from ftgui.training.checkpoint_writer import OneWriter
 from ftgui.training.state_variables import name_of, state_variables
+from ftgui.training.traced import traced
 
 ASYNC_BYTES = 1 << 20  # a state this large is written on the writer thread (a smaller one's
 # copy and hash take less than handing it over: ~0.02 ms for the MLP's 58 kB)
@@ -71,7 +72,7 @@ class StateBytes:
         self.nbytes = sum(self._sizes)
         # what `parts` returns, part by part: the whole state at once, or variable by variable
         self._part_sizes = [self.nbytes] if self.nbytes < ASYNC_BYTES else self._sizes
-        self._read = tf.function(self.flat)
+        self._read = traced(self.flat)
         self._read_traced = None  # its concrete function: no argument binding on each call
 
     def flat(self):

@@ -17,7 +17,7 @@ import time
 
 import psutil
 import pytest
-from conftest import of_kind, poll_until, poll_until_done, processes_of
+from conftest import converted_model, of_kind, poll_until, poll_until_done, processes_of
 
 from ftgui.core.record import events, exitcodes, run_lock
 from ftgui.core.settings.config import ConfigError, RunConfig
@@ -436,11 +436,12 @@ def test_a_second_supervisor_cannot_take_a_live_run(tmp_path):
 def test_kill_crashes_the_trainer_and_leaves_nothing_running(tmp_path):
     run_dir = tmp_path / "run"
     supervisor = Supervisor(run_dir)
-    supervisor.start(RunConfig(steps=20000, checkpoint_every=1000))
+    supervisor.start(RunConfig(steps=20000, checkpoint_every=1000, strategy="default",
+                               model=converted_model(tmp_path)))
     seen = poll_until(supervisor, lambda ev: of_kind(ev, "step"))
     [pid] = started_pids(seen)
     converted = list(autograph_folder(pid).glob("__autograph_generated_file*.py"))
-    assert converted  # autograph wrote the step's converted source in the trainer's folder
+    assert converted  # autograph wrote the user function's converted source in its folder
 
     assert supervisor.kill() is True
     seen += poll_until_done(supervisor)
