@@ -184,7 +184,7 @@ def _random_ops(state) -> list[str]:
     """`OpType (node name)` of each stateful random op in the traced training step."""
     found = []
     for function in (state._plain_step, state._train_step):
-        for concrete in function._list_all_concrete_functions_for_serialization() or []:
+        for concrete in function._list_all_concrete_functions() or []:  # traced already
             graph = concrete.graph.as_graph_def()
             nodes = list(graph.node)
             for library_function in graph.library.function:
