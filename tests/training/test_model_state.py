@@ -515,6 +515,7 @@ def test_a_keras_metric_a_layer_updates_in_training_is_saved(tmp_path):
     assert resume_probe.probe(state, dataset, config) == ("", False)
 
 
+@pytest.mark.tf  # background_save imports TensorFlow
 def test_a_model_built_differently_the_second_time_is_told_by_its_first_differing_variable():
     """The background save builds the model a second time; a build() that draws its width
     from an unseeded generator made another one, refused as 'the variables do not match the
