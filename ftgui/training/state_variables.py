@@ -76,9 +76,14 @@ def unsaved_in(functions, saved: list) -> list[str]:
     # `tf.random.Generator`'s state under `mirrored`, read in cross-replica context)
     held = {id(c) for v in saved for c in (v, getattr(v, "_value", v), *components(v))}
     names = set()
-    for function in functions:
-        # the graphs traced already; `…_for_serialization()` traced the step once more for
-        # its own signature (~0.6 s of the user-code check's ~9 s CPU, 2026-12-06)
-        for concrete in function._list_all_concrete_functions() or []:
-            names.update(name_of(v) for v in concrete.graph.variables if id(v) not in held)
+    for graph in traced_graphs(functions):
+        names.update(name_of(v) for v in graph.variables if id(v) not in held)
     return sorted(names)
+
+
+def traced_graphs(functions) -> list:
+    """The graphs of every concrete function the tf.functions `functions` have traced so
+    far (none for one never called); traces nothing. `…_for_serialization()` traced each once
+    more for its own signature: ~0.6 s of the user-code check's ~9 s CPU (2026-12-06)."""
+    return [concrete.graph for function in functions
+            for concrete in function._list_all_concrete_functions() or []]

@@ -182,14 +182,15 @@ def _step_twice(state, dataset, config) -> tuple[bool, list[str], str]:
 
 def _random_ops(state) -> list[str]:
     """`OpType (node name)` of each stateful random op in the traced training step."""
+    from ftgui.training.state_variables import traced_graphs
+
     found = []
-    for function in (state._plain_step, state._train_step):
-        for concrete in function._list_all_concrete_functions() or []:  # traced already
-            graph = concrete.graph.as_graph_def()
-            nodes = list(graph.node)
-            for library_function in graph.library.function:
-                nodes.extend(library_function.node_def)
-            found += [f"{n.op} ({n.name})" for n in nodes if n.op in STATEFUL_RANDOM_OPS]
+    for traced in traced_graphs([state._plain_step, state._train_step]):
+        graph = traced.as_graph_def()
+        nodes = list(graph.node)
+        for library_function in graph.library.function:
+            nodes.extend(library_function.node_def)
+        found += [f"{n.op} ({n.name})" for n in nodes if n.op in STATEFUL_RANDOM_OPS]
     return sorted(set(found))
 
 
