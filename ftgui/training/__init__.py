@@ -9,7 +9,8 @@ steps (step events and heartbeats, TensorBoard, NaN rollback, checkpoints, sched
 variable a save must hold, from TensorFlow's object graph), `resume_probe` (the user-code check's
 step, save, restore, step again), `summaries`, `signals`, `peer_watch` (a multi-worker process stops
 waiting for a peer the supervisor saw go), `fit_loop` (Keras `model.fit`, for comparison),
-`devices`, `inspect_checkpoint`, `traced` (`tf.function` without autograph).
+`devices`, `inspect_checkpoint`, `traced` (`tf.function` without autograph), `imports`
+(TensorFlow imported with the garbage collector paused).
 """
 
 import importlib.abc

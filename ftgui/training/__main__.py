@@ -141,6 +141,9 @@ def build(config):
 
 
 def train(run_dir: Path, config, args, events) -> int:
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()
     import tensorflow as tf  # the only package of ftgui that imports TensorFlow
 
     keep_autograph_files_apart()
@@ -285,8 +288,9 @@ def standby(run_dir: Path) -> int:
     global _T0, _WARM
     import json
 
-    import keras  # noqa: F401 (imported for its cost)
-    import tensorflow  # noqa: F401
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()  # for its cost
 
     keep_autograph_files_apart()
 

@@ -292,10 +292,32 @@ def test_a_trainer_imports_keras_without_scikit_learn_and_ipython_and_a_user_sti
               "print(sorted({'sklearn', 'IPython'} & set(sys.modules)), fixes.sklearn)\n"
               "import sklearn.datasets\n"
               "print(len(sklearn.datasets.load_digits().target))\n")
+    assert printed_by(script) == ["[] None", "1797"]
+
+
+@pytest.mark.tf
+def test_tensorflow_is_imported_with_the_collector_paused_then_frozen_and_left_as_found():
+    """`import_tensorflow` freezes what the import made, restores the collector's state, and
+    does nothing the second time."""
+    script = ("import gc, sys\n"
+              "from ftgui.training.imports import import_tensorflow\n"
+              "gc.disable()\n"
+              "import_tensorflow()\n"
+              "frozen = gc.get_freeze_count()\n"
+              "both = {'tensorflow', 'keras'} <= set(sys.modules)\n"
+              "print(gc.isenabled(), frozen > 100_000, both)\n"
+              "gc.enable()\n"
+              "import_tensorflow()\n"
+              "print(gc.isenabled(), gc.get_freeze_count() == frozen)\n")
+    assert printed_by(script) == ["False True True", "True True"]
+
+
+def printed_by(script: str) -> list[str]:
+    """The lines `script` prints, run by a new Python process that must exit 0."""
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["[] None", "1797"]
+    return result.stdout.splitlines()
 
 
 def test_a_users_npz_is_scaled_and_split(tmp_path):

@@ -62,6 +62,9 @@ def main(argv: list[str]) -> int:
 
 def check(config) -> dict:
     """The checks in order; returns the summary and the determinism verdict."""
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()
     import tensorflow as tf
 
     from ftgui.training import data as datamod

@@ -24,6 +24,9 @@ SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 def tensors(prefix: str) -> dict:
     """Saved tensor name (without TensorFlow's attribute suffix) -> numpy value."""
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()
     import tensorflow as tf
 
     reader = tf.train.load_checkpoint(prefix)
@@ -52,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     """Print the answer (or `{"error": …}`) as JSON; exit 0, or 2 on any error."""
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--stdin"]:
-        import tensorflow  # noqa: F401 (warm before the request comes)
+        from ftgui.training.imports import import_tensorflow
+
+        import_tensorflow()  # warm before the request comes
 
         line = sys.stdin.readline()
         try:

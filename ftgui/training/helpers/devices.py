@@ -8,6 +8,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main() -> None:
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()
     import tensorflow as tf
 
     devices = [{"name": d.name, "device_type": d.device_type}

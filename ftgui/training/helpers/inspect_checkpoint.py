@@ -19,6 +19,10 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
 def variables(prefix: str) -> list[dict]:
     """Every saved tensor: name, shape, dtype and size in bytes."""
     import numpy as np
+
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()
     import tensorflow as tf
 
     reader = tf.train.load_checkpoint(prefix)
@@ -41,6 +45,9 @@ def restored_model(run_dir: Path, info):
     problem = tools.changed_files(config, info)
     if problem:  # before TensorFlow is imported: a refusal costs no 3-6 s
         raise RuntimeError(problem)
+    from ftgui.training.imports import import_tensorflow
+
+    import_tensorflow()
     import tensorflow as tf
 
     from ftgui.training import data as datamod
