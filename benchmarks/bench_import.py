@@ -4,8 +4,8 @@
     python benchmarks/bench_import.py [--reps 5]
 
 Every trainer, standby and helper process imports TensorFlow and Keras; the test suite starts
-about 500 of them on 2 cores, so their CPU is its time. Each variant is a fresh process under
-`/usr/bin/time -v`, interleaved:
+about 300 of them on 2 cores (`suite_cpu.py`), so their CPU is its time. Each variant is a fresh
+process under `/usr/bin/time -v`, interleaved:
   plain      `import ftgui.training, keras, tensorflow` (how trainers imported before 2026-12-06)
   paused     `import_tensorflow()`: the same with the cyclic garbage collector paused, then frozen
   numpy      `import numpy` alone (the baseline of the next one)

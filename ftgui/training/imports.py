@@ -1,8 +1,8 @@
 """TensorFlow and Keras imported once per process, for the least CPU.
 
 Every trainer, standby and helper process pays for `import tensorflow, keras` (3-6 s of CPU on
-this project's 2-core machine), and the test suite starts about 500 of them.
-`benchmarks/bench_import.py` measures what this module saves.
+this project's 2-core machine), and the test suite starts about 300 of them
+(`benchmarks/suite_cpu.py`). `benchmarks/bench_import.py` measures what this module saves.
 """
 
 from __future__ import annotations
