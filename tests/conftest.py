@@ -5,6 +5,7 @@ that imports TensorFlow fails (the quick suite must stay quick)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -165,6 +166,25 @@ def baseline_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def baseline_losses(baseline_run) -> dict[int, float]:
     return events.final_losses(events.read_all(baseline_run))
+
+
+@pytest.fixture(scope="session")
+def killed_at_25_and_recovered(tmp_path_factory) -> tuple[Path, list[str]]:
+    """`ftgui train RUN --steps 40 --checkpoint-every 10 --snapshot-every 0 --kill-at-step 25
+    --auto-recover --restart-backoff 0` (recovered from checkpoint 20, from disk): the run's
+    folder and the lines the command printed. Made once per session (`made_once`); tests
+    must not change the folder."""
+    def train(folder: Path) -> None:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            status = cli.main(["train", str(folder / "run"), "--steps", "40",
+                               "--checkpoint-every", "10", "--snapshot-every", "0",
+                               "--kill-at-step", "25", "--auto-recover", "--restart-backoff", "0"])
+        assert status == 0, printed.getvalue()
+        (folder / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
+
+    folder = made_once(tmp_path_factory, "killed-at-25-and-recovered", train)
+    return folder / "run", (folder / "printed.txt").read_text(encoding="utf-8").splitlines()
 
 
 def fake_checkpoint(run_dir, step: int, shards: int = 1, metadata: bool = True):

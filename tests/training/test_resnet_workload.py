@@ -7,8 +7,11 @@ the bit."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from conftest import made_once
 from recorded import losses_and_validations
 
 from ftgui import cli
@@ -60,9 +63,12 @@ def _variables(run_dir) -> dict[str, np.ndarray]:
 def never_killed(tmp_path_factory):
     """({step: loss}, {step: (val_loss, val_accuracy)}, last checkpoint's variables) of a run
     never killed, validated every step (a resume from memory validates at its step; the
-    checkpoint interval changes no value)."""
-    run_dir = tmp_path_factory.mktemp("resnet") / "run"
-    assert cli.main(["train", str(run_dir), *RESNET, "--checkpoint-every", "1"]) == 0
+    checkpoint interval changes no value). Trained once per session, whichever xdist worker
+    asks first (`made_once`): a ResNet run costs ~20 s of CPU."""
+    def train(folder: Path) -> None:
+        assert cli.main(["train", str(folder / "run"), *RESNET, "--checkpoint-every", "1"]) == 0
+
+    run_dir = made_once(tmp_path_factory, "resnet-never-killed", train) / "run"
     steps, validations = losses_and_validations(events.read_all(run_dir))
     return ({s: v for (_, s), v in steps.items()}, {s: v for (_, s), v in validations.items()},
             _variables(run_dir))

@@ -133,17 +133,13 @@ def test_the_incidents_tab_gives_the_banners_figures_at_every_moment(window, tmp
 
 
 @pytest.mark.tf
-def test_a_real_run_killed_and_recovered_prints_one_set_of_figures(tmp_path, capsys, qtbot):
+def test_a_real_run_killed_and_recovered_prints_one_set_of_figures(killed_at_25_and_recovered,
+                                                                   qtbot):
     """`ftgui train --kill-at-step 25 --auto-recover`: its summary line, the reopened
     banner, the Incidents tab and the report agree to the printed digit."""
-    from ftgui import cli
     from ftgui.qt.panes.incident_table import IncidentPanel
 
-    run_dir = tmp_path / "run"
-    assert cli.main(["train", str(run_dir), "--steps", "40", "--checkpoint-every", "10",
-                     "--kill-at-step", "25", "--auto-recover", "--restart-backoff", "0",
-                     "--snapshot-every", "0"]) == 0
-    printed = capsys.readouterr().out.splitlines()
+    run_dir, printed = killed_at_25_and_recovered
     banner = story(reopened(run_dir))
     assert banner.startswith("Finished at step 40 · killed at step 2")  # 25, or a poll late
     assert banner in printed  # the summary line is the banner, to the character

@@ -175,16 +175,13 @@ def test_ftgui_replay_refuses_a_bad_speed_and_a_missing_run_in_one_line(tmp_path
 
 # ------------------------------------------------------------------------------ a real run
 @pytest.mark.tf
-def test_a_real_crash_and_recovery_replays_as_it_opens_and_reports(tmp_path):
+def test_a_real_crash_and_recovery_replays_as_it_opens_and_reports(killed_at_25_and_recovered):
     """A real trainer's events (validation, checkpoint stalls, exits as the supervisor writes
     them): killed at step 25, recovered from checkpoint 20 automatically."""
     from ftgui.core.reports import report
     from ftgui.core.timeline.run_figures import read_run
 
-    run_dir = tmp_path / "run"
-    assert cli.main(["train", str(run_dir), "--steps", "40", "--checkpoint-every", "10",
-                     "--snapshot-every", "0", "--kill-at-step", "25", "--auto-recover",
-                     "--restart-backoff", "0", "--quiet"]) == 0
+    run_dir, _ = killed_at_25_and_recovered
     now = FakeClock()
     clock = ReplayClock.from_run(run_dir, speed=1000, now=now)
     timeline = Timeline()
