@@ -460,9 +460,10 @@ FIT_NOT_PROMISED = ("exact resume: not promised for --loop fit (model.fit's Back
 
 
 def _show_check(result, quiet: bool, loop: str = "custom") -> None:
-    """The user-code check's summary and advice; when exact resume cannot be promised, why
-    (recorded as a `determinism_warning` event, whose line the progress shows unless `quiet`,
-    and in config.toml's `[user_code]` table)."""
+    """The user-code check's summary and advice; when exact resume cannot be promised, why,
+    as a `warning:` line beside the other verdicts, before the run starts (also recorded as a
+    `determinism_warning` event, which the progress does not repeat, and in config.toml's
+    `[user_code]` table)."""
     from ftgui.core.settings.user_code import warning_line
 
     print(f"checked: {result.summary_line()}", flush=True)
@@ -472,7 +473,7 @@ def _show_check(result, quiet: bool, loop: str = "custom") -> None:
         print(FIT_NOT_PROMISED, flush=True)
     elif result.deterministic:
         print(EXACT_PROMISED, flush=True)
-    elif quiet:
+    else:
         print(warning_line(result), flush=True)
 
 

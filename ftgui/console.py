@@ -15,7 +15,9 @@ from ftgui.waiting import RunWaits
 
 STEP_LINE_SECONDS = 2.0
 # `ftgui train` ends with its own line for these (`finished: step N of M, final loss …`)
-NOT_PRINTED = frozenset({"run_finished"})
+# run_finished: the summary lines tell it; determinism_warning: `ftgui train` printed it with
+# the user-code check, before the run started
+NOT_PRINTED = frozenset({"run_finished", "determinism_warning"})
 
 
 def tell_stderr(text: str) -> None:

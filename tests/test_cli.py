@@ -362,7 +362,8 @@ def test_sigterm_preempts_when_the_reader_of_the_output_has_gone(tmp_path):
                    "examples, input ()",
                    "warning: exact resume is not guaranteed for this model: dropout draws"]),
     (False, False, ["checked: model m: 0 layers, 0 parameters; data 0 training / 0 validation "
-                    "examples, input ()"]),  # the progress shows the determinism_warning
+                    "examples, input ()",
+                    "warning: exact resume is not guaranteed for this model: dropout draws"]),
 ])
 def test_the_user_code_check_says_whether_an_exact_resume_is_promised(
         capsys, deterministic, quiet, lines):
@@ -373,6 +374,17 @@ def test_the_user_code_check_says_whether_an_exact_resume_is_promised(
     result = CheckResult({"name": "m"}, deterministic, [], "" if deterministic else "dropout draws")
     cli._show_check(result, quiet)
     assert capsys.readouterr().out.splitlines() == lines
+
+
+def test_the_progress_does_not_repeat_the_determinism_warning_the_check_printed(capsys):
+    """A new user saw the check's verdict for one model before "run started" and for another
+    after "chief started", without `warning:`: now `_show_check` prints it, the progress not."""
+    from ftgui.console import Progress
+
+    progress = Progress()
+    progress.show({"event": "determinism_warning", "time": 1.0, "attempt": 0,
+                   "reason": "dropout draws", "ops": []})
+    assert capsys.readouterr().out == ""
 
 
 def test_the_check_promises_no_exact_resume_to_the_fit_loop(capsys):
