@@ -14,7 +14,11 @@ place these figures are summed, and every view (story line, Incidents tab, repor
 `ftgui train`'s summary) prints it with `ftgui.core.timeline.story`'s formats. A fork (the user
 resumes from an older checkpoint, `forked`) is a branch, not a recovery: it opens no incident and
 lowers no goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the
-steps the user chose to abandon are charged to nobody.
+steps the user chose to abandon are charged to nobody. A restart that crashes before its first
+step (a second fault, or any kill, during the recovery) ends the incident too (`ended_by`
+"crash"): it is charged the time from its fault to that crash, and the next incident, opened at
+the crash, the rest up to the first new step and the steps redone (before, the time up to the
+second crash was charged to nobody, and the goodput came out too high).
 
 Durations are differences on a run clock (`_RunClock`): seconds since the run's first event,
 advanced between consecutive events by the difference of their `mono` stamps when both were taken
@@ -67,7 +71,8 @@ class Incident:
     resumed_step: int | None = None
     recovered: float | None = None  # time of the first new step
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
-    ended_by: str = ""  # "fork": the user branched from an older checkpoint instead
+    ended_by: str = ""  # "fork": the user branched from an older checkpoint instead; "crash":
+    # its restart crashed before its first step (the next incident goes on from there)
     restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
     lone: bool = False  # a parameter-server worker lost while the others trained on
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
@@ -78,6 +83,7 @@ class Incident:
     at_detected: float | None = None
     at_recovered: float | None = None
     clock_jumped: bool = False  # the wall clock went back while it was open: durations clamped
+    at_ended: float | None = None  # run clock: the crash of its restart (`ended_by` "crash")
 
     @property
     def detect_seconds(self) -> float | None:
@@ -101,6 +107,8 @@ class Incident:
 
     @property
     def time_lost(self) -> float | None:
+        if self.ended_by == "crash" and self.at_ended is not None:
+            return self.at_ended - self.at  # its steps are redone by the next incident's resume
         if self.at_recovered is None:
             return None
         if self.lone:  # the coordinator went on training with the remaining workers
@@ -218,7 +226,7 @@ class IncidentTracker:
         return changed
 
     def totals(self) -> Totals:
-        closed = [i for i in self.incidents if i.closed]
+        closed = [i for i in self.incidents if i.closed or i.ended_by]  # a fork's: 0 s
         wall = self._clock.now
         return Totals(
             incidents=len(self.incidents),
@@ -237,6 +245,7 @@ class IncidentTracker:
             return False  # pressed after the run had finished: nothing was left to fault
         if self._open is not None and self._open.detected is None:
             return False  # a second signal to the same failing attempt is the same incident
+        self._end_by_crash(self._open)  # a fault during a recovery: that recovery is over
         self._open = Incident(
             kind=event.get("kind", "kill"), target=event.get("target", "chief"),
             source=event.get("source", ""), attempt=event.get("attempt", 0), time=when,
@@ -260,7 +269,9 @@ class IncidentTracker:
         incident = self._open
         later = incident is not None and event.get("attempt", 0) > incident.attempt
         if incident is None or (later and incident.detected is not None):
-            # nothing open, or a restart that failed again before it got going
+            # nothing open, or a restart that failed again before it got going: the open
+            # incident ends at this crash, which opens the next
+            self._end_by_crash(incident)
             kind = "preempt" if exitcodes.was_preempted(event) else "crash"
             incident = self._open = Incident(
                 kind=kind, target=_target(event), source="", attempt=event.get("attempt", 0),
@@ -274,6 +285,13 @@ class IncidentTracker:
         # for the user's resume is a stopped run's, not the incident's
         self._parked = exitcodes.was_preempted(event)
         return True
+
+    def _end_by_crash(self, incident: Incident | None) -> None:
+        """`incident`, detected and not yet recovered, ends here: its restart crashed (or a
+        new fault hit it) before the first new step. A lone worker's costs nothing still."""
+        if incident is not None and incident.detected is not None and \
+                incident.recovered is None and not incident.lone:
+            incident.ended_by, incident.at_ended = "crash", self._clock.now
 
     def _on_recovery_scheduled(self, event, when):
         self._parked = False  # automatic recovery: the delay and restart are the incident's

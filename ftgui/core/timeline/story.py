@@ -105,6 +105,9 @@ def incident_line(incident: Incident) -> str:
     fault = _fault(incident)
     if incident.ended_by == "fork":
         return f"{fault}{ARROW}not recovered: the run was forked from an older checkpoint"
+    if incident.ended_by == "crash":  # the next incident redoes its steps
+        return (f"{fault}{ARROW}{ENDED_BY_CRASH}: {seconds(incident.time_lost or 0.0)} lost "
+                "until then")
     if incident.lone:
         return (f"{fault}{ARROW}TensorFlow's coordinator carried on with the remaining workers; "
                 f"{_who(incident)} restarted: 0 steps redone, {seconds(0.0)} lost")
@@ -113,6 +116,9 @@ def incident_line(incident: Incident) -> str:
               if incident.queued_seconds is not None else "")
     return (f"{fault}{ARROW}{queued}{how}{ARROW}{_resumed(incident)}"
             f"{steps(incident.steps_lost or 0)} redone, {seconds(incident.time_lost or 0.0)} lost")
+
+
+ENDED_BY_CRASH = "its restart crashed before the first new step"
 
 
 def _resumed(incident: Incident) -> str:

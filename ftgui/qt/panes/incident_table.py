@@ -77,6 +77,8 @@ class IncidentModel(RowsModel):
                 return "in-process"
             return _seconds(incident.detect_seconds)
         if column == "recovery":
+            if incident.ended_by == "crash":  # the next row's recovery took over
+                return "none (restart crashed)"
             if incident.ended_by:  # the user forked instead: never recovered, charged nothing
                 return f"none ({incident.ended_by})"
             return _seconds(incident.recovery_seconds)
@@ -89,7 +91,7 @@ class IncidentModel(RowsModel):
         if column == "waiting for Slurm":  # as the incident line prints it
             queued = incident.queued_seconds
             return "—" if queued is None else seconds(queued)
-        if incident.ended_by:
+        if incident.ended_by == "fork":
             return "—"
         lost = "…" if incident.time_lost is None else seconds(incident.time_lost)
         return f"{lost}, clock jumped" if incident.clock_jumped else lost

@@ -271,3 +271,31 @@ def test_the_wait_after_a_cancelled_automatic_restart_is_no_wall_time():
     assert incident.time_lost == pytest.approx(3.1 + 2.2 + 0.2)
     assert tracker.totals().wall == pytest.approx(4.3 + 3.1)
 
+
+
+@pytest.mark.parametrize("planned", [False, True], ids=["crashed", "killed"])
+def test_a_restart_that_crashes_before_its_first_step_charges_the_whole_wait(planned):
+    """Killed at 35; its restart dies 4 s later, before any step (a second kill, or a crash
+    nobody planned); the next restart resumes from 30. The 4 s up to the second death are the
+    first incident's, the rest and the 5 redone steps the second's: 11.75 s in all (before,
+    the first incident stayed open and charged nothing: 7.75 s, goodput 72 % for 58 %)."""
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0}]
+    events += steps(0, 1, 35, t0=100.0, dt=0.25)  # step 35 at 108.5
+    events += kill(0, 110.0, 35)
+    events += [{"event": "recovery_scheduled", "attempt": 0, "time": 110.2, "restart": 1},
+               {"event": "process_started", "attempt": 1, "time": 111.2, "role": "chief"}]
+    second = kill(1, 113.9, 35)  # 114.0: the restarted chief dies
+    events += second if planned else second[1:]
+    events += [{"event": "resumed", "attempt": 2, "time": 120.0, "from_step": 30}]
+    events += steps(2, 31, 60, t0=120.5, dt=0.25)
+    tracker = from_events(events)
+    first, then = tracker.incidents
+    assert (first.ended_by, first.resumed_step, first.steps_lost) == ("crash", None, None)
+    assert first.time_lost == pytest.approx((113.9 if planned else 114.0) - 110.0)
+    assert (then.kind, then.step, then.resumed_step) == (
+        "kill" if planned else "crash", 35, 30)
+    assert then.time_lost == pytest.approx(120.5 - (113.9 if planned else 114.0) + 5 * 0.25)
+    totals = tracker.totals()
+    assert (totals.incidents, totals.steps_lost) == (2, 5)
+    assert totals.time_lost == pytest.approx(120.5 - 110.0 + 5 * 0.25)
+    assert totals.wall == pytest.approx(127.75 - 100.0)

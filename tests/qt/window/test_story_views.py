@@ -366,17 +366,23 @@ def test_the_run_menu_exports_png_at_a_size_and_svg(window, tmp_path, finished_r
     assert (tmp_path / "a.svg").read_text().lstrip().startswith("<?xml")
 
 
+# steps 1-30 a second apart, then the chief killed by the user (its exit at 31.0)
+KILLED_AT_30 = [
+    *({"event": "step", "attempt": 0, "step": s, "loss": 1.0, "time": float(s)}
+      for s in range(1, 31)),
+    {"event": "fault_injected", "attempt": 0, "time": 30.5, "kind": "kill",
+     "target": "chief", "step": 30, "source": "user"},
+    {"event": "process_exited", "attempt": 0, "time": 31.0, "role": "chief", "index": 0,
+     "chief": True, "signal": 9, "decisive": True},
+]
+
+
 def test_an_incident_ended_by_a_fork_reads_as_unrecovered_not_pending(qtbot):
     from ftgui.qt.panes.incident_table import COLUMNS, IncidentPanel
 
     timeline = Timeline()
     timeline.feed([
-        *({"event": "step", "attempt": 0, "step": s, "loss": 1.0, "time": float(s)}
-          for s in range(1, 31)),
-        {"event": "fault_injected", "attempt": 0, "time": 30.5, "kind": "kill",
-         "target": "chief", "step": 30, "source": "user"},
-        {"event": "process_exited", "attempt": 0, "time": 31.0, "role": "chief", "index": 0,
-         "chief": True, "signal": 9, "decisive": True},
+        *KILLED_AT_30,
         {"event": "forked", "attempt": 1, "time": 40.0, "from_step": 10,
          "archived_steps": [20, 30]},
         {"event": "resumed", "attempt": 1, "time": 41.0, "from_step": 10},
@@ -389,6 +395,37 @@ def test_an_incident_ended_by_a_fork_reads_as_unrecovered_not_pending(qtbot):
     assert (row["fault"], row["at step"], row["recovery"], row["steps lost"],
             row["time lost"]) == ("kill (user)", "30", "none (fork)", "—", "—")
     assert "<b>0</b> steps redone" in panel.totals.text()
+
+
+def test_an_incident_whose_restart_crashed_shows_its_time_and_hands_on_the_redo(qtbot):
+    """Killed at 30; its restart dies before any step; the next resumes from 20. The first
+    row charges the 4 s up to that death, the second the rest and the 10 redone steps; the
+    story line tells the first so, the totals add both."""
+    from ftgui.core.timeline.story import incident_line
+    from ftgui.qt.panes.incident_table import COLUMNS, IncidentPanel
+
+    timeline = Timeline()
+    timeline.feed([
+        *KILLED_AT_30,
+        {"event": "process_exited", "attempt": 1, "time": 34.5, "role": "chief", "index": 0,
+         "chief": True, "signal": 9, "decisive": True},
+        {"event": "resumed", "attempt": 2, "time": 40.0, "from_step": 20},
+        *({"event": "step", "attempt": 2, "step": s, "loss": 1.0, "time": 20.0 + s}
+          for s in range(21, 41)),
+    ])
+    panel = IncidentPanel()
+    qtbot.addWidget(panel)
+    panel.show_timeline(timeline)
+    model = panel.model_
+    rows = [{column: model.data(model.index(r, i)) for i, column in enumerate(COLUMNS)}
+            for r in (0, 1)]
+    assert [(row["fault"], row["recovery"], row["steps lost"], row["time lost"])
+            for row in rows] == [("kill (user)", "none (restart crashed)", "—", "4.0 s"),
+                                 ("crash", "6.50 s", "10", "16.5 s")]  # 41 - 34.5 + 10 × 1
+    assert "<b>10</b> steps redone · <b>20.5 s</b> lost" in panel.totals.text()
+    assert incident_line(timeline.incidents[0]) == (
+        "killed at step 30 → its restart crashed before the first new step: 4.0 s lost "
+        "until then")
 
 
 def _killed_and_resumed(job_started: list[dict]) -> list[dict]:
