@@ -15,6 +15,15 @@ def trained():
     return _build()
 
 
+@pytest.fixture(scope="module")
+def large_trained():
+    """Another (state, dataset, batches), for the tests that count the MLP's state as large
+    (`ASYNC_BYTES` 0): a state's step is fused once, with the part layout of its first
+    snapshot action (one part, or one per variable for a large state), so a large-state test
+    on `trained` left the small-state tests that ran after it (xdist's order) unfused."""
+    return _build()
+
+
 def _build():
     import tensorflow as tf
 
@@ -112,16 +121,16 @@ def test_a_state_output_of_another_step_is_not_taken_for_this_one(trained, tmp_p
 
 
 def test_a_large_state_is_written_on_the_writer_thread_whose_error_stops_training(
-        trained, tmp_path, monkeypatch):
+        large_trained, tmp_path, monkeypatch):
     from ftgui.training.actions import StepOutput, snapshot
     from ftgui.training.actions.snapshot import SnapshotAction, StateBytes
 
     monkeypatch.setattr(snapshot, "ASYNC_BYTES", 0)  # the MLP's state counts as large
-    state = trained[0]
+    state = large_trained[0]
     action = SnapshotAction(state, tmp_path, every=1)
     try:
         assert action._writer is not None
-        _steps(trained, action, 3)
+        _steps(large_trained, action, 3)
         action.wait()
         slot, payload = _newest(tmp_path)
         assert slot.step == state.global_step
@@ -131,7 +140,7 @@ def test_a_large_state_is_written_on_the_writer_thread_whose_error_stops_trainin
             raise OSError(28, "No space left on device")
 
         action.file.write = full
-        _steps(trained, action, 1)  # submitted; it fails on the thread
+        _steps(large_trained, action, 1)  # submitted; it fails on the thread
         with pytest.raises(OSError, match="No space left"):
             action.wait()
             action(StepOutput(state.global_step + 1, 0.0))
@@ -193,7 +202,7 @@ def test_a_state_restored_from_memory_is_the_first_snapshot_of_the_new_file(trai
 
 
 def test_a_kill_inside_a_large_states_snapshot_leaves_half_its_bytes_and_the_last_whole(
-        trained, tmp_path, monkeypatch):
+        large_trained, tmp_path, monkeypatch):
     """A large state hands the step's tensors to the writer thread; a kill planned inside its
     snapshot still copies half of the payload's bytes into the other slot, unmarked, so the
     snapshot before it stays the newest consistent one."""
@@ -210,17 +219,17 @@ def test_a_kill_inside_a_large_states_snapshot_leaves_half_its_bytes_and_the_las
     def die(signum):
         raise Killed(signum)
 
-    state = trained[0]
+    state = large_trained[0]
     with events.EventWriter(tmp_path, attempt=0) as writer:
         kill = KillInside(Faults([("kill-in-snapshot", state.global_step + 2, "chief")]),
                           writer, send_signal=die)
         action = SnapshotAction(state, tmp_path, every=1, kill_inside=kill)
         try:
-            _steps(trained, action, 1)
+            _steps(large_trained, action, 1)
             action.wait()
             whole = (state.global_step, StateBytes(state).read().tobytes())
             with pytest.raises(Killed):
-                _steps(trained, action, 1)  # the kill's step
+                _steps(large_trained, action, 1)  # the kill's step
         finally:
             action.close()
             state.last_state_output = None
