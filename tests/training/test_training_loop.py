@@ -312,3 +312,37 @@ def test_a_scheduling_runner_gets_the_steps_up_to_the_next_checkpoint_or_fault_a
     # after the rollback to 3 the chunk still ends at the planned fault (replayed clean)
     assert chunks == [[1, 2, 3], [4, 5], [4, 5], [6], [7, 8]]
     assert saves.seen == [("saved", 3), ("saved", 6), ("end", 8), ("close",)]
+
+
+@pytest.mark.tf  # ftgui.training.assemble imports TensorFlow
+def test_a_step_is_snapshotted_before_its_checkpoint_is_validated_and_written(
+        tmp_path, monkeypatch):
+    """A kill during a checkpoint step's validation and write (ms to a quarter second) found
+    the step logged but its snapshot not yet taken, and redid it (a tester's kill right after
+    the step-30 event, 3 of 3): the snapshot, microseconds, now comes first."""
+    from types import SimpleNamespace
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import assemble
+
+    class Stub(Action):
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def wait(self) -> None:
+            pass
+
+    class Snapshot(Stub):
+        def roll_back(self, before: int, newer_than: int) -> None:
+            return None
+
+    monkeypatch.setattr(assemble, "CheckpointAction", type("CheckpointAction", (Stub,), {}))
+    monkeypatch.setattr(assemble, "_snapshots", lambda *args: [Snapshot()])
+    with events.EventWriter(tmp_path, 0) as writer:
+        loop = assemble.build_loop(
+            SimpleNamespace(global_step=0), SimpleNamespace(x_train=range(100)),
+            RunConfig(strategy="default", global_batch_size=10), tmp_path, writer, Faults(),
+            runner=SimpleNamespace(chunked=False))
+    names = [type(action).__name__ for action in loop.actions]
+    assert names.index("Snapshot") == names.index("CheckpointAction") - 1
+    assert names.index("StepEvents") == 0
