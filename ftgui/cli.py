@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import json
 import signal
 import sys
@@ -218,9 +219,28 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `ftgui checkpoints RUN | head`
         sys.stderr.close()
         return 0
-    except (ConfigError, RuntimeError, OSError, LookupError) as exc:
+    except OSError as exc:
+        print(f"ftgui: {os_error_line(exc, getattr(args, 'run_dir', None))}", file=sys.stderr)
+        return 2
+    except (ConfigError, RuntimeError, LookupError) as exc:
         print(f"ftgui: {exc}", file=sys.stderr)
         return 2
+
+
+def os_error_line(exc: OSError, run_dir: Path | None = None) -> str:
+    """One line for an error of the file system: the path and the system's reason, under the
+    field `run_dir` when the path is the run's folder or in it ("run_dir: /proc/1/.lock: No
+    such file or directory"), not Python's "[Errno 2] …"."""
+    if exc.filename is None or not exc.strerror:
+        return str(exc)
+    path = Path(exc.filename)
+    line = f"{path}: {exc.strerror}"
+    if run_dir is not None and (path == Path(run_dir) or Path(run_dir) in path.parents):
+        unwritable = exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS,
+                                   errno.ENAMETOOLONG)
+        hint = " (give a folder ftgui can create and write in)" if unwritable else ""
+        return f"run_dir: {line}{hint}"
+    return line
 
 
 def _refuse_what_is_not_a_run(path: Path) -> None:
@@ -320,6 +340,19 @@ def ignored_flags(config: RunConfig, given: set[str]) -> list[str]:
     return lines
 
 
+def _check_gpus_present(args: argparse.Namespace, base: RunConfig | dict) -> None:
+    """Raise `ConfigError` naming `gpus` when the run asks for more GPUs than this machine has
+    (`devices.check_gpus`: a helper process imports TensorFlow, 3-6 s), before the settings
+    are checked together: else `--gpus 5` on a machine with none was refused for a global
+    batch of 64 not divisible by 5 replicas. Nothing is written before it."""
+    wanted = args.gpus if args.gpus is not None else (
+        base.get("gpus", 0) if isinstance(base, dict) else base.gpus)
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0:
+        with _notice(args.quiet, "counting this machine's GPUs",
+                     "a helper process imports TensorFlow"):
+            devices.check_gpus(wanted)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ftgui.console import Progress
     from ftgui.core.supervision.supervisor import Supervisor
@@ -336,6 +369,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     given = {field for flag, field in FLAG_FIELDS.items()
              if getattr(args, flag, None) is not None}
     base = _resume_base(run_dir, args.from_step, given) if args.resume else RunConfig()
+    _check_gpus_present(args, base)  # before the settings: --gpus 5 is no batch-size problem
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
         _refuse_a_finished_run(run_dir, config)
@@ -351,10 +385,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     for line in ignored_flags(config, given):
         print(f"ftgui: {line}", file=sys.stderr, flush=True)
-    if config.gpus:  # asks TensorFlow in a helper process (3-6 s); before any file is written
-        with _notice(args.quiet, "counting this machine's GPUs",
-                     "a helper process imports TensorFlow"):
-            devices.check_gpus(config.gpus)
     from ftgui.core.supervision.slurm.launcher import launcher_for
 
     launcher = launcher_for(config, run_dir)  # Slurm's checks: one line before anything

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,6 +122,52 @@ def test_a_fork_from_a_step_without_a_checkpoint_lists_the_steps_that_have_one(
     assert (finished_run / "events.jsonl").read_bytes() == before
     assert not (finished_run / "history").exists()
     assert [c.step for c in listing.list_checkpoints(finished_run)] == [20, 30, 40, 50, 60]
+
+
+def test_a_config_toml_that_is_not_utf8_is_refused_in_one_line(finished_run, capsys):
+    (finished_run / "config.toml").write_bytes(b"\xff\xfe garbage\n")
+    before = (finished_run / "events.jsonl").read_bytes()
+    assert cli.main(["train", str(finished_run), "--resume", "--steps", "90"]) == 2
+    assert capsys.readouterr().err == (f"ftgui: {finished_run / 'config.toml'}: not valid TOML "
+                                       "(not UTF-8: byte 0xff at offset 0)\n")
+    assert (finished_run / "events.jsonl").read_bytes() == before
+
+
+def test_a_checkpoints_file_in_place_of_the_folder_is_refused_before_any_process(
+        finished_run, capsys):
+    shutil.rmtree(finished_run / "checkpoints")
+    (finished_run / "checkpoints").write_text("x")
+    before = (finished_run / "events.jsonl").read_bytes()
+    assert cli.main(["train", str(finished_run), "--resume", "--steps", "90"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {(finished_run / 'checkpoints').absolute()} is not a folder; a run "
+        "keeps its checkpoints there: move it away\n")
+    assert (finished_run / "events.jsonl").read_bytes() == before
+
+
+def test_a_run_folder_the_system_refuses_is_named_with_its_reason_not_an_errno(
+        tmp_path, capsys):
+    too_long = tmp_path / ("a" * 300)
+    assert cli.main(["train", str(too_long), "--steps", "5"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {too_long}: File name too long (give a folder ftgui can create and "
+        "write in)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_more_gpus_than_the_machine_has_is_told_before_the_batch_size(
+        tmp_path, capsys, monkeypatch):
+    """`--gpus 5` on a machine without a GPU was refused for a global batch of 64 not
+    divisible by 5 replicas: the missing GPUs are the cause, so they are checked first."""
+    from ftgui.core.settings import devices
+
+    monkeypatch.setattr(devices, "list_devices", lambda: [{"device_type": "CPU"}])
+    assert cli.main(["train", str(tmp_path / "run"), "--steps", "20", "--gpus", "5",
+                     "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: gpus (--gpus): 5 asked for, this machine has 0 (see ftgui devices); give "
+        "--gpus 0 to train on the CPU\n")
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_signal_handlers_of_the_caller_are_given_back(finished_run):

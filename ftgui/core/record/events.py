@@ -81,9 +81,21 @@ class EventWriter:
         self._clock_named = False  # a step event of this writer has named its clock
         self._next_step_check = 0.0  # monotonic time of the next folder check of `emit_step`
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._end_a_cut_line()
         # what every step line of this writer starts with, and its first one's clock field
         self._step_head = f'{{"event":"step","time":%r,"attempt":{int(attempt)},'
         self._step_clock = ',"clock":' + json.dumps(CLOCK)
+
+    def _end_a_cut_line(self) -> None:
+        """End the file's last line when it was cut short (a writer killed in the middle of a
+        write, a full disk, a power cut): the next event would be glued to it and lost with
+        it. Every writer writes whole lines in one `write`, so only a cut leaves one open."""
+        if os.fstat(self._fd).st_size == 0:
+            return
+        with open(self.path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                os.write(self._fd, b"\n")
 
     def emit(self, event: str, **fields) -> dict:
         """Append one event and return it as written."""

@@ -394,6 +394,10 @@ def _load_toml(run_dir: str | os.PathLike) -> dict:
             return tomllib.load(handle)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib lets this one through
+            byte = exc.object[exc.start]
+            raise ConfigError(f"{path}: not valid TOML (not UTF-8: byte {byte:#04x} at offset "
+                              f"{exc.start})") from None
 
 
 def load(run_dir: str | os.PathLike) -> RunConfig:

@@ -271,6 +271,7 @@ class Supervisor:
         if config is None:
             raise StartError(f"{self.run_dir} has no config.toml; start a new run first")
         config.validate()
+        _check_checkpoint_folder(self.run_dir)
         datasets.check(config)
         cluster.check_ports(config)
         if cluster.isolated(config):  # then no other machine reaches its ports
@@ -611,3 +612,12 @@ class Supervisor:
 __all__ = [
     "ConfigError", "RunBusyError", "StartError", "Supervisor", "TrainingProcess",
 ]
+
+
+def _check_checkpoint_folder(run_dir: Path) -> None:
+    """Raise `StartError` when `RUN/checkpoints` is there but is no folder: every trainer would
+    fail on its first save (a tester's run restarted 4 times, 20 s, before saying so)."""
+    folder = listing.checkpoint_dir(run_dir)
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise StartError(f"run_dir: {folder} is not a folder; a run keeps its checkpoints "
+                         "there: move it away")

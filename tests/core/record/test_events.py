@@ -55,6 +55,20 @@ def test_a_torn_last_line_is_held_back_until_it_is_complete(tmp_path):
     assert reader.read_new() == []
 
 
+def test_a_line_cut_by_a_killed_writer_does_not_swallow_the_next_writers_event(tmp_path):
+    """A tester cut the last line of a finished run (as a power cut or a full disk would) and
+    resumed it: the resume's first event was glued to the cut line and lost with it."""
+    events.emit(tmp_path, "step", attempt=0, step=1, loss=2.5)
+    line = json.dumps({"event": "process_exited", "time": 1.0, "attempt": 0, "exit_code": 0})
+    with open(tmp_path / "events.jsonl", "a") as handle:
+        handle.write(line[:30])  # the writer died here
+    with EventWriter(tmp_path, attempt=1) as writer:
+        writer.emit("process_started", pid=7)
+    assert [(e["event"], e["attempt"]) for e in events.read_all(tmp_path)] == [
+        ("step", 0), ("process_started", 1)]
+    assert lines_of(tmp_path)[1] == line[:30]  # kept as it was, for whoever looks
+
+
 def test_a_nan_loss_is_written_as_null(tmp_path):
     events.emit(tmp_path, "step", attempt=0, step=7, loss=math.nan, grad=math.inf)
     [line] = lines_of(tmp_path)
