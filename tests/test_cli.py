@@ -170,6 +170,20 @@ def test_more_gpus_than_the_machine_has_is_told_before_the_batch_size(
     assert not (tmp_path / "run").exists()
 
 
+def test_a_new_run_is_not_started_among_runs_nor_inside_one(finished_run, capsys):
+    """A tester's `ftgui train .` in the folder of all their runs, and a run started in
+    another's checkpoints folder, both trained: each is refused in one line, nothing written."""
+    folder = finished_run.parent
+    assert cli.main(["train", str(folder), "--steps", "5"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {folder} holds runs (finished); give a new folder for this one\n")
+    inside = finished_run / "checkpoints" / "x"
+    assert cli.main(["train", str(inside), "--steps", "5"]) == 2
+    assert capsys.readouterr().err == (f"ftgui: run_dir: {inside} is inside the run "
+                                       f"{finished_run}; give a folder of its own\n")
+    assert not inside.exists() and not (folder / "config.toml").exists()
+
+
 def test_the_signal_handlers_of_the_caller_are_given_back(finished_run):
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert cli.main(["train", str(finished_run), "--resume", "--from-step", "15"]) == 2
