@@ -259,26 +259,6 @@ def _refuse_what_is_not_a_run(path: Path) -> None:
                       f"{inside}")
 
 
-def _refuse_a_folder_of_runs_or_inside_one(path: Path) -> None:
-    """Raise ConfigError (one line) when a new run would be started in a folder that holds
-    runs (`ftgui train .` among them) or inside a run's folder (its `checkpoints/`): a tester's
-    runs landed there, scattering a run's files among others'."""
-    from ftgui.core.record.runs import is_run_dir
-
-    def started_run(folder: Path) -> bool:  # both files: a project's own config.toml is none
-        return (folder / configmod.CONFIG_FILE).is_file() and (folder / "events.jsonl").is_file()
-
-    host = next((parent for parent in path.absolute().parents if started_run(parent)), None)
-    if host is not None:
-        raise ConfigError(f"run_dir: {path} is inside the run {host}; give a folder of its own")
-    if not path.is_dir() or is_run_dir(path):
-        return
-    runs = sorted(child.name for child in path.iterdir() if child.is_dir() and is_run_dir(child))
-    if runs:
-        raise ConfigError(f"run_dir: {path} holds runs ({', '.join(runs[:4])}"
-                          f"{', …' if len(runs) > 4 else ''}); give a new folder for this one")
-
-
 def _refuse_missing_qt_libraries() -> None:
     """Raise ConfigError (one line naming the Debian packages) before Qt would abort for want
     of its X11 platform's libraries (`ftgui.qt.window.platform_libs`)."""
@@ -383,7 +363,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"run_dir: {file} is a file; give a folder (new, or a run's)")
     existing = (run_dir / configmod.CONFIG_FILE).is_file()
     if not args.resume:
-        _refuse_a_folder_of_runs_or_inside_one(run_dir)
+        from ftgui.core.record.runs import check_new_run_folder
+
+        check_new_run_folder(run_dir)
     if args.from_step is not None and not args.resume:
         raise ConfigError("from_step: --from-step needs --resume")
     if args.resume and not existing and not (run_dir / "events.jsonl").is_file():

@@ -54,6 +54,26 @@ def is_run_dir(path: Path) -> bool:
     return (path / configmod.CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
 
 
+def check_new_run_folder(path: Path) -> None:
+    """Raise `ConfigError` (one line) when a new run would be started in a folder that holds
+    runs (`ftgui train .` among them) or inside a started run's folder (its `checkpoints/`):
+    a tester's runs landed there, their files among other runs'. A folder with only a
+    `config.toml` (a project's own) is no started run. For `ftgui train` and the window's
+    Start, before anything is made in `path`."""
+    def started_run(folder: Path) -> bool:
+        return (folder / configmod.CONFIG_FILE).is_file() and (folder / EVENTS_FILE).is_file()
+
+    host = next((parent for parent in path.absolute().parents if started_run(parent)), None)
+    if host is not None:
+        raise ConfigError(f"run_dir: {path} is inside the run {host}; give a folder of its own")
+    if not path.is_dir() or is_run_dir(path):
+        return
+    runs = sorted(child.name for child in path.iterdir() if child.is_dir() and is_run_dir(child))
+    if runs:
+        raise ConfigError(f"run_dir: {path} holds runs ({', '.join(runs[:4])}"
+                          f"{', …' if len(runs) > 4 else ''}); give a new folder for this one")
+
+
 @dataclass
 class RunSummary:
     """One run as the run history shows it.

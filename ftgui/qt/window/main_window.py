@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QTabWidget,
 )
 
+from ftgui.core.record.runs import check_new_run_folder
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import ConfigError
 from ftgui.core.supervision.supervisor import RunBusyError, StartError
@@ -219,6 +220,7 @@ class MainWindow(QMainWindow):
             config = self.panel.config()
             config.validate()
             run_dir = self.panel.run_dir()
+            check_new_run_folder(run_dir)
             if self.controller.run_dir != run_dir.absolute():
                 self.controller.open(run_dir)
             self.controller.start(config)

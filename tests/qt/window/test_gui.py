@@ -80,6 +80,15 @@ def test_bad_batch_size_is_refused_before_anything_is_written(window, tmp_path):
     assert window.controller.supervisor.processes == []
 
 
+def test_start_in_a_folder_of_runs_is_refused_as_ftgui_train_refuses_it(window, finished_run):
+    folder = finished_run.parent  # holds the run "finished"
+    use_run_dir(window, folder)
+    assert window.start_run() is False
+    assert window.findChild(QLabel, "configError").text() == (
+        f"run_dir: {folder} holds runs (finished); give a new folder for this one")
+    assert not (folder / "config.toml").exists() and not (folder / "events.jsonl").exists()
+
+
 def test_existing_run_directory_is_not_overwritten_by_start(window, tmp_path):
     run_dir = tmp_path / "run"
     configmod.save(run_dir, RunConfig(steps=5))
