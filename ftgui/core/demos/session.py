@@ -47,6 +47,11 @@ TRIGGER_WORDS = {"start": "the run starts", "first step": "training takes its fi
                  "kill": "the process is killed", "worker lost": "a worker is lost",
                  "first new step": "the first new step comes", "end": "the demo ends"}
 
+# ... when it waits for more than one more: a presenter read "the next checkpoint" and saw two
+# written with no stage coming (the stage counted three)
+COUNTED_WORDS = {"checkpoint": "{} more checkpoints are written",
+                 "fault": "{} more faults are fired", "kill": "{} more processes are killed"}
+
 READING_SECONDS = 4.0  # the least time a stage's text stays on screen unless the presenter moves
 READING_WORDS = 25  # a text up to this long gets READING_SECONDS; a longer one in proportion
 
@@ -168,6 +173,10 @@ class StageMachine:
         stage = self.stages[self.reached + 1]
         if stage.after == "start" and stage.run > self.run:
             return "the next run starts"
+        run = 0 if stage.after == "end" else stage.run
+        left = stage.count - self.counts.get((run, stage.after), 0)
+        if left > 1 and stage.after in COUNTED_WORDS:  # "the next checkpoint" was one too few
+            return COUNTED_WORDS[stage.after].format(left)
         return TRIGGER_WORDS.get(stage.after, stage.after)
 
     def previous(self) -> bool:

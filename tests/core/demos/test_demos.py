@@ -181,7 +181,11 @@ def test_the_stage_machine_follows_a_run_and_the_presenters_keys():
     stream = crash_events()
     assert machine.begin_run(1) and machine.current == 0
     assert machine.feed(stream[:2]) and machine.current == 1  # first step
-    assert not machine.feed(stream[2:4]) and machine.current == 1  # two checkpoints
+    assert machine.waiting_for() == "3 more checkpoints are written"  # the stage counts 3
+    assert not machine.feed(stream[2:3]) and machine.waiting_for() == (
+        "2 more checkpoints are written")
+    assert not machine.feed(stream[3:4]) and machine.current == 1  # two checkpoints
+    assert machine.waiting_for() == "the next checkpoint is written"
     assert machine.feed(stream[4:5]) and machine.current == 2  # the third: press K
     assert machine.stage.wait
     assert not machine.feed(stream[5:6])  # the fault alone is no stage
