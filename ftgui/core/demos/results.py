@@ -179,9 +179,13 @@ def check(demo: Demo, run_dirs: list[Path]) -> list[Claim]:
 
 
 def summary(claims: list[Claim]) -> str:
-    """One line per claim: ✓ or ✗, the claim, its run(s), the figures."""
-    return "\n".join(f"{'✓' if c.holds else '✗'} {c.name.replace('_', ' ')} "
-                     f"({', '.join(c.runs)}): {c.detail}" for c in claims)
+    """One line per claim: ✓ or ✗, the claim, its run(s), the figures. The run is named only
+    where the claims are of more than one: a one-run demo's lines each ended "(crash-and-
+    recover)", the demo's own name, three times over (a presenter's finding)."""
+    named = len({c.runs for c in claims}) > 1
+    return "\n".join(f"{'✓' if c.holds else '✗'} {c.name.replace('_', ' ')}"
+                     + (f" ({', '.join(c.runs)})" if named else "") + f": {c.detail}"
+                     for c in claims)
 
 
 # ------------------------------------------------------------------ headless

@@ -135,6 +135,10 @@ def _label(name: str) -> QLabel:
     label = QLabel("")
     label.setObjectName(name)
     label.setWordWrap(True)
+    # QLabel centres its text vertically: while the layout has not yet given a new stage's
+    # longer text its height (one frame), the text overflowed above and below, its first line
+    # cut as if scrolled (a presenter's finding). From the top, only its end waits a frame.
+    label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
     return label
 
 

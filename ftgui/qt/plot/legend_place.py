@@ -2,7 +2,7 @@
 the curves, the newest steps weighing most.
 
 A fixed corner covered the curve: the bottom left hid a loss that flattens early (steps 70-150
-of a demo), and its box, faded, looked like the pale "steps lost, then redone". The legend is
+of a demo), and its box, faded, looked like the pale "loss before the restart". The legend is
 moved only when another corner hides clearly less (`MOVE_BELOW` of what it hides where it is),
 so that it does not wander as each step comes in.
 """

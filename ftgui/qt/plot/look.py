@@ -87,6 +87,7 @@ class PlotLook:
         shade = theme.REDONE_SHADE_PRESENTING if presenting else theme.REDONE_SHADE
         for region in self.regions:
             region.setBrush(pg.mkBrush(theme.rgba(shade)))
+        self.redone_sample.setOpts(brush=pg.mkBrush(theme.rgba(shade)))
         self._legend_dirty = True
         if self.traces or self.overlays or self.validation.size:
             self._rebuild_legend()

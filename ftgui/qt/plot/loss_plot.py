@@ -32,13 +32,15 @@ from ftgui.qt.plot.look import PlotLook
 from ftgui.qt.plot.loss_axis import loss_axes
 from ftgui.qt.plot.marker_line import MarkerLine
 from ftgui.qt.plot.redone_inset import RedoneInset
+from ftgui.qt.plot.redone_sample import RedoneSample
 from ftgui.qt.plot.trace import Trace
 
 # Colours, widths and font sizes come from the theme (ftgui.qt.theme), at its current scale.
 CURRENT_COLOUR = theme.CURVE_COLOURS["current"]
 EARLIER_COLOUR = theme.CURVE_COLOURS["earlier"]
 OVERLAY_COLOURS = theme.OVERLAY_COLOURS
-LOST_LABEL = "steps lost, then redone"  # an earlier line's steps after its resume point
+LOST_LABEL = "loss before the restart"  # an earlier line's steps after its resume point
+REDONE_LABEL = "steps redone"  # the shaded ranges (and LOST_LABEL's line in them), one entry
 X_AXES = {"step": "global step", "time": "wall time (s) since the run's first event"}
 # pyqtgraph's default: y clipped to this many view heights beyond the view (Qt mis-draws huge
 # coordinates). Only needed while y does not follow the data: fitted to the data, nothing lies
@@ -80,6 +82,9 @@ class LossPlot(PlotLook, pg.PlotWidget):
         item.addItem(self.validation_item)
         self.markers: list[tuple[str, float, MarkerLine]] = []
         self.regions: list[pg.LinearRegionItem] = []
+        # the shaded ranges' swatch in the legend (a LinearRegionItem has none of its own)
+        self.redone_sample = pg.BarGraphItem(x=[0], height=[1], width=1, pen=None,
+                                             brush=pg.mkBrush(theme.rgba(theme.REDONE_SHADE)))
         self.smoothing = 0.0
         self.log_y = False
         self.x_axis = "step"
@@ -239,6 +244,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         region.setVisible(self.x_axis == "step")
         self.getPlotItem().addItem(region, ignoreBounds=True)
         self.regions.append(region)
+        self._legend_dirty |= len(self.regions) == 1
         return region
 
     def _new_attempt(self, attempt: int, series: GrowingSeries | None = None) -> Trace:
@@ -321,6 +327,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         bottom.update()
         for item in [line for _, _, line in self.markers] + self.regions:
             item.setVisible(axis == "step")
+        self._legend_dirty = True  # the shaded ranges' entry goes with them
         self._dirty.update(self._all_traces())
         self._validation_dirty = True
         self.redraw()
@@ -488,13 +495,25 @@ class LossPlot(PlotLook, pg.PlotWidget):
         if text != self.notice.toPlainText():
             self.notice.setText(text)
 
+    def _show_redone(self, sample) -> None:
+        for region in self.regions:
+            region.setVisible(sample.isVisible())
+
     def _rebuild_legend(self) -> None:
         self.legend.clear()
         if self.traces:
             attempts = sorted(self.traces)
             self.legend.addItem(self.traces[attempts[-1]].shown, "training loss")
-            if len(attempts) > 1 and self.lost_then_redone():
-                self.legend.addItem(self.traces[attempts[0]].shown, LOST_LABEL)
+            lost = self.traces[attempts[0]].shown if len(attempts) > 1 and \
+                self.lost_then_redone() else None
+            if self.regions and self.x_axis == "step":  # one entry for the band and its line
+                self.redone_sample.setVisible(all(r.isVisible() for r in self.regions))
+                sample = RedoneSample(self.redone_sample, lost)
+                self.legend.addItem(sample, REDONE_LABEL)
+                # the swatch, clicked, hides or shows the shaded ranges, as other entries do
+                sample.sigClicked.connect(self._show_redone)
+            elif lost is not None:
+                self.legend.addItem(lost, LOST_LABEL)
         if self.validation.size:
             self.legend.addItem(self.validation_item, "validation loss")
         for trace in self.overlays.values():

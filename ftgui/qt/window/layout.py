@@ -44,7 +44,7 @@ def build_layout(window) -> None:
     window.bottom.setObjectName("bottomSplitter")
     window.bottom.addWidget(_titled("Checkpoints", window.table))
     window.bottom.addWidget(_process_tabs(window))
-    window.bottom.setSizes([530, 450])
+    window.bottom.setSizes([600, 380])
     window.right_splitter = QSplitter(Qt.Orientation.Vertical)
     window.right_splitter.addWidget(window.plot_pane)  # the plot under its view tools
     window.right_splitter.addWidget(window.bottom)

@@ -334,6 +334,18 @@ def test_redone_steps_must_repeat_their_losses_to_the_bit(tmp_path):
         False, "1 of 2 redone steps differ (first: 3)")
 
 
+
+def test_the_claims_name_their_run_only_where_a_demo_has_more_than_one():
+    """A one-run demo's claims each ended "(crash-and-recover)", the demo's own name, three
+    times in the end panel (a presenter's finding); a demo of two runs names them."""
+    one = [results.Claim("finished", ("crash-and-recover",), True, "step 1200 of 1200"),
+           results.Claim("redone_steps_identical", ("crash-and-recover",), False, "1 of 2")]
+    assert results.summary(one) == "✓ finished: step 1200 of 1200\n✗ redone steps identical: 1 of 2"
+    two = [results.Claim("finished", ("every-10",), True, "step 300"),
+           results.Claim("fewer_redone", ("every-10", "every-100"), True, "4 < 40")]
+    assert results.summary(two) == ("✓ finished (every-10): step 300\n"
+                                    "✓ fewer redone (every-10, every-100): 4 < 40")
+
 # ------------------------------------------------------------------ the menu (no training)
 def test_the_demo_menu_lists_the_demos_and_names_a_refused_file(window, tmp_path):
     from PySide6.QtWidgets import QMenu

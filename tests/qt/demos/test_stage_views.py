@@ -20,6 +20,7 @@ from ftgui.core.record.events import EventWriter
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
 from ftgui.qt import theme
+from ftgui.qt.demos.panel import DemoPanel
 from ftgui.qt.window import replay_app
 from ftgui.qt.window.main_window import MainWindow
 
@@ -311,8 +312,10 @@ def test_no_inset_for_a_nan_rolled_back_one_step(window, qtbot, tmp_path):
     settle(qtbot, window)
     assert window.plot.regions  # the step is still shaded as redone
     assert not window.plot.inset.isVisible()
-    # nor a legend entry for pale lost steps: the only one is the NaN, which draws nothing
-    assert [label.text for _sample, label in window.plot.legend.items] == ["training loss"]
+    # nor a legend entry for pale lost steps: the only one is the NaN, which draws nothing;
+    # the shaded step is named
+    assert [label.text for _sample, label in window.plot.legend.items] == [
+        "training loss", "steps redone"]
 
 
 def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(window, qtbot,
@@ -571,3 +574,26 @@ def _result_in_view(panel) -> bool:
     viewport = panel.scroll.viewport()
     top = panel.result.mapTo(viewport, panel.result.rect().topLeft()).y()
     return 0 <= top and top + panel.result.height() <= viewport.height()
+
+
+def test_a_stage_s_text_not_yet_given_its_height_shows_its_first_line(qtbot):
+    """A label shorter than its text (a new stage's longer text, one frame before the layout
+    gives it room) drew it centred, its first line cut above the label as if scrolled (a
+    presenter's finding at the kill and resume stages): the panel's labels are drawn from the
+    top, so their first line is what shows."""
+    panel = DemoPanel()
+    qtbot.addWidget(panel)
+    panel.set_presenting(True)
+    panel.text.setText("FIRST LINE, the one that was cut\n" + "\n".join(["more"] * 8))
+    panel.text.resize(400, panel.text.heightForWidth(400))
+    whole = _ink(panel.text.grab().toImage(), 50)
+    panel.text.resize(400, 60)  # room for about two of its nine lines
+    assert _ink(panel.text.grab().toImage(), 50) == whole  # its first lines, where they belong
+    for label in (panel.title, panel.stage_label, panel.text, panel.prompt, panel.result):
+        assert label.alignment() & Qt.AlignmentFlag.AlignTop, label.objectName()
+
+
+def _ink(image, rows: int) -> list[tuple[int, int]]:
+    """The dark pixels (text) of `image`'s first `rows` rows."""
+    return [(x, y) for y in range(rows) for x in range(image.width())
+            if image.pixelColor(x, y).lightness() < 128]

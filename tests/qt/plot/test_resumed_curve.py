@@ -10,7 +10,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 import numpy as np
 import pytest
 
-from ftgui.qt.plot.loss_plot import CURRENT_COLOUR, EARLIER_COLOUR, LOST_LABEL, LossPlot
+from ftgui.qt.plot.loss_plot import (
+    CURRENT_COLOUR,
+    EARLIER_COLOUR,
+    LOST_LABEL,
+    REDONE_LABEL,
+    LossPlot,
+)
 
 
 @pytest.fixture
@@ -54,6 +60,45 @@ def test_only_the_steps_lost_then_redone_are_pale(plot):
     assert _steps(earlier.raw) == list(range(6, 11))  # joined to the last kept point
     assert earlier.raw.opts["pen"].color().name() == EARLIER_COLOUR
     assert _labels(plot) == ["training loss", LOST_LABEL]
+
+
+def test_the_shaded_redone_steps_have_their_legend_entry(plot):
+    """The crash demo's narration spoke of a band the legend did not name (a presenter's
+    finding): the shaded range is named, its swatch the band's colour with the pale line of
+    the loss before the restart across it (one entry: the line lies in the band); it goes
+    with the step axis, and clicking the swatch hides the shading."""
+    from ftgui.qt import theme
+
+    _line(plot, 0, range(1, 11))
+    _line(plot, 1, range(7, 13))
+    plot.shade_redone(6, 10)
+    plot.redraw()
+    assert _labels(plot) == ["training loss", REDONE_LABEL]
+    sample = plot.legend.items[-1][0]
+    assert sample.item.opts["brush"].color().getRgb() == theme.REDONE_SHADE
+    assert sample.lost is plot.traces[0].shown
+    plot.set_presenting(True)
+    assert _labels(plot)[-1] == REDONE_LABEL
+    assert plot.legend.items[-1][0].item.opts["brush"].color().getRgb() \
+        == theme.REDONE_SHADE_PRESENTING
+    plot.legend.items[-1][0].mouseClickEvent(_left_click())
+    assert not plot.regions[0].isVisible()
+    plot.set_x_axis("time")
+    plot.redraw()
+    assert _labels(plot) == ["training loss", LOST_LABEL]  # no band there: the line alone
+
+
+def _left_click():
+    from PySide6.QtCore import Qt
+
+    class Click:
+        def button(self):
+            return Qt.MouseButton.LeftButton
+
+        def accept(self):
+            pass
+
+    return Click()
 
 
 def test_smoothed_and_in_the_presentation_view_the_kept_part_looks_like_the_newest(plot):

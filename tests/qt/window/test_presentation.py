@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QLabel
 from recorded import CHIEF, T0, write_recovered_run
 
 from ftgui import cli
+from ftgui.core.checkpoints import listing
 from ftgui.core.record.events import EventWriter
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
@@ -193,4 +194,41 @@ def test_the_settings_panel_shows_its_values_whole(qtbot, tmp_path, width):
     assert win.panel.width() >= win.panel.sizeHint().width()
     assert not win.panel_scroll.horizontalScrollBar().isVisible()
     assert win.log.lineWrapMode() == win.log.LineWrapMode.WidgetWidth
+    win.controller.shutdown()
+
+
+def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path):
+    """At 1280 px the checkpoint table's columns fit its pane: the newest valid row is bold,
+    and its 'valid' column was cut to 'y…' (its header to 'valic') — a new user's finding."""
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    theme.set_scale(1.0)
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=1200, checkpoint_every=100))
+    with EventWriter(run_dir, attempt=0) as writer:
+        writer.emit("run_started")
+    directory = listing.checkpoint_dir(run_dir)
+    directory.mkdir(parents=True)
+    for step in (800, 900, 1000, 1100, 1200):
+        (directory / f"ckpt-{step}.index").write_bytes(b"i" * 800)
+        (directory / f"ckpt-{step}.data-00000-of-00001").write_bytes(b"d" * 60_000)
+        listing.write_metadata(directory / f"ckpt-{step}", loss=0.0017995, val_loss=0.10132,
+                               val_accuracy=0.9777, time=1796615489.68, epoch=54,
+                               strategy="mirrored", replicas=2)
+    win = MainWindow(settings=settings_at(tmp_path))
+    qtbot.addWidget(win)
+    win.resize(1280, 720)
+    win.show()
+    qtbot.waitExposed(win)
+    win.open_run(run_dir)
+    QApplication.processEvents()
+    table, model = win.table, win.table.model()
+    header = table.horizontalHeader()
+    assert header.length() <= table.viewport().width()
+    bold = QFont(table.font())
+    bold.setBold(True)
+    last = model.columnCount() - 1
+    shown = model.index(model.rowCount() - 1, last).data()
+    assert shown == "yes"
+    assert header.sectionSize(last) >= QFontMetrics(bold).horizontalAdvance(shown) + 8
     win.controller.shutdown()
