@@ -9,6 +9,8 @@ from ftgui.core.record import exitcodes
 STATES = ("idle", "running", "recovering", "finished", "killed", "preempted", "failed",
           "stopped", "interrupted")
 ENDED = ("finished", "killed", "preempted", "failed", "stopped", "interrupted")
+# Why a run whose history stops mid-attempt, with no process holding its lock, is `interrupted`
+INTERRUPTED_REASON = "its supervisor ended without recording an exit"
 
 # How long a preempted process gets to save its step and exit before it is killed (seconds): a
 # save took under a second here; a loaded machine gets margin. The window's "Preempt and quit"

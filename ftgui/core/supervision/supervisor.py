@@ -27,7 +27,7 @@ from ftgui.core.checkpoints import listing, restore_point, resume_check, snapsho
 from ftgui.core.record.events import EventReader, restart_words
 from ftgui.core.record.run_folder import RunFolder
 from ftgui.core.record.run_lock import RunBusyError, RunLock, busy_error
-from ftgui.core.record.run_state import is_decisive, state_from_exit
+from ftgui.core.record.run_state import INTERRUPTED_REASON, is_decisive, state_from_exit
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import datasets, user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
@@ -384,7 +384,7 @@ class Supervisor:
             self._lock.release()
         self._drain()
         if self.state == "running" and not self.processes and not self.is_busy_elsewhere():
-            self.shared.set_state("interrupted", "its supervisor ended without recording an exit")
+            self.shared.set_state("interrupted", INTERRUPTED_REASON)
         new, self._pending = self._pending, []
         return new
 

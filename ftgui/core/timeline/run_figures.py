@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ftgui.core.record import event_history
+from ftgui.core.record.run_lock import is_busy
+from ftgui.core.record.run_state import INTERRUPTED_REASON
 from ftgui.core.timeline.model import Timeline
 
 
@@ -71,9 +73,14 @@ def figures(name: str, timeline: Timeline, saves: list[dict]) -> RunFigures:
 def read_run(run_dir: str | os.PathLike, name: str | None = None) -> tuple[Timeline,
                                                                             RunFigures]:
     """The timeline and figures of the run in `run_dir` (named `name`, default its folder's
-    name), read the fast way (`event_history.read_history`); a run without events has empty ones."""
+    name), read the fast way (`event_history.read_history`); a run without events has empty ones.
+    A run whose events stop mid-attempt while no process holds its lock is `interrupted`."""
     history = event_history.read_history(run_dir)
     timeline = Timeline()
     timeline.feed(history)
+    if timeline.state in ("running", "recovering") and not is_busy(run_dir):
+        # as the window and the run history say it: nobody supervises it any more (`ftgui
+        # train` killed with SIGKILL, a power cut); a report said "running" of such a run
+        timeline.state, timeline.reason = "interrupted", INTERRUPTED_REASON
     saves = [event for _, event in history.others if event["event"] == "checkpoint_saved"]
     return timeline, figures(name or Path(run_dir).name, timeline, saves)

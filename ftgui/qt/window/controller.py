@@ -393,7 +393,8 @@ class RunController(QObject):
 
     def status_text(self) -> str:
         """"running · step 140/2000 · 212 steps/s · restarts 1 · …": the rate only while a run
-        trains, the restarts (attempts after the first) only after one."""
+        trains, the restarts (attempts after the first) only after one, and how many of them
+        were forks ("restarts 2 (1 of them a fork)")."""
         supervisor, timeline = self.supervisor, self.timeline
         config = self.config
         total = f"/{config.steps}" if config else ""
@@ -407,6 +408,9 @@ class RunController(QObject):
             text += f" · {self.steps_per_second():.0f} steps/s"
         if restarts:
             text += f" · restarts {restarts}"
+            forks = len(timeline.forks)  # a user's resume from an older checkpoint, no fault
+            if forks:
+                text += f" ({forks} of them {'a fork' if forks == 1 else 'forks'})"
         reason = self._reason()
         if reason:
             text += f" · {reason}"

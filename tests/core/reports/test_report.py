@@ -156,3 +156,34 @@ def report_settings(run_dir) -> list[list[str]]:
     text = report.build_report(run_dir)
     root = ET.fromstring(text.removeprefix("<!DOCTYPE html>\n"))
     return table(root, "settings")[1:]
+
+
+def test_a_run_nobody_supervises_is_reported_interrupted_not_running(tmp_path):
+    """`ftgui train` killed with SIGKILL right after a SIGTERM (a breaker's finding) left
+    events that stop mid-attempt: the report said "running" of a run no process runs. While
+    a supervisor holds the run's lock it is running; once none does, it is interrupted, as
+    the window and the run history say."""
+    from ftgui.core.record.events import EventWriter
+    from ftgui.core.record.run_lock import RunLock
+    from ftgui.core.record.run_state import INTERRUPTED_REASON
+    from ftgui.core.timeline.run_figures import read_run
+
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, configmod.RunConfig(steps=300))
+    with EventWriter(run_dir, attempt=0) as writer:
+        writer.emit("run_started")
+        writer.emit("process_started", pid=10, restore=None, standby=False, role="chief",
+                    index=0, chief=True)
+        for step in range(1, 94):
+            writer.emit("step", step=step, loss=1.0 / step)
+        writer.emit("fault_injected", kind="preempt", target="chief", step=93, source="user")
+    lock = RunLock(run_dir)
+    lock.acquire()
+    try:
+        assert read_run(run_dir)[0].state == "running"
+    finally:
+        lock.release()
+    timeline, _ = read_run(run_dir)
+    assert (timeline.state, timeline.reason) == ("interrupted", INTERRUPTED_REASON)
+    text = report.build_report(run_dir)
+    assert f"interrupted: {INTERRUPTED_REASON}" in text and "; running" not in text

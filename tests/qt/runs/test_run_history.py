@@ -154,4 +154,14 @@ def test_the_status_line_of_a_finished_run_names_its_restarts_not_a_rate(window,
     window.open_run(run_dir)
     text = window.controller.status_text()
     assert text.startswith("finished · step 20/20 · restarts 1"), text
-    assert "steps/s" not in text and "attempt" not in text
+    assert "steps/s" not in text and "attempt" not in text and "fork" not in text
+
+
+def test_the_status_line_names_the_restarts_that_were_forks(window, tmp_path):
+    """After a crash and a fork the status bar said "restarts 2", as if both were faults (a
+    new user's finding): the fork, the user's own resume from an older checkpoint, is named."""
+    from recorded import crash_then_fork
+
+    window.open_run(crash_then_fork(tmp_path / "forked"))
+    text = window.controller.status_text()
+    assert " · restarts 2 (1 of them a fork)" in text, text
