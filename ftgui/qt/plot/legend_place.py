@@ -52,7 +52,13 @@ def hidden(curves: Sequence[tuple[np.ndarray, np.ndarray]], area: tuple[float, f
 
 
 def best_corner(scores: dict[str, float], current: str) -> str:
-    """The corner to put the legend at, given how much it would hide at each (`scores`):
-    `current` unless another hides less than `MOVE_BELOW` of it."""
+    """The corner to put the legend at, given how much it would hide at each (`scores`; a
+    corner left out may not be used, e.g. the redone inset is drawn there): `current` unless
+    another hides less than `MOVE_BELOW` of it, or `current` is left out (the inset came over
+    the legend when the plot grew shorter: a presenter's screenshots). No corner: `current`."""
+    if not scores:
+        return current
     best = min(scores, key=lambda corner: (scores[corner], corner != current))
-    return best if scores[best] < MOVE_BELOW * scores.get(current, 0.0) else current
+    if current not in scores:
+        return best
+    return best if scores[best] < MOVE_BELOW * scores[current] else current

@@ -27,6 +27,7 @@ from ftgui.qt.plot.legend_place import CORNERS
 from ftgui.qt.plot.marker_line import MarkerLine
 from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
 
+INSET_SLACK = 0.025  # the inset's left edge moves once off by this share of the view's width
 LEGEND_LOOK_SECONDS = 1.0  # how often the presentation view looks for a better legend corner
 
 
@@ -44,6 +45,7 @@ class PlotLook:
     legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
     _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
     _legend_anchored = None  # the (anchor, offset) last given to the legend
+    _inset_left: float | None = None  # the presentation view's inset's left edge (view share)
 
     def set_presenting(self, on: bool) -> None:
         """The presentation view's look (`True`): tick and axis fonts, curves, markers and the
@@ -202,6 +204,13 @@ class PlotLook:
         if self.presenting and self._focus_from is not None:  # over the fitted part of the run
             x_low, x_high = box.viewRange()[0]
             left = (self._focus_from - x_low) / (x_high - x_low) if x_high > x_low else left
+            # moved only when off by INSET_SLACK of the width: the x range changes with each
+            # step, a redraw or two after the focus, and the inset followed both, wobbling
+            # 1-6 px back and forth (a presenter's grabs)
+            kept = self._inset_left
+            if kept is not None and abs(left - kept) < INSET_SLACK:
+                left = kept
+            self._inset_left = left
         inset.place(view, self._label_strip_px(), left)
         if inset.isVisible():  # a label pushed below the strip (a legend at the top took its
             under = inset.geometry()  # row) would be covered by it: its text is in the tooltip

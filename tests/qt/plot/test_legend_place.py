@@ -29,6 +29,10 @@ def test_the_legend_moves_only_to_a_corner_that_hides_clearly_less():
     assert legend_place.best_corner(scores, "bottom left") == "bottom right"
     assert legend_place.best_corner({"bottom left": 0.0, "top left": 0.0},
                                     "bottom left") == "bottom left"
+    # the current corner left out (the inset is drawn there): the legend leaves it
+    assert legend_place.best_corner({"bottom left": 9.0, "top left": 8.0},
+                                    "top right") == "top left"
+    assert legend_place.best_corner({}, "top right") == "top right"  # nowhere else to go
 
 
 def test_presenting_a_loss_flat_from_the_start_the_legend_leaves_the_bottom_left(qtbot):
@@ -75,3 +79,35 @@ def test_a_top_corner_is_under_the_labels_strip_and_never_under_the_inset(qtbot)
     assert plot.inset.isVisible()
     inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
     assert not plot.legend.sceneBoundingRect().intersects(inset)
+
+
+def test_a_legend_the_inset_came_over_moves_away(qtbot):
+    """A demo's stage showed the checkpoint table under the plot: the plot grew shorter, the
+    inset came over the legend in the top right, and the legend stayed there, its names cut
+    (a presenter's screenshots): a corner under the inset is left, even when it hid least."""
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(870, 420)  # the plot beside the demo panel, over the checkpoint table
+    plot.show()
+    def loss(step):
+        return 2.4 * np.exp(-step / 30) + 0.01 + 0.001 * (step % 7)
+
+    for step in range(1, 651):
+        plot.add_step(0, step, loss(step))
+    for step in range(601, 1201):
+        plot.add_step(1, step, loss(step))
+    for step in range(100, 1201, 100):
+        plot.add_validation(step, 0.09)
+    plot.shade_redone(600, 650)
+    plot.add_marker("crash", 650, "killed @ 650")
+    plot.add_marker("resume", 600, "resume ← 600")
+    plot.set_presenting(True)
+    plot.legend_corner = "top right"
+    plot._anchor_legend()
+    for _ in range(4):
+        plot._legend_looked = -np.inf
+        plot.redraw()
+        QApplication.processEvents()
+    assert plot.inset.isVisible()
+    inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
+    assert not plot.legend.sceneBoundingRect().intersects(inset), plot.legend_corner

@@ -3,6 +3,7 @@ newest up to the step the next line resumed from; only the steps lost and then r
 
 from __future__ import annotations
 
+import itertools
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
@@ -166,3 +167,30 @@ def test_no_marker_label_shown_is_under_the_redone_inset(plot):
         if line.label.isVisible():
             assert not to_widget(plot, line.label.sceneBoundingRect()).toRect().intersects(
                 under), line.label.toPlainText()
+
+
+def test_the_inset_keeps_still_while_the_resumed_run_streams_in(plot):
+    """The inset follows the fitted part of the run, whose place on x changes with each new
+    step: it wobbled 1-6 px back and forth from step to step (a presenter's grabs, steps
+    900-980). Its left edge moves in steps of 1/40 of the view: a few times in 600 steps."""
+    from PySide6.QtWidgets import QApplication
+
+    plot.resize(870, 420)
+    plot.show()
+
+    def loss(step):
+        return 2.4 * np.exp(-step / 30) + 0.01 + 0.001 * (step % 7)
+
+    for step in range(1, 651):
+        plot.add_step(0, step, loss(step))
+    plot.shade_redone(600, 650)
+    plot.set_presenting(True)
+    lefts = []
+    for step in range(601, 1201):
+        plot.add_step(1, step, loss(step))
+        if step % 4 == 0:  # a redraw per 4 steps, as the window's timer takes them
+            plot.redraw()
+            QApplication.processEvents()
+            lefts.append(plot.inset.geometry().x() if plot.inset.isVisible() else None)
+    moves = sum(a != b for a, b in itertools.pairwise(lefts))
+    assert None not in lefts[10:] and moves <= 8, (moves, lefts)
