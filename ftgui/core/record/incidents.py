@@ -29,6 +29,10 @@ that moment say so (`clock_jumped`). Events are fed in file order
 the same numbers.
 
 Special cases, each told as what happened:
+- an attempt that ended with no exit recorded (its supervisor died with its processes) and that
+  the user resumes: an `interrupted` incident from its last step, detected at the resume (the
+  wait is no run time), recovered at the first new step, charged the restart and the steps it
+  redid (a resume from an older checkpoint) — before, such a resume redid its steps unseen;
 - a lone parameter-server worker lost while TensorFlow's coordinator carries on with the others
   (`lone`): nothing is redone and no training time is lost; it ends when its replacement serves;
 - a freeze (`hang`) thawed before any watchdog ended it: detected at the `thawed`, resumed at
@@ -61,7 +65,8 @@ from ftgui.core.record.run_state import is_decisive
 class Incident:
     """One fault and its recovery. Times are Unix seconds; None until known."""
 
-    kind: str  # kill, preempt, nan, hang, or crash (an exit nobody planned)
+    kind: str  # kill, preempt, nan, hang, crash (an exit nobody planned), or interrupted (no
+    # exit recorded: the supervisor died with its processes; counted from the user's resume)
     target: str
     source: str  # user, schedule, timer, or "" for an unplanned crash
     attempt: int
@@ -155,6 +160,7 @@ class IncidentTracker:
         self._open: Incident | None = None
         self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
+        self._exited: set[int] = set()  # attempts with a `process_exited` recorded
         self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
         self._holding: set[tuple] = set()  # (attempt, role, index) held at a step boundary
@@ -172,13 +178,20 @@ class IncidentTracker:
             return self.observe_steps([event["step"]], [when], [mono], event.get("clock"))
         attempt = event.get("attempt", 0)
         kind = event.get("event")
-        if (self._open is None or self._parked) and isinstance(attempt, int) \
-                and self._started and attempt > max(self._started) and not self._holding:
-            # A new attempt with no fault to recover from, or after a preemption that saved
-            # and stopped: the user resumed or forked a run that had finished, been stopped,
-            # been preempted or lost its supervisor. Nothing ran meanwhile.
-            self._clock.skip_to(when, mono, event.get("clock"))
-            self._parked = False
+        interrupted = None
+        if isinstance(attempt, int) and self._started and attempt > max(self._started) \
+                and not self._holding:
+            previous = max(self._started)
+            lost = previous not in self._finished | self._exited  # died with its supervisor
+            if self._open is None or self._parked or lost:
+                # A new attempt with no fault to recover from, after a preemption that saved
+                # and stopped, or after its supervisor died: the user resumed or forked a run
+                # that had finished, been stopped, been preempted or lost its supervisor.
+                # Nothing ran meanwhile.
+                self._clock.skip_to(when, mono, event.get("clock"))
+                self._parked = False
+                if self._open is None and lost:
+                    interrupted = previous
         if isinstance(attempt, int) and attempt >= 0:
             self._started.add(attempt)
         if self._holding:  # paused on purpose (a demo's hold): no run time
@@ -186,6 +199,8 @@ class IncidentTracker:
             if kind in HOLD_ENDS:
                 self._holding.clear()
         jumped = self._clock.advance(when, mono, event.get("clock"))
+        if interrupted is not None and kind != "forked":  # a fork branches: no incident
+            self._open_interrupted(interrupted, when)
         if kind == "held":
             self._holding.add((attempt, event.get("role", "chief"), event.get("index", 0)))
         handler = getattr(self, f"_on_{kind}", None)
@@ -235,6 +250,18 @@ class IncidentTracker:
             wall=wall,
         )
 
+    def _open_interrupted(self, attempt: int, when: float) -> None:
+        """Attempt `attempt` ended with no exit recorded (`ftgui train` or the window killed
+        with SIGKILL, a power cut: its processes died with their supervisor), and the user
+        resumed it now (`when`): an incident of kind `interrupted` from its last step, detected
+        at the resume (the wait before it is no run time, as a stopped run's). Before, nothing
+        was counted: a resume from an older checkpoint redid its steps with 0 steps redone and
+        goodput 100 % on every view."""
+        self._open = Incident(kind="interrupted", target="chief", source="", attempt=attempt,
+                              time=when, at=self._clock.now, step=self._last_step,
+                              detected=when, at_detected=self._clock.now)
+        self.incidents.append(self._open)
+
     # ------------------------------------------------------------ event handlers
     def _on_run_finished(self, event, when):
         self._finished.add(event.get("attempt", 0))
@@ -256,6 +283,7 @@ class IncidentTracker:
         return True
 
     def _on_process_exited(self, event, when):
+        self._exited.add(event.get("attempt", 0))
         if event.get("shutdown") or event.get("attempt", 0) in self._finished:
             return False  # ftgui was closed or interrupted, or the run had already finished
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
@@ -396,7 +424,10 @@ class IncidentTracker:
         incident = self._open
         if incident is None:
             return False
-        if incident.detected is None:
+        if incident.detected is None:  # no exit seen: it trained on up to its last step
+            # (SIGTERM then SIGKILL to `ftgui train`: the summary named the request's step 27,
+            # the trainer had saved step 30)
+            incident.step = max(incident.step, self._last_step)
             incident.detected, incident.at_detected = when, self._clock.now
         incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)

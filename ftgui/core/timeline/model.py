@@ -57,6 +57,7 @@ from ftgui.core.timeline.series import GrowingSeries
 MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "fork", "resume",
                 "setting_changed", "worker_lost", "worker_back")
 RATE_WINDOW_SECONDS = 2.0
+INTERRUPTED_LABEL = "supervisor lost"  # the marker of an attempt that ended with no exit recorded
 # events after which the checkpoint list on disk may differ
 _CHECKPOINT_KINDS = {"checkpoint_saved", "forked", "process_exited", "resumed"}
 
@@ -240,6 +241,7 @@ class Timeline:
         self.started: dict[int, dict] = {}  # attempt -> its chief's `process_started` event
         self.config: dict = {}  # the run's configuration as `run_started` recorded it
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
+        self._exited: set[int] = set()  # attempts with a `process_exited` recorded
         self._began: set[int] = set()  # attempts that resumed, rolled back or logged a step
         self.held: tuple[int, str] | None = None  # (step, why) while training is held
 
@@ -370,6 +372,10 @@ class Timeline:
     def _on_process_started(self, event: dict, changes: Changes) -> None:
         self.held = None  # a new attempt, or a worker coming back: no process holds now
         attempt = event.get("attempt", 0)
+        previous = max(self.started) if self.started else None
+        if previous is not None and attempt > previous and previous not in (
+                self._settled | self._finished | self._exited):
+            self._interrupted(previous, changes)
         if run_state.is_chief(event) or attempt not in self.started:
             self.started[attempt] = event
         if event.get("standby"):
@@ -469,10 +475,21 @@ class Timeline:
                            changes)
         self._setup = (attempt, setup)
 
+    def _interrupted(self, attempt: int, changes: Changes) -> None:
+        """`attempt` ended with no exit recorded (its supervisor died with its processes:
+        SIGKILL, a power cut) and a new one starts: marked where it stopped, so that the
+        steps a resume from an older checkpoint does again are shaded as redone, as the
+        `interrupted` incident counts them (`ftgui.core.record.incidents`)."""
+        self._settled.add(attempt)
+        self._stopped_at, self._stop_cause = self.last_step, "crash"
+        self._mark("crash", self.last_step, f"{INTERRUPTED_LABEL} @ {self.last_step}",
+                   {"attempt": attempt}, changes)
+
     def _on_process_exited(self, event: dict, changes: Changes) -> None:
         """Mark the exit that ended an attempt, and a lone process lost while the rest runs
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
+        self._exited.add(attempt)
         decisive = run_state.is_decisive(event)
         if attempt in self._finished:
             return  # the run had reached its last step: whatever ended it then is no fault

@@ -36,7 +36,8 @@ DOT = " · "
 # What a fault did, as the sentence's first words (by `Incident.kind`).
 FAULT_WORDS = {"kill": "killed", "preempt": "preempted", "hang": "froze", "nan": "NaN loss",
                "crash": "crashed", "kill-in-save": "killed inside a checkpoint save",
-               "kill-in-snapshot": "killed inside a snapshot"}
+               "kill-in-snapshot": "killed inside a snapshot",
+               "interrupted": "interrupted (its supervisor lost)"}
 ENDED_STATES = {"killed": "stopped", "failed": "stopped", "preempted": "stopped",
                 "stopped": "stopped by ftgui", "interrupted": "interrupted"}
 NOTES_SEARCHED = 200  # a restart's notes are among the newest few dozen

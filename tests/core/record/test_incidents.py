@@ -248,10 +248,54 @@ def test_the_time_a_stopped_run_waits_for_its_resume_is_no_wall_time(ending):
     events += [{"event": "run_started", "attempt": 1, "time": 300.0},
                {"event": "resumed", "attempt": 1, "time": 303.0, "from_step": 100},
                *steps(1, 101, 199, t0=303.1)]  # the last at 312.9
-    totals = from_events(events).totals()
+    tracker = from_events(events)
+    totals = tracker.totals()
     before = 11.2 if ending == "stopped" else 11.1
     assert totals.wall == pytest.approx(before + 12.9)
-    assert totals.incidents == 0
+    if ending == "stopped":
+        assert totals.incidents == 0
+        return
+    # no exit recorded: the processes died with their supervisor; step 101 is done again
+    [incident] = tracker.incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("interrupted", 101, 100)
+    # 3.1 s from the resume to its first step, plus the 0.1 s step 101 had taken
+    assert (totals.steps_lost, totals.time_lost) == (1, pytest.approx(3.2))
+
+
+def test_a_lost_supervisor_s_redone_steps_are_counted_and_shaded():
+    """`ftgui train` killed by SIGKILL at step 87 (snapshots off), resumed from checkpoint 50:
+    37 steps were done again, and every view said "No incidents", 0 steps redone, goodput
+    100 % (a breaker's finding). Now an `interrupted` incident counts them, the plot shades
+    them and marks where the supervisor was lost, and the story line says so."""
+    from ftgui.core.timeline import story
+    from ftgui.core.timeline.model import INTERRUPTED_LABEL, Timeline
+
+    events = [{"event": "run_started", "attempt": 0, "time": 0.0},
+              {"event": "process_started", "attempt": 0, "time": 0.1, "role": "chief",
+               "index": 0, "chief": True, "pid": 10},
+              {"event": "training_started", "attempt": 0, "time": 1.0, "role": "chief",
+               "index": 0, "start_step": 0},
+              *steps(0, 1, 87, t0=1.1),  # step 87 at 9.7
+              {"event": "process_started", "attempt": 1, "time": 60.0, "role": "chief",
+               "index": 0, "chief": True, "pid": 11, "restore": "checkpoints/ckpt-50"},
+              {"event": "resumed", "attempt": 1, "time": 62.0, "from_step": 50,
+               "source": "disk"},
+              *steps(1, 51, 200, t0=62.5),
+              {"event": "run_finished", "attempt": 1, "time": 77.5, "step": 200},
+              {"event": "process_exited", "attempt": 1, "time": 77.6, "role": "chief",
+               "index": 0, "chief": True, "exit_code": 0, "decisive": True}]
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("interrupted", 87, 50)
+    # 2.5 s from the resume to its first new step, plus 3.7 s steps 51-87 had taken
+    assert incident.time_lost == pytest.approx(2.5 + 3.7)
+    timeline = Timeline()
+    timeline.feed(events)
+    assert [(r.start, r.end) for r in timeline.redone] == [(50, 87)]
+    assert f"{INTERRUPTED_LABEL} @ 87" in [m.label for m in timeline.markers]
+    line = story.story(timeline, 200)
+    assert line.startswith("Finished at step 200 · interrupted (its supervisor lost) at step "
+                           "87 → restored checkpoint 50 → resumed: 37 steps redone"), line
 
 
 def test_the_wait_after_a_cancelled_automatic_restart_is_no_wall_time():
@@ -299,3 +343,24 @@ def test_a_restart_that_crashes_before_its_first_step_charges_the_whole_wait(pla
     assert (totals.incidents, totals.steps_lost) == (2, 5)
     assert totals.time_lost == pytest.approx(120.5 - 110.0 + 5 * 0.25)
     assert totals.wall == pytest.approx(127.75 - 100.0)
+
+
+def test_a_preemption_whose_supervisor_died_names_the_step_it_saved():
+    """SIGTERM to `ftgui train` at step 27, SIGKILL 50 ms later: the trainer saved step 30,
+    but no exit was recorded, and the summary said "preempted at step 27" (a breaker's
+    finding): the incident's step is the last one its process logged."""
+    events = [{"event": "run_started", "attempt": 0, "time": 0.0}, *steps(0, 1, 27, t0=1.0),
+              {"event": "fault_injected", "attempt": 0, "time": 3.65, "kind": "preempt",
+               "target": "chief", "source": "user", "step": 27},
+              *steps(0, 28, 30, t0=3.7),
+              {"event": "process_started", "attempt": 1, "time": 50.0, "role": "chief",
+               "index": 0, "chief": True, "pid": 11},
+              {"event": "resumed", "attempt": 1, "time": 52.0, "from_step": 30,
+               "source": "memory"},
+              *steps(1, 31, 40, t0=52.5)]
+    [incident] = from_events(events).incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("preempt", 30, 30)
+    assert incident.steps_lost == 0
+    # the 46 s nobody supervised the run are no run time: lost are the 0.25 s from the
+    # request to step 30 and the resume's 2.5 s
+    assert incident.time_lost == pytest.approx(0.25 + 2.5)
