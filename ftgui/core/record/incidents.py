@@ -16,9 +16,10 @@ resumes from an older checkpoint, `forked`) is a branch, not a recovery: it open
 lowers no goodput; an incident still open then ends there, unrecovered (`ended_by` "fork"), so the
 steps the user chose to abandon are charged to nobody. A restart that crashes before its first
 step (a second fault, or any kill, during the recovery) ends the incident too (`ended_by`
-"crash"): it is charged the time from its fault to that crash, and the next incident, opened at
-the crash, the rest up to the first new step and the steps redone (before, the time up to the
-second crash was charged to nobody, and the goodput came out too high).
+"crash"): it is charged the time from its fault to that crash (and, when the restart had
+restored before it died, the steps it restored from and their time), and the next incident,
+opened at the crash, the rest up to the first new step and the steps redone (before, the time up
+to the second crash was charged to nobody, and the goodput came out too high).
 
 Durations are differences on a run clock (`_RunClock`): seconds since the run's first event,
 advanced between consecutive events by the difference of their `mono` stamps when both were taken
@@ -108,12 +109,16 @@ class Incident:
 
     @property
     def steps_lost(self) -> int | None:
+        if self.ended_by == "fork":  # the user abandoned them: charged to nobody
+            return 0 if self.resumed_step is not None else None
         return None if self.resumed_step is None else max(self.step - self.resumed_step, 0)
 
     @property
     def time_lost(self) -> float | None:
         if self.ended_by == "crash" and self.at_ended is not None:
-            return self.at_ended - self.at  # its steps are redone by the next incident's resume
+            # up to the crash, and the steps its resume had restored from before (0 when it
+            # died before restoring: the next incident's resume redoes them)
+            return self.at_ended - self.at + self.redo_seconds
         if self.at_recovered is None:
             return None
         if self.lone:  # the coordinator went on training with the remaining workers
@@ -160,7 +165,7 @@ class IncidentTracker:
         self._open: Incident | None = None
         self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
-        self._exited: set[int] = set()  # attempts with a `process_exited` recorded
+        self._exited: set[int] = set()  # attempts with a decisive or shutdown exit recorded
         self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
         self._holding: set[tuple] = set()  # (attempt, role, index) held at a step boundary
@@ -190,8 +195,8 @@ class IncidentTracker:
                 # Nothing ran meanwhile.
                 self._clock.skip_to(when, mono, event.get("clock"))
                 self._parked = False
-                if self._open is None and lost:
-                    interrupted = previous
+                if lost:
+                    interrupted = self._lost_supervisor(previous, when, kind)
         if isinstance(attempt, int) and attempt >= 0:
             self._started.add(attempt)
         if self._holding:  # paused on purpose (a demo's hold): no run time
@@ -250,6 +255,26 @@ class IncidentTracker:
             wall=wall,
         )
 
+    def _lost_supervisor(self, attempt: int, when: float, kind: str) -> int | None:
+        """Attempt `attempt` died with its supervisor; the user resumes now (`when`, by an
+        event of `kind`). A fault it had not yet answered (a preemption asked, its exit never
+        recorded) is detected now, at the last step its process logged (SIGTERM then SIGKILL
+        named the request's step 27, the trainer had saved 30); a recovery under way ends
+        here, as a restart that crashed (`_end_by_crash`), unless the user forks instead (the
+        `forked` handler ends it, charged to nobody). Returns `attempt` when an `interrupted`
+        incident is to be opened (nothing else is open), else None."""
+        incident = self._open
+        if incident is not None and incident.detected is None:
+            incident.step = max(incident.step, self._last_step)
+            incident.detected, incident.at_detected = when, self._clock.now
+            return None
+        if kind == "forked":
+            return None
+        if incident is not None and incident.recovered is None and not incident.lone:
+            self._end_by_crash(incident)
+            self._open = None
+        return attempt if self._open is None else None
+
     def _open_interrupted(self, attempt: int, when: float) -> None:
         """Attempt `attempt` ended with no exit recorded (`ftgui train` or the window killed
         with SIGKILL, a power cut: its processes died with their supervisor), and the user
@@ -283,7 +308,8 @@ class IncidentTracker:
         return True
 
     def _on_process_exited(self, event, when):
-        self._exited.add(event.get("attempt", 0))
+        if event.get("shutdown") or is_decisive(event):  # a lost worker replaced: not the end
+            self._exited.add(event.get("attempt", 0))
         if event.get("shutdown") or event.get("attempt", 0) in self._finished:
             return False  # ftgui was closed or interrupted, or the run had already finished
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
@@ -424,19 +450,20 @@ class IncidentTracker:
         incident = self._open
         if incident is None:
             return False
-        if incident.detected is None:  # no exit seen: it trained on up to its last step
-            # (SIGTERM then SIGKILL to `ftgui train`: the summary named the request's step 27,
-            # the trainer had saved step 30)
-            incident.step = max(incident.step, self._last_step)
+        if incident.detected is None:
             incident.detected, incident.at_detected = when, self._clock.now
-        incident.resumed_step = step
         start, end = self._time_of(step), self._time_of(incident.step)
         if end is not None:  # a step logged after the fault (the NaN one) is in `at_recovered - at`
             end = min(end, incident.at)
         # a resume from past the step of the fault (a just-in-time checkpoint of the step the
-        # victim finished but never logged, its `step` recovered from the checkpoint) redoes none
-        incident.redo_seconds = (max(end - start, 0.0) if start is not None and end is not None
-                                 else 0.0)
+        # victim finished but never logged, its `step` recovered from the checkpoint) redoes
+        # none; a second resume of the same incident (its first restart died after restoring)
+        # finds the line cut at the first one's step: the time measured then stands
+        if start is not None and end is not None:
+            incident.redo_seconds = max(end - start, 0.0)
+        elif incident.resumed_step is None:
+            incident.redo_seconds = 0.0
+        incident.resumed_step = step
         self._line.keep_up_to(step)
         self._last_step = step
         return True

@@ -241,7 +241,7 @@ class Timeline:
         self.started: dict[int, dict] = {}  # attempt -> its chief's `process_started` event
         self.config: dict = {}  # the run's configuration as `run_started` recorded it
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
-        self._exited: set[int] = set()  # attempts with a `process_exited` recorded
+        self._exited: set[int] = set()  # attempts with a decisive or shutdown exit recorded
         self._began: set[int] = set()  # attempts that resumed, rolled back or logged a step
         self.held: tuple[int, str] | None = None  # (step, why) while training is held
 
@@ -489,7 +489,8 @@ class Timeline:
         """Mark the exit that ended an attempt, and a lone process lost while the rest runs
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
-        self._exited.add(attempt)
+        if event.get("shutdown") or run_state.is_decisive(event):  # not a replaced worker
+            self._exited.add(attempt)
         decisive = run_state.is_decisive(event)
         if attempt in self._finished:
             return  # the run had reached its last step: whatever ended it then is no fault

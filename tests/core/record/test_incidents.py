@@ -364,3 +364,94 @@ def test_a_preemption_whose_supervisor_died_names_the_step_it_saved():
     # the 46 s nobody supervised the run are no run time: lost are the 0.25 s from the
     # request to step 30 and the resume's 2.5 s
     assert incident.time_lost == pytest.approx(0.25 + 2.5)
+
+
+def _lost_and_resumed(first_dt=0.05):
+    """Attempt 0: steps 1-130 (0.05 s each from t=1.0), no exit: `ftgui train` killed."""
+    return [{"event": "run_started", "attempt": 0, "time": 0.0},
+            {"event": "process_started", "attempt": 0, "time": 0.1, "role": "chief",
+             "index": 0, "chief": True, "pid": 10},
+            *steps(0, 1, 130, t0=1.0, dt=first_dt)]
+
+
+def _restart(attempt, time, from_step, first_step=None):
+    events = [{"event": "process_started", "attempt": attempt, "time": time, "role": "chief",
+               "index": 0, "chief": True, "pid": 10 + attempt},
+              {"event": "resumed", "attempt": attempt, "time": time + 2.0,
+               "from_step": from_step, "source": "disk"}]
+    if first_step is not None:
+        events += steps(attempt, first_step, first_step + 9, t0=time + 2.5)
+    return events
+
+
+def test_a_resume_that_died_after_restoring_keeps_the_redone_steps_time():
+    """Supervisor lost at 130, the resume restored 100 and died before its first step, the
+    next resume restored 100 again: the 1.5 s steps 101-130 had taken were dropped (the
+    breaker's r4: 10.4 s lost said, 11.9 s true). Each lost supervisor is an incident, as the
+    plot marks each (3 markers, 2 incidents said)."""
+    from ftgui.core.timeline.model import Timeline
+
+    events = [*_lost_and_resumed(), *_restart(1, 60.0, 100), *_restart(2, 120.0, 100, 101)]
+    tracker = from_events(events)
+    first, second = tracker.incidents
+    assert (first.kind, first.ended_by, first.steps_lost) == ("interrupted", "crash", 30)
+    assert first.time_lost == pytest.approx(2.0 + 1.5)  # its restart, then the redone steps
+    assert (second.kind, second.steps_lost) == ("interrupted", 0)
+    assert second.time_lost == pytest.approx(2.5)
+    totals = tracker.totals()
+    assert (totals.incidents, totals.steps_lost) == (2, 30)
+    assert totals.time_lost == pytest.approx(6.0)
+    timeline = Timeline()
+    timeline.feed(events)
+    assert sum(m.label.startswith("supervisor lost") for m in timeline.markers) == 2
+    # the run list counts from the non-step events alone: the same two
+    assert from_events([e for e in events if e["event"] != "step"]).totals().incidents == 2
+
+
+def test_a_restart_that_died_after_restoring_keeps_the_redone_steps_time():
+    """The same for a kill and automatic recovery whose restart is killed after restoring
+    (the breaker's r13): the first incident's redone steps were charged to nobody."""
+    events = [*_lost_and_resumed(),
+              {"event": "fault_injected", "attempt": 0, "time": 7.5, "kind": "kill",
+               "target": "chief", "source": "schedule", "step": 130},
+              {"event": "process_exited", "attempt": 0, "time": 7.6, "role": "chief",
+               "index": 0, "signal": 9, "decisive": True},
+              {"event": "recovery_scheduled", "attempt": 0, "time": 7.6},
+              *_restart(1, 8.0, 100),
+              {"event": "process_exited", "attempt": 1, "time": 10.5, "role": "chief",
+               "index": 0, "signal": 9, "decisive": True},
+              *_restart(2, 11.0, 100, 101)]
+    first, second = from_events(events).incidents
+    assert (first.ended_by, first.steps_lost, second.steps_lost) == ("crash", 30, 0)
+    assert first.time_lost == pytest.approx(10.5 - 7.5 + 1.5)
+
+
+def test_a_fork_after_a_resume_that_died_charges_its_steps_to_nobody():
+    """Supervisor lost at 130, the resume restored 100 and died, then the user forked from
+    50: "30 steps redone" was said of steps nobody redid (the breaker's r16)."""
+    events = [*_lost_and_resumed(), *_restart(1, 60.0, 100),
+              {"event": "forked", "attempt": 2, "time": 119.0, "from_step": 50,
+               "archived_steps": [100], "archive": "history/fork-2/checkpoints"},
+              *_restart(2, 120.0, 50, 51)]
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert (incident.ended_by, incident.steps_lost) == ("fork", 0)
+    assert (tracker.totals().steps_lost, tracker.totals().time_lost) == (0, 0.0)
+
+
+def test_a_lost_worker_replaced_earlier_does_not_hide_a_lost_supervisor():
+    """Parameter-server: worker 1 killed at 60 and replaced (its exit recorded), then `ftgui
+    train` killed at 130 and resumed from 100: the second incident went unseen (the
+    breaker's r11: goodput 100 % said)."""
+    events = [*_lost_and_resumed()]
+    events[3:3] = [  # after step 1, in file order by time
+        {"event": "fault_injected", "attempt": 0, "time": 1.02, "kind": "kill",
+         "target": "worker:1", "source": "schedule", "step": 1},
+        {"event": "process_exited", "attempt": 0, "time": 1.03, "role": "worker", "index": 1,
+         "signal": 9, "decisive": False},
+        {"event": "training_started", "attempt": 0, "time": 1.04, "role": "worker",
+         "index": 1}]
+    events += _restart(1, 60.0, 100, 101)
+    tracker = from_events(events)
+    assert [i.kind for i in tracker.incidents] == ["kill", "interrupted"]
+    assert tracker.incidents[1].steps_lost == 30
