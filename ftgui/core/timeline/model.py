@@ -234,6 +234,7 @@ class Timeline:
         self._lost: set[tuple[int, str]] = set()  # (attempt, 'worker 1') lost, not yet back
         self._forked: set[int] = set()  # attempts that began as a fork
         self._stopped_at = 0  # the step reached when the last attempt ended
+        self._unredone: RedoneRange | None = None  # shaded at a resume, no step redone yet
         self._stop_cause = ""  # the marker kind of that end
         self._setup: tuple[int, dict] | None = None  # (attempt, strategy/replicas) last seen
         self._took_over: set[int] = set()  # pids of warm standbys given a task
@@ -297,6 +298,7 @@ class Timeline:
             if not len(part.step):
                 continue
             segment.series.extend(part.step, part.loss, part.time)
+            self._unredone = None
             changes.incidents |= self._tracker.observe_steps(part.step, part.time, part.mono,
                                                              clock)
             self.last_step = int(part.step[-1])
@@ -398,6 +400,9 @@ class Timeline:
         """A branch from an older checkpoint: flag what lies beyond it, start a new branch."""
         attempt, step = event.get("attempt", 0), int(event.get("from_step", 0))
         self._forked.add(attempt)
+        if self._unredone in self.redone:  # its resume died before redoing any of them
+            self.redone.remove(self._unredone)
+            self._unredone, changes.redone = None, True
         for segment in self.segments:
             if segment.series.size and segment.series.x()[-1] > step and (
                 segment.abandoned_after is None or segment.abandoned_after > step
@@ -534,7 +539,8 @@ class Timeline:
 
     def _redone(self, start: int, end: int, cause: str, changes: Changes) -> None:
         if end > start:
-            self.redone.append(RedoneRange(int(start), int(end), cause))
+            self._unredone = RedoneRange(int(start), int(end), cause)
+            self.redone.append(self._unredone)
             changes.redone = True
 
     def _set_state(self, state: str, reason: str, changes: Changes) -> None:

@@ -437,6 +437,11 @@ def test_a_fork_after_a_resume_that_died_charges_its_steps_to_nobody():
     [incident] = tracker.incidents
     assert (incident.ended_by, incident.steps_lost) == ("fork", 0)
     assert (tracker.totals().steps_lost, tracker.totals().time_lost) == (0, 0.0)
+    from ftgui.core.timeline.model import Timeline
+
+    timeline = Timeline()
+    timeline.feed(events)
+    assert timeline.redone == []  # nor are 100-130 shaded as redone
 
 
 def test_a_lost_worker_replaced_earlier_does_not_hide_a_lost_supervisor():
