@@ -28,6 +28,7 @@ from ftgui.qt.plot.marker_line import MarkerLine
 from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
 
 INSET_SLACK = 0.025  # the inset's left edge moves once off by this share of the view's width
+NEWEST_MARKERS_SEEN = 2  # the legend keeps off the lines of this many newest markers
 LEGEND_LOOK_SECONDS = 1.0  # how often the presentation view looks for a better legend corner
 
 
@@ -128,16 +129,21 @@ class PlotLook:
         recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
         inset = self.mapToScene(self.inset.geometry()).boundingRect() \
             if self.inset.isVisible() else None
-        scores = {}
+        newest = [step for _kind, step, _line in self.markers[-NEWEST_MARKERS_SEEN:]]
+        scores, across = {}, {}
         for corner in CORNERS:
             scene = legend_place.corner_rect(corner, box, size.width(), size.height(),
                                              self._label_strip_px())
             if inset is not None and scene.intersects(inset):
                 continue  # the inset is drawn over it
             rect = box_item.mapSceneToView(scene).boundingRect()
-            scores[corner] = legend_place.hidden(
+            score = legend_place.hidden(
                 curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from)
-        corner = legend_place.best_corner(scores, self.legend_corner)
+            # a corner across the newest marker lines (the kill a room has just seen) only
+            # where every corner is
+            crossing = any(rect.left() <= step <= rect.right() for step in newest)
+            (across if crossing else scores)[corner] = score
+        corner = legend_place.best_corner(scores or across, self.legend_corner)
         if corner != self.legend_corner:
             self.legend_corner = corner
             self._anchor_legend()

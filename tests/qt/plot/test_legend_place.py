@@ -111,3 +111,27 @@ def test_a_legend_the_inset_came_over_moves_away(qtbot):
     assert plot.inset.isVisible()
     inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
     assert not plot.legend.sceneBoundingRect().intersects(inset), plot.legend_corner
+
+
+def test_the_legend_keeps_off_the_kill_a_room_has_just_seen(qtbot):
+    """Just after the kill at 650 the legend sat in the top right, over the kill's line and
+    the validation points of 500 and 600 (a presenter's picture): a corner across the
+    newest markers' lines is taken only where every corner is."""
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(870, 340)  # beside the demo panel, over the checkpoint table
+    plot.show()
+    for step in range(1, 651):
+        plot.add_step(0, step, 2.4 * np.exp(-step / 30) + 0.01 + 0.005 * (step % 3)
+                      * np.exp(-step / 300))
+    for step in range(100, 651, 100):
+        plot.add_validation(step, 0.09 + 0.05 * np.exp(-step / 200))
+    plot.add_marker("crash", 650, "killed @ 650")
+    plot.set_presenting(True)
+    for _ in range(4):
+        plot._legend_looked = -np.inf
+        plot.redraw()
+        QApplication.processEvents()
+    box = plot.getPlotItem().getViewBox()
+    rect = box.mapSceneToView(plot.legend.sceneBoundingRect()).boundingRect()
+    assert not rect.left() <= 650 <= rect.right(), plot.legend_corner
