@@ -72,10 +72,7 @@ def test_a_top_corner_is_under_the_labels_strip_and_never_under_the_inset(qtbot)
     plot.add_marker("crash", 265, "killed @ 265")
     plot.add_marker("resume", 200, "resume ← 200")
     plot.set_presenting(True)
-    for _ in range(3):
-        plot._legend_looked = -np.inf
-        plot.redraw()
-        QApplication.processEvents()
+    _look_again(plot, 3)
     assert plot.inset.isVisible()
     inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
     assert not plot.legend.sceneBoundingRect().intersects(inset)
@@ -104,10 +101,7 @@ def test_a_legend_the_inset_came_over_moves_away(qtbot):
     plot.set_presenting(True)
     plot.legend_corner = "top right"
     plot._anchor_legend()
-    for _ in range(4):
-        plot._legend_looked = -np.inf
-        plot.redraw()
-        QApplication.processEvents()
+    _look_again(plot, 4)
     assert plot.inset.isVisible()
     inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
     assert not plot.legend.sceneBoundingRect().intersects(inset), plot.legend_corner
@@ -128,10 +122,15 @@ def test_the_legend_keeps_off_the_kill_a_room_has_just_seen(qtbot):
         plot.add_validation(step, 0.09 + 0.05 * np.exp(-step / 200))
     plot.add_marker("crash", 650, "killed @ 650")
     plot.set_presenting(True)
-    for _ in range(4):
-        plot._legend_looked = -np.inf
-        plot.redraw()
-        QApplication.processEvents()
+    _look_again(plot, 4)
     box = plot.getPlotItem().getViewBox()
     rect = box.mapSceneToView(plot.legend.sceneBoundingRect()).boundingRect()
     assert not rect.left() <= 650 <= rect.right(), plot.legend_corner
+
+
+def _look_again(plot, times: int) -> None:
+    """Redraw `plot` `times` times, its legend looking for a corner at each."""
+    for _ in range(times):
+        plot._legend_looked = -np.inf
+        plot.redraw()
+        QApplication.processEvents()
