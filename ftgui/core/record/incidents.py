@@ -187,7 +187,7 @@ class IncidentTracker:
         if isinstance(attempt, int) and self._started and attempt > max(self._started) \
                 and not self._holding:
             previous = max(self._started)
-            lost = previous not in self._finished | self._exited  # died with its supervisor
+            lost = self.ended_unrecorded(previous)
             if self._open is None or self._parked or lost:
                 # A new attempt with no fault to recover from, after a preemption that saved
                 # and stopped, or after its supervisor died: the user resumed or forked a run
@@ -254,6 +254,11 @@ class IncidentTracker:
             time_lost=sum(i.time_lost or 0.0 for i in closed),
             wall=wall,
         )
+
+    def ended_unrecorded(self, attempt: int) -> bool:
+        """Whether `attempt`, seen, wrote neither `run_finished` nor a decisive or shutdown
+        `process_exited`: once a later attempt starts, it died with its supervisor."""
+        return attempt in self._started and attempt not in self._finished | self._exited
 
     def _lost_supervisor(self, attempt: int, when: float, kind: str) -> int | None:
         """Attempt `attempt` died with its supervisor; the user resumes now (`when`, by an

@@ -242,7 +242,6 @@ class Timeline:
         self.started: dict[int, dict] = {}  # attempt -> its chief's `process_started` event
         self.config: dict = {}  # the run's configuration as `run_started` recorded it
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
-        self._exited: set[int] = set()  # attempts with a decisive or shutdown exit recorded
         self._began: set[int] = set()  # attempts that resumed, rolled back or logged a step
         self.held: tuple[int, str] | None = None  # (step, why) while training is held
 
@@ -375,8 +374,8 @@ class Timeline:
         self.held = None  # a new attempt, or a worker coming back: no process holds now
         attempt = event.get("attempt", 0)
         previous = max(self.started) if self.started else None
-        if previous is not None and attempt > previous and previous not in (
-                self._settled | self._finished | self._exited):
+        if previous is not None and attempt > previous and previous not in self._settled \
+                and self._tracker.ended_unrecorded(previous):  # (it sees this event after)
             self._interrupted(previous, changes)
         if run_state.is_chief(event) or attempt not in self.started:
             self.started[attempt] = event
@@ -494,8 +493,6 @@ class Timeline:
         """Mark the exit that ended an attempt, and a lone process lost while the rest runs
         (a parameter-server worker); not the processes ended afterwards to clean up."""
         attempt = event.get("attempt", 0)
-        if event.get("shutdown") or run_state.is_decisive(event):  # not a replaced worker
-            self._exited.add(attempt)
         decisive = run_state.is_decisive(event)
         if attempt in self._finished:
             return  # the run had reached its last step: whatever ended it then is no fault
