@@ -58,8 +58,16 @@ MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "fork", "resume",
                 "setting_changed", "worker_lost", "worker_back")
 RATE_WINDOW_SECONDS = 2.0
 INTERRUPTED_LABEL = "supervisor lost"  # the marker of an attempt that ended with no exit recorded
+
 # events after which the checkpoint list on disk may differ
 _CHECKPOINT_KINDS = {"checkpoint_saved", "forked", "process_exited", "resumed"}
+
+
+def interrupted_words(attempt: int, step: int) -> str:
+    """The event log's line for an attempt that ended with no exit recorded, found when the
+    next attempt starts: its supervisor died with its processes, nothing said why."""
+    return (f"{INTERRUPTED_LABEL} at step {step}: attempt {attempt} ended with no exit "
+            "recorded (ftgui was killed, or its machine went down)")
 
 
 @dataclass
@@ -223,6 +231,7 @@ class Timeline:
         self.state, self.reason = "idle", ""
         self.attempt = -1  # the newest attempt seen (-1: none yet)
         self.last_step = 0  # the global step the run stands at
+        self._last_step_time = float("nan")  # Unix time of that step's event
         self.origin: float | None = None  # Unix time of the run's first event
         self.version = 0
         self.last_loss: float | None = None
@@ -300,7 +309,7 @@ class Timeline:
             self._unredone = None
             changes.incidents |= self._tracker.observe_steps(part.step, part.time, part.mono,
                                                              clock)
-            self.last_step = int(part.step[-1])
+            self.last_step, self._last_step_time = int(part.step[-1]), float(part.time[-1])
             self.attempt = max(self.attempt, attempt)
             live |= attempt not in self._settled
             loss = float(part.loss[-1])
@@ -488,6 +497,10 @@ class Timeline:
         self._stopped_at, self._stop_cause = self.last_step, "crash"
         self._mark("crash", self.last_step, f"{INTERRUPTED_LABEL} @ {self.last_step}",
                    {"attempt": attempt}, changes)
+        when = self._last_step_time if np.isfinite(self._last_step_time) else 0.0
+        note = Note(when, attempt, "interrupted", interrupted_words(attempt, self.last_step))
+        self.notes.append(note)
+        changes.notes.append(note)
 
     def _on_process_exited(self, event: dict, changes: Changes) -> None:
         """Mark the exit that ended an attempt, and a lone process lost while the rest runs

@@ -293,6 +293,13 @@ def test_a_lost_supervisor_s_redone_steps_are_counted_and_shaded():
     timeline.feed(events)
     assert [(r.start, r.end) for r in timeline.redone] == [(50, 87)]
     assert f"{INTERRUPTED_LABEL} @ 87" in [m.label for m in timeline.markers]
+    # the event log says so, at the last step's time, before the resumed chief's line (it went
+    # from "checkpoint 50 saved" to "chief started … restoring ckpt-50")
+    texts = [note.text for note in timeline.notes]
+    lost = texts.index("supervisor lost at step 87: attempt 0 ended with no exit recorded "
+                       "(ftgui was killed, or its machine went down)")
+    assert texts[lost + 1].startswith("chief started (pid 11), restoring ckpt-50")
+    assert timeline.notes[lost].time == pytest.approx(1.1 + 86 * 0.1)
     line = story.story(timeline, 200)
     assert line.startswith("Finished at step 200 · interrupted (its supervisor lost) at step "
                            "87 → restored checkpoint 50 → resumed: 37 steps redone"), line
