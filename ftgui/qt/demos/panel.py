@@ -168,6 +168,9 @@ def show_stage_pane(window, pane: str, presenting: bool = True) -> None:
     font = theme.font_px(round(STAGE_PANE_PX * theme.scale())) if wanted else theme.font()
     for widget in (window.table, window.incident_panel):
         widget.setFont(font)
-    window.table.resizeColumnsToContents()
+    # each column to its contents in the new font, the last one stretched over the rest (the
+    # table's `resizeColumnsToContents` shrank the stretched one too, until the next resize:
+    # the kill picture's table ended 65 px short of its frame)
+    window.table.horizontalHeader().resizeSections()
     if presenting:
         window.bottom.setVisible(bool(pane))

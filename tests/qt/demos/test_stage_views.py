@@ -448,6 +448,27 @@ def test_presenting_a_stage_pane_shows_the_checkpoint_table_large(window, qtbot,
 
 
 
+def test_a_stage_that_shows_the_table_again_keeps_it_filling_its_frame(window, qtbot, tmp_path):
+    """Crash and recover shows the checkpoint table at the held stage and again at the kill's:
+    the second time its columns shrank to their contents and left 65 px of its frame empty
+    (the kill picture), until some later resize. The last column takes the rest, and every
+    column fits its contents in the stage's font and again in the normal view's."""
+    from ftgui.qt.demos.panel import show_stage_pane
+
+    run_dir = tmp_path / "run"
+    write_recovered_run(run_dir)
+    window.resize(1280, 720)
+    window.open_run(run_dir)
+    window.set_presenting(True)
+    header = window.table.horizontalHeader()
+    for presenting in (True, True, False):
+        show_stage_pane(window, "checkpoints", presenting)
+        qtbot.wait(30)
+        assert header.length() == window.table.viewport().width()
+        for column in range(header.count() - 1):
+            assert header.sectionSize(column) >= window.table.sizeHintForColumn(column)
+
+
 def test_in_the_presentation_view_the_story_band_keeps_two_lines_so_a_kill_is_not_clipped(
         window, qtbot):
     """A one-line story, then a kill's two-line one: the band already has room for both
