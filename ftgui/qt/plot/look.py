@@ -30,6 +30,7 @@ from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, t
 INSET_SLACK = 0.025  # the inset's left edge moves once off by this share of the view's width
 NEWEST_MARKERS_SEEN = 2  # the legend keeps off the lines of this many newest markers
 LEGEND_LOOK_SECONDS = 1.0  # how often the presentation view looks for a better legend corner
+LEGEND_REFIT = 0.1  # ... and at once when the y range moved by this share of its span
 
 
 class PlotLook:
@@ -45,6 +46,7 @@ class PlotLook:
     legend_when_presenting = True  # False: the view names its curves itself (the comparison)
     legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
     _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
+    _legend_scene = None  # the y range and the newest markers it looked at
     _legend_anchored = None  # the (anchor, offset) last given to the legend
     _inset_left: float | None = None  # the presentation view's inset's left edge (view share)
 
@@ -111,13 +113,21 @@ class PlotLook:
 
     def _place_legend(self) -> None:
         """Move the presentation view's legend to the corner that hides clearly less of the
-        curves, at most once a `LEGEND_LOOK_SECONDS` (step axis, linear y)."""
+        curves, at most once a `LEGEND_LOOK_SECONDS` (step axis, linear y), but at once after
+        a new marker or a refit of the y range (`LEGEND_REFIT`): the kill's picture, taken
+        just after it, had the legend where the view before the kill had left it, over the
+        newest validation points."""
         now = time.monotonic()
         if not self.presenting or self.x_axis != "step" or self.log_y or \
-                not self.legend.isVisible() or now - self._legend_looked < LEGEND_LOOK_SECONDS:
+                not self.legend.isVisible():
             return
-        self._legend_looked = now
         box_item = self.getPlotItem().getViewBox()
+        low, high = box_item.viewRange()[1]
+        newest = [step for _kind, step, _line in self.markers[-NEWEST_MARKERS_SEEN:]]
+        if now - self._legend_looked < LEGEND_LOOK_SECONDS and not self._legend_scene_moved(
+                low, high, newest):
+            return
+        self._legend_looked, self._legend_scene = now, (low, high, newest)
         curves = [(t.series.x(), t.series.y()) for t in self._all_traces() if t.series.size]
         if self.validation.size:
             order = np.argsort(self.validation.x(), kind="stable")
@@ -129,7 +139,6 @@ class PlotLook:
         recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
         inset = self.mapToScene(self.inset.geometry()).boundingRect() \
             if self.inset.isVisible() else None
-        newest = [step for _kind, step, _line in self.markers[-NEWEST_MARKERS_SEEN:]]
         scores, across = {}, {}
         for corner in CORNERS:
             scene = legend_place.corner_rect(corner, box, size.width(), size.height(),
@@ -148,6 +157,16 @@ class PlotLook:
             self.legend_corner = corner
             self._anchor_legend()
             self._layout_labels()
+
+    def _legend_scene_moved(self, low: float, high: float, newest: list[float]) -> bool:
+        """Whether the y range (`low`, `high`) or the newest markers' steps differ from what
+        the legend last looked at."""
+        if self._legend_scene is None:
+            return True
+        was_low, was_high, was_newest = self._legend_scene
+        span = max(was_high - was_low, 1e-12)
+        return newest != was_newest or max(abs(low - was_low), abs(high - was_high)) > \
+            LEGEND_REFIT * span
 
     def _set_label(self, side: str, text: str) -> None:
         self._labels[side] = text
