@@ -61,7 +61,10 @@ class ShadowState:
 
     def __init__(self, state, model_name: str, input_shape: tuple[int, ...], num_classes: int,
                  learning_rate: float):
-        self.model = models.build(model_name, input_shape, num_classes)
+        # built from the random state the original was: a constant drawn in build() that is
+        # no weight is then the same in both (`models.build_at`)
+        self.model = models.build_at(getattr(state, "random_at_build", None), model_name,
+                                     input_shape, num_classes)
         self.optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
         self.optimizer.build(self.model.trainable_variables)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

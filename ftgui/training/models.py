@@ -5,6 +5,8 @@ CNN of 1.2 M parameters, all ending in logits), the user's `PATH.py:FUNCTION` or
 
 from __future__ import annotations
 
+import random
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -41,6 +43,33 @@ def build(name: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Mo
         x = resnet(_images(name, inputs, input_shape))
     outputs = layers.Dense(num_classes)(x)
     return keras.Model(inputs, outputs, name=name)
+
+
+def random_states() -> tuple:
+    """Where Python's and NumPy's global random generators stand (`random.getstate()`,
+    `np.random.get_state()`), for `build_at`."""
+    return random.getstate(), np.random.get_state()
+
+
+def build_at(states: tuple | None, name: str, input_shape: tuple[int, ...],
+             num_classes: int) -> keras.Model:
+    """`build`, with Python's and NumPy's global random generators set to `states` (what
+    `random_states` gave just before the model this one copies was built), then put back
+    where they were. A constant `build` draws from them that is no weight (a fixed random
+    projection, `np.random.normal` in a layer's constructor) is then the same in the copy,
+    whose weights are copied from the model: the background save's copy drew its own, and
+    the validation loss it reported was another model's (a user's finding). `states` None:
+    `build` as it is. Raises what `build` raises."""
+    if states is None:
+        return build(name, input_shape, num_classes)
+    now = random_states()
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    try:
+        return build(name, input_shape, num_classes)
+    finally:
+        random.setstate(now[0])
+        np.random.set_state(now[1])
 
 
 def _images(name: str, inputs, input_shape: tuple[int, ...]):

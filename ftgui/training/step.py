@@ -41,6 +41,8 @@ class TrainState:
         self._own_loss = models.user_loss(config.model) is not None
         self._metrics = models.user_metrics(config.model)
         self.last_metrics: dict[str, float] = {}  # the module's metrics at the last `score`
+        # where the random generators stood: the background save's copy is built from there
+        self.random_at_build = models.random_states()
         with strategy.scope():
             self.model = models.build(config.model, data.input_shape, data.num_classes)
             self.optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
