@@ -389,6 +389,10 @@ def _prepare(run_dir: Path, cluster_member: bool = False):
         return None
     if not warm_standby.can_prepare(config, cluster_member):
         return None
+    if configmod.load_record(run_dir).get("trace_dependent"):
+        print("standby: not prepared (the model's step changes each time it is traced: it "
+              "is built and traced after the order, as in a cold start)", flush=True)
+        return None
     # an order that came meanwhile takes the state as built, its step traced at its first
     # call and the checkpoint's shadow copy made by the checkpoint action, as in a cold start
     ordered = (lambda: False) if cluster_member else _order_waiting

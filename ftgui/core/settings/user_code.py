@@ -314,7 +314,9 @@ class CheckResult:
     (total count), dataset sizes. `deterministic` False means exact resume cannot be promised;
     `nondeterministic_ops` then names the TensorFlow ops found to be the cause, `reason` says it
     in a sentence. `advice`: lines for a model that trains, but not as its author meant
-    (outputs already probabilities, a compile() the run does not use), each naming the file.
+    (outputs already probabilities, a compile() the run does not use, a step that changes
+    when traced again, a copy of the model that validates differently), each naming the file.
+    `trace_dependent`: the step traced a second time gave other results.
     """
 
     summary: dict = field(default_factory=dict)
@@ -322,18 +324,22 @@ class CheckResult:
     nondeterministic_ops: list[str] = field(default_factory=list)
     reason: str = ""
     advice: list[str] = field(default_factory=list)
+    trace_dependent: bool = False
 
     @classmethod
     def from_answer(cls, answer: dict) -> CheckResult:
         """The result in the helper's JSON answer (or a kept one). Raises `KeyError`."""
         return cls(answer["summary"], answer["deterministic"], answer["nondeterministic_ops"],
-                   answer["reason"], list(answer.get("advice", [])))
+                   answer["reason"], list(answer.get("advice", [])),
+                   bool(answer.get("trace_dependent", False)))
 
     def record(self) -> dict:
-        """The `user_code` table of config.toml (without the fingerprint)."""
+        """The `user_code` table of config.toml (without the fingerprint); `trace_dependent`:
+        the step traced again gave other results, so the trainer's warm standby does not
+        trace before its order (`ftgui.training.__main__._prepare`)."""
         return {"exact_resume": self.deterministic,
                 "nondeterministic_ops": list(self.nondeterministic_ops),
-                "determinism_reason": self.reason}
+                "determinism_reason": self.reason, "trace_dependent": self.trace_dependent}
 
     def summary_line(self) -> str:
         """One line: the model's name, layers and parameters."""

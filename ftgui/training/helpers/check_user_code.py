@@ -80,8 +80,49 @@ def check(config) -> dict:
     outputs = _check_outputs(config, state, dataset)
     advice = _advice(config, state.model, outputs)
     deterministic, ops, reason = _step_twice(state, dataset, config)
+    retraced = deterministic and _traced_again_differs(state, dataset, config)
+    advice += _warm_standby_advice(config) if retraced else []
+    advice += _validation_advice(config, state, dataset)
     return {"summary": _summary(state.model, dataset, strategy), "deterministic": deterministic,
-            "nondeterministic_ops": ops, "reason": reason, "advice": advice}
+            "nondeterministic_ops": ops, "reason": reason, "advice": advice,
+            "trace_dependent": retraced}
+
+
+def _traced_again_differs(state, dataset, config) -> bool:
+    """`resume_probe.step_changes_when_traced_again`, for the strategies whose warm standby
+    traces its step before its order (a cluster's standby only imports TensorFlow)."""
+    from ftgui.training.resume_probe import step_changes_when_traced_again
+    from ftgui.training.warm_standby import PREPARED_STRATEGIES
+
+    if config.strategy not in PREPARED_STRATEGIES or config.loop != "custom":
+        return False
+    return step_changes_when_traced_again(state, dataset, config)
+
+
+def _warm_standby_advice(config) -> list[str]:
+    path, line = _where(config)
+    return [f"{path}:{line}: the model's Python code gives another training step each time "
+            "TensorFlow traces it (Python's random, or a counter on a layer, in call): a "
+            "cold restart traces it as the first attempt did and resumes exactly, so this "
+            "run's warm standbys only import TensorFlow and build and trace after their "
+            "order, as a cold start does"]
+
+
+def _validation_advice(config, state, dataset) -> list[str]:
+    """A line when the background save's copy of the model, on which each checkpoint's
+    validation pass runs, gives other outputs than the model (`resume_probe`)."""
+    from ftgui.training.resume_probe import copy_scores_like_the_model
+    from ftgui.training.warm_standby import PREPARED_STRATEGIES
+
+    if config.strategy not in PREPARED_STRATEGIES or config.loop != "custom" or \
+            copy_scores_like_the_model(state, dataset, config):
+        return []  # a cluster's save and validation, and model.fit's, use no copy
+    path, line = _where(config)
+    return [f"{path}:{line}: a second call of the build function, with the weights copied, "
+            "gives other outputs than the model: it makes state that is no weight (a "
+            "constant drawn with TensorFlow's random ops?), so the validation loss of each "
+            "checkpoint, computed on that copy, would not be the trained model's; make it a "
+            "weight (add_weight(trainable=False)) or draw it from a fixed seed"]
 
 
 def _stage(name: str, text: str, build):

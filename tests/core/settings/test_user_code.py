@@ -549,6 +549,104 @@ def test_a_softmax_output_and_an_unused_compile_are_told_before_training(tmp_pat
     assert user_code.check(fixed, tmp_path / "run2").advice == []
 
 
+TRACE_RANDOM_MODEL = """
+import random
+
+import keras
+
+
+class Jitter(keras.layers.Layer):
+    def call(self, x, training=False):  # random.random() runs when TensorFlow traces
+        return x * (1.0 + 0.05 * random.random()) if training else x
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = keras.layers.Dense(16, activation="relu")(keras.layers.Flatten()(inputs))
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(Jitter()(x)))
+"""
+
+
+@pytest.mark.tf
+def test_a_step_that_changes_when_traced_again_resumes_exactly_from_a_warm_standby(
+        tmp_path, capsys):
+    """Python's random in a layer's call runs at each trace: a cold restart traces as the
+    first attempt did, but a warm standby traced its step before its order (twice: the plain
+    step, then the one that returns the state), and the steps after its restore differed
+    while the check said "exact resume: promised" (a user's finding). The check now finds
+    it, and the run's standbys build and trace after their order."""
+    model = tmp_path / "jitter.py"
+    model.write_text(TRACE_RANDOM_MODEL)
+    run_dir = tmp_path / "run"
+    # snapshots off: the restart restores checkpoint 40 and redoes 41-45, whose losses must
+    # be those of the first attempt; the pace leaves the standby time to get ready
+    assert cli.main(["train", str(run_dir), "--model", f"{model}:build", "--steps", "50",
+                     "--checkpoint-every", "20", "--snapshot-every", "0", "--pace", "2",
+                     "--kill-at-step", "45", "--auto-recover", "--restart-backoff", "0",
+                     "--warm-standby"]) == 0
+    out = capsys.readouterr().out
+    assert (f"warning: {model}:12: the model's Python code gives another training step "
+            "each time TensorFlow traces it") in out
+    assert configmod.load_record(run_dir)["trace_dependent"] is True
+    found = events.read_all(run_dir)
+    kill = next(k for k, e in enumerate(found) if e["event"] == "fault_injected")
+    ready = [e for e in found[:kill] if e["event"] == "standby_ready"]
+    assert ready and ready[0]["prepared"] is False  # ready before the kill, not prepared
+    [restarted] = [e for e in found if e["event"] == "process_started" and e["attempt"] == 1]
+    assert restarted["standby"] is True
+    by_attempt = [{e["step"]: e["loss"] for e in found
+                   if e["event"] == "step" and e["attempt"] == attempt} for attempt in (0, 1)]
+    assert [by_attempt[1][s] for s in range(41, 46)] == [by_attempt[0][s] for s in range(41, 46)]
+
+
+TF_CONSTANT_MODEL = """
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class Projection(keras.layers.Layer):
+    def __init__(self, draw, **kwargs):
+        super().__init__(**kwargs)
+        self.m = draw()  # a constant, no weight
+
+    def call(self, x):
+        return tf.matmul(x, self.m)
+
+
+def build(input_shape, num_classes, draw=lambda: tf.random.normal((64, 64)).numpy()):
+    inputs = keras.Input(shape=input_shape)
+    x = Projection(draw)(keras.layers.Flatten()(inputs))
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(x))
+
+
+def build_numpy(input_shape, num_classes):
+    return build(input_shape, num_classes,
+                 lambda: np.random.normal(size=(64, 64)).astype(np.float32))
+"""
+
+
+@pytest.mark.tf
+def test_the_copy_that_validates_draws_what_the_model_drew_or_the_check_says_so(tmp_path):
+    """A constant drawn in build() that is no weight: the background save's copy of the
+    model (a second build, the weights copied), on which each checkpoint's validation pass
+    runs, drew its own, and the run reported another model's validation loss as falling
+    when it rose (a user's finding). Drawn from NumPy's (or Python's) generator, the copy
+    is now built from the random state the model was: no advice. Drawn with TensorFlow's
+    random ops, the check says that the validation loss would not be the model's."""
+    model = tmp_path / "projection.py"
+    model.write_text(TF_CONSTANT_MODEL)
+    numpy_drawn = RunConfig(model=f"{model}:build_numpy", strategy="default", steps=2)
+    assert user_code.check(numpy_drawn, tmp_path / "run1").advice == []
+    tf_drawn = user_code.check(numpy_drawn.replace(model=f"{model}:build"), tmp_path / "run2")
+    assert tf_drawn.advice == [
+        f"{model}:16: a second call of the build function, with the weights copied, gives "
+        "other outputs than the model: it makes state that is no weight (a constant drawn "
+        "with TensorFlow's random ops?), so the validation loss of each checkpoint, computed "
+        "on that copy, would not be the trained model's; make it a weight "
+        "(add_weight(trainable=False)) or draw it from a fixed seed"]
+    assert not tf_drawn.trace_dependent
+
 @pytest.mark.tf
 def test_under_the_fit_loop_the_advice_names_what_the_fit_loop_uses(tmp_path):
     # --loop fit compiles the model itself: a module's `loss` is no way out there (a new
