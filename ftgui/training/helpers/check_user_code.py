@@ -182,8 +182,8 @@ def _advice(config, model, outputs: np.ndarray) -> list[str]:
     """Lines for a model that trains but not as its author meant: outputs that are already
     probabilities (each row >= 0 and summing to 1, as after a final softmax) fed to a loss
     that takes logits (ftgui's own, when the module defines no `loss` or `--loop fit` runs),
-    and a model compiled
-    with a loss and optimizer that the run does not use."""
+    a model compiled with a loss and optimizer that the run does not use, and a model's
+    own `train_step` that the custom loop does not run."""
     from ftgui.training.models import user_loss
 
     path, line = _where(config)
@@ -208,7 +208,26 @@ def _advice(config, model, outputs: np.ndarray) -> list[str]:
                 "it defines them")
         advice.append(f"{where}: the model was compiled, but compile()'s loss, optimizer and "
                       f"metrics are not used: {used}")
-    return advice
+    return advice + _own_train_step_advice(config, model, where)
+
+
+def _own_train_step_advice(config, model, where: str) -> list[str]:
+    """A line when the model's class defines its own `train_step` (Keras' hook that
+    `model.fit` calls) and the custom loop runs: that loop never calls it."""
+    import inspect
+
+    import keras
+
+    own = getattr(type(model), "train_step", None)
+    if config.loop != "custom" or own is None or own is getattr(keras.Model, "train_step", None):
+        return []
+    try:
+        where = f"{inspect.getsourcefile(own)}:{inspect.getsourcelines(own)[1]}"
+    except (OSError, TypeError):  # a class without source (a saved model's): the model file
+        pass
+    return [f"{where}: {type(model).__name__}.train_step is not run: the custom loop trains "
+            f"with ftgui's own step (the model's forward pass, the run's loss, Adam at --lr); "
+            f"--loop fit runs the model's train_step"]
 
 
 def _step_twice(state, dataset, config) -> tuple[bool, list[str], str]:

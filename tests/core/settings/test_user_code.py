@@ -679,6 +679,49 @@ def test_under_the_fit_loop_the_advice_names_what_the_fit_loop_uses(tmp_path):
     assert _advice(fit, types.SimpleNamespace(compiled=False), logits) == []
 
 
+OWN_TRAIN_STEP = """import keras
+
+
+class Net(keras.Model):
+    def call(self, x):
+        return x
+
+    def train_step(self, data):
+        return super().train_step(data)
+
+
+def build(input_shape, num_classes):
+    return Net()
+"""
+
+
+@pytest.mark.tf
+def test_a_models_own_train_step_that_the_custom_loop_skips_is_told(tmp_path):
+    # The custom loop trains with ftgui's step: a subclass's train_step was silently not run
+    # (a user's finding); model.fit, which --loop fit calls, runs it.
+    import importlib.util
+
+    import keras
+    import numpy as np
+
+    from ftgui.training.helpers.check_user_code import _advice
+
+    path = tmp_path / "own_step.py"
+    path.write_text(OWN_TRAIN_STEP)
+    spec = importlib.util.spec_from_file_location("own_step", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    logits = np.linspace(-1, 1, 40, dtype=np.float32).reshape(4, 10)
+    custom = RunConfig(model=f"{path}:build")
+    assert _advice(custom, module.build((4,), 10), logits) == [
+        f"{path}:8: Net.train_step is not run: the custom loop trains with ftgui's own step "
+        f"(the model's forward pass, the run's loss, Adam at --lr); --loop fit runs the "
+        f"model's train_step"]
+    assert _advice(custom.replace(loop="fit"), module.build((4,), 10), logits) == []
+    plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(10)])
+    assert _advice(custom, plain, logits) == []
+
+
 @pytest.mark.tf
 @pytest.mark.parametrize("strategy", ["multi-worker", "parameter-server"])
 def test_cluster_strategies_train_a_user_model(strategy, tmp_path):
