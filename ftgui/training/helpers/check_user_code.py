@@ -297,11 +297,16 @@ def one_line(exc: BaseException, config) -> str:
     frame = _user_frame(exc, files)
     if frame is not None:
         return f"{frame.filename}:{frame.lineno}: {type(exc).__name__}: {message}"
-    if isinstance(exc, ValueError) and ":" in message.split(" ")[0]:
+    if isinstance(exc, ValueError) and _OWN_FIELD.match(message):
         return message  # ftgui's own "field: …" line
     named = next((str(f) for f in files if str(f) in message), None)
     if named is not None:
         return message  # already names the file (e.g. "… defines no function 'build'")
+    if "unknown TensorShape" in message:
+        message += f" ({_UNKNOWN_SHAPE_HINT})"
+    if ".py:" in config.model:  # no frame of the user's (Keras drops its own): the function
+        path, line = _where(config)
+        return f"{path}:{line}: {type(exc).__name__}: {message}"
     return f"{files[0] if files else 'user code'}: {type(exc).__name__}: {message}"
 
 
@@ -342,6 +347,9 @@ def _without_type(exc: BaseException, line: str) -> str:
 
 _NAMED_ERROR = re.compile(r"^[A-Z]\w*(Error|Exception): ")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras makes the cause bold on a terminal
+_OWN_FIELD = re.compile(r"^[a-z_]+: ")  # "dataset: …", not Keras' "Functional.call(): …"
+_UNKNOWN_SHAPE_HINT = ("a layer's output has no static shape, as a lookup table's or a "
+                       "tf.py_function's has: give it one with tf.ensure_shape in call()")
 _NEW_VARIABLE_HINT = ("a keras.random op without a seed, or a tf.Variable made in call(), makes "
                       "a new variable at every step: give the op seed=keras.random.SeedGenerator"
                       "(N) made in __init__, or make the variable there")

@@ -277,6 +277,25 @@ REFUSALS = {
                            "    return np.zeros((100, 4), np.float32), np.zeros(99, np.int64)\n",
                            None, "load", r"data\.py:4: dataset: data\.py:load: x_train has 100 "
                            r"rows but y_train has 99"),
+    # the error is in Keras' frames only (after the user's call returned): the function's line
+    "unknown_shape": ("table.py", "import keras\nimport tensorflow as tf\n\n\n"
+                      "class Lookup(keras.layers.Layer):\n"
+                      "    def __init__(self):\n        super().__init__()\n"
+                      "        self.table = tf.lookup.experimental.MutableHashTable(\n"
+                      "            tf.int64, tf.float32, 0.0)\n\n"
+                      "    def compute_output_shape(self, shape):\n        return shape\n\n"
+                      "    def call(self, x):\n"
+                      "        keys = tf.cast(tf.reduce_sum(x, axis=-1), tf.int64)\n"
+                      "        return tf.expand_dims(self.table.lookup(keys), -1) + x\n\n\n"
+                      "def build(input_shape, num_classes):\n"
+                      "    inputs = keras.Input(input_shape)\n"
+                      "    x = Lookup()(keras.layers.Dense(16)(keras.layers.Flatten()(inputs)))\n"
+                      "    return keras.Model(inputs, keras.layers.Dense(num_classes)(x))\n",
+                      "build", "digits",
+                      r"table\.py:19: ValueError: Functional\.call\(\): as_list\(\) is not "
+                      r"defined on an unknown TensorShape \(a layer's output has no static "
+                      r"shape, as a lookup table's or a tf\.py_function's has: give it one with "
+                      r"tf\.ensure_shape in call\(\)\)"),
 }
 
 
