@@ -29,6 +29,7 @@ from ftgui.core.record import run_lock
 from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir, new_run_dir
 from ftgui.core.settings.config import FAULT_STEPS
 from ftgui.core.settings.schema import SETTINGS, ConfigError
+from ftgui.core.supervision import cluster, fault_plan
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.run_figures import read_run
 
@@ -99,18 +100,24 @@ class _Watched:
         self.supervisor = Supervisor(self.run_dir)
         self.step = 0
         self.stepping = False  # a step event came since the last process started
+        self.held = False  # its fault waits for the warm standby (`fault_plan.standby_holds`)
         self.done = False
 
     def poll(self) -> None:
         for event in self.supervisor.poll():
-            if event.get("event") == "step" and isinstance(event.get("step"), int):
+            kind = event.get("event")
+            if kind == "step" and isinstance(event.get("step"), int):
                 self.step, self.stepping = event["step"], True
-            elif event.get("event") == "process_started":
+            elif kind == "process_started":
                 self.stepping = False
+            elif kind in ("held", "hold_released"):
+                self.held = kind == "held" and event.get("why") == "standby"
         self.done = not self.supervisor.live
 
     def waiting_for(self) -> str:
         name = self.run.name
+        if self.held:
+            return f"{name} (held after step {self.step} until the warm standby is ready)"
         if self.supervisor.state == "recovering":
             return f"{name} (restart due after step {self.step})"
         if not self.stepping:
@@ -207,7 +214,12 @@ class _Starters:
 
     def _start_one(self, item: _Watched, errors: list, done: threading.Event) -> None:
         try:
-            item.supervisor.start(item.run.config)
+            config = item.run.config
+            # a fault waits for the warm standby, so a warm-standby audit audits warm restarts
+            for step, why in fault_plan.standby_holds(
+                    config, [task.name for task in cluster.tasks(config)]).items():
+                item.supervisor.plan_hold(step, why)
+            item.supervisor.start(config)
         except Exception as exc:  # noqa: BLE001 (raised again in the caller's thread)
             errors.append(exc)
         done.set()

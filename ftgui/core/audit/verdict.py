@@ -35,7 +35,8 @@ class Verdict:
     first step whose logged value differs (None: none); `weights_differ`: the final
     checkpoint's tensors that differ; `steps_redone`, `time_lost` (seconds), `source` (memory,
     just in time, disk, none) and `resumed_from` from the fault's incident (None when it did
-    not recover); `reason`: why `design` or `failed`, or the user-code check's warning."""
+    not recover); `reason`: why `design` or `failed`, or the user-code check's warning;
+    `restart`: in a warm-standby audit, what the restart was (`restart_words`)."""
 
     name: str
     kind: str
@@ -51,6 +52,7 @@ class Verdict:
     resumed_from: int | None = None
     reason: str = ""
     run_dir: str = ""
+    restart: str = ""  # with --warm-standby: "warm standby", "cold start", … (`restart_words`)
 
     @property
     def passed(self) -> bool:
@@ -77,7 +79,8 @@ class Verdict:
         steps = "—" if redone is None else formatting.steps(redone)
         cost = (f"redid {steps}, lost {formatting.seconds(self.time_lost)}, "
                 f"restored from {self.source or '—'}"
-                + (f" step {self.resumed_from}" if self.resumed_from is not None else ""))
+                + (f" step {self.resumed_from}" if self.resumed_from is not None else "")
+                + (f", by a {self.restart}" if self.restart else ""))
         if self.status == "exact":
             return f"{head}: exact to the bit; {cost}"
         if self.status == "design":
@@ -99,6 +102,23 @@ def fault_incident(run: AuditRun, timeline: Timeline) -> Incident | None:
     return None
 
 
+def restart_words(events: list[dict], incident: Incident) -> str:
+    """What started the attempt after `incident`'s, from its `process_started` events:
+    "warm standby" (every process a standby that had imported TensorFlow), "warm standby
+    still getting ready" (handed its task while importing: recovery waited for it), "cold
+    start" (no standby: TensorFlow imported after the fault); '' when no process started
+    (a NaN rolled back in the process, a parameter-server worker's loss)."""
+    starts = [e for e in events if e.get("event") == "process_started"
+              and e.get("attempt") == incident.attempt + 1]
+    if not starts or incident.in_process:
+        return ""
+    if not any(e.get("standby") for e in starts):
+        return "cold start"
+    if all(e.get("standby") and e.get("standby_warm") is not False for e in starts):
+        return "warm standby"
+    return "warm standby still getting ready"
+
+
 def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: WeightsResult,
           nondeterministic: str = "") -> Verdict:
     """The verdict on `run` from the reference's and its own events and its final weights
@@ -113,6 +133,8 @@ def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: Wei
         verdict.resumed_from = incident.resumed_step
         verdict.source = story.source_words(incident) or (
             "nothing (carried on)" if incident.lone else "")
+        if run.config.warm_standby:
+            verdict.restart = restart_words(events, incident)
     difference = first_difference(reference, events)
     if difference is not None:
         verdict.difference, verdict.first_step = difference.text(), difference.step

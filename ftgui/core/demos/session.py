@@ -277,15 +277,7 @@ class DemoSession:
         preemption (`standby`: the fault waits until the standby is ready, as the demo's
         text says it is)."""
         config = self.configs[run - 1]
-        planned: dict[int, str] = {}
-        if config.warm_standby:
-            names = [task.name for task in cluster.tasks(config)]
-            for fault in fault_plan.plan(config, names):
-                # a preemption is asked for before its step runs: hold after the step before
-                step = fault.step - 1 if fault.kind == "preempt" else fault.step
-                if fault.kind in ("kill", "hang", "preempt") and step >= 1 and (
-                        config.strategy != "parameter-server" or fault.target == "chief"):
-                    planned[step] = "standby"
+        planned = fault_plan.standby_holds(config, [t.name for t in cluster.tasks(config)])
         if self.presenter:
             planned.update({f.step: "presenter" for f in self.demo.faults_of(run) if f.wait})
         return planned

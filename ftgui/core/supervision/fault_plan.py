@@ -60,6 +60,24 @@ def plan(config: RunConfig, targets: list[str]) -> list[PlannedFault]:
     return sorted(faults)
 
 
+def standby_holds(config: RunConfig, targets: list[str]) -> dict[int, str]:
+    """step -> "standby": the holds (`Supervisor.plan_hold`) that make each planned kill,
+    hang and preemption of a run with a warm standby wait until the standby is ready, so
+    that its recovery is the warm one the settings ask for (a fault in an attempt's first
+    seconds found the standby still importing TensorFlow). A preemption is asked for before
+    its step runs: it holds after the step before. {} without `warm_standby`; under
+    `parameter-server` only the chief's faults (the coordinator holds, not the workers)."""
+    if not config.warm_standby:
+        return {}
+    planned: dict[int, str] = {}
+    for fault in plan(config, targets):
+        step = fault.step - 1 if fault.kind == "preempt" else fault.step
+        if fault.kind in ("kill", "hang", "preempt") and step >= 1 and (
+                config.strategy != "parameter-server" or fault.target == "chief"):
+            planned[step] = "standby"
+    return planned
+
+
 def fired(events: list[dict]) -> set[str]:
     """Keys of the planned faults already fired, from a run's events."""
     return {

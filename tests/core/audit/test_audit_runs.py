@@ -1,7 +1,8 @@
-"""The issue's acceptance cases, on real training (marked tf; two audits in all, and one
+"""The issue's acceptance cases, on real training (marked tf; three audits in all, and one
 refused by the user-code check): the built-in model recovers exactly from every default fault,
-a model with a stateful random op does not, the failure naming the first step that differs, and
-a model that fails the check stops the audit before any training."""
+a model with a stateful random op does not, the failure naming the first step that differs, a
+warm-standby audit's fault waits for the standby, and a model that fails the check stops the
+audit before any training."""
 
 from __future__ import annotations
 
@@ -95,3 +96,28 @@ def test_a_model_that_fails_the_check_exits_2_in_one_line_before_any_training(tm
     # checked once, before any run started: one folder with the check's log, not one per run
     assert sorted(p.name for p in audit_dir.iterdir()) == ["reference"]
     assert (audit_dir / "reference" / "logs" / "check.log").is_file()
+
+
+def test_a_warm_standby_audit_waits_for_the_standby_and_says_how_each_run_restarted(
+        tmp_path, capsys):
+    # The fault hit while the standby was still importing TensorFlow, so a --warm-standby
+    # audit audited cold-ish restarts and said nothing of it (a user's finding): the fault
+    # now waits for the standby, and each verdict names the restart.
+    audit_dir = tmp_path / "audit"
+    status = cli.main(["audit", str(audit_dir), "--steps", "40", "--checkpoint-every", "10",
+                       "--faults", "kill", "--warm-standby"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    kill = json.loads((audit_dir / "audit.json").read_text(encoding="utf-8"))["faults"][0]
+    assert (kill["status"], kill["restart"]) == ("exact", "warm standby")
+    assert f"restored from memory step {kill['step']}, by a warm standby" in out
+    seen = [e for e in events.read_all(audit_dir / "kill")
+            if e["event"] in ("held", "standby_ready", "fault_injected", "process_started")]
+    order = [e["event"] for e in seen]
+    # held at the fault's step, and the standby ready, before the fault (in either order)
+    assert sorted(order[1:3]) == ["held", "standby_ready"]
+    assert order[0] == order[4] == "process_started" and order[3] == "fault_injected"
+    held = next(e for e in seen if e["event"] == "held")
+    assert (held["why"], held["step"], seen[3]["step"]) == ("standby", kill["step"],
+                                                            kill["step"])
+    assert (seen[4]["standby"], seen[4]["standby_warm"]) == (True, True)

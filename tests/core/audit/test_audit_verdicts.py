@@ -200,6 +200,39 @@ def test_an_exact_recovery_passes_with_its_cost_from_the_incident():
     assert verdict.exit_status([found]) == 0
 
 
+@pytest.mark.parametrize("standby, warm, words", [
+    (True, True, "warm standby"), (True, False, "warm standby still getting ready"),
+    (False, None, "cold start")])
+def test_a_warm_standby_audit_says_what_each_restart_was(standby, warm, words):
+    # a --warm-standby audit whose restart was cold audited something else than asked
+    run = killed_run()
+    resumed = next(k for k, e in enumerate(run) if e["event"] == "training_started"
+                   and e["attempt"] == 1)
+    run.insert(resumed, ev("process_started", run[resumed]["time"] - 0.5, 1, role="chief",
+                           index=0, pid=42, standby=standby, standby_warm=warm))
+    found = verdict.judge(audit_run(warm_standby=True), reference_events(), run,
+                          WeightsResult())
+    assert found.restart == words
+    assert found.line().endswith(f"restored from disk step 10, by a {words}")
+    # without --warm-standby the line says nothing of it
+    assert verdict.judge(audit_run(), reference_events(), run, WeightsResult()).restart == ""
+
+
+def test_the_faults_a_warm_standby_waits_for():
+    from ftgui.core.supervision.fault_plan import standby_holds
+
+    config = RunConfig(steps=50, kill_at_step=20, preempt_at_step=30, nan_at_step=40,
+                       hang_at_step=10)
+    assert standby_holds(config, ["chief"]) == {}
+    # a preemption is asked for before its step: it holds after the step before; a NaN
+    # recovers in its process and waits for nothing
+    assert standby_holds(config.replace(warm_standby=True), ["chief"]) == {
+        10: "standby", 20: "standby", 29: "standby"}
+    ps = RunConfig(strategy="parameter-server", workers=2, steps=50, kill_at_step=20,
+                   fault_target="worker:1", warm_standby=True)
+    assert standby_holds(ps, ["chief", "worker:0", "worker:1", "ps:0"]) == {}
+
+
 def test_a_worker_loss_the_survivors_saved_just_in_time_redoes_nothing():
     run = plan.AuditRun("worker-loss", "worker-loss", 14, "worker:1",
                         RunConfig(strategy="multi-worker", workers=2, steps=20))
