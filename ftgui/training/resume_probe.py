@@ -81,13 +81,16 @@ def probe(state, dataset, config) -> tuple[str, bool]:
     return "", False
 
 
+RETRACES = 2  # the step forms a process traces before a resumed step: plain, fused, poisoned
+
+
 def step_changes_when_traced_again(state, dataset, config) -> bool:
-    """Whether one training step, traced a second time (a new `tf.function` of the same
+    """Whether one training step, traced anew (`RETRACES` new `tf.function`s of the same
     step) and run from the same state, gives other results than the step traced first:
     Python code in the model that runs at each trace and changes what is traced (Python's
-    `random`, a counter kept on a layer). A cold restart traces as the first attempt did and
-    resumes exactly; a warm standby that traced its step before its order did not (a user's
-    finding). The state is put back as it was, bit for bit."""
+    `random`, a counter kept on a layer or in a module). A cold restart traces as the first
+    attempt did and resumes exactly; a warm standby that traced its step before its order
+    did not (a user's finding). The state is put back as it was, bit for bit."""
     import tensorflow as tf
 
     from ftgui.training.traced import traced
@@ -95,15 +98,15 @@ def step_changes_when_traced_again(state, dataset, config) -> bool:
     saved = state_variables(state)
     before = [v.numpy() for v in saved]
     rows = np.arange(config.global_batch_size) % len(dataset.x_train)
-    again = traced(lambda x, y: state._distributed_plain_step(x, y))
+    anew = [traced(lambda x, y: state._distributed_plain_step(x, y)) for _ in range(RETRACES)]
     results = []
-    for step in (state._plain_step, again):
+    for step in (state._plain_step, *anew):
         with tf.device("/cpu:0"):  # as `TrainState.train_step` hands the batch in
             x, y = tf.constant(dataset.x_train[rows]), tf.constant(dataset.y_train[rows])
         results.append([np.float32(step(x, y)).tobytes(), *_values(saved)])
         for variable, value in zip(saved, before, strict=True):
             variable.assign(value)
-    return results[0] != results[1]
+    return any(result != results[0] for result in results[1:])
 
 
 def copy_scores_like_the_model(state, dataset, config) -> bool:
@@ -111,17 +114,20 @@ def copy_scores_like_the_model(state, dataset, config) -> bool:
     model's build function, its weights copied from the model), on which every periodic
     checkpoint's validation pass runs, gives the model's own outputs on the validation
     inputs, bit for bit. False: `build` makes state that is no weight, and differs between
-    calls; the validation loss a run reports would be another model's."""
+    calls; the validation loss a run reports would be another model's. Both forward passes
+    are traced, as the run's are: an eager one differs from a traced one in the last bits
+    (fused kernels), which said so of every model (a breaker's finding)."""
     import tensorflow as tf
 
     from ftgui.training.background_save import ShadowState
+    from ftgui.training.traced import traced
 
     shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
                          config.learning_rate)
     shadow.take_eagerly()
     x = dataset.x_val[:64] if len(dataset.x_val) else dataset.x_train[:64]
     own = np.asarray(state._evaluate(tf.convert_to_tensor(x)))
-    copy = np.asarray(shadow.model(tf.constant(x), training=False))
+    copy = np.asarray(traced(lambda rows: shadow.model(rows, training=False))(tf.constant(x)))
     return own.shape == copy.shape and own.tobytes() == copy.tobytes()
 
 

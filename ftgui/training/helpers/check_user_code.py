@@ -77,12 +77,21 @@ def check(config) -> dict:
     dataset = _stage("dataset", config.dataset, lambda: datamod.load(config.dataset, config.task))
     StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
     state = _stage("model", config.model, lambda: TrainState(strategy, config, dataset))
+    try:
+        # the step first, as in the trainer: the model's Python code runs at each call or
+        # trace, and one that counts them traced later than in the trainer can look the same
+        # when traced again (an eager call before the step hid a counter: a breaker's model)
+        deterministic, ops, reason = _step_twice(state, dataset, config)
+        retraced = deterministic and _traced_again_differs(state, dataset, config)
+    except Exception:
+        _check_outputs(config, state, dataset)  # the clearer refusal, when outputs are why
+        raise
     outputs = _check_outputs(config, state, dataset)
     advice = _advice(config, state.model, outputs)
-    deterministic, ops, reason = _step_twice(state, dataset, config)
-    retraced = deterministic and _traced_again_differs(state, dataset, config)
-    advice += _warm_standby_advice(config) if retraced else []
-    advice += _validation_advice(config, state, dataset)
+    if retraced:  # its validation copy traces anew too: the advice above says why
+        advice += _warm_standby_advice(config)
+    else:
+        advice += _validation_advice(config, state, dataset)
     return {"summary": _summary(state.model, dataset, strategy), "deterministic": deterministic,
             "nondeterministic_ops": ops, "reason": reason, "advice": advice,
             "trace_dependent": retraced}
@@ -122,7 +131,8 @@ def _validation_advice(config, state, dataset) -> list[str]:
             "gives other outputs than the model: it makes state that is no weight (a "
             "constant drawn with TensorFlow's random ops?), so the validation loss of each "
             "checkpoint, computed on that copy, would not be the trained model's; make it a "
-            "weight (add_weight(trainable=False)) or draw it from a fixed seed"]
+            "weight (add_weight(trainable=False)), or draw it with tf.random.stateless_normal "
+            "and a fixed seed (tf.random.normal's seed still draws anew in each build)"]
 
 
 def _stage(name: str, text: str, build):

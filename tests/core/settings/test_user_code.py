@@ -618,6 +618,40 @@ def test_a_step_that_changes_when_traced_again_resumes_exactly_from_a_warm_stand
     assert [by_attempt[1][s] for s in range(41, 46)] == [by_attempt[0][s] for s in range(41, 46)]
 
 
+COUNTER_MODEL = """
+import keras
+
+TRACES = [0]
+
+
+class Warmup(keras.layers.Layer):
+    def call(self, x):  # Python: counts the calls and traces, not the steps
+        TRACES[0] += 1
+        return x * (1.0 if TRACES[0] <= 2 else 1.01)
+
+
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = keras.layers.Dense(16, activation="relu")(keras.layers.Flatten()(inputs))
+    return keras.Model(inputs, keras.layers.Dense(num_classes)(Warmup()(x)))
+"""
+
+
+@pytest.mark.tf
+def test_a_counter_of_traces_is_found_where_the_trainer_and_its_standby_trace(tmp_path):
+    # the trainer traces its step at the model's 2nd call (the 1st builds it); a prepared
+    # standby trains on the 3rd. The check called the model eagerly first, so its own traces
+    # were the 3rd and 4th, equal: "exact", and the warm-standby resume was not (a breaker's
+    # model)
+    model = tmp_path / "warmup.py"
+    model.write_text(COUNTER_MODEL)
+    found = user_code.check(RunConfig(model=f"{model}:build", strategy="default", steps=2),
+                            tmp_path / "run")
+    assert (found.deterministic, found.trace_dependent) == (True, True)
+    assert [line.split(": ", 1)[1][:60] for line in found.advice] == [
+        "the model's Python code gives another training step each tim"]
+
+
 TF_CONSTANT_MODEL = """
 import keras
 import numpy as np
@@ -663,7 +697,8 @@ def test_the_copy_that_validates_draws_what_the_model_drew_or_the_check_says_so(
         "other outputs than the model: it makes state that is no weight (a constant drawn "
         "with TensorFlow's random ops?), so the validation loss of each checkpoint, computed "
         "on that copy, would not be the trained model's; make it a weight "
-        "(add_weight(trainable=False)) or draw it from a fixed seed"]
+        "(add_weight(trainable=False)), or draw it with tf.random.stateless_normal and a "
+        "fixed seed (tf.random.normal's seed still draws anew in each build)"]
     assert not tf_drawn.trace_dependent
 
 @pytest.mark.tf
