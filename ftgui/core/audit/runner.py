@@ -101,6 +101,7 @@ class _Watched:
         self.step = 0
         self.stepping = False  # a step event came since the last process started
         self.held = False  # its fault waits for the warm standby (`fault_plan.standby_holds`)
+        self.standby = False  # the last process started was a warm standby
         self.done = False
 
     def poll(self) -> None:
@@ -109,7 +110,7 @@ class _Watched:
             if kind == "step" and isinstance(event.get("step"), int):
                 self.step, self.stepping = event["step"], True
             elif kind == "process_started":
-                self.stepping = False
+                self.stepping, self.standby = False, bool(event.get("standby"))
             elif kind in ("held", "hold_released"):
                 self.held = kind == "held" and event.get("why") == "standby"
         self.done = not self.supervisor.live
@@ -120,6 +121,8 @@ class _Watched:
             return f"{name} (held after step {self.step} until the warm standby is ready)"
         if self.supervisor.state == "recovering":
             return f"{name} (restart due after step {self.step})"
+        if not self.stepping and self.standby:
+            return f"{name} (restarting: waking the warm standby)"
         if not self.stepping:
             return f"{name} ({'restarting' if self.step else 'starting'}: importing TensorFlow)"
         return f"{name} (step {self.step} of {self.run.config.steps})"

@@ -5,8 +5,9 @@ A fault's `status`:
   to the bit;
 - `differs`: it recovered, but a value or a weight differs (`difference` names the first step);
 - `design`: exactness is not promised by design, so it is no pass: the `model.fit` loop (it
-  restarts at the epoch start), or a model the user-code check found non-deterministic whose
-  values happened to match (when they differ, it is `differs`, with the check's reason);
+  restarts at the epoch start), `parameter-server` (asynchronous: its steps run concurrently
+  on the workers, killed or not), or a model the user-code check found non-deterministic
+  whose values happened to match (when they differ, it is `differs`, with the check's reason);
 - `failed`: the run did not reach its last step, or the fault never fired.
 The audit passes (exit status 0) only when every fault is `exact`; otherwise 1.
 """
@@ -19,6 +20,7 @@ from ftgui.core import formatting
 from ftgui.core.audit.compare import first_difference
 from ftgui.core.audit.plan import AuditRun
 from ftgui.core.audit.weights import WeightsResult
+from ftgui.core.record.events import who
 from ftgui.core.record.incidents import Incident
 from ftgui.core.timeline import story
 from ftgui.core.timeline.model import Timeline
@@ -26,6 +28,8 @@ from ftgui.core.timeline.model import Timeline
 STATUSES = ("exact", "differs", "design", "failed")
 FIT_REASON = ("the model.fit loop restarts at the epoch start by design (BackupAndRestore): "
               "the steps since are redone from another data position")
+PS_REASON = ("parameter-server training is asynchronous by design: the workers' steps run "
+             "concurrently, so its values are not bit-reproducible, killed or not")
 MARKS = {"exact": "✓", "differs": "✗", "design": "–", "failed": "✗"}
 
 
@@ -80,7 +84,7 @@ class Verdict:
         cost = (f"redid {steps}, lost {formatting.seconds(self.time_lost)}, "
                 f"restored from {self.source or '—'}"
                 + (f" step {self.resumed_from}" if self.resumed_from is not None else "")
-                + (f", by a {self.restart}" if self.restart else ""))
+                + (f", restart: {self.restart}" if self.restart else ""))
         if self.status == "exact":
             return f"{head}: exact to the bit; {cost}"
         if self.status == "design":
@@ -103,20 +107,26 @@ def fault_incident(run: AuditRun, timeline: Timeline) -> Incident | None:
 
 
 def restart_words(events: list[dict], incident: Incident) -> str:
-    """What started the attempt after `incident`'s, from its `process_started` events:
-    "warm standby" (every process a standby that had imported TensorFlow), "warm standby
-    still getting ready" (handed its task while importing: recovery waited for it), "cold
-    start" (no standby: TensorFlow imported after the fault); '' when no process started
-    (a NaN rolled back in the process, a parameter-server worker's loss)."""
+    """What started the processes of the attempt after `incident`'s, from their
+    `process_started` events: "warm standby" (a standby that had imported TensorFlow),
+    "warm standby still getting ready" (handed its task while importing: recovery waited
+    for it), "cold start" (no standby: TensorFlow imported after the fault); a mix names
+    the processes of each ("warm standby for chief, worker 0; cold start for worker 1, ps
+    0": a parameter-server cluster under a cap on standbys). '' when no process started (a
+    NaN rolled back in the process, a parameter-server worker's loss)."""
     starts = [e for e in events if e.get("event") == "process_started"
               and e.get("attempt") == incident.attempt + 1]
     if not starts or incident.in_process:
         return ""
-    if not any(e.get("standby") for e in starts):
-        return "cold start"
-    if all(e.get("standby") and e.get("standby_warm") is not False for e in starts):
-        return "warm standby"
-    return "warm standby still getting ready"
+    kinds: dict[str, list[str]] = {}
+    for event in starts:
+        words = ("cold start" if not event.get("standby") else
+                 "warm standby still getting ready" if event.get("standby_warm") is False
+                 else "warm standby")
+        kinds.setdefault(words, []).append(who(event))
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return "; ".join(f"{words} for {', '.join(names)}" for words, names in kinds.items())
 
 
 def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: WeightsResult,
@@ -149,6 +159,10 @@ def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: Wei
         verdict.status, verdict.reason = "design", FIT_REASON
     elif weights.problem:
         verdict.status, verdict.reason = "failed", f"final weights: {weights.problem}"
+    elif run.config.strategy == "parameter-server":  # even a reference run twice differs
+        verdict.status = "design"
+        verdict.reason = PS_REASON if difference is not None or weights.differ else \
+            f"equal this time, but not promised: {PS_REASON}"
     elif difference is not None or weights.differ:
         verdict.status, verdict.reason = "differs", nondeterministic
     elif nondeterministic:

@@ -61,18 +61,22 @@ def plan(config: RunConfig, targets: list[str]) -> list[PlannedFault]:
 
 
 def standby_holds(config: RunConfig, targets: list[str]) -> dict[int, str]:
-    """step -> "standby": the holds (`Supervisor.plan_hold`) that make each planned kill,
-    hang and preemption of a run with a warm standby wait until the standby is ready, so
-    that its recovery is the warm one the settings ask for (a fault in an attempt's first
-    seconds found the standby still importing TensorFlow). A preemption is asked for before
-    its step runs: it holds after the step before. {} without `warm_standby`; under
+    """step -> "standby": the holds (`Supervisor.plan_hold`) that make each planned fault
+    that ends a process (kill, hang, preempt, kill-in-save, kill-in-snapshot) of a run with a
+    warm standby wait until the standby is ready, so that its recovery is the warm one the
+    settings ask for (a fault in an attempt's first seconds found the standby still
+    importing TensorFlow). A preemption is asked for before its step runs, and a kill inside
+    a save or a snapshot lands while its step's save or snapshot is written, after the step
+    (a hold there waits for that write): they hold after the step before. {} without
+    `warm_standby`, and under `--loop fit` (model.fit has no holds); under
     `parameter-server` only the chief's faults (the coordinator holds, not the workers)."""
-    if not config.warm_standby:
+    if not config.warm_standby or config.loop == "fit":
         return {}
+    before = ("preempt", KILL_IN_SAVE, KILL_IN_SNAPSHOT)
     planned: dict[int, str] = {}
     for fault in plan(config, targets):
-        step = fault.step - 1 if fault.kind == "preempt" else fault.step
-        if fault.kind in ("kill", "hang", "preempt") and step >= 1 and (
+        step = fault.step - 1 if fault.kind in before else fault.step
+        if fault.kind != "nan" and step >= 1 and (
                 config.strategy != "parameter-server" or fault.target == "chief"):
             planned[step] = "standby"
     return planned

@@ -110,7 +110,7 @@ def test_a_warm_standby_audit_waits_for_the_standby_and_says_how_each_run_restar
     assert status == 0, out
     kill = json.loads((audit_dir / "audit.json").read_text(encoding="utf-8"))["faults"][0]
     assert (kill["status"], kill["restart"]) == ("exact", "warm standby")
-    assert f"restored from memory step {kill['step']}, by a warm standby" in out
+    assert f"restored from memory step {kill['step']}, restart: warm standby" in out
     seen = [e for e in events.read_all(audit_dir / "kill")
             if e["event"] in ("held", "standby_ready", "fault_injected", "process_started")]
     order = [e["event"] for e in seen]

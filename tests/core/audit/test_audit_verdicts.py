@@ -213,9 +213,24 @@ def test_a_warm_standby_audit_says_what_each_restart_was(standby, warm, words):
     found = verdict.judge(audit_run(warm_standby=True), reference_events(), run,
                           WeightsResult())
     assert found.restart == words
-    assert found.line().endswith(f"restored from disk step 10, by a {words}")
+    assert found.line().endswith(f"restored from disk step 10, restart: {words}")
     # without --warm-standby the line says nothing of it
     assert verdict.judge(audit_run(), reference_events(), run, WeightsResult()).restart == ""
+
+
+def test_a_restart_of_standbys_and_cold_starts_names_the_processes_of_each():
+    # a parameter-server cluster with standbys for two of its tasks: "still getting ready"
+    # said of standbys that were ready (a breaker's audit)
+    run = killed_run()
+    resumed = next(k for k, e in enumerate(run) if e["event"] == "training_started"
+                   and e["attempt"] == 1)
+    for k, (role, index, standby) in enumerate((("chief", 0, True), ("worker", 0, True),
+                                                ("worker", 1, False), ("ps", 0, False))):
+        run.insert(resumed + k, ev("process_started", 1.0, 1, role=role, index=index,
+                                   standby=standby, standby_warm=True if standby else None))
+    found = verdict.judge(audit_run(warm_standby=True), reference_events(), run,
+                          WeightsResult())
+    assert found.restart == "warm standby for chief, worker 0; cold start for worker 1, ps 0"
 
 
 def test_the_faults_a_warm_standby_waits_for():
@@ -228,6 +243,13 @@ def test_the_faults_a_warm_standby_waits_for():
     # recovers in its process and waits for nothing
     assert standby_holds(config.replace(warm_standby=True), ["chief"]) == {
         10: "standby", 20: "standby", 29: "standby"}
+    # a kill inside lands while its step's save or snapshot is written: held the step before
+    inside = RunConfig(steps=50, checkpoint_every=10, kill_in_save_at_step=20,
+                       kill_in_snapshot_at_step=33, warm_standby=True)
+    assert standby_holds(inside, ["chief"]) == {19: "standby", 32: "standby"}
+    # model.fit has no holds
+    assert standby_holds(config.replace(warm_standby=True, loop="fit", preempt_at_step=0,
+                                        nan_at_step=0, hang_at_step=0), ["chief"]) == {}
     ps = RunConfig(strategy="parameter-server", workers=2, steps=50, kill_at_step=20,
                    fault_target="worker:1", warm_standby=True)
     assert standby_holds(ps, ["chief", "worker:0", "worker:1", "ps:0"]) == {}
@@ -267,6 +289,23 @@ def test_the_fit_loop_is_not_exact_by_design_and_not_a_pass():
     assert found.status == "design" and "restarts at the epoch start by design" in found.reason
     assert found.first_step == 11  # what differs is still told
     assert not found.passed and verdict.exit_status([found]) == 1
+
+
+def test_a_parameter_server_run_is_not_exact_by_design_and_not_a_pass():
+    # asynchronous: its values differ from the reference's before any fault (a breaker's
+    # audits all said "NOT exact" at step 1-3 of attempt 0, as if the recovery had failed)
+    ps = plan.AuditRun("kill", "kill", 14, "chief",
+                       RunConfig(strategy="parameter-server", workers=2, steps=20))
+    found = verdict.judge(ps, reference_events(), killed_run(shift_after_resume=0.5),
+                          WeightsResult())
+    assert (found.status, found.reason) == ("design", verdict.PS_REASON)
+    assert found.first_step == 11 and not found.passed
+    equal = verdict.judge(ps, reference_events(), killed_run(), WeightsResult())
+    assert (equal.status, equal.reason) == (
+        "design", f"equal this time, but not promised: {verdict.PS_REASON}")
+    missing = verdict.judge(ps, reference_events(), killed_run(),
+                            WeightsResult(problem="no final checkpoint"))
+    assert missing.status == "failed"
 
 
 def test_a_non_deterministic_model_fails_when_it_differs_and_is_no_pass_when_it_does_not():
