@@ -165,7 +165,11 @@ def per_example_loss(model_name: str, task: str):
         return lambda y, logits: tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=y, logits=logits)
     if isinstance(loss, str):
-        loss = keras.losses.get(loss)
+        try:
+            loss = keras.losses.get(loss)
+        except ValueError as exc:  # the user-code check names the module's `loss` line
+            exc.module_attribute = "loss"
+            raise
     if isinstance(loss, keras.losses.Loss):
         return loss.call  # unreduced: one value per example
     return loss

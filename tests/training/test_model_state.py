@@ -60,6 +60,76 @@ def test_the_one_line_gives_the_cause_of_a_traced_error_and_of_a_failed_deserial
         "Foo.call(): bad shape (3,)")
     assert cause_line(ValueError("first line\nsecond")) == "first line"
     assert cause_line(ValueError()) == "ValueError"
+    # Keras' "could not infer the output shape … Error encountered:": the cause after it
+    # (a breaker saw "Bad.call(): Could not automatically infer …", not the dtype clash)
+    assert cause_line(TypeError(
+        "Exception encountered when calling Bad.call().\n\n\x1b[1mCould not automatically "
+        "infer the output shape / dtype of 'bad' (of type Bad). Either the `Bad.call()` method "
+        "is incorrect, or you need to implement it. Error encountered:\n\nTensors in list "
+        "passed to 'values' of 'ConcatV2' Op have types [float32, float16] that don't all "
+        "match.\x1b[0m\n\nArguments received by Bad.call():\n  • args=()")) == (
+        "Bad.call(): Tensors in list passed to 'values' of 'ConcatV2' Op have types "
+        "[float32, float16] that don't all match")
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 (the refusal's input)
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_a_refusal_names_the_users_line_in_a_module_of_theirs_or_the_failing_stage(
+        tmp_path, monkeypatch):
+    """Breakers' refusals that named the wrong file or line: a dataset's error blamed on
+    the model file, an error in the user's own module named at its call site, `build =
+    make` at line 0, and a bad `loss` at the build function's line."""
+    import importlib.util
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training.helpers.check_user_code import Refusal, _stage, one_line
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loaders.py").write_text("def load():\n    with open('/no/such.npz') as f:\n"
+                                         "        return f\n")
+    data = tmp_path / "data.py"
+    data.write_text("from loaders import load  # noqa: F401\n")
+    model = tmp_path / "net.py"
+    model.write_text("import keras\n\n\nloss = 'no_such_loss'\n\n\ndef make(shape, n):\n"
+                     "    pass\n\n\nbuild = make\n")
+    config = RunConfig(model=f"{model}:build", dataset=f"{data}:load")
+    spec = importlib.util.spec_from_file_location("loaders", tmp_path / "loaders.py")
+    loaders = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaders)
+    missing = _raised(lambda: _stage("dataset", config.dataset, loaders.load))
+    assert one_line(missing, config) == (
+        f"{tmp_path / 'loaders.py'}:2: FileNotFoundError: [Errno 2] No such file or "
+        f"directory: '/no/such.npz'")
+
+    def not_the_users():  # raised in no file of the user's, in the dataset stage
+        raise OSError("/no/such.csv not found.")
+
+    failed = _raised(lambda: _stage("dataset", config.dataset, not_the_users))
+    assert one_line(failed, config) == f"{data}: OSError: /no/such.csv not found."
+    data.write_text("import functools\n\nimport numpy as np\n\n"
+                    "load = functools.partial(np.loadtxt, '/no/such.csv')\n")
+    assert one_line(failed, config) == f"{data}:5: OSError: /no/such.csv not found."
+    # `build = make`: the line of `def make`; the model stage's error, no frame of the user's
+    shapeless = _raised(lambda: _stage("model", config.model, lambda: (_ for _ in ()).throw(
+        RuntimeError("Functional.call(): as_list() is not defined on an unknown TensorShape"))))
+    assert one_line(shapeless, config).startswith(
+        f"{model}:7: RuntimeError: Functional.call(): as_list() is not defined on an unknown "
+        f"TensorShape (a layer's output has no static shape")
+
+    def bad_loss():
+        error = ValueError("Could not interpret loss identifier: no_such_loss")
+        error.module_attribute = "loss"  # as `models.per_example_loss` marks it
+        raise error
+
+    refused = _raised(lambda: _stage("model", config.model, bad_loss))
+    assert isinstance(refused, Refusal) and one_line(refused, config) == (
+        f"{model}:4: Could not interpret loss identifier: no_such_loss")
 
 
 # ---------------------------------------------------------------- exact resume of the examples

@@ -29,21 +29,34 @@ def module_hashes(path: Path, cwd: Path | None = None) -> dict[str, str]:
     through one another (a package: over its `.py` files, by relative path and content),
     sorted by name; {} when there are none. `cwd`: the working directory (default: this
     process'). A file that cannot be read or parsed imports nothing here."""
+    return dict(sorted((name, _digest(found, files))
+                       for name, (found, files) in _modules(path, cwd).items()))
+
+
+def module_files(path: Path, cwd: Path | None = None) -> list[Path]:
+    """The `.py` files of the user's own modules `path` imports, directly or through one
+    another (those `module_hashes` hashes), for naming the user's line of an error raised
+    in one of them."""
+    return [file for _found, files in _modules(path, cwd).values() for file in files]
+
+
+def _modules(path: Path, cwd: Path | None) -> dict[str, tuple[Path, list[Path]]]:
+    """{module name: (its file or folder, its .py files)} of the user's own modules."""
     folders = [Path.cwd() if cwd is None else cwd]
-    hashes: dict[str, str] = {}
+    modules: dict[str, tuple[Path, list[Path]]] = {}
     pending = [Path(path)]
     while pending:
         current = pending.pop()
         for name in sorted(_imported_names(current)):
-            if name in hashes or name in sys.stdlib_module_names or name in PRELOADED:
+            if name in modules or name in sys.stdlib_module_names or name in PRELOADED:
                 continue
             found = _find(name, [*folders, current.parent])
             if found is None:
                 continue
             files = _module_files(found)
-            hashes[name] = _digest(found, files)
+            modules[name] = (found, files)
             pending.extend(files)
-    return dict(sorted(hashes.items()))
+    return modules
 
 
 def hidden_standard_modules(path: Path, cwd: Path | None = None) -> list[Path]:

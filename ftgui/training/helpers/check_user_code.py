@@ -143,13 +143,29 @@ def _stage(name: str, text: str, build):
         return build()
     except (ValueError, TypeError) as exc:
         if ".py:" not in text or _user_frame(exc, [_source(text)[0]]):
+            _tag(exc, name)
             raise
         path, function = _source(text)
         message = str(exc)
         if isinstance(exc, TypeError):  # e.g. a signature other than the one ftgui calls
             called = "(input_shape, num_classes)" if name == "model" else "()"
             message += f" (ftgui calls {function}{called})"
-        raise Refusal(path, _function_line(path, function), message) from exc
+        # a module attribute ftgui reads (its `loss`): that line, not the function's
+        line = _function_line(path, getattr(exc, "module_attribute", None) or function)
+        raise Refusal(path, line, message) from exc
+    except Exception as exc:
+        _tag(exc, name)
+        raise
+
+
+STAGE_ATTRIBUTE = "ftgui_check_stage"  # on an exception: the `_stage` that raised it
+
+
+def _tag(exc: BaseException, stage: str) -> None:
+    try:
+        setattr(exc, STAGE_ATTRIBUTE, stage)
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        pass
 
 
 def _strategy(config):
@@ -221,23 +237,36 @@ def _advice(config, model, outputs: np.ndarray) -> list[str]:
     return advice + _own_train_step_advice(config, model, where)
 
 
+_FIT_HOOKS = {  # Keras' hooks that model.fit calls and the custom loop does not
+    "train_step": "the custom loop trains with ftgui's own step (the model's forward pass, "
+                  "the run's loss, Adam at --lr)",
+    "compute_loss": "the custom loop's loss is the module's `loss` (else softmax "
+                    "cross-entropy on logits) plus the model's losses"}
+
+
 def _own_train_step_advice(config, model, where: str) -> list[str]:
-    """A line when the model's class defines its own `train_step` (Keras' hook that
-    `model.fit` calls) and the custom loop runs: that loop never calls it."""
+    """A line for each of Keras' hooks that `model.fit` calls (`train_step`,
+    `compute_loss`) that the model's class defines itself, when the custom loop runs: that
+    loop never calls them."""
     import inspect
 
     import keras
 
-    own = getattr(type(model), "train_step", None)
-    if config.loop != "custom" or own is None or own is getattr(keras.Model, "train_step", None):
+    if config.loop != "custom":
         return []
-    try:
-        where = f"{inspect.getsourcefile(own)}:{inspect.getsourcelines(own)[1]}"
-    except (OSError, TypeError):  # a class without source (a saved model's): the model file
-        pass
-    return [f"{where}: {type(model).__name__}.train_step is not run: the custom loop trains "
-            f"with ftgui's own step (the model's forward pass, the run's loss, Adam at --lr); "
-            f"--loop fit runs the model's train_step"]
+    advice = []
+    for hook, instead in _FIT_HOOKS.items():
+        own = getattr(type(model), hook, None)
+        if own is None or own is getattr(keras.Model, hook, None):
+            continue
+        function = inspect.unwrap(getattr(own, "python_function", own))  # a tf.function's
+        try:
+            at = f"{inspect.getsourcefile(function)}:{inspect.getsourcelines(function)[1]}"
+        except (OSError, TypeError):  # a class without source (a saved model's): the file
+            at = where
+        advice.append(f"{at}: {type(model).__name__}.{hook} is not run: {instead}; "
+                      f"--loop fit runs the model's {hook}")
+    return advice
 
 
 def _step_twice(state, dataset, config) -> tuple[bool, list[str], str]:
@@ -294,11 +323,18 @@ def _output_shape(layer):
 
 
 def one_line(exc: BaseException, config) -> str:
-    """`FILE:LINE: Type: message` for the last traceback frame in the user's files (the file
-    alone when there is no line), else `field: message` for ftgui's own refusals."""
-    files = [_source(text)[0] for text in (config.model, config.dataset)
+    """`FILE:LINE: Type: message` for the last traceback frame in the user's files (the model
+    and dataset files and their own modules, `local_imports.module_files`), else the line of
+    the function of the stage that failed (`_stage`: the dataset's or the model's; the file
+    alone when there is no line), or `field: message` for ftgui's own refusals."""
+    from ftgui.core.settings.local_imports import module_files
+
+    named = [_source(text)[0] for text in (config.model, config.dataset)
              if _source(text)[0] is not None]
+    files = named + [module for path in named for module in module_files(path)]
     message = cause_line(exc)
+    if "unknown TensorShape" in _ANSI.sub("", str(exc)):
+        message += f" ({_UNKNOWN_SHAPE_HINT})"
     if isinstance(exc, Refusal):
         where = f"{exc.path}:{exc.line}" if exc.line else str(exc.path)
         return f"{where}: {message}"
@@ -309,15 +345,18 @@ def one_line(exc: BaseException, config) -> str:
         return f"{frame.filename}:{frame.lineno}: {type(exc).__name__}: {message}"
     if isinstance(exc, ValueError) and _OWN_FIELD.match(message):
         return message  # ftgui's own "field: …" line
-    named = next((str(f) for f in files if str(f) in message), None)
-    if named is not None:
+    if any(str(f) in message for f in named):
         return message  # already names the file (e.g. "… defines no function 'build'")
-    if "unknown TensorShape" in message:
-        message += f" ({_UNKNOWN_SHAPE_HINT})"
-    if ".py:" in config.model:  # no frame of the user's (Keras drops its own): the function
-        path, line = _where(config)
-        return f"{path}:{line}: {type(exc).__name__}: {message}"
-    return f"{files[0] if files else 'user code'}: {type(exc).__name__}: {message}"
+    # no frame of the user's (Keras drops its own): the failing stage's function
+    text = config.dataset if getattr(exc, STAGE_ATTRIBUTE, "") == "dataset" else config.model
+    if ".py:" not in text:
+        text = next((t for t in (config.model, config.dataset) if ".py:" in t), text)
+    if ".py:" in text:
+        path, function = _source(text)
+        line = _function_line(path, function)
+        return f"{path}:{line}: {type(exc).__name__}: {message}" if line else \
+            f"{path}: {type(exc).__name__}: {message}"
+    return f"{named[0] if named else 'user code'}: {type(exc).__name__}: {message}"
 
 
 def cause_line(exc: BaseException) -> str:
@@ -342,9 +381,14 @@ def cause_line(exc: BaseException) -> str:
     wrapper = "Exception encountered when calling "
     if wrapper in line and at + 1 < len(lines) \
             and not lines[at + 1].startswith("Arguments received"):
-        # Keras' wrapper of an error in a layer's call(): the cause is its next paragraph
-        line = (f"{line.split(wrapper, 1)[1].rstrip('.')}: "
-                f"{lines[at + 1].split('. ')[0].rstrip('.')}")
+        # Keras' wrapper of an error in a layer's call(): the cause is its next paragraph,
+        # or the one after its "Could not automatically infer the output shape … Error
+        # encountered:" (the real cause: a dtype clash, an unknown shape)
+        cause = lines[at + 1]
+        if cause.endswith("Error encountered:") and at + 2 < len(lines) \
+                and not lines[at + 2].startswith("Arguments received"):
+            cause = lines[at + 2]
+        line = f"{line.split(wrapper, 1)[1].rstrip('.')}: {cause.split('. ')[0].rstrip('.')}"
         if "singleton tf.Variables" in line:
             line += f" ({_NEW_VARIABLE_HINT})"
     return line
@@ -396,9 +440,16 @@ def _function_line(path: Path, function: str) -> int:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return 0
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
-            return node.lineno
+    defined = {node.name: node.lineno for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if function in defined:
+        return defined[function]
+    for node in tree.body:  # `build = make` (the def's line), `load = partial(…)`, `loss = …`
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == function for t in node.targets):
+            value = node.value
+            return defined.get(value.id, node.lineno) if isinstance(value, ast.Name) \
+                else node.lineno
     return 0
 
 

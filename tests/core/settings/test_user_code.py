@@ -734,14 +734,19 @@ def test_under_the_fit_loop_the_advice_names_what_the_fit_loop_uses(tmp_path):
 
 
 OWN_TRAIN_STEP = """import keras
+import tensorflow as tf
 
 
 class Net(keras.Model):
     def call(self, x):
         return x
 
+    @tf.function
     def train_step(self, data):
         return super().train_step(data)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return 2.0 * super().compute_loss(x, y, y_pred, sample_weight, training=training)
 
 
 def build(input_shape, num_classes):
@@ -767,10 +772,14 @@ def test_a_models_own_train_step_that_the_custom_loop_skips_is_told(tmp_path):
     spec.loader.exec_module(module)
     logits = np.linspace(-1, 1, 40, dtype=np.float32).reshape(4, 10)
     custom = RunConfig(model=f"{path}:build")
+    # (a tf.function's line is its own, not the build function's: a breaker's model)
     assert _advice(custom, module.build((4,), 10), logits) == [
-        f"{path}:8: Net.train_step is not run: the custom loop trains with ftgui's own step "
+        f"{path}:9: Net.train_step is not run: the custom loop trains with ftgui's own step "
         f"(the model's forward pass, the run's loss, Adam at --lr); --loop fit runs the "
-        f"model's train_step"]
+        f"model's train_step",
+        f"{path}:13: Net.compute_loss is not run: the custom loop's loss is the module's "
+        f"`loss` (else softmax cross-entropy on logits) plus the model's losses; --loop fit "
+        f"runs the model's compute_loss"]
     assert _advice(custom.replace(loop="fit"), module.build((4,), 10), logits) == []
     plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(10)])
     assert _advice(custom, plain, logits) == []
