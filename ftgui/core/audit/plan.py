@@ -152,6 +152,21 @@ def parse_kinds(text: str | None, config: RunConfig) -> tuple[list[str], list[st
     return [kind for kind in KINDS if kind in asked], []
 
 
+def standby_notes(config: RunConfig) -> list[str]:
+    """Lines for a `--warm-standby` audit whose restarts cannot all be warm ones: a cap that
+    keeps no standby, or the `model.fit` loop, whose faults do not wait for the standby
+    (`fault_plan.standby_holds`); [] otherwise. Each verdict's `restart` says what each
+    restart was."""
+    if not config.warm_standby:
+        return []
+    if config.max_standbys < 1:
+        return ["warm standby: --max-standbys 0 keeps none, so every restart is a cold start"]
+    if config.loop == "fit":
+        return ["warm standby: under --loop fit a fault does not wait for it (model.fit has no "
+                "holds): a restart may find it still importing TensorFlow"]
+    return []
+
+
 def plan(config: RunConfig, kinds: list[str]) -> list[AuditRun]:
     """The reference run, then one run per kind of `kinds`, each fault after a step drawn from
     `random.Random(config.seed)` among `fault_steps` (past the first checkpoint, so that a

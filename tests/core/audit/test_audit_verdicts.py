@@ -233,6 +233,16 @@ def test_a_restart_of_standbys_and_cold_starts_names_the_processes_of_each():
     assert found.restart == "warm standby for chief, worker 0; cold start for worker 1, ps 0"
 
 
+def test_a_warm_standby_audit_says_when_its_restarts_cannot_be_warm():
+    assert plan.standby_notes(RunConfig(warm_standby=True)) == []
+    assert plan.standby_notes(RunConfig(max_standbys=0)) == []
+    assert plan.standby_notes(RunConfig(warm_standby=True, max_standbys=0)) == [
+        "warm standby: --max-standbys 0 keeps none, so every restart is a cold start"]
+    assert plan.standby_notes(RunConfig(warm_standby=True, loop="fit")) == [
+        "warm standby: under --loop fit a fault does not wait for it (model.fit has no "
+        "holds): a restart may find it still importing TensorFlow"]
+
+
 def test_the_faults_a_warm_standby_waits_for():
     from ftgui.core.supervision.fault_plan import standby_holds
 
