@@ -202,13 +202,33 @@ def evaluate_outputs(outputs: np.ndarray, y: np.ndarray, task: str, loss=None
     return loss_and_accuracy(outputs, y)
 
 
+def resolve_metrics(metrics: list, task: str) -> list:
+    """A model module's `metrics` with names made Keras objects or functions, as `compile()`
+    would: "accuracy" / "acc" of a classification is `SparseCategoricalAccuracy` (integer
+    labels against logits; `keras.metrics.get` gives the plain `Accuracy`, which compares
+    (n,) labels with (n, classes) outputs and failed at the first checkpoint), other names
+    through `keras.metrics.get`. Raises `ValueError` naming the metric, marked with
+    `module_attribute` "metrics" (the user-code check names that line)."""
+    resolved = []
+    for metric in metrics:
+        if isinstance(metric, str) and metric in ("accuracy", "acc") and \
+                task == "classification":
+            metric = keras.metrics.SparseCategoricalAccuracy(name=metric)
+        elif isinstance(metric, str):
+            try:
+                metric = keras.metrics.get(metric)
+            except ValueError as exc:
+                exc.module_attribute = "metrics"
+                raise
+        resolved.append(metric)
+    return resolved
+
+
 def evaluate_metrics(metrics: list, outputs: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """{name: value} of a model module's `metrics` on (outputs, y): Keras metric objects are
-    reset and updated once, names go through `keras.metrics.get`, functions are averaged."""
+    """{name: value} of a model module's `metrics` (`resolve_metrics`) on (outputs, y): Keras
+    metric objects are reset and updated once, functions are averaged."""
     values = {}
     for metric in metrics:
-        if isinstance(metric, str):
-            metric = keras.metrics.get(metric)
         y_true, y_pred = tf.constant(y), tf.constant(outputs)
         if isinstance(metric, keras.metrics.Metric):
             metric.reset_state()

@@ -39,7 +39,7 @@ class TrainState:
         self.task = config.task
         self.per_example_loss = models.per_example_loss(config.model, config.task)
         self._own_loss = models.user_loss(config.model) is not None
-        self._metrics = models.user_metrics(config.model)
+        self._metrics = models.resolve_metrics(models.user_metrics(config.model), config.task)
         self.last_metrics: dict[str, float] = {}  # the module's metrics at the last `score`
         # where the random generators stood: the background save's copy is built from there
         self.random_at_build = models.random_states()

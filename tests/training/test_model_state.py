@@ -96,8 +96,9 @@ def test_a_refusal_names_the_users_line_in_a_module_of_theirs_or_the_failing_sta
     data = tmp_path / "data.py"
     data.write_text("from loaders import load  # noqa: F401\n")
     model = tmp_path / "net.py"
-    model.write_text("import keras\n\n\nloss = 'no_such_loss'\n\n\ndef make(shape, n):\n"
-                     "    pass\n\n\nbuild = make\n")
+    model.write_text("import keras\n\n\nloss: str = 'no_such_loss'\n\n\ndef make(shape, n):\n"
+                     "    pass\n\n\nclass Gain(keras.layers.Layer):\n    def build(self, shape):\n"
+                     "        pass\n\n\nbuild = make\n")
     config = RunConfig(model=f"{model}:build", dataset=f"{data}:load")
     spec = importlib.util.spec_from_file_location("loaders", tmp_path / "loaders.py")
     loaders = importlib.util.module_from_spec(spec)
@@ -115,7 +116,8 @@ def test_a_refusal_names_the_users_line_in_a_module_of_theirs_or_the_failing_sta
     data.write_text("import functools\n\nimport numpy as np\n\n"
                     "load = functools.partial(np.loadtxt, '/no/such.csv')\n")
     assert one_line(failed, config) == f"{data}:5: OSError: /no/such.csv not found."
-    # `build = make`: the line of `def make`; the model stage's error, no frame of the user's
+    # `build = make`: the line of `def make`, not a layer's `def build` (a breaker's model);
+    # the model stage's error, no frame of the user's
     shapeless = _raised(lambda: _stage("model", config.model, lambda: (_ for _ in ()).throw(
         RuntimeError("Functional.call(): as_list() is not defined on an unknown TensorShape"))))
     assert one_line(shapeless, config).startswith(
@@ -603,3 +605,32 @@ def test_a_model_built_differently_the_second_time_is_told_by_its_first_differin
     assert _first_difference(first, [var("dense/kernel", (64, 17)), var("dense/bias", (17,))]) \
         == "variable 1 dense/kernel (64, 16) float32, then dense/kernel (64, 17) float32"
     assert _first_difference(first, first[:1]) == "2 variables, then 1"
+
+
+@pytest.mark.tf
+def test_a_modules_metric_names_resolve_as_compile_would_or_name_the_line(tmp_path):
+    """`metrics = ["accuracy"]` passed the check, then failed the run's first checkpoint: the
+    plain `Accuracy` compared (n,) labels with (n, classes) logits. A bogus name was no
+    refusal; now it names the `metrics` line (a breaker's models)."""
+    import numpy as np
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import models
+    from ftgui.training.helpers.check_user_code import Refusal, _stage, one_line
+
+    logits = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 3.0], [0.0, 5.0, 1.0], [1.0, 0.0, 0.0]],
+                      dtype=np.float32)
+    labels = np.array([0, 2, 0, 1])
+    resolved = models.resolve_metrics(["accuracy", "mean_absolute_error"], "classification")
+    values = models.evaluate_metrics(resolved[:1], logits, labels)
+    assert values == {"accuracy": models.loss_and_accuracy(logits, labels)[1]} == {
+        "accuracy": 0.5}
+    model = tmp_path / "net.py"
+    model.write_text("import keras\n\nmetrics = ['bogus_metric']\n\n\n"
+                     "def build(input_shape, num_classes):\n    pass\n")
+    config = RunConfig(model=f"{model}:build")
+    with pytest.raises(Refusal) as refused:
+        _stage("model", config.model,
+               lambda: models.resolve_metrics(["bogus_metric"], "classification"))
+    assert one_line(refused.value, config) == (
+        f"{model}:3: Could not interpret metric identifier: bogus_metric")

@@ -440,13 +440,15 @@ def _function_line(path: Path, function: str) -> int:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return 0
-    defined = {node.name: node.lineno for node in ast.walk(tree)
+    # the module's own functions: a layer's `def build(self, shape)` is no `build` of ftgui's
+    defined = {node.name: node.lineno for node in tree.body
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if function in defined:
         return defined[function]
     for node in tree.body:  # `build = make` (the def's line), `load = partial(…)`, `loss = …`
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == function for t in node.targets):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == function for t in targets):
             value = node.value
             return defined.get(value.id, node.lineno) if isinstance(value, ast.Name) \
                 else node.lineno

@@ -76,7 +76,7 @@ def evaluate(model, dataset, config) -> dict:
     val_loss, val_accuracy = models.evaluate_outputs(outputs, dataset.y_val, config.task, loss)
     result = {"val_loss": val_loss, "val_accuracy": val_accuracy,
               "examples": int(len(dataset.y_val))}
-    metrics = models.user_metrics(config.model)
+    metrics = models.resolve_metrics(models.user_metrics(config.model), config.task)
     if metrics:
         result["metrics"] = models.evaluate_metrics(metrics, outputs, dataset.y_val)
     return result
