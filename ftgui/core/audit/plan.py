@@ -106,9 +106,15 @@ def supported(config: RunConfig, kind: str) -> str:
         fault_config(config, kind, steps[-1] if steps else probe)
     except ConfigError as exc:
         return str(exc)
-    if not steps:
-        return (f"faults: {kind} needs a {'checkpoint' if kind == KILL_IN_SAVE else 'snapshot'}"
-                f" step after the first one and before the last step")
+    if not steps and kind == KILL_IN_SAVE:
+        return (f"faults: {kind} needs a checkpoint step after the first one and before the "
+                f"last step")
+    if not steps:  # every snapshot step after the first may also be a checkpoint step
+        return (f"faults: {kind} needs a snapshot step after the first one and before the "
+                f"last step that gets no checkpoint (--snapshot-every "
+                f"{config.snapshot_every} and --checkpoint-every {config.checkpoint_every} "
+                f"give none): a checkpoint of the same step would make where the run "
+                f"restarts luck")
     if kind == "nan" and not _rolls_back(config, steps[0]):
         return (f"faults: nan needs a state to roll back to: a checkpoint before its step "
                 f"(--steps over {config.checkpoint_every + 1}, or a smaller "

@@ -83,7 +83,8 @@ class Verdict:
         steps = "—" if redone is None else formatting.steps(redone)
         cost = (f"redid {steps}, lost {formatting.seconds(self.time_lost)}, "
                 f"restored from {self.source or '—'}"
-                + (f" step {self.resumed_from}" if self.resumed_from is not None else "")
+                + (f" step {self.resumed_from}" if self.resumed_from is not None
+                   and not self.source.startswith("nothing") else "")
                 + (f", restart: {self.restart}" if self.restart else ""))
         if self.status == "exact":
             return f"{head}: exact to the bit; {cost}"
@@ -114,8 +115,14 @@ def restart_words(events: list[dict], incident: Incident) -> str:
     the processes of each ("warm standby for chief, worker 0; cold start for worker 1, ps
     0": a parameter-server cluster under a cap on standbys). '' when no process started (a
     NaN rolled back in the process, a parameter-server worker's loss)."""
-    starts = [e for e in events if e.get("event") == "process_started"
-              and e.get("attempt") == incident.attempt + 1]
+    if incident.lone:  # its replacement joined the same attempt, the others training on
+        starts = [e for e in events if e.get("event") == "process_started"
+                  and e.get("attempt") == incident.attempt
+                  and f"{e.get('role')}:{e.get('index', 0)}" == incident.target
+                  and e.get("time", 0) >= incident.time][:1]
+    else:
+        starts = [e for e in events if e.get("event") == "process_started"
+                  and e.get("attempt") == incident.attempt + 1]
     if not starts or incident.in_process:
         return ""
     kinds: dict[str, list[str]] = {}
@@ -142,7 +149,7 @@ def judge(run: AuditRun, reference: list[dict], events: list[dict], weights: Wei
         verdict.steps_redone, verdict.time_lost = incident.steps_lost, incident.time_lost
         verdict.resumed_from = incident.resumed_step
         verdict.source = story.source_words(incident) or (
-            "nothing (carried on)" if incident.lone else "")
+            "nothing (the others carried on)" if incident.lone else "")
         if run.config.warm_standby:
             verdict.restart = restart_words(events, incident)
     difference = first_difference(reference, events)

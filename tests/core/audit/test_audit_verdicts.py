@@ -243,6 +243,29 @@ def test_a_warm_standby_audit_says_when_its_restarts_cannot_be_warm():
         "holds): a restart may find it still importing TensorFlow"]
 
 
+def test_a_lost_parameter_server_worker_replaced_by_a_standby_says_so():
+    # the others trained on: its replacement joined the same attempt, and the line said
+    # "restored from nothing (carried on) step 30" with no restart (a breaker's audit)
+    run = [ev("run_started", 0.0), ev("training_started", 0.5, start_step=0),
+           *losses(1, 14, 1.0),
+           ev("fault_injected", 4.3, kind="kill", target="worker:1", step=14,
+              source="schedule"),
+           ev("process_exited", 4.35, role="worker", index=1, signal=9, signal_name="SIGKILL",
+              decisive=False, chief=False),
+           ev("process_started", 4.5, role="worker", index=1, pid=7, standby=True,
+              standby_warm=True),
+           *losses(15, 20, 4.6), ev("run_finished", 7.0, step=20, loss=1.0 / 20),
+           ev("process_exited", 7.1, role="chief", index=0, exit_code=0, decisive=True,
+              chief=True)]
+    lost = plan.AuditRun("worker-loss", "worker-loss", 14, "worker:1",
+                         RunConfig(strategy="parameter-server", workers=2, steps=20,
+                                   warm_standby=True))
+    found = verdict.judge(lost, reference_events(), run, WeightsResult())
+    assert (found.source, found.restart) == ("nothing (the others carried on)", "warm standby")
+    assert found.line().endswith(
+        "restored from nothing (the others carried on), restart: warm standby")
+
+
 def test_the_faults_a_warm_standby_waits_for():
     from ftgui.core.supervision.fault_plan import standby_holds
 

@@ -41,6 +41,16 @@ def test_a_kill_inside_needs_a_save_or_a_snapshot_at_its_step(settings, line):
     assert str(raised.value) == line
 
 
+def test_a_kill_inside_a_snapshot_says_when_every_snapshot_step_gets_a_checkpoint():
+    # "needs a snapshot step after the first one" of snapshots every 10 in 60 steps misled:
+    # there are such steps, but each also gets a checkpoint (a breaker's audit)
+    config = AUDITED.replace(steps=60, checkpoint_every=10, snapshot_every=10)
+    assert plan.supported(config, "kill-in-snapshot") == (
+        "faults: kill-in-snapshot needs a snapshot step after the first one and before the "
+        "last step that gets no checkpoint (--snapshot-every 10 and --checkpoint-every 10 "
+        "give none): a checkpoint of the same step would make where the run restarts luck")
+
+
 def test_kills_inside_go_to_the_chiefs_command_line_and_back():
     config = AUDITED.replace(kill_in_save_at_step=40, kill_in_snapshot_at_step=70)
     config.validate()
