@@ -81,19 +81,16 @@ def probe(state, dataset, config) -> tuple[str, bool]:
     return "", False
 
 
-# Traces compared with the first: one, after the check's other traces, is enough. A warm
-# standby's traces differ from a cold start's in which step form the model's 2nd and 3rd
-# calls trace (a counter of calls crossing there resumed inexactly; at 3 or 4, exactly).
-RETRACES = 1
-
-
 def step_changes_when_traced_again(state, dataset, config) -> bool:
-    """Whether one training step, traced anew (`RETRACES` new `tf.function`s of the same
-    step, 0.4 s for the MLP) and run from the same state, gives other results than the step
-    traced first: Python code in the model that runs at each trace and changes what is
-    traced (Python's `random`, a counter kept on a layer or in a module). A cold restart
-    traces as the first attempt did and resumes exactly; a warm standby that traced its step
-    before its order did not (a user's finding). The state is put back as it was, bit for bit."""
+    """Whether one training step, traced anew (a new `tf.function` of the same step, 0.4 s
+    for the MLP) and run from the same state, gives other results than the step traced
+    first: Python code in the model that runs at each trace and changes what is traced
+    (Python's `random`, a counter kept on a layer or in a module). A cold restart traces as
+    the first attempt did and resumes exactly; a warm standby that traced its step before
+    its order did not (a user's finding). One retrace, after the check's own traces, is
+    enough: a standby's traces differ from a cold start's in which step form the model's
+    2nd and 3rd calls trace (a counter crossing there resumed inexactly; at the 3rd or 4th,
+    exactly). The state is put back as it was, bit for bit."""
     import tensorflow as tf
 
     from ftgui.training.traced import traced
@@ -101,15 +98,15 @@ def step_changes_when_traced_again(state, dataset, config) -> bool:
     saved = state_variables(state)
     before = [v.numpy() for v in saved]
     rows = np.arange(config.global_batch_size) % len(dataset.x_train)
-    anew = [traced(lambda x, y: state._distributed_plain_step(x, y)) for _ in range(RETRACES)]
+    again = traced(lambda x, y: state._distributed_plain_step(x, y))
     results = []
-    for step in (state._plain_step, *anew):
+    for step in (state._plain_step, again):
         with tf.device("/cpu:0"):  # as `TrainState.train_step` hands the batch in
             x, y = tf.constant(dataset.x_train[rows]), tf.constant(dataset.y_train[rows])
         results.append([np.float32(step(x, y)).tobytes(), *_values(saved)])
         for variable, value in zip(saved, before, strict=True):
             variable.assign(value)
-    return any(result != results[0] for result in results[1:])
+    return results[0] != results[1]
 
 
 def copy_scores_like_the_model(state, dataset, config) -> bool:

@@ -97,15 +97,21 @@ def check(config) -> dict:
             "trace_dependent": retraced}
 
 
-def _traced_again_differs(state, dataset, config) -> bool:
-    """`resume_probe.step_changes_when_traced_again`, for the strategies whose warm standby
-    traces its step before its order (a cluster's standby only imports TensorFlow)."""
-    from ftgui.training.resume_probe import step_changes_when_traced_again
+def _one_process_custom_loop(config) -> bool:
+    """The runs whose warm standby traces its step before its order and whose checkpoints
+    validate on the background save's copy: one-process strategies, the custom loop (a
+    cluster's standby only imports TensorFlow; clusters and model.fit save with no copy)."""
     from ftgui.training.warm_standby import PREPARED_STRATEGIES
 
-    if config.strategy not in PREPARED_STRATEGIES or config.loop != "custom":
-        return False
-    return step_changes_when_traced_again(state, dataset, config)
+    return config.strategy in PREPARED_STRATEGIES and config.loop == "custom"
+
+
+def _traced_again_differs(state, dataset, config) -> bool:
+    """`resume_probe.step_changes_when_traced_again`, where a warm standby traces early."""
+    from ftgui.training.resume_probe import step_changes_when_traced_again
+
+    return _one_process_custom_loop(config) and step_changes_when_traced_again(
+        state, dataset, config)
 
 
 def _warm_standby_advice(config) -> list[str]:
@@ -121,11 +127,10 @@ def _validation_advice(config, state, dataset) -> list[str]:
     """A line when the background save's copy of the model, on which each checkpoint's
     validation pass runs, gives other outputs than the model (`resume_probe`)."""
     from ftgui.training.resume_probe import copy_scores_like_the_model
-    from ftgui.training.warm_standby import PREPARED_STRATEGIES
 
-    if config.strategy not in PREPARED_STRATEGIES or config.loop != "custom" or \
-            copy_scores_like_the_model(state, dataset, config):
-        return []  # a cluster's save and validation, and model.fit's, use no copy
+    if not _one_process_custom_loop(config) or copy_scores_like_the_model(
+            state, dataset, config):
+        return []
     path, line = _where(config)
     return [f"{path}:{line}: a second call of the build function, with the weights copied, "
             "gives other outputs than the model: it makes state that is no weight (a "
@@ -179,12 +184,14 @@ def _strategy(config):
     return make_strategy(config)  # multi-worker without TF_CONFIG: one local worker
 
 
-def _where(config) -> tuple[Path, int]:
-    """The user's model file and its function's line (0 for a saved `.keras` model)."""
-    if ".py:" in config.model:
-        path, function = _source(config.model)
+def _where(config, text: str | None = None) -> tuple[Path, int]:
+    """The user's model file (or the source `text` names) and its function's line (0 for a
+    saved `.keras` model, or a function not found)."""
+    text = config.model if text is None else text
+    if ".py:" in text:
+        path, function = _source(text)
         return path, _function_line(path, function)
-    return Path(config.model), 0
+    return Path(text), 0
 
 
 def _check_outputs(config, state, dataset) -> np.ndarray:
@@ -352,8 +359,7 @@ def one_line(exc: BaseException, config) -> str:
     if ".py:" not in text:
         text = next((t for t in (config.model, config.dataset) if ".py:" in t), text)
     if ".py:" in text:
-        path, function = _source(text)
-        line = _function_line(path, function)
+        path, line = _where(config, text)
         return f"{path}:{line}: {type(exc).__name__}: {message}" if line else \
             f"{path}: {type(exc).__name__}: {message}"
     return f"{named[0] if named else 'user code'}: {type(exc).__name__}: {message}"
