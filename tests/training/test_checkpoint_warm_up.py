@@ -62,3 +62,38 @@ def test_the_shadow_copy_runs_once_after_the_restored_state_is_written(tmp_path)
     [saved] = [e for e in read_all(run_dir) if e["event"] == "checkpoint_saved"]
     assert (saved["step"], saved["source"]) == (0, "memory")
     assert listing.newest_valid(run_dir).step == 0
+
+
+def test_a_warm_up_for_the_periodic_save_traces_the_fused_write_not_the_write_alone(tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training.background_save import ShadowState
+    from ftgui.training.step import TrainState
+
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", steps=10)
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
+                         config.learning_rate)
+    shadow.warm_up(dataset.x_val)
+    assert shadow._write.experimental_get_tracing_count() == 0
+    assert shadow._write_logits.experimental_get_tracing_count() == 1
+    shadow.take()
+    files, val_loss, _ = shadow.write_and_evaluate(tmp_path / "ckpt-1", dataset.x_val,
+                                                   dataset.y_val)
+    assert shadow._write_logits.experimental_get_tracing_count() == 1  # no retrace
+    assert np.isfinite(val_loss) and set(files) == {"ckpt-1.index",
+                                                     "ckpt-1.data-00000-of-00001"}
+    # the write alone (a just-in-time save, a resume probe) traces at its first call
+    assert set(shadow.write(tmp_path / "ckpt-2")) == {"ckpt-2.index",
+                                                       "ckpt-2.data-00000-of-00001"}
+    assert shadow._write.experimental_get_tracing_count() == 1
+    restored = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
+                           config.learning_rate)
+    restored.checkpoint.read(str(tmp_path / "ckpt-2")).assert_existing_objects_matched()
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(shadow.model.variables, restored.model.variables, strict=True))
