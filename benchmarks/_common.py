@@ -198,6 +198,18 @@ def median_interval_rate(points: list[tuple[int, float]]) -> float | None:
     return 1.0 / statistics.median(gaps) if gaps else None
 
 
+def late_rate(points: list[tuple[int, float]], skip: float = 0.2) -> float | None:
+    """steps/s from the step `skip` of the way through `points` ((step, time) pairs) to the
+    last one: the rate once a trainer's one-time work after its first step (tracing the
+    background save, ~0.7 s of CPU for the ResNet) is over."""
+    if len(points) < 3:
+        return None
+    first, last = points[0][0], points[-1][0]
+    start = next(p for p in points if p[0] >= first + skip * (last - first))
+    seconds = points[-1][1] - start[1]
+    return (last - start[0]) / seconds if seconds > 0 and last > start[0] else None
+
+
 def bare_step_lines(text: str) -> list[tuple[int, float]]:
     """(step, unix time) of the `step N TIME LOSS` lines bare_loop.py prints."""
     points = []

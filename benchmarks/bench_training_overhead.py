@@ -54,6 +54,7 @@ from _common import (  # noqa: E402
     ftgui_train,
     header,
     interleaved,
+    late_rate,
     median,
     median_interval_rate,
     rotate,
@@ -66,9 +67,9 @@ from _common import (  # noqa: E402
 TARGETS = {"mlp": 0.95, "resnet": 0.97}
 
 
-def run_ftgui(work: Path, steps: int, tag: str, workload: str) -> dict:
+def run_ftgui(work: Path, steps: int, tag: str, workload: str, extra: tuple = ()) -> dict:
     run_dir = work / f"ftgui-{tag}"
-    figures = ftgui_train(run_dir, ["--steps", str(steps), *workload_flags(workload)],
+    figures = ftgui_train(run_dir, ["--steps", str(steps), *workload_flags(workload), *extra],
                           work / f"ftgui-{tag}.out", timeout=900)
     events = figures.pop("events")
     rate = step_rate(events)
@@ -78,6 +79,8 @@ def run_ftgui(work: Path, steps: int, tag: str, workload: str) -> dict:
     final = [e for e in events if e["event"] == "step"][-1]
     figures.update(steps_per_s=rate["steps_per_s"], loop_seconds=rate["seconds"],
                    median_rate=rate["median_rate"],
+                   late_rate=late_rate([(e["step"], e["time"]) for e in events
+                                        if e["event"] == "step"]),
                    run_finished_seconds=finished["seconds"],
                    import_seconds=started["import_seconds"],
                    spawn_to_first_step=first_step["time"] - figures["spawn"],
@@ -98,6 +101,7 @@ def run_bare(work: Path, steps: int, tag: str, extra: list[str], workload: str) 
     figures.update(steps_per_s=summary["steps_per_s"],
                    loop_seconds=summary["first_to_last_seconds"],
                    median_rate=median_interval_rate(points) if len(points) > 2 else None,
+                   late_rate=late_rate(points),
                    import_seconds=summary["import_seconds"],
                    spawn_to_first_step=summary["first_step_clock"] - figures["spawn"],
                    final_loss=summary["final_loss"])
@@ -202,7 +206,9 @@ def inprocess(blocks: int, steps: int, workload: str) -> dict:
 
 def print_rep(rep: int, name: str, r: dict) -> None:
     gap = r["median_rate"] or float("nan")
-    print(f"   rep {rep} {name:13s} {r['steps_per_s']:7.1f} steps/s (1/median gap {gap:6.1f})  "
+    late = f"{r['late_rate']:6.1f}" if r.get("late_rate") else "   n/a"
+    print(f"   rep {rep} {name:13s} {r['steps_per_s']:7.1f} steps/s (1/median gap {gap:6.1f}, "
+          f"after the first fifth {late})  "
           f"loop {r['loop_seconds']:.2f} s  wall {r['wall']:.2f} s  "
           f"import {r['import_seconds']:.2f} s  maxRSS {r['maxrss_kb'] / 1024:.0f} MB  "
           f"final loss {r['final_loss']:.6g}  other load {r['foreign_cores']:.2f} cores",
@@ -219,6 +225,9 @@ def main() -> int:
                         help="start no new repetition after this many seconds (default 240)")
     parser.add_argument("--no-diagnostic", action="store_true",
                         help="skip the in-process per-call timing (about 40 s)")
+    parser.add_argument("--parts", action="store_true",
+                        help="also run ftgui without snapshots (ftgui-nosnap) and without "
+                             "snapshots or checkpoints (ftgui-nosave): what each default costs")
     parser.add_argument("--inprocess", action="store_true", help=argparse.SUPPRESS)
     add_workload_argument(parser)
     args = parser.parse_args()
@@ -244,6 +253,12 @@ def main() -> int:
         "bare-sliced": lambda w, tag: run_bare(w, args.steps, tag, ["--input", "sliced"],
                                                args.workload),
     }
+    if args.parts:
+        variants["ftgui-nosnap"] = lambda w, tag: run_ftgui(
+            w, args.steps, tag, args.workload, ("--snapshot-every", "0"))
+        variants["ftgui-nosave"] = lambda w, tag: run_ftgui(
+            w, args.steps, tag, args.workload,
+            ("--snapshot-every", "0", "--checkpoint-every", str(args.steps + 1)))
     if args.with_dataset:
         variants["bare-dataset"] = lambda w, tag: run_bare(w, args.steps, tag,
                                                            ["--input", "dataset"], args.workload)
@@ -290,6 +305,18 @@ def main() -> int:
           f"{ratio_sliced_gap:.3f}   (the same step: what ftgui's own machinery costs)")
     print(f"   ratio bare+fetch / bare-nofetch = {med['bare+fetch'] / med['bare-nofetch']:.3f}"
           "   (what the per-step loss fetch itself costs)")
+    late = {name: median([r["late_rate"] for r in rs]) for name, rs in results.items()
+            if all(r.get("late_rate") for r in rs)}
+    for name in late:
+        if name != "ftgui" and "ftgui" in late and name.startswith("bare"):
+            print(f"   ratio ftgui / {name}, after the first fifth of the steps = "
+                  f"{late['ftgui'] / late[name]:.3f}   (without the one-time work of the "
+                  "first steps)")
+    for part, what in (("ftgui-nosnap", "no snapshots"),
+                       ("ftgui-nosave", "no snapshots, no checkpoint before the last step")):
+        if part in med:
+            print(f"   ratio {part} / bare-sliced = {med[part] / med['bare-sliced']:.3f}, by "
+                  f"median step gap {med_gap[part] / med_gap['bare-sliced']:.3f}   ({what})")
     if "bare-dataset" in med:
         print(f"   ratio ftgui / bare-dataset = {med['ftgui'] / med['bare-dataset']:.3f}")
     wall_ratio = med_of("ftgui", "wall") / med_of("bare+fetch", "wall")
@@ -317,6 +344,9 @@ def main() -> int:
               ratio_fetch >= target)
     table.add("same, by median step gap", f"{ratio_gap:.3f}", f">= {target}",
               ratio_gap >= target)
+    if "ftgui" in late and "bare+fetch" in late:
+        table.add("same, after the first fifth of the steps",
+                  f"{late['ftgui'] / late['bare+fetch']:.3f}")
     table.add("ftgui / bare+ckpt steps/s (same checkpoints)", f"{ratio_ckpt:.3f}")
     table.add("ftgui / bare-nofetch steps/s", f"{ratio_nofetch:.3f}")
     table.add("ftgui / bare-sliced steps/s (the same step)", f"{ratio_sliced:.3f}")
