@@ -10,16 +10,29 @@ import pytest
 pytestmark = pytest.mark.tf
 
 
-def test_the_shadow_copy_runs_once_after_the_restored_state_is_written(tmp_path):
+def _mlp_state(shadow_class):
+    """The built-in MLP's config, dataset and TrainState under the default strategy, with a
+    shadow copy of class `shadow_class` (ShadowState or a subclass)."""
     import tensorflow as tf
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training import data as datamod
+    from ftgui.training.step import TrainState
+
+    tf.keras.utils.set_random_seed(0)
+    config = RunConfig(strategy="default", steps=10)
+    dataset = datamod.load(config.dataset, config.task)
+    state = TrainState(tf.distribute.get_strategy(), config, dataset)
+    return config, dataset, state, shadow_class(state, config.model, dataset.input_shape,
+                                                dataset.num_classes, config.learning_rate)
+
+
+def test_the_shadow_copy_runs_once_after_the_restored_state_is_written(tmp_path):
 
     from ftgui.core.checkpoints import listing
     from ftgui.core.record.events import EventWriter, read_all
-    from ftgui.core.settings.config import RunConfig
-    from ftgui.training import data as datamod
     from ftgui.training.actions.checkpoint import CheckpointAction
     from ftgui.training.background_save import ShadowState
-    from ftgui.training.step import TrainState
     from ftgui.training.summaries import Summaries
 
     calls = []
@@ -41,12 +54,7 @@ def test_the_shadow_copy_runs_once_after_the_restored_state_is_written(tmp_path)
             calls.append(f"write {prefix.name}")
             return super().write_and_evaluate(prefix, x, y)
 
-    tf.keras.utils.set_random_seed(0)
-    config = RunConfig(strategy="default", steps=10)
-    dataset = datamod.load(config.dataset, config.task)
-    state = TrainState(tf.distribute.get_strategy(), config, dataset)
-    shadow = Recording(state, config.model, dataset.input_shape, dataset.num_classes,
-                       config.learning_rate)
+    config, dataset, state, shadow = _mlp_state(Recording)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     with EventWriter(run_dir, 0) as events:
@@ -66,19 +74,10 @@ def test_the_shadow_copy_runs_once_after_the_restored_state_is_written(tmp_path)
 
 def test_a_warm_up_for_the_periodic_save_traces_the_fused_write_not_the_write_alone(tmp_path):
     import numpy as np
-    import tensorflow as tf
 
-    from ftgui.core.settings.config import RunConfig
-    from ftgui.training import data as datamod
     from ftgui.training.background_save import ShadowState
-    from ftgui.training.step import TrainState
 
-    tf.keras.utils.set_random_seed(0)
-    config = RunConfig(strategy="default", steps=10)
-    dataset = datamod.load(config.dataset, config.task)
-    state = TrainState(tf.distribute.get_strategy(), config, dataset)
-    shadow = ShadowState(state, config.model, dataset.input_shape, dataset.num_classes,
-                         config.learning_rate)
+    config, dataset, state, shadow = _mlp_state(ShadowState)
     shadow.warm_up(dataset.x_val)
     assert shadow._write.experimental_get_tracing_count() == 0
     assert shadow._write_logits.experimental_get_tracing_count() == 1
