@@ -17,6 +17,7 @@ into the hold, and grabs the window at each moment the pictures' alt texts descr
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -35,6 +36,13 @@ from ftgui.qt.window.app import make_app  # noqa: E402
 from ftgui.qt.window.main_window import MainWindow  # noqa: E402
 
 
+def save(window, out: Path) -> None:
+    """Grab `window` into the PNG `out`; SystemExit with a one-line reason when Qt cannot."""
+    if not window.grab().save(str(out)):
+        raise SystemExit(f"screenshot: could not save {out} (a folder that exists, and a name "
+                         "ending in .png)")
+
+
 def views(run_dir: Path, folder: Path = Path("resources")) -> int:
     """`run_dir` opened in the window at 1280x720, grabbed in the normal view and in the
     presentation view (`screenshot-normal.png`, `screenshot-presentation.png` in `folder`)."""
@@ -50,7 +58,7 @@ def views(run_dir: Path, folder: Path = Path("resources")) -> int:
             app.processEvents()
             time.sleep(0.03)
         out = folder / f"screenshot-{name}.png"
-        window.grab().save(str(out))
+        save(window, out)
         print(f"saved {out}")
     window.close()
     return 0
@@ -100,7 +108,7 @@ def demo(folder: Path = Path("resources")) -> int:
         # the first grab after new steps lays the plot out while rendering: the inset, moved
         # a few pixels, could lose its right border in it; the second sees the settled layout
         window.grab()
-        window.grab().save(str(out))
+        save(window, out)
         print(f"{time.monotonic() - begun:5.1f} s  saved {out}: {stage()}, step "
               f"{timeline().last_step}, story {window.top_bar.story_banner.shown_text()!r}, "
               f"prompt {menu.panel.prompt.text()!r}")
@@ -141,11 +149,19 @@ def demo(folder: Path = Path("resources")) -> int:
 
 
 def main() -> int:
-    if sys.argv[1:2] == ["--views"]:
-        return views(Path(sys.argv[2]))
-    if sys.argv[1:2] == ["--demo"]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", type=Path, default=Path("resources/screenshot.png"),
+                        help="the README picture (default resources/screenshot.png)")
+    parser.add_argument("--views", type=Path, metavar="RUN",
+                        help="grab RUN at 1280x720 in the normal and the presentation view")
+    parser.add_argument("--demo", action="store_true",
+                        help="the guided demo's pictures of docs/presenting.md")
+    args = parser.parse_args()
+    if args.views is not None:
+        return views(args.views)
+    if args.demo:
         return demo()
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshot.png")
+    out = args.out
     app = make_app()
     work = Path(tempfile.mkdtemp(prefix="ftgui-shot-"))
     window = MainWindow(QSettings(str(work / "settings.ini"), QSettings.Format.IniFormat))
@@ -171,7 +187,7 @@ def main() -> int:
     window.findChild(QTabWidget, "processTabs").setCurrentIndex(1)  # the incident's cost
     app.processEvents()
     out.parent.mkdir(parents=True, exist_ok=True)
-    window.grab().save(str(out))
+    save(window, out)
     print(f"saved {out} ({window.status_label.text()})")
     window.close()
     return 0
