@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -104,6 +105,31 @@ def spread(values) -> str:
     if not values:
         return "n/a"
     return f"min {min(values):.4g} max {max(values):.4g} n={len(values)}"
+
+
+def bootstrap_interval(statistic, *samples, level: float = 0.9, reps: int = 4000,
+             seed: int = 0) -> tuple[float, float]:
+    """The `level` percentile bootstrap interval of `statistic(*samples)` (Efron and
+    Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13): each sample, a list of
+    repeated measurements (one variant's steps/s per run, a ratio per round), is resampled with
+    replacement on its own, `reps` times. With three runs a variant the interval is about their
+    range: what three runs can show, and no more."""
+    rng = random.Random(seed)
+    samples = [[v for v in sample if v is not None] for sample in samples]
+    values = sorted(statistic(*[rng.choices(s, k=len(s)) for s in samples])
+                    for _ in range(reps))
+    return values[int((1 - level) / 2 * reps)], values[int((1 + level) / 2 * reps) - 1]
+
+
+def decided(low: float, high: float, target: float, at_least: bool = True) -> str:
+    """The table's "met" for a figure whose interval is [`low`, `high`]: "yes" when all of it
+    meets `target` (at least it, or at most it when not `at_least`), "NO" when none of it
+    does, else "undecided" (the runs cannot tell)."""
+    if not at_least:
+        low, high, target = -high, -low, -target
+    if low >= target:
+        return "yes"
+    return "NO" if high < target else "undecided"
 
 
 def require_time() -> None:
@@ -227,9 +253,12 @@ class Table:
         self.bench = bench
         self.rows: list[tuple[str, str, str, str]] = []
 
-    def add(self, figure: str, value: str, target: str = "", met: bool | None = None) -> None:
-        self.rows.append((figure, value, target,
-                          "" if met is None else ("yes" if met else "NO")))
+    def add(self, figure: str, value: str, target: str = "",
+            met: bool | str | None = None) -> None:
+        """One row; `met`: True, False, None (no target) or the words (`decided`)."""
+        if not isinstance(met, str):
+            met = "" if met is None else ("yes" if met else "NO")
+        self.rows.append((figure, value, target, met))
 
     def print(self) -> None:
         print(f"\n-- summary: {self.bench}")
