@@ -29,7 +29,6 @@ from ftgui.core.record import run_lock
 from ftgui.core.record.runs import AUDIT_PLAN, is_run_dir, new_run_dir
 from ftgui.core.settings.config import FAULT_STEPS
 from ftgui.core.settings.schema import SETTINGS, ConfigError
-from ftgui.core.supervision import cluster, fault_plan
 from ftgui.core.supervision.supervisor import Supervisor
 from ftgui.core.timeline.run_figures import read_run
 
@@ -217,12 +216,9 @@ class _Starters:
 
     def _start_one(self, item: _Watched, errors: list, done: threading.Event) -> None:
         try:
-            config = item.run.config
-            # a fault waits for the warm standby, so a warm-standby audit audits warm restarts
-            for step, why in fault_plan.standby_holds(
-                    config, [task.name for task in cluster.tasks(config)]).items():
-                item.supervisor.plan_hold(step, why)
-            item.supervisor.start(config)
+            # a fault waits for the warm standby (`Supervisor.start` plans the holds of
+            # `fault_plan.standby_holds`), so a warm-standby audit audits warm restarts
+            item.supervisor.start(item.run.config)
         except Exception as exc:  # noqa: BLE001 (raised again in the caller's thread)
             errors.append(exc)
         done.set()

@@ -31,7 +31,7 @@ from ftgui.core.record.run_state import INTERRUPTED_REASON, is_decisive, state_f
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import datasets, user_code
 from ftgui.core.settings.config import ConfigError, RunConfig
-from ftgui.core.supervision import cluster, holds, peer_notice
+from ftgui.core.supervision import cluster, fault_plan, holds, peer_notice
 from ftgui.core.supervision.fault_injection import FAULT_SIGNALS, FaultInjection
 from ftgui.core.supervision.fault_schedule import FaultSchedule
 from ftgui.core.supervision.launcher import Launcher, StartError
@@ -286,6 +286,12 @@ class Supervisor:
         except LookupError as exc:
             raise StartError(str(exc)) from None
         resume_check.check(self.run_dir, config, restore)  # refused settings: ConfigError
+        # A planned fault of a run with a warm standby waits until the standby is ready, so
+        # that its recovery is the warm one asked for, from the command line and the window as
+        # in the audit and the demos; a hold planned already (a presenter's) stays.
+        for step, why in fault_plan.standby_holds(
+                config, [task.name for task in cluster.tasks(config)]).items():
+            self._faults.holds.setdefault(step, why)
         self.user_check = user_code.check_start(config, self.run_dir, restore,
                                                 fork=from_step is not None)
         previous = self.config if resume else None

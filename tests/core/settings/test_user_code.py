@@ -598,9 +598,9 @@ def test_a_step_that_changes_when_traced_again_resumes_exactly_from_a_warm_stand
     model.write_text(TRACE_RANDOM_MODEL)
     run_dir = tmp_path / "run"
     # snapshots off: the restart restores checkpoint 40 and redoes 41-45, whose losses must
-    # be those of the first attempt; the pace leaves the standby time to get ready
+    # be those of the first attempt; the kill waits at 45 until the standby is ready
     assert cli.main(["train", str(run_dir), "--model", f"{model}:build", "--steps", "50",
-                     "--checkpoint-every", "20", "--snapshot-every", "0", "--pace", "2",
+                     "--checkpoint-every", "20", "--snapshot-every", "0",
                      "--kill-at-step", "45", "--auto-recover", "--restart-backoff", "0",
                      "--warm-standby"]) == 0
     out = capsys.readouterr().out
@@ -609,6 +609,9 @@ def test_a_step_that_changes_when_traced_again_resumes_exactly_from_a_warm_stand
     assert configmod.load_record(run_dir)["trace_dependent"] is True
     found = events.read_all(run_dir)
     kill = next(k for k, e in enumerate(found) if e["event"] == "fault_injected")
+    # the command line holds a planned fault for the warm standby, as the audit does
+    assert [(e["step"], e["why"]) for e in found[:kill] if e["event"] == "held"] == [
+        (45, "standby")]
     ready = [e for e in found[:kill] if e["event"] == "standby_ready"]
     assert ready and ready[0]["prepared"] is False  # ready before the kill, not prepared
     [restarted] = [e for e in found if e["event"] == "process_started" and e["attempt"] == 1]
