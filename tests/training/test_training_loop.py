@@ -98,6 +98,18 @@ def test_a_scheduled_kill_waits_for_the_save_in_flight_then_reports_and_signals(
     assert (fault["event"], fault["kind"], fault["step"]) == ("fault_injected", "kill", 4)
 
 
+def test_a_stop_asked_for_at_a_planned_kill_step_is_a_preemption_not_the_kill(tmp_path):
+    # Ctrl-C of `ftgui train` while the trainer held at the kill's step for the warm standby:
+    # the hold let go ("asked to stop"), then the kill fired and nothing was saved (a breaker)
+    sent, requests = [], Requests()
+    with events.EventWriter(tmp_path, attempt=0) as writer:
+        hooks = FaultHooks(Faults([("kill", 5, "chief"), ("hang", 5, "worker:1")]), writer,
+                           requests, wait_for_save=lambda: None, send_signal=sent.append)
+        requests.stop = True
+        assert hooks(StepOutput(5, 0.5)) is None
+    assert sent == [] and events.read_all(tmp_path) == []
+
+
 def test_a_worker_writes_a_heartbeat_at_most_once_a_second(tmp_path):
     now = [100.0]
     with events.EventWriter(tmp_path, attempt=0) as writer:

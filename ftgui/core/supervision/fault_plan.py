@@ -68,9 +68,11 @@ def standby_holds(config: RunConfig, targets: list[str]) -> dict[int, str]:
     importing TensorFlow). A preemption is asked for before its step runs, and a kill inside
     a save or a snapshot lands while its step's save or snapshot is written, after the step
     (a hold there waits for that write): they hold after the step before. {} without
-    `warm_standby`, and under `--loop fit` (model.fit has no holds); under
-    `parameter-server` only the chief's faults (the coordinator holds, not the workers)."""
-    if not config.warm_standby or config.loop == "fit":
+    `warm_standby`, with `max_standbys` 0 (no standby will come), and under `--loop fit`
+    (model.fit has no holds); under `parameter-server` only the chief's faults (the
+    coordinator holds, not the workers). A preemption or a kill inside a save or a snapshot
+    at step 1 has no step before it to hold at."""
+    if not config.warm_standby or config.max_standbys == 0 or config.loop == "fit":
         return {}
     before = ("preempt", KILL_IN_SAVE, KILL_IN_SNAPSHOT)
     planned: dict[int, str] = {}

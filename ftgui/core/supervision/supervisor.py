@@ -286,12 +286,7 @@ class Supervisor:
         except LookupError as exc:
             raise StartError(str(exc)) from None
         resume_check.check(self.run_dir, config, restore)  # refused settings: ConfigError
-        # A planned fault of a run with a warm standby waits until the standby is ready, so
-        # that its recovery is the warm one asked for, from the command line and the window as
-        # in the audit and the demos; a hold planned already (a presenter's) stays.
-        for step, why in fault_plan.standby_holds(
-                config, [task.name for task in cluster.tasks(config)]).items():
-            self._faults.holds.setdefault(step, why)
+        self._plan_standby_holds(config)
         self.user_check = user_code.check_start(config, self.run_dir, restore,
                                                 fork=from_step is not None)
         previous = self.config if resume else None
@@ -318,6 +313,17 @@ class Supervisor:
         if self.user_check is not None and not self.user_check.deterministic:
             self.journal.emit("determinism_warning", reason=self.user_check.reason,
                        ops=self.user_check.nondeterministic_ops)
+
+    def _plan_standby_holds(self, config: RunConfig) -> None:
+        """A planned fault of a run with a warm standby waits until the standby is ready, so
+        that its recovery is the warm one asked for, from the command line and the window as
+        in the audit and the demos (`fault_plan.standby_holds`). The holds of an earlier
+        start's faults go (a resume may plan other faults); a presenter's hold stays."""
+        planned = {step: why for step, why in self._faults.holds.items() if why != "standby"}
+        for step, why in fault_plan.standby_holds(
+                config, [task.name for task in cluster.tasks(config)]).items():
+            planned.setdefault(step, why)
+        self._faults.holds = planned
 
     def _adopt_spare(self, config: RunConfig) -> int:
         """Give the launcher the spare trainers built for exactly `config`, if there are some

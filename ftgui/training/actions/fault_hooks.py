@@ -138,6 +138,11 @@ class FaultHooks(Action):
             self.wait_for_save()  # the background save kills the process inside it
         if output.step not in self._signal_steps:
             return None
+        if self.requests.stop:
+            # asked to save and stop (SIGTERM, e.g. Ctrl-C of `ftgui train` while a hold
+            # waited at this step): the preemption is taken at this step; the fault would
+            # throw its save away
+            return None
         for kind, signum, target in self.faults.signals_after(output.step):
             self.wait_for_save()
             self._injected(kind, target, output.step)

@@ -280,6 +280,8 @@ def test_the_faults_a_warm_standby_waits_for():
     inside = RunConfig(steps=50, checkpoint_every=10, kill_in_save_at_step=20,
                        kill_in_snapshot_at_step=33, warm_standby=True)
     assert standby_holds(inside, ["chief"]) == {19: "standby", 32: "standby"}
+    # with no standby kept, none will come: nothing to wait for
+    assert standby_holds(config.replace(warm_standby=True, max_standbys=0), ["chief"]) == {}
     # model.fit has no holds
     assert standby_holds(config.replace(warm_standby=True, loop="fit", preempt_at_step=0,
                                         nan_at_step=0, hang_at_step=0), ["chief"]) == {}

@@ -494,3 +494,16 @@ def test_stopping_with_a_restart_pending_records_that_it_was_cancelled(
     assert from_events(seen)._parked
     supervisor.shutdown()  # nothing pending: nothing more written
     assert len(of_kind(events.read_all(run_dir), "recovery_cancelled")) == 1
+
+
+def test_a_start_plans_the_standby_holds_of_its_own_faults_and_keeps_a_presenters(tmp_path):
+    supervisor = Supervisor(tmp_path / "run")
+    supervisor.plan_hold(7, "presenter")
+    supervisor.plan_hold(20, "presenter")  # a presenter's hold at a fault's step wins
+    supervisor._plan_standby_holds(RunConfig(steps=50, kill_at_step=20, hang_at_step=30,
+                                             warm_standby=True))
+    assert supervisor._faults.holds == {7: "presenter", 20: "presenter", 30: "standby"}
+    # a resume whose fault is gone: its hold goes too (a breaker's window resumed with the
+    # kill removed and still held at its step)
+    supervisor._plan_standby_holds(RunConfig(steps=50, warm_standby=True))
+    assert supervisor._faults.holds == {7: "presenter", 20: "presenter"}
