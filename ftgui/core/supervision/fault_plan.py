@@ -63,24 +63,31 @@ def plan(config: RunConfig, targets: list[str]) -> list[PlannedFault]:
 def standby_holds(config: RunConfig, targets: list[str]) -> dict[int, str]:
     """step -> "standby": the holds (`Supervisor.plan_hold`) that make each planned fault
     that ends a process (kill, hang, preempt, kill-in-save, kill-in-snapshot) of a run with a
-    warm standby wait until the standby is ready, so that its recovery is the warm one the
-    settings ask for (a fault in an attempt's first seconds found the standby still
-    importing TensorFlow). A preemption is asked for before its step runs, and a kill inside
-    a save or a snapshot lands while its step's save or snapshot is written, after the step
-    (a hold there waits for that write): they hold after the step before. {} without
-    `warm_standby`, with `max_standbys` 0 (no standby will come), and under `--loop fit`
-    (model.fit has no holds); under `parameter-server` only the chief's faults (the
-    coordinator holds, not the workers). A preemption or a kill inside a save or a snapshot
-    at step 1 has no step before it to hold at."""
+    warm standby wait until the standby is ready (`standby_hold_faults`)."""
+    return {step: "standby" for step in standby_hold_faults(config, targets)}
+
+
+def standby_hold_faults(config: RunConfig, targets: list[str]) -> dict[int, list[str]]:
+    """step -> the keys of the planned faults that hold after that step until the warm
+    standby is ready, so that their recovery is the warm one the settings ask for (a fault in
+    an attempt's first seconds found the standby still importing TensorFlow). A preemption is
+    asked for before its step runs, and a kill inside a save or a snapshot lands while its
+    step's save or snapshot is written, after the step (a hold there waits for that write):
+    they hold after the step before. {} without `warm_standby`, with `max_standbys` 0 (no
+    standby will come), and under `--loop fit` (model.fit has no holds); under
+    `parameter-server` only the chief's faults (the coordinator holds, not the workers). A
+    preemption or a kill inside a save or a snapshot at step 1 has no step before it to hold
+    at. A hold is due again in a later attempt while one of its faults has not fired
+    (`FaultSchedule`: a kill at 15 and a preemption at 16 both hold after step 15)."""
     if not config.warm_standby or config.max_standbys == 0 or config.loop == "fit":
         return {}
     before = ("preempt", KILL_IN_SAVE, KILL_IN_SNAPSHOT)
-    planned: dict[int, str] = {}
+    planned: dict[int, list[str]] = {}
     for fault in plan(config, targets):
         step = fault.step - 1 if fault.kind in before else fault.step
         if fault.kind != "nan" and step >= 1 and (
                 config.strategy != "parameter-server" or fault.target == "chief"):
-            planned[step] = "standby"
+            planned.setdefault(step, []).append(fault.key)
     return planned
 
 

@@ -34,6 +34,8 @@ class FaultSchedule:
         # planned holds: step -> why (`ftgui.core.supervision.holds`)
         self.holds: dict[int, str] = {}
         self.held: set[int] = set()  # steps the run already held at (a hold happens once)
+        # a standby hold's step -> the keys of its faults: due again while one has not fired
+        self.hold_faults: dict[int, list[str]] = {}
 
     def observe(self, event: dict) -> None:
         """Note a `fault_injected` event of a planned fault (from any attempt's history)."""
@@ -108,7 +110,11 @@ class FaultSchedule:
         return config.launcher == "slurm" and fault.kind in ("kill", "preempt")
 
     def _hold_arg(self, step: int, why: str) -> list[str]:
-        return [] if step in self.held else [f"{holds.KIND}@{step}:{why}"]
+        if why == "standby" and step in self.hold_faults:
+            due = any(key not in self.fired for key in self.hold_faults[step])
+        else:
+            due = step not in self.held
+        return [f"{holds.KIND}@{step}:{why}"] if due else []
 
     def due(self, step: int, held: bool = False) -> list[fault_plan.PlannedFault]:
         """The armed faults due when the chief reports `step`, now counted as fired: those of

@@ -319,11 +319,12 @@ class Supervisor:
         that its recovery is the warm one asked for, from the command line and the window as
         in the audit and the demos (`fault_plan.standby_holds`). The holds of an earlier
         start's faults go (a resume may plan other faults); a presenter's hold stays."""
+        faults = fault_plan.standby_hold_faults(config,
+                                                [task.name for task in cluster.tasks(config)])
         planned = {step: why for step, why in self._faults.holds.items() if why != "standby"}
-        for step, why in fault_plan.standby_holds(
-                config, [task.name for task in cluster.tasks(config)]).items():
-            planned.setdefault(step, why)
-        self._faults.holds = planned
+        for step in faults:
+            planned.setdefault(step, "standby")
+        self._faults.holds, self._faults.hold_faults = planned, faults
 
     def _adopt_spare(self, config: RunConfig) -> int:
         """Give the launcher the spare trainers built for exactly `config`, if there are some

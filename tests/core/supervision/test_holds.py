@@ -12,7 +12,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 
 from ftgui.core.record import events
 from ftgui.core.settings.config import RunConfig
-from ftgui.core.supervision import holds
+from ftgui.core.supervision import fault_plan, holds
 from ftgui.core.supervision.cluster import tasks
 from ftgui.core.supervision.fault_plan import parse_arg
 from ftgui.core.supervision.fault_schedule import FaultSchedule
@@ -103,6 +103,30 @@ def test_every_process_that_counts_steps_holds_once_per_run():
     assert args == [["hold@250:presenter"], ["hold@250:presenter"]]
     schedule.observe({"event": "held", "step": 250, "role": "worker", "index": 0})
     assert [schedule.args_for(config, task, names) for task in tasks(config)] == [[], []]
+
+
+def test_a_standby_hold_is_due_again_while_one_of_its_faults_has_not_fired():
+    # a kill at 15 and a preemption at 16 both hold after step 15: once per run, the
+    # preemption's restart found its standby still importing (a breaker's run)
+    config = RunConfig(steps=40, kill_at_step=15, preempt_at_step=16, warm_standby=True)
+    schedule = FaultSchedule()
+    schedule.hold_faults = fault_plan.standby_hold_faults(config, ["chief"])
+    schedule.holds = {step: "standby" for step in schedule.hold_faults}
+    assert schedule.hold_faults == {15: ["kill@15:chief", "preempt@16:chief"]}
+    [chief] = tasks(config)
+
+    def hold_args():
+        return [arg for arg in schedule.args_for(config, chief, ["chief"])
+                if arg.startswith("hold@")]
+
+    assert hold_args() == ["hold@15:standby"]
+    schedule.observe({"event": "held", "step": 15, "role": "chief", "index": 0})
+    schedule.observe({"event": "fault_injected", "kind": "kill", "step": 15,
+                      "target": "chief", "source": "schedule"})
+    assert hold_args() == ["hold@15:standby"]  # the replay of 11-15 holds for the preemption
+    schedule.observe({"event": "fault_injected", "kind": "preempt", "step": 16,
+                      "target": "chief", "source": "schedule"})
+    assert hold_args() == []
 
 
 def test_a_parameter_server_coordinator_holds_at_the_step_of_a_workers_fault():
