@@ -12,10 +12,12 @@ from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.story import source_words
 from ftgui.qt.table_model import RowsModel, set_up_table
 
-COLUMNS = ("#", "fault", "target", "at step", "detect", "recovery", "steps lost", "time lost",
-           "source", "waiting for Slurm")
-HEADERS = ("#", "fault", "target", "step", "detect", "recovery", "redone", "lost",
-           "source", "Slurm")  # short
+# the story line's figures (redone, lost, restored from) first: at 1280 px the panel shows
+# about six columns, and "redone" was cut off behind detect and recovery (their breakdown)
+COLUMNS = ("#", "fault", "target", "at step", "steps lost", "time lost", "source", "detect",
+           "recovery", "waiting for Slurm")
+HEADERS = ("#", "fault", "target", "step", "redone", "lost", "source", "detect", "recovery",
+           "Slurm")  # short
 SLURM_COLUMN = COLUMNS.index("waiting for Slurm")  # shown only when an incident waited
 TIPS = {"at step": "the last global step reached when the fault hit",
         "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
@@ -44,7 +46,7 @@ class IncidentModel(RowsModel):
     columns = COLUMNS
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        """Short headers (so that every column fits at 1280×720), the full name as tooltip."""
+        """Short headers (the story line's figures fit at 1280×720), the full name as tooltip."""
         if orientation == Qt.Orientation.Horizontal:
             if role == Qt.ItemDataRole.DisplayRole:
                 return HEADERS[section]
@@ -58,7 +60,8 @@ class IncidentModel(RowsModel):
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
-            if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 3:
+            if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 3 and \
+                    COLUMNS[index.column()] != "source":  # figures right, words left
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             return None
         incident = self.rows[index.row()]

@@ -55,7 +55,7 @@ def test_the_story_of_a_crash_and_its_recovery_is_readable_from_the_back(window,
     model = window.incident_panel.model_
     row = [model.data(model.index(0, column)) for column in range(model.columnCount())]
     # the same figures, printed alike (issue 24: the row said 19.75 s, the banner 19.8 s)
-    assert row[3] == "230" and row[6] == "30" and row[7] == "19.8 s" and row[8] == "disk"
+    assert row[3] == "230" and row[4] == "30" and row[5] == "19.8 s" and row[6] == "disk"
     assert "goodput <b>79 %</b>" in window.incident_panel.totals.text()
     banner.ensurePolished()
     assert banner.font().pixelSize() >= 28
@@ -232,3 +232,24 @@ def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path):
     assert shown == "yes"
     assert header.sectionSize(last) >= QFontMetrics(bold).horizontalAdvance(shown) + 8
     win.controller.shutdown()
+
+
+def test_the_incident_table_shows_the_story_lines_figures_at_1280_px(window, tmp_path, qtbot):
+    """The normal view at 1280×720: the incident's redone steps, time lost and source are in
+    view without scrolling (the "redone" column was cut off behind detect and recovery)."""
+    from PySide6.QtWidgets import QTabWidget
+
+    from ftgui.qt.panes.incident_table import COLUMNS
+
+    write_recovered_run(tmp_path / "run")
+    window.open_run(tmp_path / "run")
+    tabs = window.findChild(QTabWidget, "processTabs")
+    tabs.setCurrentWidget(window.incident_panel)
+    table = window.incident_panel.table
+    qtbot.waitUntil(lambda: table.isVisible() and table.viewport().width() > 0)
+    assert table.viewport().width() < 420  # the panel's share of a 1280 px window
+    for name in ("at step", "steps lost", "time lost", "source"):
+        column = COLUMNS.index(name)
+        right = table.columnViewportPosition(column) + table.columnWidth(column)
+        assert 0 <= table.columnViewportPosition(column) and right <= table.viewport().width(), \
+            name
