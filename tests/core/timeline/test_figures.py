@@ -105,6 +105,7 @@ def test_case_12_a_restart_before_the_first_checkpoint_redoes_what_was_done(tmp_
 def test_the_incidents_tab_gives_the_banners_figures_at_every_moment(window, tmp_path):
     """Fed as the controller feeds a live run: the totals line is not frozen at the resume
     (it said 56 % while the banner said 62 %)."""
+    from ftgui.qt.panes.incident_table import COLUMNS
     from ftgui.qt.runs.compare_view import cells
 
     run_dir = crash_and_recovery(tmp_path / "run")
@@ -125,8 +126,9 @@ def test_the_incidents_tab_gives_the_banners_figures_at_every_moment(window, tmp
                 and panel.totals.text().endswith(f"goodput <b>{goodput}</b>")), (
             banner.text(), panel.totals.text())
         model = panel.model_
-        row = [model.data(model.index(0, c)) for c in range(model.columnCount())]
-        assert (row[6], row[7], row[8]) == (redone, lost, "disk")
+        row = dict(zip(COLUMNS, (model.data(model.index(0, c))
+                                 for c in range(model.columnCount())), strict=True))
+        assert (row["steps lost"], row["time lost"], row["source"]) == (redone, lost, "disk")
     assert goodput == "56 %"
     row = cells(read_run(run_dir)[1])  # the comparison table's row of this run
     assert (row[2], row[3], row[7]) == (redone, lost, goodput)
@@ -137,7 +139,7 @@ def test_a_real_run_killed_and_recovered_prints_one_set_of_figures(killed_at_25_
                                                                    qtbot):
     """`ftgui train --kill-at-step 25 --auto-recover`: its summary line, the reopened
     banner, the Incidents tab and the report agree to the printed digit."""
-    from ftgui.qt.panes.incident_table import IncidentPanel
+    from ftgui.qt.panes.incident_table import COLUMNS, IncidentPanel
 
     run_dir, printed = killed_at_25_and_recovered
     banner = story(reopened(run_dir))
@@ -154,7 +156,7 @@ def test_a_real_run_killed_and_recovered_prints_one_set_of_figures(killed_at_25_
     assert panel.totals.text().endswith(f"goodput <b>{goodput}</b>")
     assert f"<b>{redone}</b> steps redone · <b>{lost}</b> lost" in panel.totals.text()
     model = panel.model_
-    assert model.data(model.index(0, 8)) == "disk"
+    assert model.data(model.index(0, COLUMNS.index("source"))) == "disk"
 
 
 @pytest.mark.tf
