@@ -4,7 +4,12 @@ the curves, the newest steps weighing most.
 A fixed corner covered the curve: the bottom left hid a loss that flattens early (steps 70-150
 of a demo), and its box, faded, looked like the pale "loss before the restart". The legend is
 moved only when another corner hides clearly less (`MOVE_BELOW` of what it hides where it is),
-so that it does not wander as each step comes in.
+so that it does not wander as each step comes in. Besides the corners it may slide along the top
+or bottom edge towards the middle (`SLIDES` places each side, as matplotlib's "best" tries the
+edges' middles too): beside a demo's panel the redone inset took the top right, and the top left
+covered the first validation point (a presenter's end-of-demo picture). A validation point weighs
+`VALIDATION_WEIGHT` points of the training curve: one of a dozen dots is a claim a room reads,
+one point of a noisy curve is not.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ MARGIN_PX = 10  # between the legend and the plot's edges (and the marker labels
 RECENT_FRACTION = 0.2  # the newest fifth of the x range ...
 RECENT_WEIGHT = 5.0  # ... counts this much per point: the live edge is what a room watches
 MOVE_BELOW = 0.5  # move when another corner hides less than this share of the current one's
+SLIDES = 4  # places along each edge from a corner to the edge's middle (`corner_rect`'s slide)
+VALIDATION_WEIGHT = 25.0  # a validation point hidden costs this many training-curve points
 # (item and parent anchor, offset) of each corner, as `LegendItem.anchor` takes them
 CORNERS = {"bottom left": ((0, 1), (MARGIN_PX, -MARGIN_PX)),
            "bottom right": ((1, 1), (-MARGIN_PX, -MARGIN_PX)),
@@ -25,11 +32,20 @@ CORNERS = {"bottom left": ((0, 1), (MARGIN_PX, -MARGIN_PX)),
            "top right": ((1, 0), (-MARGIN_PX, MARGIN_PX))}
 
 
-def corner_rect(corner: str, box: QRectF, width: float, height: float, strip_px: float
-                ) -> QRectF:
+def slide_px(box_width: float, width: float, slide: float) -> float:
+    """How far (pixels) a `width`-wide legend slid by `slide` (0: in its corner, 1: in the
+    middle of its edge) is from its corner in a view box `box_width` wide; never negative."""
+    return max(box_width - width - 2 * MARGIN_PX, 0.0) / 2 * slide
+
+
+def corner_rect(corner: str, box: QRectF, width: float, height: float, strip_px: float,
+                slide: float = 0.0) -> QRectF:
     """The scene rectangle a `width` × `height` legend takes at `corner` of the view box
-    `box` (scene coordinates), below the marker labels' strip (`strip_px`) at the top."""
-    left = box.left() + MARGIN_PX if corner.endswith("left") else box.right() - MARGIN_PX - width
+    `box` (scene coordinates), below the marker labels' strip (`strip_px`) at the top, slid
+    towards the middle of its edge by `slide` (0 to 1, `slide_px`)."""
+    shift = slide_px(box.width(), width, slide)
+    left = box.left() + MARGIN_PX + shift if corner.endswith("left") else \
+        box.right() - MARGIN_PX - width - shift
     top = box.top() + strip_px + MARGIN_PX if corner.startswith("top") else \
         box.bottom() - MARGIN_PX - height
     return QRectF(left, top, width, height)
@@ -51,11 +67,13 @@ def hidden(curves: Sequence[tuple[np.ndarray, np.ndarray]], area: tuple[float, f
     return total
 
 
-def best_corner(scores: dict[str, float], current: str) -> str:
-    """The corner to put the legend at, given how much it would hide at each (`scores`; a
-    corner left out may not be used, e.g. the redone inset is drawn there): `current` unless
-    another hides less than `MOVE_BELOW` of it, or `current` is left out (the inset came over
-    the legend when the plot grew shorter: a presenter's screenshots). No corner: `current`."""
+def best_corner(scores: dict, current):
+    """The corner (or any place: a (corner, slide) pair) to put the legend at, given how much
+    it would hide at each (`scores`; a place left out may not be used, e.g. the redone inset
+    is drawn there): `current` unless another hides less than `MOVE_BELOW` of it, or `current`
+    is left out (the inset came over the legend when the plot grew shorter: a presenter's
+    screenshots). No place: `current`. Among equal scores the first in `scores`' order wins
+    (the corners come before their slides)."""
     if not scores:
         return current
     best = min(scores, key=lambda corner: (scores[corner], corner != current))

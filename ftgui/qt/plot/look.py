@@ -45,6 +45,7 @@ class PlotLook:
     max_labelled = MAX_LABELLED
     legend_when_presenting = True  # False: the view names its curves itself (the comparison)
     legend_corner = "bottom left"  # the presentation view's (`legend_place.CORNERS`)
+    legend_slide = 0.0  # ... slid that far towards its edge's middle (`legend_place.slide_px`)
     _legend_looked = -math.inf  # when `_place_legend` last looked (monotonic seconds)
     _legend_scene = None  # the y range and the newest markers it looked at
     _legend_anchored = None  # the (anchor, offset) last given to the legend
@@ -104,6 +105,11 @@ class PlotLook:
         (`legend_place`; the bottom left at first: the early steps run above the view)."""
         corner = CORNERS[self.legend_corner] if self.presenting else ((1, 0), (-10, 10))
         anchor, (dx, dy) = corner
+        if self.presenting and self.legend_slide:
+            shift = legend_place.slide_px(
+                self.getPlotItem().getViewBox().sceneBoundingRect().width(),
+                self.legend.boundingRect().width(), self.legend_slide)
+            dx += shift if anchor[0] == 0 else -shift
         if self.presenting and anchor[1] == 0:  # a top corner: under the marker labels' strip
             dy += self._label_strip_px()
         placed = (anchor, (dx, dy))
@@ -124,39 +130,64 @@ class PlotLook:
         box_item = self.getPlotItem().getViewBox()
         low, high = box_item.viewRange()[1]
         newest = [step for _kind, step, _line in self.markers[-NEWEST_MARKERS_SEEN:]]
+        self._anchor_legend()  # a slid legend's offset follows the view box's width
         if now - self._legend_looked < LEGEND_LOOK_SECONDS and not self._legend_scene_moved(
                 low, high, newest):
             return
         self._legend_looked, self._legend_scene = now, (low, high, newest)
         curves = [(t.series.x(), t.series.y()) for t in self._all_traces() if t.series.size]
+        validation = []
         if self.validation.size:
             order = np.argsort(self.validation.x(), kind="stable")
-            curves.append((self.validation.x()[order], self.validation.y()[order]))
-        if not curves:
+            validation.append((self.validation.x()[order], self.validation.y()[order]))
+        if not curves and not validation:
             return
-        box, size = box_item.sceneBoundingRect(), self.legend.boundingRect()
-        x_low, x_high = box_item.viewRange()[0]
-        recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
-        inset = self.mapToScene(self.inset.geometry()).boundingRect() \
-            if self.inset.isVisible() else None
         scores, across = {}, {}
-        for corner in CORNERS:
-            scene = legend_place.corner_rect(corner, box, size.width(), size.height(),
-                                             self._label_strip_px())
-            if inset is not None and scene.intersects(inset):
-                continue  # the inset is drawn over it
-            rect = box_item.mapSceneToView(scene).boundingRect()
-            score = legend_place.hidden(
-                curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from)
-            # a corner across the newest marker lines (the kill a room has just seen) only
-            # where every corner is
-            crossing = any(rect.left() <= step <= rect.right() for step in newest)
-            (across if crossing else scores)[corner] = score
-        corner = legend_place.best_corner(scores or across, self.legend_corner)
-        if corner != self.legend_corner:
-            self.legend_corner = corner
+        for place in self._legend_places():
+            score, crossing = self._legend_cost(place, curves, validation, newest)
+            if score is not None:  # None: the inset is drawn over it
+                # a place across the newest marker lines (the kill a room has just seen) only
+                # where every place is
+                (across if crossing else scores)[place] = score
+        place = legend_place.best_corner(scores or across,
+                                         (self.legend_corner, self.legend_slide))
+        if place != (self.legend_corner, self.legend_slide):
+            self.legend_corner, self.legend_slide = place
             self._anchor_legend()
             self._layout_labels()
+
+    @staticmethod
+    def _legend_places() -> list[tuple[str, float]]:
+        """(corner, slide) of each place the legend may take: the corners first."""
+        slides = [k / legend_place.SLIDES for k in range(legend_place.SLIDES + 1)]
+        return [(corner, slide) for slide in slides for corner in CORNERS]
+
+    def _legend_cost(self, place: tuple[str, float], curves, validation, newest
+                     ) -> tuple[float | None, bool]:
+        """How much the legend at `place` would hide of `curves` and the `validation` points
+        (`legend_place.hidden`; a validation point counts when its symbol touches the box, and
+        weighs `VALIDATION_WEIGHT`), None where the redone inset is drawn over it; and whether
+        it lies across one of the `newest` markers' steps."""
+        box_item = self.getPlotItem().getViewBox()
+        box, size = box_item.sceneBoundingRect(), self.legend.boundingRect()
+        scene = legend_place.corner_rect(place[0], box, size.width(), size.height(),
+                                         self._label_strip_px(), place[1])
+        if self.inset.isVisible() and scene.intersects(
+                self.mapToScene(self.inset.geometry()).boundingRect()):
+            return None, False
+        x_low, x_high = box_item.viewRange()[0]
+        recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
+        rect = box_item.mapSceneToView(scene).boundingRect()
+        score = legend_place.hidden(
+            curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from)
+        if validation:
+            radius = self.validation_item.opts["symbolSize"] / 2
+            grown = box_item.mapSceneToView(scene.adjusted(-radius, -radius, radius, radius)
+                                            ).boundingRect()
+            score += legend_place.VALIDATION_WEIGHT * legend_place.hidden(
+                validation, (grown.left(), grown.right(), grown.top(), grown.bottom()),
+                recent_from)
+        return score, any(rect.left() <= step <= rect.right() for step in newest)
 
     def _legend_scene_moved(self, low: float, high: float, newest: list[float]) -> bool:
         """Whether the y range (`low`, `high`) or the newest markers' steps differ from what

@@ -143,6 +143,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self.timeline = None
         self.branches.clear()
         self.legend_corner, self._legend_looked = type(self).legend_corner, -math.inf
+        self.legend_slide = type(self).legend_slide
         self._legend_scene = None
         self._anchor_legend()
         self._drawn_markers = self._drawn_redone = self._drawn_validation = 0

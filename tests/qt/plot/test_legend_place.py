@@ -7,6 +7,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import numpy as np
+from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
 
 from ftgui.qt.plot import legend_place
@@ -105,6 +106,44 @@ def test_a_legend_the_inset_came_over_moves_away(qtbot):
     assert plot.inset.isVisible()
     inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
     assert not plot.legend.sceneBoundingRect().intersects(inset), plot.legend_corner
+
+
+
+def test_beside_the_inset_the_legend_slides_off_the_first_validation_point(qtbot):
+    """The end of the Crash-and-recover demo beside its panel: the inset took the top right,
+    and the legend in the top left covered the validation point of step 100 (stage-end.png).
+    It slides along the top instead, clear of every validation point and of the inset."""
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(870, 560)
+    plot.show()
+    rng = np.random.default_rng(3)
+
+    def loss(step):  # a noisy fall, as the demo's MLP: spikes up to 0.25 until step 350
+        return 2.4 * np.exp(-step / 15) + 0.02 + 0.2 * np.exp(-step / 250) * rng.random()
+
+    for step in range(1, 651):
+        plot.add_step(0, step, loss(step))
+    for step in range(601, 1201):
+        plot.add_step(1, step, loss(step))
+    for step, value in zip(range(100, 1201, 100), (0.142, 0.108, 0.1, 0.089, 0.088, 0.089, 0.092,
+                                                     0.092, 0.095, 0.096, 0.097, 0.1),
+                           strict=True):
+        plot.add_validation(step, value)
+    plot.shade_redone(600, 650)
+    plot.add_marker("crash", 650, "killed @ 650")
+    plot.add_marker("resume", 600, "resume ← 600")
+    plot.set_presenting(True)
+    _look_again(plot, 4)
+    assert plot.inset.isVisible()
+    legend = plot.legend.sceneBoundingRect()
+    assert not legend.intersects(plot.mapToScene(plot.inset.geometry()).boundingRect())
+    box = plot.getPlotItem().getViewBox()
+    radius = plot.validation_item.opts["symbolSize"] / 2
+    for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
+        point = box.mapViewToScene(QPointF(x, y))
+        assert not legend.adjusted(-radius, -radius, radius, radius).contains(point), (
+            x, plot.legend_corner, getattr(plot, "legend_slide", 0.0))
 
 
 def test_the_legend_keeps_off_the_kill_a_room_has_just_seen(qtbot):
