@@ -99,7 +99,8 @@ VALIDATION_SYMBOL_PX = 7
 STORY_PX = 15  # the story line in the normal view
 # pixel sizes in the presentation view (at scale 1): ticks and banner legible from the back
 PRESENTING_PX = {"tick": 22, "axis_label": 24, "marker_label": 22, "legend": 20, "story": 32,
-                 "validation_symbol": 12, "marker_label_padding": 6}
+                 "validation_symbol": 12, "marker_label_padding": 6,
+                 "button": 15, "state": 16}  # the top bar's run buttons and state label
 MARKER_LABEL_PADDING_PX = 3  # around a marker label's text, inside its filled box
 MIN_WINDOW_WIDTH = 960  # pixels at scale 1: the window never gets narrower
 FALLBACK_FONT_PT = 9.0  # the base font size when no application exists yet to ask
@@ -294,8 +295,9 @@ class MarkerPens(Mapping):
 # ------------------------------------------------------------------------------ stylesheet
 def stylesheet() -> str:
     """The stylesheet at the current scale for the widgets it names by objectName: the state
-    label (coloured by its `state` property), the bold Kill / Resume buttons and the Runs dock's
-    info line."""
+    label (coloured by its `state` property), the bold Kill / Resume buttons, the Runs dock's
+    info line, and the story line, run buttons and state label larger where their `presenting`
+    property is true (the presentation view)."""
     rules = [
         f"QLabel#stateLabel {{ font-size: {round(STATE_LABEL_PX * _scale)}px; "
         f"font-weight: bold; padding: 0 8px; color: {DEFAULT_STATE_COLOUR}; }}",
@@ -308,6 +310,10 @@ def stylesheet() -> str:
         f"color: {STORY_COLOUR}; background: {STORY_FILL}; padding: 3px 8px; }}",
         f'QLabel#storyBanner[presenting="true"] {{ font-size: {presenting_px("story")}px; '
         f"padding: 6px 12px; }}",
+        # the room sees which button the presenter presses, and the state it leads to
+        f'QPushButton[presenting="true"] {{ font-size: {presenting_px("button")}px; '
+        f"padding: 4px 10px; }}",
+        f'QLabel#stateLabel[presenting="true"] {{ font-size: {presenting_px("state")}px; }}',
     ]
     return "\n".join(rules)
 

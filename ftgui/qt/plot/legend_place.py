@@ -25,6 +25,8 @@ RECENT_WEIGHT = 5.0  # ... counts this much per point: the live edge is what a r
 MOVE_BELOW = 0.5  # move when another corner hides less than this share of the current one's
 SLIDES = 4  # places along each edge from a corner to the edge's middle (`corner_rect`'s slide)
 VALIDATION_WEIGHT = 25.0  # a validation point hidden costs this many training-curve points
+SLIDE_COST = 2.0  # a legend slid to an edge's middle costs as much as 2 points hidden: a
+# corner wins where both hide nothing, and the legend leaves a slid place for a clear corner
 # (item and parent anchor, offset) of each corner, as `LegendItem.anchor` takes them
 CORNERS = {"bottom left": ((0, 1), (MARGIN_PX, -MARGIN_PX)),
            "bottom right": ((1, 1), (-MARGIN_PX, -MARGIN_PX)),

@@ -166,8 +166,8 @@ class PlotLook:
                      ) -> tuple[float | None, bool]:
         """How much the legend at `place` would hide of `curves` and the `validation` points
         (`legend_place.hidden`; a validation point counts when its symbol touches the box, and
-        weighs `VALIDATION_WEIGHT`), None where the redone inset is drawn over it; and whether
-        it lies across one of the `newest` markers' steps."""
+        weighs `VALIDATION_WEIGHT`; sliding costs `SLIDE_COST` at most), None where the redone
+        inset is drawn over it; and whether it lies across one of the `newest` markers' steps."""
         box_item = self.getPlotItem().getViewBox()
         box, size = box_item.sceneBoundingRect(), self.legend.boundingRect()
         scene = legend_place.corner_rect(place[0], box, size.width(), size.height(),
@@ -179,7 +179,8 @@ class PlotLook:
         recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
         rect = box_item.mapSceneToView(scene).boundingRect()
         score = legend_place.hidden(
-            curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from)
+            curves, (rect.left(), rect.right(), rect.top(), rect.bottom()), recent_from
+        ) + legend_place.SLIDE_COST * place[1]
         if validation:
             radius = self.validation_item.opts["symbolSize"] / 2
             grown = box_item.mapSceneToView(scene.adjusted(-radius, -radius, radius, radius)

@@ -37,6 +37,7 @@ class TopBar(QWidget):
                                               "Save a checkpoint after the current step (SIGUSR1)")
         self.state_label = QLabel("idle")
         self.state_label.setObjectName("stateLabel")
+        self.state_label.setWordWrap(True)  # a long state takes two lines, the buttons keep theirs
         self.story_banner = StoryBanner(story(Timeline()))  # at most two lines
 
         self.buttons_row = QWidget()
@@ -84,15 +85,27 @@ class TopBar(QWidget):
             self.state_label.setText(text)
 
     def set_presenting(self, on: bool) -> None:
-        """The story line at the presentation view's size (`on`) or the normal one."""
+        """The story line, the run buttons and the state label at the presentation view's
+        sizes (`on`, `theme.PRESENTING_PX`) or the normal ones."""
         self.story_banner.setProperty("presenting", bool(on))
         self.story_banner.restyle()
+        for widget in (*self.buttons(), self.state_label):
+            theme.set_property(widget, "presenting", bool(on))
+        self._fit_buttons()
 
     def _restyle(self, *_scale) -> None:
-        theme.style(self.kill_button, self.resume_button, self.state_label)
+        theme.style(*self.buttons(), self.state_label)
         self.story_banner.restyle()
+        self._fit_buttons()
+
+    def _fit_buttons(self) -> None:
+        """Each button at least `BUTTON_MIN_WIDTH` and its text wide: beside a demo's panel the
+        row was short and "Checkpoint now" lost its first letters; the state label wraps
+        instead."""
         for button in self.buttons():
-            button.setMinimumWidth(round(BUTTON_MIN_WIDTH * theme.scale()))
+            button.setMinimumWidth(0)
+            button.setMinimumWidth(max(round(BUTTON_MIN_WIDTH * theme.scale()),
+                                       button.sizeHint().width()))
 
 
 

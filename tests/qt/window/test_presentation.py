@@ -253,3 +253,39 @@ def test_the_incident_table_shows_the_story_lines_figures_at_1280_px(window, tmp
         right = table.columnViewportPosition(column) + table.columnWidth(column)
         assert 0 <= table.columnViewportPosition(column) and right <= table.viewport().width(), \
             name
+
+
+def test_the_run_buttons_and_the_state_grow_in_the_presentation_view(window):
+    """The room sees which button the presenter presses and the state it leads to."""
+    widgets = (window.kill_button, window.start_button, window.state_label)
+
+    def pixel_sizes():
+        for widget in widgets:
+            widget.ensurePolished()
+        return [widget.font().pixelSize() for widget in widgets]
+
+    normal = pixel_sizes()
+    window.set_presenting(True)
+    assert pixel_sizes() == [theme.presenting_px("button")] * 2 + [theme.presenting_px("state")]
+    assert all(big > small for big, small in zip(pixel_sizes(), normal, strict=True))
+    window.set_presenting(False)
+    assert pixel_sizes() == normal
+
+
+def test_beside_a_demo_panel_the_buttons_keep_their_text_and_the_state_wraps(qtbot):
+    """The top bar 880 px wide (the window at 1280 beside the guided demo's panel) with a long
+    state: "Checkpoint now" lost its first letters; the state label takes two lines instead."""
+    from ftgui.qt.window.top_bar import TopBar
+
+    bar = TopBar()
+    qtbot.addWidget(bar)
+    bar.resize(880, 120)
+    bar.show()
+    bar.state_label.setText("held — at step 650 for the presenter")
+    bar.set_presenting(True)
+    qtbot.waitUntil(lambda: bar.checkpoint_button.width() > 0)
+    QApplication.processEvents()
+    for button in bar.buttons():
+        assert button.font().pixelSize() == theme.presenting_px("button")
+        assert button.width() >= button.sizeHint().width(), button.text()
+    assert bar.state_label.geometry().right() <= bar.width()
