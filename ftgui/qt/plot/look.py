@@ -131,10 +131,11 @@ class PlotLook:
         low, high = box_item.viewRange()[1]
         newest = [step for _kind, step, _line in self.markers[-NEWEST_MARKERS_SEEN:]]
         self._anchor_legend()  # a slid legend's offset follows the view box's width
+        inset = self._inset_scene_rect()
         if now - self._legend_looked < LEGEND_LOOK_SECONDS and not self._legend_scene_moved(
-                low, high, newest):
+                low, high, newest, inset):
             return
-        self._legend_looked, self._legend_scene = now, (low, high, newest)
+        self._legend_looked, self._legend_scene = now, (low, high, newest, inset)
         curves = [(t.series.x(), t.series.y()) for t in self._all_traces() if t.series.size]
         validation = []
         if self.validation.size:
@@ -149,6 +150,9 @@ class PlotLook:
                 # a place across the newest marker lines (the kill a room has just seen) only
                 # where every place is
                 (across if crossing else scores)[place] = score
+        if not scores and not across:  # the inset is over every place: the least of it
+            scores = {place: self._inset_overlap(place, inset)
+                      for place in self._legend_places()}
         place = legend_place.best_corner(scores or across,
                                          (self.legend_corner, self.legend_slide))
         if place != (self.legend_corner, self.legend_slide):
@@ -169,11 +173,9 @@ class PlotLook:
         weighs `VALIDATION_WEIGHT`; sliding costs `SLIDE_COST` at most), None where the redone
         inset is drawn over it; and whether it lies across one of the `newest` markers' steps."""
         box_item = self.getPlotItem().getViewBox()
-        box, size = box_item.sceneBoundingRect(), self.legend.boundingRect()
-        scene = legend_place.corner_rect(place[0], box, size.width(), size.height(),
-                                         self._label_strip_px(), place[1])
-        if self.inset.isVisible() and scene.intersects(
-                self.mapToScene(self.inset.geometry()).boundingRect()):
+        scene = self._legend_rect(place)
+        inset = self._inset_scene_rect()
+        if inset is not None and scene.intersects(inset):
             return None, False
         x_low, x_high = box_item.viewRange()[0]
         recent_from = x_high - legend_place.RECENT_FRACTION * (x_high - x_low)
@@ -190,15 +192,37 @@ class PlotLook:
                 recent_from)
         return score, any(rect.left() <= step <= rect.right() for step in newest)
 
-    def _legend_scene_moved(self, low: float, high: float, newest: list[float]) -> bool:
-        """Whether the y range (`low`, `high`) or the newest markers' steps differ from what
-        the legend last looked at."""
+    def _legend_rect(self, place: tuple[str, float]):
+        """The scene rectangle of the legend at `place` ((corner, slide))."""
+        size = self.legend.boundingRect()
+        return legend_place.corner_rect(
+            place[0], self.getPlotItem().getViewBox().sceneBoundingRect(), size.width(),
+            size.height(), self._label_strip_px(), place[1])
+
+    def _inset_scene_rect(self):
+        """The redone inset's scene rectangle, None while it is hidden."""
+        inset = getattr(self, "inset", None)
+        if inset is None or not inset.isVisible():
+            return None
+        return self.mapToScene(inset.geometry()).boundingRect()
+
+    def _inset_overlap(self, place: tuple[str, float], inset) -> float:
+        """The area (square pixels) the `inset` rectangle covers of the legend at `place`."""
+        common = self._legend_rect(place).intersected(inset)
+        return common.width() * common.height()
+
+    def _legend_scene_moved(self, low: float, high: float, newest: list[float], inset=None
+                            ) -> bool:
+        """Whether the y range (`low`, `high`), the newest markers' steps or the redone inset's
+        scene rectangle `inset` differ from what the legend last looked at: the inset appears
+        and moves after the markers (a demo's picture just after a kill had the legend under
+        it, another the inset over its right side)."""
         if self._legend_scene is None:
             return True
-        was_low, was_high, was_newest = self._legend_scene
+        was_low, was_high, was_newest, was_inset = self._legend_scene
         span = max(was_high - was_low, 1e-12)
-        return newest != was_newest or max(abs(low - was_low), abs(high - was_high)) > \
-            LEGEND_REFIT * span
+        return newest != was_newest or inset != was_inset or max(
+            abs(low - was_low), abs(high - was_high)) > LEGEND_REFIT * span
 
     def _set_label(self, side: str, text: str) -> None:
         self._labels[side] = text

@@ -146,6 +146,46 @@ def test_beside_the_inset_the_legend_slides_off_the_first_validation_point(qtbot
             x, plot.legend_corner, getattr(plot, "legend_slide", 0.0))
 
 
+
+def test_the_legend_leaves_at_once_where_the_inset_appears(qtbot):
+    """The checkpoint-interval demo just after its kill: the legend had looked (the resume's
+    marker), then the redone range came and its inset was drawn over the legend, a stray grey
+    edge under the inset all the room saw of it (a presenter's picture). The inset appearing
+    (or moving) makes the legend look again at the next redraw, not a second later, also when
+    the y range stays (a short plot, its headroom at the cap)."""
+    import time
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(870, 420)
+    plot.show()
+    plot.set_presenting(True)
+    for step in range(1, 396):
+        plot.add_step(0, step, 0.6 * np.exp(-step / 40) + 0.02 + 0.01 * (step % 5))
+    for step in range(100, 391, 10):
+        plot.add_validation(step, 0.09)
+    plot.add_marker("crash", 395, "killed @ 395")
+    plot.add_marker("resume", 390, "resume ← 390")
+    plot.shade_redone(390, 395)
+    for step in range(391, 411):
+        plot.add_step(1, step, 0.6 * np.exp(-step / 40) + 0.02 + 0.01 * (step % 5))
+    _look_again(plot, 3)
+    assert plot.inset.isVisible()
+    inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
+    under = next(place for place in plot._legend_places()
+                 if plot._legend_rect(place).intersects(inset))
+    # as it was just before the inset came: the legend there, having looked at this y range
+    # and these markers a moment ago
+    plot.legend_corner, plot.legend_slide = under
+    plot._anchor_legend()
+    low, high = plot.getPlotItem().getViewBox().viewRange()[1]
+    plot._legend_scene = (low, high, [395, 390], None)
+    plot._legend_looked = time.monotonic()
+    plot.redraw()
+    QApplication.processEvents()
+    assert not plot.legend.sceneBoundingRect().intersects(inset), (
+        plot.legend_corner, plot.legend_slide)
+
 def test_the_legend_keeps_off_the_kill_a_room_has_just_seen(qtbot):
     """Just after the kill at 650 the legend sat in the top right, over the kill's line and
     the validation points of 500 and 600 (a presenter's picture): a corner across the
