@@ -3,6 +3,7 @@ story line under them (`storyBanner`: the state and the last incident in one sen
 
 from __future__ import annotations
 
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ftgui.core.timeline.model import Timeline
@@ -92,11 +93,25 @@ class TopBar(QWidget):
         for widget in (*self.buttons(), self.state_label):
             theme.set_property(widget, "presenting", bool(on))
         self._fit_buttons()
+        self._reserve_state_lines()
+
+    def _reserve_state_lines(self) -> None:
+        """In the presentation view the state label is always two lines high: one that wrapped
+        to two at a hold was painted clipped until the layout caught up, and the story line
+        and the plot under it moved 5-10 px each time the state changed (helper-21)."""
+        if not self.state_label.property("presenting"):
+            self.state_label.setMinimumHeight(0)
+            return
+        self.state_label.ensurePolished()
+        lines = 2 * QFontMetrics(self.state_label.font()).lineSpacing()
+        frame = self.state_label.height() - self.state_label.contentsRect().height()
+        self.state_label.setMinimumHeight(lines + max(frame, 0))
 
     def _restyle(self, *_scale) -> None:
         theme.style(*self.buttons(), self.state_label)
         self.story_banner.restyle()
         self._fit_buttons()
+        self._reserve_state_lines()
 
     def _fit_buttons(self) -> None:
         """Each button at least `BUTTON_MIN_WIDTH` and its text wide: beside a demo's panel the

@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication
 import pytest
 from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QFontMetrics, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel
 from recorded import CHIEF, T0, write_recovered_run
 
@@ -289,3 +289,12 @@ def test_beside_a_demo_panel_the_buttons_keep_their_text_and_the_state_wraps(qtb
         assert button.font().pixelSize() == theme.presenting_px("button")
         assert button.width() >= button.sizeHint().width(), button.text()
     assert bar.state_label.geometry().right() <= bar.width()
+    # two lines high whatever the state: no clipped frame while the layout catches up, and
+    # nothing under the bar moves when the state changes length
+    label = bar.state_label
+    top = bar.story_banner.geometry().top()
+    label.setText("running")
+    for _ in range(3):
+        QApplication.processEvents()
+    assert label.height() >= 2 * QFontMetrics(label.font()).lineSpacing()
+    assert bar.story_banner.geometry().top() == top
