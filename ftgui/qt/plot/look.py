@@ -25,7 +25,13 @@ from ftgui.qt.plot.focus import (
 )
 from ftgui.qt.plot.legend_place import CORNERS
 from ftgui.qt.plot.marker_line import MarkerLine
-from ftgui.qt.plot.redone_inset import GAP_PX, HEIGHT_FRACTION, LEFT_FRACTION, to_widget
+from ftgui.qt.plot.redone_inset import (
+    GAP_PX,
+    HEIGHT_FRACTION,
+    LEFT_FRACTION,
+    MAX_TOP_SHARE,
+    to_widget,
+)
 
 INSET_SLACK = 0.025  # the inset's left edge moves once off by this share of the view's width
 NEWEST_MARKERS_SEEN = 2  # the legend keeps off the lines of this many newest markers
@@ -311,7 +317,7 @@ class PlotLook:
         top = self._label_strip_px()
         if self.inset_steps() is not None:
             top += GAP_PX + height * HEIGHT_FRACTION
-        share = min(top / height, 0.6)
+        share = min(top / height, MAX_TOP_SHARE)
         low, high = span
         return low, high + (high - low) * share / (1 - share)
 

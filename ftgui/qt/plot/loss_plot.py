@@ -482,7 +482,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
             return
         self._inset_drawn = drawn
         if found is None:
-            self.inset.hide()
+            self.inset.forget()
             return
         if self.inset.show_range(*found[:4], self.presenting):
             self._place_inset()

@@ -24,6 +24,11 @@ LEFT_FRACTION = 0.30  # its left edge at least, along the view box (a falling lo
 GAP_PX = 6  # below the marker labels' strip
 PAD_FRACTION = 0.1  # above and below the redone losses
 MIN_SIZE_PX = (160, 110)  # smaller than this it is not shown
+# the most of the view's height the marker labels' strip and the inset under it take: the
+# presentation view leaves that much room above the losses (`PlotLook._headroom`), so an inset
+# that would reach further down is not shown (it hid the validation points of a demo's plot
+# made short by the checkpoint table under it: helper-21)
+MAX_TOP_SHARE = 0.6
 TICK_PX = {False: 10, True: 16}
 TITLE_PX = {False: 11, True: 17}
 
@@ -43,7 +48,7 @@ def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTI
     view's width (at least `LEFT_FRACTION`, and room for the inset); None when too small."""
     width = view.width() * WIDTH_FRACTION
     height = max(view.height() * HEIGHT_FRACTION, MIN_SIZE_PX[1])
-    if width < MIN_SIZE_PX[0] or strip_px + GAP_PX + height > view.height() * 0.7:
+    if width < MIN_SIZE_PX[0] or strip_px + GAP_PX + height > view.height() * MAX_TOP_SHARE:
         return None
     left = min(max(left_fraction, LEFT_FRACTION), 1.0 - WIDTH_FRACTION - 0.02)
     return QRectF(view.left() + view.width() * left, view.top() + strip_px + GAP_PX,
@@ -51,7 +56,8 @@ def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTI
 
 
 class RedoneInset(pg.PlotWidget):
-    """The inset; `show_range(start, end, earlier, resumed, presenting)` draws it, `hide()`."""
+    """The inset; `show_range(start, end, earlier, resumed, presenting)` draws it, `forget()`
+    hides it, `place(view, strip_px, left_fraction)` puts it where it fits (or hides it)."""
 
     def __init__(self, parent):
         super().__init__(parent=parent, background=theme.PLOT_BACKGROUND, axisItems=loss_axes())
@@ -77,6 +83,7 @@ class RedoneInset(pg.PlotWidget):
         item.addItem(self.new)
         self.steps: tuple[float, float] | None = None  # the redone range shown
         self.presenting: bool | None = None
+        self.drawn = False  # whether `show_range` drew a range (hidden only for want of room)
         self.hide()
 
     def show_range(self, start: float, end: float, earlier: list[tuple[np.ndarray, np.ndarray]],
@@ -91,8 +98,10 @@ class RedoneInset(pg.PlotWidget):
         span = series_range([y for _x, y in old] + [new[1]], PAD_FRACTION)
         finite_old = sum(int(np.isfinite(y).sum()) for _x, y in old)
         if finite_old < 2 or not np.isfinite(new[1]).any() or span is None:
+            self.drawn = False
             self.hide()
             return False
+        self.drawn = True
         self._style(presenting, start, end)
         x = np.concatenate([x for x, _y in old])
         y = np.concatenate([y for _x, y in old])
@@ -103,13 +112,22 @@ class RedoneInset(pg.PlotWidget):
         self.show()
         return True
 
+    def forget(self) -> None:
+        """Hidden, with no range to show again when there is room."""
+        self.drawn = False
+        self.hide()
+
     def place(self, view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION) -> None:
-        """Put the inset at `inset_rect` of the main plot's view box (widget pixels)."""
+        """Put the inset at `inset_rect` of the main plot's view box (widget pixels): hidden
+        where there is no room, shown again where there is once more (the plot grew taller
+        when a demo's stage hid the checkpoint table) if it has a range drawn."""
         rect = inset_rect(view, strip_px, left_fraction)
         if rect is None:
             self.hide()
             return
         self.setGeometry(rect.toRect())
+        if self.drawn and not self.isVisible():
+            self.show()
 
     def _style(self, presenting: bool, start: float, end: float) -> None:
         if (presenting, start, end) == (self.presenting, *(self.steps or (None, None))):

@@ -250,3 +250,32 @@ def _look_again(plot, times: int) -> None:
         plot._legend_looked = -np.inf
         plot.redraw()
         QApplication.processEvents()
+
+
+def test_the_inset_covers_no_validation_point_and_comes_back_when_there_is_room(qtbot):
+    """A demo's stage showed the checkpoint table under the plot: the plot got short and the
+    inset, reaching below the room left above the losses, hid the validation points of
+    400-600 (a presenter's picture). An inset that does not fit in that room is not shown;
+    it comes back when the plot grows again (the stage hid the table)."""
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.show()
+    plot.set_presenting(True)
+    for step in range(1, 651):
+        plot.add_step(0, step, 2.4 * np.exp(-step / 15) + 0.005 + 0.001 * (step % 7))
+    for step in range(601, 771):
+        plot.add_step(1, step, 2.4 * np.exp(-step / 15) + 0.005 + 0.001 * (step % 7))
+    for step in range(100, 701, 100):
+        plot.add_validation(step, 0.09)
+    plot.shade_redone(600, 650)
+    plot.add_marker("crash", 650, "killed @ 650")
+    plot.add_marker("resume", 600, "resume ← 600")
+    box = plot.getPlotItem().getViewBox()
+    for height, shown in ((560, True), (360, False), (420, True), (560, True)):
+        plot.resize(870, height)
+        _look_again(plot, 3)
+        assert plot.inset.isVisible() == shown, height
+        if shown:
+            inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
+            for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
+                assert not inset.contains(box.mapViewToScene(QPointF(x, y))), (height, x)
