@@ -29,7 +29,7 @@ MIN_SIZE_PX = (160, 110)  # smaller than this it is not shown
 # that would reach further down is not shown (it hid the validation points of a demo's plot
 # made short by the checkpoint table under it: helper-21)
 MAX_TOP_SHARE = 0.6
-TICK_PX = {False: 10, True: 16}
+TICK_PX = {False: 10, True: 18}
 TITLE_PX = {False: 11, True: 17}
 
 
@@ -142,7 +142,9 @@ class RedoneInset(pg.PlotWidget):
         for side in ("left", "bottom"):
             axis = item.getAxis(side)
             axis.setTickFont(font)
-            axis.setStyle(tickFont=font, tickTextOffset=2)
+            # only the major ticks labelled: at the presentation view's size the minor ones'
+            # labels touched each other in an inset 110 px high (helper-21)
+            axis.setStyle(tickFont=font, tickTextOffset=2, maxTextLevel=0 if presenting else 2)
             axis.setTextPen(theme.TEXT)
         item.setTitle(f"{start:.0f}–{end:.0f} magnified",
                       color=theme.TEXT, size=f"{round(TITLE_PX[presenting] * scale)}px")

@@ -276,6 +276,11 @@ def test_the_inset_covers_no_validation_point_and_comes_back_when_there_is_room(
         _look_again(plot, 3)
         assert plot.inset.isVisible() == shown, height
         if shown:
+            # its major ticks only are labelled, at a size a room reads (their minor ones'
+            # labels touched each other)
+            axis = plot.inset.getPlotItem().getAxis("left")
+            assert axis.style["maxTextLevel"] == 0
+            assert axis.style["tickFont"].pixelSize() >= 18
             inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
             for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
                 assert not inset.contains(box.mapViewToScene(QPointF(x, y))), (height, x)
