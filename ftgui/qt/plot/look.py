@@ -37,6 +37,7 @@ INSET_SLACK = 0.025  # the inset's left edge moves once off by this share of the
 NEWEST_MARKERS_SEEN = 2  # the legend keeps off the lines of this many newest markers
 LEGEND_LOOK_SECONDS = 1.0  # how often the presentation view looks for a better legend corner
 LEGEND_REFIT = 0.1  # ... and at once when the y range moved by this share of its span
+SHORT_LEGEND_SHARE = 0.3  # a stacked legend taller than this share of the plot: side by side
 
 
 class PlotLook:
@@ -130,6 +131,7 @@ class PlotLook:
         just after it, had the legend where the view before the kill had left it, over the
         newest validation points."""
         now = time.monotonic()
+        self._fit_legend_columns()
         if not self.presenting or self.x_axis != "step" or self.log_y or \
                 not self.legend.isVisible():
             return
@@ -165,6 +167,23 @@ class PlotLook:
             self.legend_corner, self.legend_slide = place
             self._anchor_legend()
             self._layout_labels()
+
+    def _fit_legend_columns(self) -> None:
+        """The legend's names side by side in a short plot of the presentation view (stacked
+        they would take over `SHORT_LEGEND_SHARE` of its height), else one above the other:
+        beside a demo's checkpoint table the stacked legend took 40 % of the plot and hid
+        validation points wherever it went (helper-22)."""
+        count = len(self.legend.items)
+        if not count:
+            return
+        height = self.getPlotItem().getViewBox().sceneBoundingRect().height()
+        row = self.legend.boundingRect().height() / max(self.legend.rowCount, 1)
+        columns = count if self.presenting and height > 0 and \
+            row * count > SHORT_LEGEND_SHARE * height else 1
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(columns)
+            self._legend_scene = None  # its size changed: look for a place again
+            self._anchor_legend()
 
     @staticmethod
     def _legend_places() -> list[tuple[str, float]]:

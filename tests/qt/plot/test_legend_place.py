@@ -280,7 +280,35 @@ def test_the_inset_covers_no_validation_point_and_comes_back_when_there_is_room(
             # labels touched each other)
             axis = plot.inset.getPlotItem().getAxis("left")
             assert axis.style["maxTextLevel"] == 0
-            assert axis.style["tickFont"].pixelSize() >= 18
+            assert axis.style["tickFont"].pixelSize() >= 16
             inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
             for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
                 assert not inset.contains(box.mapViewToScene(QPointF(x, y))), (height, x)
+
+
+def test_in_a_short_plot_the_legends_names_go_side_by_side(qtbot):
+    """A demo's stage with the checkpoint table under the plot: stacked, the legend took 40 %
+    of the plot's height and hid the validation points of 400 and 500 wherever it went
+    (helper-22). In a short plot its names go side by side, and it hides none."""
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.show()
+    plot.set_presenting(True)
+    for step in range(1, 651):
+        plot.add_step(0, step, 2.4 * np.exp(-step / 15) + 0.005 + 0.001 * (step % 7))
+    for step in range(601, 771):
+        plot.add_step(1, step, 2.4 * np.exp(-step / 15) + 0.005 + 0.001 * (step % 7))
+    for step in range(100, 701, 100):
+        plot.add_validation(step, 0.09)
+    plot.shade_redone(600, 650)
+    plot.add_marker("crash", 650, "killed @ 650")
+    plot.add_marker("resume", 600, "resume ← 600")
+    box = plot.getPlotItem().getViewBox()
+    radius = plot.validation_item.opts["symbolSize"] / 2
+    for height, columns in ((340, 3), (560, 1), (340, 3)):
+        plot.resize(870, height)
+        _look_again(plot, 3)
+        assert plot.legend.columnCount == columns, height
+        legend = plot.legend.sceneBoundingRect().adjusted(-radius, -radius, radius, radius)
+        for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
+            assert not legend.contains(box.mapViewToScene(QPointF(x, y))), (height, x)
