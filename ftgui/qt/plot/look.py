@@ -177,9 +177,12 @@ class PlotLook:
         if not count:
             return
         height = self.getPlotItem().getViewBox().sceneBoundingRect().height()
-        row = self.legend.boundingRect().height() / max(self.legend.rowCount, 1)
+        # the names' own heights, the same side by side or stacked (the box's height would
+        # not be: its margins count once per layout, and a legend side by side in a plot
+        # grown tall again stayed so, across the curve: the demo's end picture)
+        stacked = sum(label.boundingRect().height() for _sample, label in self.legend.items)
         columns = count if self.presenting and height > 0 and \
-            row * count > SHORT_LEGEND_SHARE * height else 1
+            stacked > SHORT_LEGEND_SHARE * height else 1
         if columns != self.legend.columnCount:
             self.legend.setColumnCount(columns)
             self._legend_scene = None  # its size changed: look for a place again

@@ -305,7 +305,7 @@ def test_in_a_short_plot_the_legends_names_go_side_by_side(qtbot):
     plot.add_marker("resume", 600, "resume ← 600")
     box = plot.getPlotItem().getViewBox()
     radius = plot.validation_item.opts["symbolSize"] / 2
-    for height, columns in ((340, 3), (560, 1), (340, 3)):
+    for height, columns in ((340, 3), (545, 1), (340, 3)):  # 545: the demo's plot grown again
         plot.resize(870, height)
         _look_again(plot, 3)
         assert plot.legend.columnCount == columns, height
