@@ -381,6 +381,15 @@ class LossPlot(PlotLook, pg.PlotWidget):
                 known = np.isfinite(x)  # steps logged without a time are left out
                 x, y, steps = x[known], y[known], steps[known]
                 smoothed = None if smoothed is None else smoothed[known]
+            lead = trace.lead_in
+            if self.x_axis == "step" and lead is not None and len(steps) and steps[0] > lead[0]:
+                # begun at the restored step's point, the resumed line joins the one before it:
+                # a resume left a gap of one step in the curve (a kill at 45 resumed from 45)
+                x, y, steps = (np.concatenate(([lead[i]], a)) for i, a in ((0, x), (1, y),
+                                                                            (0, steps)))
+                if smoothed is not None:
+                    smoothed = np.concatenate(([lead[1] if lead[2] is None else lead[2]],
+                                               smoothed))
             if self._clip is not None:  # short segments where the curve leaves the view
                 y = np.clip(y, *self._clip)
                 smoothed = None if smoothed is None else np.clip(smoothed, *self._clip)
@@ -426,6 +435,23 @@ class LossPlot(PlotLook, pg.PlotWidget):
                 trace.set_range_limit(self._range_limit())
                 self._dirty.add(trace)
                 self._legend_dirty = True
+            lead = self._restored_point(trace, until)
+            if lead != self.traces[following].lead_in:
+                self.traces[following].lead_in = lead
+                self._dirty.add(self.traces[following])
+
+    def _restored_point(self, trace: Trace, step: float | None
+                        ) -> tuple[float, float, float | None] | None:
+        """(step, loss, smoothed loss or None) of `trace`'s point at global `step` (the one the
+        next line resumed from), None when it has no finite one there."""
+        if step is None or not math.isfinite(step) or not trace.series.size:
+            return None
+        steps = trace.series.x()
+        at = int(np.searchsorted(steps, step))
+        if at >= len(steps) or steps[at] != step or not np.isfinite(trace.series.y()[at]):
+            return None
+        smoothed = float(trace.smoothed(self.smoothing)[at]) if self.smoothing > 0 else None
+        return float(step), float(trace.series.y()[at]), smoothed
 
     def lost_then_redone(self) -> bool:
         """Whether an earlier line of training has steps with a finite loss after the one the

@@ -49,6 +49,10 @@ class Trace:
         # after it (lost, then redone). None: no next line with a first step yet.
         self.kept: Trace | None = None
         self.kept_until: float | None = None
+        # A later line's first point on the step axis: (step, loss, smoothed loss or None) of
+        # the step it resumed from, on the line before it, so that the two join (set by
+        # `LossPlot._update_kept`); None: none known
+        self.lead_in: tuple[float, float, float | None] | None = None
         self._smoothed = np.empty(0, dtype=np.float64)
         self._ema: Ema | None = None
         self._ema_done = 0  # points already smoothed

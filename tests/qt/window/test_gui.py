@@ -257,7 +257,10 @@ def test_events_that_arrive_before_the_plot_exists_are_shown_once_it_does(qtbot,
     assert sorted(plot.series) == [0, 1]
     assert plot.series[0].x().tolist() == [1, 2, 3, 4, 5]
     assert plot.series[1].x().tolist() == [4, 5, 6, 7, 8]
-    assert plot.curves[1].getData()[0].tolist() == [4, 5, 6, 7, 8]  # drawn, not only stored
+    # drawn, not only stored, from the restored step 3 on (its point on the line before: the
+    # two lines join)
+    assert plot.curves[1].getData()[0].tolist() == [3, 4, 5, 6, 7, 8]
+    assert plot.curves[1].getData()[1][0] == 1.0 / 3
     assert plot.validation.x().tolist() == [5]
     assert [(kind, step) for kind, step, _ in plot.markers] == [("crash", 5.0), ("resume", 3.0)]
     assert [tuple(region.getRegion()) for region in plot.regions] == [(3.0, 5.0)]
@@ -265,7 +268,7 @@ def test_events_that_arrive_before_the_plot_exists_are_shown_once_it_does(qtbot,
     with EventWriter(run_dir, 1) as live:  # from now on events go to the plot itself
         live.emit("step", time=t0 + 19, step=9, loss=1.0 / 9)
     win.controller.tick()
-    assert plot.curves[1].getData()[0].tolist() == [4, 5, 6, 7, 8, 9]
+    assert plot.curves[1].getData()[0].tolist() == [3, 4, 5, 6, 7, 8, 9]
     win.controller.shutdown()
 
 
