@@ -153,7 +153,7 @@ class PlotLook:
             return
         scores, across = {}, {}
         for place in self._legend_places():
-            score, crossing = self._legend_cost(place, curves, validation, newest)
+            score, crossing = self._legend_cost(place, curves, validation, newest, inset)
             if score is not None:  # None: the inset is drawn over it
                 # a place across the newest marker lines (the kill a room has just seen) only
                 # where every place is
@@ -194,15 +194,15 @@ class PlotLook:
         slides = [k / legend_place.SLIDES for k in range(legend_place.SLIDES + 1)]
         return [(corner, slide) for slide in slides for corner in CORNERS]
 
-    def _legend_cost(self, place: tuple[str, float], curves, validation, newest
+    def _legend_cost(self, place: tuple[str, float], curves, validation, newest, inset
                      ) -> tuple[float | None, bool]:
         """How much the legend at `place` would hide of `curves` and the `validation` points
         (`legend_place.hidden`; a validation point counts when its symbol touches the box, and
         weighs `VALIDATION_WEIGHT`; sliding costs `SLIDE_COST` at most), None where the redone
-        inset is drawn over it; and whether it lies across one of the `newest` markers' steps."""
+        inset (its scene rectangle `inset`, None when hidden) is drawn over it; and whether it
+        lies across one of the `newest` markers' steps."""
         box_item = self.getPlotItem().getViewBox()
         scene = self._legend_rect(place)
-        inset = self._inset_scene_rect()
         if inset is not None and scene.intersects(inset):
             return None, False
         x_low, x_high = box_item.viewRange()[0]
