@@ -138,13 +138,9 @@ def test_beside_the_inset_the_legend_slides_off_the_first_validation_point(qtbot
     assert plot.inset.isVisible()
     legend = plot.legend.sceneBoundingRect()
     assert not legend.intersects(plot.mapToScene(plot.inset.geometry()).boundingRect())
-    box = plot.getPlotItem().getViewBox()
     radius = plot.validation_item.opts["symbolSize"] / 2
-    for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
-        point = box.mapViewToScene(QPointF(x, y))
-        assert not legend.adjusted(-radius, -radius, radius, radius).contains(point), (
-            x, plot.legend_corner, getattr(plot, "legend_slide", 0.0))
-
+    assert _validation_under(plot, legend.adjusted(-radius, -radius, radius, radius)) == [], (
+        plot.legend_corner, plot.legend_slide)
 
 
 def test_the_legend_leaves_at_once_where_the_inset_appears(qtbot):
@@ -257,20 +253,7 @@ def test_the_inset_covers_no_validation_point_and_comes_back_when_there_is_room(
     inset, reaching below the room left above the losses, hid the validation points of
     400-600 (a presenter's picture). An inset that does not fit in that room is not shown;
     it comes back when the plot grows again (the stage hid the table)."""
-    plot = LossPlot()
-    qtbot.addWidget(plot)
-    plot.show()
-    plot.set_presenting(True)
-    for step in range(1, 651):
-        plot.add_step(0, step, 2.4 * np.exp(-step / 15) + 0.005 + 0.001 * (step % 7))
-    for step in range(601, 771):
-        plot.add_step(1, step, 2.4 * np.exp(-step / 15) + 0.005 + 0.001 * (step % 7))
-    for step in range(100, 701, 100):
-        plot.add_validation(step, 0.09)
-    plot.shade_redone(600, 650)
-    plot.add_marker("crash", 650, "killed @ 650")
-    plot.add_marker("resume", 600, "resume ← 600")
-    box = plot.getPlotItem().getViewBox()
+    plot = _resumed_after_650(qtbot)
     for height, shown in ((560, True), (360, False), (420, True), (560, True)):
         plot.resize(870, height)
         _look_again(plot, 3)
@@ -282,14 +265,26 @@ def test_the_inset_covers_no_validation_point_and_comes_back_when_there_is_room(
             assert axis.style["maxTextLevel"] == 0
             assert axis.style["tickFont"].pixelSize() >= 16
             inset = plot.mapToScene(plot.inset.geometry()).boundingRect()
-            for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
-                assert not inset.contains(box.mapViewToScene(QPointF(x, y))), (height, x)
+            assert _validation_under(plot, inset) == [], height
 
 
 def test_in_a_short_plot_the_legends_names_go_side_by_side(qtbot):
     """A demo's stage with the checkpoint table under the plot: stacked, the legend took 40 %
     of the plot's height and hid the validation points of 400 and 500 wherever it went
     (helper-22). In a short plot its names go side by side, and it hides none."""
+    plot = _resumed_after_650(qtbot)
+    radius = plot.validation_item.opts["symbolSize"] / 2
+    for height, columns in ((340, 3), (545, 1), (340, 3)):  # 545: the demo's plot grown again
+        plot.resize(870, height)
+        _look_again(plot, 3)
+        assert plot.legend.columnCount == columns, height
+        legend = plot.legend.sceneBoundingRect().adjusted(-radius, -radius, radius, radius)
+        assert _validation_under(plot, legend) == [], height
+
+
+def _resumed_after_650(qtbot) -> LossPlot:
+    """The presentation view's plot of the Crash-and-recover demo once resumed: killed at 650,
+    resumed from 600, on to 770, a validation point of 0.09 every 100 steps."""
     plot = LossPlot()
     qtbot.addWidget(plot)
     plot.show()
@@ -303,12 +298,12 @@ def test_in_a_short_plot_the_legends_names_go_side_by_side(qtbot):
     plot.shade_redone(600, 650)
     plot.add_marker("crash", 650, "killed @ 650")
     plot.add_marker("resume", 600, "resume ← 600")
+    return plot
+
+
+def _validation_under(plot, rect) -> list[float]:
+    """The steps of `plot`'s validation points whose centres lie in the scene rectangle
+    `rect`."""
     box = plot.getPlotItem().getViewBox()
-    radius = plot.validation_item.opts["symbolSize"] / 2
-    for height, columns in ((340, 3), (545, 1), (340, 3)):  # 545: the demo's plot grown again
-        plot.resize(870, height)
-        _look_again(plot, 3)
-        assert plot.legend.columnCount == columns, height
-        legend = plot.legend.sceneBoundingRect().adjusted(-radius, -radius, radius, radius)
-        for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True):
-            assert not legend.contains(box.mapViewToScene(QPointF(x, y))), (height, x)
+    return [float(x) for x, y in zip(plot.validation.x(), plot.validation.y(), strict=True)
+            if rect.contains(box.mapViewToScene(QPointF(x, y)))]
