@@ -1,5 +1,6 @@
 """A timeline's loss plot as plain SVG text (no Qt, no plotting library): one `<polyline>` per
-segment (line of training), redone step ranges shaded, markers as dashed vertical lines, and
+segment (line of training; a resumed one begins at the point of the step it restored, as in the
+window), redone step ranges shaded, markers as dashed vertical lines, and
 axes with a few round ticks. Used by the HTML report."""
 
 from __future__ import annotations
@@ -62,10 +63,14 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
     """The SVG element (a string) for `timeline`: x is the global step, y the training loss.
     Non-finite losses are left out of the lines (the NaN marker shows where)."""
     lines = []
-    for segment in timeline.segments:
+    for index, segment in enumerate(timeline.segments):
         x, y = segment.series.x(), segment.series.y()
         finite = np.isfinite(y)
-        lines.append(thin(x[finite], y[finite]))
+        x, y = thin(x[finite], y[finite])
+        lead = _restored_point(timeline, index)
+        if lead is not None:  # as in the window: a resume leaves no one-step gap
+            x, y = np.concatenate(([lead[0]], x)), np.concatenate(([lead[1]], y))
+        lines.append((x, y))
     xs = [x for x, _ in lines if len(x)] + [np.array([m.step for m in timeline.markers],
                                                      dtype=float)]
     ys = [y for _, y in lines if len(y)]
@@ -116,6 +121,22 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
                      f"{escape(marker.label)}</text>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _restored_point(timeline: Timeline, index: int) -> tuple[float, float] | None:
+    """(step, loss) where segment `index` began: the finite point of the newest earlier
+    segment at the step before its first one (the state it restored), None when no earlier
+    segment has one there (a fresh start, or a restore the curve never logged)."""
+    steps = timeline.segments[index].series.x()
+    if not len(steps):
+        return None
+    restored = steps[0] - 1
+    for earlier in reversed(timeline.segments[:index]):
+        x, y = earlier.series.x(), earlier.series.y()
+        at = int(np.searchsorted(x, restored))
+        if at < len(x) and x[at] == restored:
+            return (float(restored), float(y[at])) if np.isfinite(y[at]) else None
+    return None
 
 
 def _axes(sx, sy, x_range, y_range, box) -> list[str]:

@@ -87,3 +87,33 @@ def test_the_report_svg_of_a_single_step():
     svg = plot_svg(constant_run(0.75, steps=1))
     assert "nan" not in svg
     assert re.search(r'class="segment"[^>]*points="[0-9.]+,168.0"', svg)
+
+
+def resumed_run(killed_after: int, resumed_from: int, steps: int = 60) -> Timeline:
+    timeline = Timeline()
+    events = [{"event": "run_started", "time": 0.0, "attempt": 0}]
+    events += [{"event": "step", "time": 1.0 + s, "attempt": 0, "step": s, "loss": 1.0 / s}
+               for s in range(1, killed_after + 1)]
+    events += [{"event": "step", "time": 100.0 + s, "attempt": 1, "step": s, "loss": 1.0 / s}
+               for s in range(resumed_from + 1, steps + 1)]
+    timeline.feed(events)
+    return timeline
+
+
+def polylines(svg: str) -> list[list[tuple[float, float]]]:
+    return [[tuple(map(float, p.split(","))) for p in found.split()]
+            for found in re.findall(r'class="segment"[^>]*points="([^"]+)"', svg)]
+
+
+@pytest.mark.parametrize(("killed_after", "resumed_from"), [(45, 45), (50, 40)])
+def test_the_report_svg_joins_a_resumed_line_at_its_restored_step(killed_after, resumed_from):
+    """The resumed attempt's line begins at the point of the step it restored, as the window
+    draws it: a resume that redid nothing leaves no one-step gap in the report's curve."""
+    first, resumed = polylines(plot_svg(resumed_run(killed_after, resumed_from)))
+    assert len(first) == killed_after and len(resumed) == 60 - resumed_from + 1
+    assert resumed[0] == first[resumed_from - 1]  # the same (x, y) on the page
+
+
+def test_the_report_svg_starts_a_fresh_line_where_it_starts():
+    lines = polylines(plot_svg(constant_run(0.5, steps=10)))
+    assert [len(line) for line in lines] == [10]
