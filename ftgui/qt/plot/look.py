@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFontMetricsF
 
 from ftgui.core.timeline.axis_range import finite_extent, is_flat, padded_range
 from ftgui.qt import theme
@@ -86,6 +86,10 @@ class PlotLook:
             axis.enableAutoSIPrefix(False)  # "loss (x0.001)" over 0–200 misleads a room
             axis.setPen(theme.SECONDARY_TEXT)
             self._set_label(side, self._labels[side])
+        # room above the view for half a label: a tick at its top edge (the presentation
+        # view fits y to round figures) lost the top half of its label to the widget's edge
+        half_label = math.ceil(QFontMetricsF(tick_font).height() / 2)
+        item.layout.setContentsMargins(1, half_label, 1, 1)
         legend_size = (f"{theme.presenting_px('legend')}px" if presenting
                        else f"{theme.LEGEND_FONT_PT * theme.scale():.1f}pt")
         self.legend.opts["labelTextSize"] = legend_size
