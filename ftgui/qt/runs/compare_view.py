@@ -46,6 +46,9 @@ FIGURES_PX = {False: 13, True: 24}  # the large lines over the plot
 COMPARE_LABELLED = 10  # a chaos demo's five faults, each with its resume, all named
 COMPARE_LABEL_ROWS = 3  # each run's kill and resume labelled: two runs' resumes need a row each
 MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
+# A final loss prints with 4 to 6 significant digits when that tells the runs apart ("0.07339 ·
+# 0.04708"); 17 digits each over the comparison's plot were noise to a room.
+MIN_LOSS_DIGITS, MAX_LOSS_DIGITS = 4, 6
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
 
 
@@ -57,19 +60,35 @@ def same_bits(a: float | None, b: float | None) -> bool:
         a == b or (math.isnan(a) and math.isnan(b)))
 
 
-def loss_text(figures: RunFigures, rows: list[RunFigures]) -> str:
-    """The final loss in full (the shortest digits that give its float back, so two equal
-    texts are equal floats), and "= NAME, bitwise" when an earlier run of `rows` ended on the
-    same bits; "—" without a finite loss."""
+def distinct_digits(losses: list[float | None]) -> int | None:
+    """The fewest significant digits, from `MIN_LOSS_DIGITS` to `MAX_LOSS_DIGITS`, at which
+    the different finite floats of `losses` all print differently; None when there are fewer
+    than two or more digits are needed (two losses a few bits apart: only their full digits
+    tell them apart)."""
+    finite = {x for x in losses if x is not None and math.isfinite(x)}
+    if len(finite) < 2:
+        return None
+    for digits in range(MIN_LOSS_DIGITS, MAX_LOSS_DIGITS + 1):
+        if len({f"{x:.{digits}g}" for x in finite}) == len(finite):
+            return digits
+    return None
+
+
+def loss_text(figures: RunFigures, rows: list[RunFigures], digits: int | None = None) -> str:
+    """The final loss in full (the shortest digits that give its float back), or with
+    `digits` significant digits (`distinct_digits` of `rows`: two equal texts are still equal
+    floats), and "= NAME, bitwise" when an earlier run of `rows` ended on the same bits; "—"
+    without a finite loss."""
     loss = figures.final_loss
     if loss is None or not math.isfinite(loss):
         return "—"
+    text = repr(loss) if digits is None else f"{loss:.{digits}g}"
     for other in rows:
         if other is figures:
             break
         if same_bits(loss, other.final_loss):
-            return f"{loss!r} = {other.name}, bitwise"
-    return repr(loss)
+            return f"{text} = {other.name}, bitwise"
+    return text
 
 
 def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[str, ...]:
@@ -104,15 +123,18 @@ def unbroken_clauses(line: str) -> str:
 
 
 def final_line(rows: list[RunFigures]) -> str:
-    """One line on the final losses: which runs ended on the first run's bits, or each
-    run's final loss in full when they differ."""
+    """One line on the final losses: which runs ended on the first run's bits (the loss in
+    full), or each run's final loss when they differ, with the fewest digits that tell them
+    apart (`distinct_digits`; the table and the tooltip give them in full)."""
     if len(rows) < 2:
         return ""
     first = rows[0]
     equal = [row.name for row in rows[1:] if same_bits(row.final_loss, first.final_loss)]
     if len(equal) == len(rows) - 1:
         return f"final loss {loss_text(first, rows)}: {', '.join(equal)} = {first.name}, bitwise"
-    return "final loss " + " · ".join(f"{row.name} {loss_text(row, rows)}" for row in rows)
+    digits = distinct_digits([row.final_loss for row in rows])
+    return "final loss " + " · ".join(f"{row.name} {loss_text(row, rows, digits)}"
+                                      for row in rows)
 
 
 class FiguresModel(RowsModel):

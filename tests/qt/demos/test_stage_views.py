@@ -396,6 +396,25 @@ def test_final_losses_that_differ_are_shown_in_full():
     assert loss_text(run("d", None), rows) == "—"
 
 
+def test_final_losses_far_apart_show_the_digits_that_tell_them_apart():
+    """Over the comparison's plot, 0.07338647544384003 · 0.04708482325077057 were 17 digits
+    each for a room to read; the table and the tooltip keep them in full."""
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import cells, final_line
+
+    def run(name, loss):
+        return RunFigures(name, 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 10, loss)
+
+    rows = [run("custom loop", 0.07338647544384003), run("model.fit", 0.04708482325077057)]
+    assert final_line(rows) == "final loss custom loop 0.07339 · model.fit 0.04708"
+    assert cells(rows[1], rows)[-1] == "0.04708482325077057"
+    close = [run("a", 0.01234561), run("b", 0.01234549), run("c", 0.01234561)]
+    assert final_line(close) == "final loss a 0.012346 · b 0.012345 · c 0.012346 = a, bitwise"
+    closer = [run("a", 0.0123456781), run("b", 0.0123456789)]  # 7 digits: in full
+    assert final_line(closer) == "final loss a 0.0123456781 · b 0.0123456789"
+    assert final_line([run("a", 0.5), run("b", 0.5)]) == "final loss 0.5: b = a, bitwise"
+
+
 def test_a_stage_names_the_pane_its_text_points_at():
     import tomllib
 
