@@ -181,9 +181,10 @@ def losses_and_validations(seen: list[dict]) -> tuple[dict, dict]:
     return steps, validations
 
 
-def write_chaos_run(run_dir, faults: int = 12, total: int = 1200) -> None:
-    """A `total`-step run killed every 90 steps (`faults` times) and resumed each time from
-    10 steps back."""
+def write_chaos_run(run_dir, faults: int = 12, total: int = 1200, kind: str = "kill",
+                    source: str = "chaos") -> None:
+    """A `total`-step run killed every 90 steps (`faults` times; `kind` and `source`: the
+    `fault_injected` event's) and resumed each time from 10 steps back."""
     configmod.save(run_dir, RunConfig(steps=total, checkpoint_every=10))
     step, time = 0, T0
     for attempt in range(faults + 1):
@@ -202,8 +203,8 @@ def write_chaos_run(run_dir, faults: int = 12, total: int = 1200) -> None:
                 w.emit("step", time=time, step=s, loss=2.0 / s)
             step = last
             if attempt < faults:
-                w.emit("fault_injected", time=time, kind="kill", target="chief", step=step,
-                       source="chaos")
+                w.emit("fault_injected", time=time, kind=kind, target="chief", step=step,
+                       source=source)
                 w.emit("process_exited", time=time + 0.1, pid=10 + attempt, last_step=step,
                        signal=9, signal_name="SIGKILL", decisive=True, shutdown=False,
                        role="chief", index=0, chief=True)

@@ -118,7 +118,8 @@ def incidents_table(timeline: Timeline) -> str:
              seconds(i.recovery_seconds),
              formatting.seconds(i.time_lost),
              story.source_words(i) or "—"] for i in timeline.incidents]
-    return _table(["fault", "target", "source", "at step", "resumed from", "steps lost",
+    # the words of the window's Incidents tab and story line: "steps redone", "fired by"
+    return _table(["fault", "target", "fired by", "at step", "resumed from", "steps redone",
                    "detected after", "recovery", "time lost", "restored from"], rows,
                   numeric={3, 4, 5, 6, 7, 8}, name="incidents")
 

@@ -13,11 +13,13 @@ from ftgui.core.timeline.story import source_words
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 # the story line's figures (redone, lost, restored from) first: at 1280 px the panel shows
-# about six columns, and "redone" was cut off behind detect and recovery (their breakdown)
+# about six columns, and "redone" was cut off behind detect and recovery (their breakdown);
+# what fired the fault has a column of its own after them ("kill (schedule)" in the fault
+# column pushed "source" out of view)
 COLUMNS = ("#", "fault", "target", "at step", "steps lost", "time lost", "source", "detect",
-           "recovery", "waiting for Slurm")
+           "recovery", "fired by", "waiting for Slurm")
 HEADERS = ("#", "fault", "target", "step", "redone", "lost", "source", "detect", "recovery",
-           "Slurm")  # short
+           "fired by", "Slurm")  # short
 SLURM_COLUMN = COLUMNS.index("waiting for Slurm")  # shown only when an incident waited
 TIPS = {"at step": "the last global step reached when the fault hit",
         "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
@@ -31,6 +33,9 @@ TIPS = {"at step": "the last global step reached when the fault hit",
         "source": "what the recovery restored: memory (an in-memory snapshot), just in time (a "
                   "checkpoint a survivor saved at the failure), disk (a periodic checkpoint), "
                   "none (nothing saved yet: trained again from step 0)",
+        "fired by": "what fired the fault: user (a button, a key or a menu), schedule (a "
+                    "planned fault: --kill-at-step and the like, chaos), timer "
+                    "(--kill-after-seconds); — for a crash ftgui did not cause",
         "waiting for Slurm": "seconds the recovery's batch job waited as PENDING for Slurm, "
                              "part of the recovery (the incident line's \"waiting for Slurm\" "
                              "phase); — when its start did not wait in Slurm's queue"}
@@ -61,7 +66,7 @@ class IncidentModel(RowsModel):
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or role != Qt.ItemDataRole.DisplayRole:
             if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 3 and \
-                    COLUMNS[index.column()] != "source":  # figures right, words left
+                    COLUMNS[index.column()] not in ("source", "fired by"):  # figures right
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             return None
         incident = self.rows[index.row()]
@@ -69,8 +74,9 @@ class IncidentModel(RowsModel):
         if column == "#":
             return str(index.row() + 1)
         if column == "fault":
-            source = f" ({incident.source})" if incident.source else ""
-            return f"{incident.kind}{source}"
+            return incident.kind
+        if column == "fired by":
+            return incident.source or "—"
         if column == "target":
             return incident.target
         if column == "at step":

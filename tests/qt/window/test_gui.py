@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QLabel, QPushButton, QTabWidget, QWidget
 from ftgui.core.record.events import EventWriter
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings.config import RunConfig
+from ftgui.qt.panes.incident_table import COLUMNS
 from ftgui.qt.plot.loss_plot import LossPlot
 from ftgui.qt.window.main_window import MainWindow
 
@@ -354,7 +355,8 @@ def test_a_reopened_run_lists_its_incidents_with_their_cost(window, tmp_path):
     model = window.incident_panel.model_
     assert model.rowCount() == 1
     cells = [model.data(model.index(0, column)) for column in range(model.columnCount())]
-    assert cells[:4] == ["1", "kill (user)", "chief", "7"]
+    assert cells[:4] == ["1", "kill", "chief", "7"]
+    assert cells[COLUMNS.index("fired by")] == "user"
     assert cells[4] == "2"  # steps 6 and 7 were computed twice
     assert "1</b> incident · <b>2</b> steps redone" in window.incident_panel.totals.text()
     assert window.findChild(QTabWidget, "processTabs").tabText(1) == "Incidents (1)"

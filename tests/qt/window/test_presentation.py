@@ -12,7 +12,7 @@ from conftest import PLOT_READY_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QFontMetrics, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel
-from recorded import CHIEF, T0, write_recovered_run
+from recorded import CHIEF, T0, write_chaos_run, write_recovered_run
 
 from ftgui import cli
 from ftgui.core.checkpoints import listing
@@ -234,14 +234,21 @@ def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path):
     win.controller.shutdown()
 
 
-def test_the_incident_table_shows_the_story_lines_figures_at_1280_px(window, tmp_path, qtbot):
+@pytest.mark.parametrize("run", ["recovered", "five scheduled preemptions"])
+def test_the_incident_table_shows_the_story_lines_figures_at_1280_px(window, tmp_path, qtbot,
+                                                                     run):
     """The normal view at 1280×720: the incident's redone steps, time lost and source are in
-    view without scrolling (the "redone" column was cut off behind detect and recovery)."""
+    view without scrolling (the "redone" column was cut off behind detect and recovery; a
+    user's chaos run, its faults "kill (schedule)" and a vertical scroll bar, cut "source")."""
     from PySide6.QtWidgets import QTabWidget
 
     from ftgui.qt.panes.incident_table import COLUMNS
 
-    write_recovered_run(tmp_path / "run")
+    if run == "recovered":
+        write_recovered_run(tmp_path / "run")
+    else:
+        write_chaos_run(tmp_path / "run", faults=5, total=600, kind="preempt",
+                        source="schedule")
     window.open_run(tmp_path / "run")
     tabs = window.findChild(QTabWidget, "processTabs")
     tabs.setCurrentWidget(window.incident_panel)

@@ -393,7 +393,7 @@ def test_an_incident_ended_by_a_fork_reads_as_unrecovered_not_pending(qtbot):
     model = panel.model_
     row = {column: model.data(model.index(0, i)) for i, column in enumerate(COLUMNS)}
     assert (row["fault"], row["at step"], row["recovery"], row["steps lost"],
-            row["time lost"]) == ("kill (user)", "30", "none (fork)", "—", "—")
+            row["time lost"]) == ("kill", "30", "none (fork)", "—", "—")
     assert "<b>0</b> steps redone" in panel.totals.text()
 
 
@@ -420,7 +420,7 @@ def test_an_incident_whose_restart_crashed_shows_its_time_and_hands_on_the_redo(
     rows = [{column: model.data(model.index(r, i)) for i, column in enumerate(COLUMNS)}
             for r in (0, 1)]
     assert [(row["fault"], row["recovery"], row["steps lost"], row["time lost"])
-            for row in rows] == [("kill (user)", "none (restart crashed)", "—", "4.0 s"),
+            for row in rows] == [("kill", "none (restart crashed)", "—", "4.0 s"),
                                  ("crash", "6.50 s", "10", "16.5 s")]  # 41 - 34.5 + 10 × 1
     assert "<b>10</b> steps redone · <b>20.5 s</b> lost" in panel.totals.text()
     assert incident_line(timeline.incidents[0]) == (
