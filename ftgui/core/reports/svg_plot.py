@@ -1,7 +1,8 @@
 """A timeline's loss plot as plain SVG text (no Qt, no plotting library): one `<polyline>` per
-segment (line of training; a resumed one begins at the point of the step it restored, as in the
-window), redone step ranges shaded, markers as dashed vertical lines, and
-axes with a few round ticks. Used by the HTML report."""
+segment (line of training, all in the run's one colour; a resumed one begins at the point of
+the step it restored, as in the window; a fork's abandoned steps pale and dashed), redone step
+ranges shaded, markers as dashed vertical lines with labels that never overlap, and axes with a
+few round ticks. Used by the HTML report."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ from ftgui.core.timeline.model import Timeline
 WIDTH, HEIGHT = 900, 360  # px
 MARGIN = {"left": 64, "right": 16, "top": 16, "bottom": 40}
 MAX_POINTS = 2000  # per polyline; longer segments keep each bucket's lowest and highest loss
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
+# The run is one curve, as in the window: every attempt in its blue (a resumed one redoes the
+# same losses over the earlier one's), a fork's abandoned steps pale and dashed. One colour per
+# attempt, without a legend, read as the kill's red and the resume's green markers.
+CURVE_COLOUR, ABANDONED_COLOUR = "#1f77b4", "#9fb7cf"
+LABEL_ROWS, LABEL_ROW_PX, CHAR_PX = 3, 14, 7.0  # marker labels: rows, their spacing, a glyph
 MARKER_COLOURS = {"crash": "#d62728", "preemption": "#ff7f0e", "hang": "#9467bd",
                   "nan_rollback": "#8c564b", "resume": "#2ca02c", "fork": "#17becf"}
 REDONE_FILL = "#ffcc80"
@@ -62,7 +67,7 @@ def tick_label(value: float, step: float) -> str:
 def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
     """The SVG element (a string) for `timeline`: x is the global step, y the training loss.
     Non-finite losses are left out of the lines (the NaN marker shows where)."""
-    lines = []
+    lines = []  # (x, y, attempt, abandoned)
     for index, segment in enumerate(timeline.segments):
         x, y = segment.series.x(), segment.series.y()
         finite = np.isfinite(y)
@@ -70,10 +75,16 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
         lead = _restored_point(timeline, index)
         if lead is not None:  # as in the window: a resume leaves no one-step gap
             x, y = np.concatenate(([lead[0]], x)), np.concatenate(([lead[1]], y))
-        lines.append((x, y))
-    xs = [x for x, _ in lines if len(x)] + [np.array([m.step for m in timeline.markers],
-                                                     dtype=float)]
-    ys = [y for _, y in lines if len(y)]
+        cut = len(x) if segment.abandoned_after is None else int(
+            np.searchsorted(x, segment.abandoned_after, side="right"))
+        if cut:
+            lines.append((x[:cut], y[:cut], segment.attempt, False))
+        if cut < len(x):  # from the fork's step on: the branch a fork left
+            lines.append((x[cut - 1 if cut else 0:], y[cut - 1 if cut else 0:],
+                          segment.attempt, True))
+    xs = [line[0] for line in lines if len(line[0])] + [
+        np.array([m.step for m in timeline.markers], dtype=float)]
+    ys = [line[1] for line in lines if len(line[1])]
     all_x = np.concatenate(xs) if xs else np.empty(0)
     x_low, x_high = (float(all_x.min()), float(all_x.max())) if len(all_x) else (0.0, 1.0)
     if x_high <= x_low:
@@ -102,22 +113,28 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
                      f"<title>{_steps_of(redone.start + 1, redone.end)} redone "
                      f"({escape(redone.cause)})</title></rect>")
     parts += _axes(sx, sy, (x_low, x_high), (y_low, y_high), (left, top, right, bottom))
-    for index, (x, y) in enumerate(lines):
+    for x, y, attempt, abandoned in lines:
         points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(x).tolist(), sy(y).tolist(),
                                                             strict=True))
-        colour = COLOURS[index % len(COLOURS)]
-        segment = timeline.segments[index]
-        parts.append(f'<polyline class="segment" fill="none" stroke="{colour}" '
-                     f'stroke-width="1.5" points="{points}"><title>attempt {segment.attempt}'
-                     "</title></polyline>")
-    for number, marker in enumerate(timeline.markers):
+        look = (f'class="abandoned" stroke="{ABANDONED_COLOUR}" stroke-dasharray="5 3"'
+                if abandoned else f'class="segment" stroke="{CURVE_COLOUR}"')
+        title = f"attempt {attempt}" + (", abandoned by a fork" if abandoned else "")
+        parts.append(f'<polyline {look} fill="none" stroke-width="1.5" points="{points}">'
+                     f"<title>{title}</title></polyline>")
+    rows_end = [-math.inf] * LABEL_ROWS  # where each row's last label ends, px
+    for marker in sorted(timeline.markers, key=lambda m: m.step):
         x = float(sx(marker.step))
-        label_y = top + 12 + 14 * (number % 3)  # neighbours' labels on different rows
         colour = MARKER_COLOURS.get(marker.kind, "#555555")
         parts.append(f'<line class="marker" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" '
                      f'y2="{bottom}" stroke="{colour}" stroke-dasharray="4 3">'
                      f"<title>{escape(marker.label)}</title></line>")
-        parts.append(f'<text x="{x + 3:.1f}" y="{label_y}" fill="{colour}">'
+        # the first row with room; none: the label stays the line's tooltip (never overlaps)
+        row = next((r for r, end in enumerate(rows_end) if x + 3 > end + 4), None)
+        if row is None:
+            continue
+        rows_end[row] = x + 3 + CHAR_PX * len(marker.label)
+        parts.append(f'<text class="marker-label" x="{x + 3:.1f}" '
+                     f'y="{top + 12 + LABEL_ROW_PX * row}" fill="{colour}">'
                      f"{escape(marker.label)}</text>")
     parts.append("</svg>")
     return "\n".join(parts)

@@ -1,0 +1,67 @@
+"""The report's loss plot (`ftgui.core.reports.svg_plot`): the run drawn as one curve, a fork's
+abandoned steps set apart, marker labels that never overlap (a new user's findings: attempts in
+red, green and purple read as the kill and resume markers; "killed @ 143" over "resume ← 192")."""
+
+from __future__ import annotations
+
+import re
+
+from recorded import crash_and_recovery, crash_then_fork, write_chaos_run
+
+from ftgui.core.record import events
+from ftgui.core.reports.svg_plot import (
+    ABANDONED_COLOUR,
+    CHAR_PX,
+    CURVE_COLOUR,
+    plot_svg,
+)
+from ftgui.core.timeline.model import Timeline
+
+
+def timeline_of(run_dir) -> Timeline:
+    timeline = Timeline()
+    timeline.feed(events.read_all(run_dir))
+    return timeline
+
+
+def polylines(svg: str) -> list[tuple[str, str, list[float]]]:
+    """(class, stroke, x of each point) per polyline."""
+    found = re.findall(r'<polyline class="(\w+)" stroke="([^"]+)"[^>]*points="([^"]*)"', svg)
+    return [(kind, stroke, [float(p.split(",")[0]) for p in points.split()])
+            for kind, stroke, points in found]
+
+
+def test_every_attempt_of_a_run_is_drawn_in_its_one_colour(tmp_path):
+    svg = plot_svg(timeline_of(crash_and_recovery(tmp_path / "run")))
+    lines = polylines(svg)
+    assert len(lines) == 2  # the killed attempt and the resumed one
+    assert {(kind, stroke) for kind, stroke, _ in lines} == {("segment", CURVE_COLOUR)}
+
+
+def test_a_forks_abandoned_steps_are_pale_and_dashed(tmp_path):
+    timeline = timeline_of(crash_then_fork(tmp_path / "run"))
+    svg = plot_svg(timeline)
+    lines = polylines(svg)
+    kept = [x for kind, _, x in lines if kind == "segment"]
+    abandoned = [x for kind, stroke, x in lines if kind == "abandoned"
+                 and stroke == ABANDONED_COLOUR]
+    assert len(abandoned) == 2  # attempt 0's steps after 20, and all of attempt 1
+    assert 'stroke-dasharray="5 3"' in svg
+    # the branch a fork left starts at the fork's step: the kept lines end there
+    fork_x = min(x[0] for x in abandoned)
+    assert all(x[-1] <= fork_x or x[0] >= fork_x for x in kept)
+
+
+def test_marker_labels_never_overlap_and_each_line_keeps_its_title(tmp_path):
+    write_chaos_run(tmp_path / "run", faults=12, total=1200)
+    timeline = timeline_of(tmp_path / "run")
+    svg = plot_svg(timeline)
+    labels = re.findall(r'<text class="marker-label" x="([0-9.]+)" y="([0-9.]+)"[^>]*>([^<]+)<',
+                        svg)
+    assert labels  # some are drawn
+    spans = [(float(y), float(x), float(x) + CHAR_PX * len(text)) for x, y, text in labels]
+    for i, (row, start, end) in enumerate(spans):
+        for other_row, other_start, other_end in spans[i + 1:]:
+            assert row != other_row or end <= other_start or other_end <= start
+    assert svg.count('<line class="marker"') == len(timeline.markers)
+    assert svg.count("</title></line>") == len(timeline.markers)  # every label as a tooltip
