@@ -63,7 +63,8 @@ def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
     root = ET.fromstring(text.removeprefix("<!DOCTYPE html>\n"))  # well-formed XML too
     svg = root.find(f".//{SVG}svg")
     lines = svg.findall(f"{SVG}polyline")
-    assert [len(line.get("points").split()) for line in lines] == [12, 10]
+    # steps 1–12, then 11–20 begun at step 10's point (the checkpoint it restored)
+    assert [len(line.get("points").split()) for line in lines] == [12, 1 + 10]
     [band] = svg.findall(f"{SVG}rect[@class='redone']")
     assert band.find(f"{SVG}title").text == "steps 11–12 redone (crash)"
     assert [m.find(f"{SVG}title").text for m in svg.findall(f"{SVG}line[@class='marker']")] == [
