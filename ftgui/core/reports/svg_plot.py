@@ -121,23 +121,34 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
         title = f"attempt {attempt}" + (", abandoned by a fork" if abandoned else "")
         parts.append(f'<polyline {look} fill="none" stroke-width="1.5" points="{points}">'
                      f"<title>{title}</title></polyline>")
-    rows_end = [-math.inf] * LABEL_ROWS  # where each row's last label ends, px
-    for marker in sorted(timeline.markers, key=lambda m: m.step):
+    rows = _label_rows([float(sx(marker.step)) for marker in timeline.markers],
+                       [marker.label for marker in timeline.markers])
+    for marker, row in zip(timeline.markers, rows, strict=True):
         x = float(sx(marker.step))
         colour = MARKER_COLOURS.get(marker.kind, "#555555")
         parts.append(f'<line class="marker" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" '
                      f'y2="{bottom}" stroke="{colour}" stroke-dasharray="4 3">'
                      f"<title>{escape(marker.label)}</title></line>")
-        # the first row with room; none: the label stays the line's tooltip (never overlaps)
-        row = next((r for r, end in enumerate(rows_end) if x + 3 > end + 4), None)
-        if row is None:
-            continue
-        rows_end[row] = x + 3 + CHAR_PX * len(marker.label)
-        parts.append(f'<text class="marker-label" x="{x + 3:.1f}" '
-                     f'y="{top + 12 + LABEL_ROW_PX * row}" fill="{colour}">'
-                     f"{escape(marker.label)}</text>")
+        if row is not None:
+            parts.append(f'<text class="marker-label" x="{x + 3:.1f}" '
+                         f'y="{top + 12 + LABEL_ROW_PX * row}" fill="{colour}">'
+                         f"{escape(marker.label)}</text>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _label_rows(xs: list[float], labels: list[str]) -> list[int | None]:
+    """For markers at `xs` (px) with `labels`: the row of each label, left to right the first
+    of `LABEL_ROWS` rows where it starts past the row's last label; None where no row has room
+    (that label stays its line's tooltip, never drawn over another)."""
+    rows: list[int | None] = [None] * len(xs)
+    ends = [-math.inf] * LABEL_ROWS  # where each row's last label ends, px
+    for index in sorted(range(len(xs)), key=xs.__getitem__):
+        start = xs[index] + 3
+        row = next((r for r, end in enumerate(ends) if start > end + 4), None)
+        if row is not None:
+            rows[index], ends[row] = row, start + CHAR_PX * len(labels[index])
+    return rows
 
 
 def _restored_point(timeline: Timeline, index: int) -> tuple[float, float] | None:
