@@ -36,8 +36,10 @@ def default_path(run_dir: str | os.PathLike) -> Path:
 
 
 def write_report(run_dir: str | os.PathLike, out: str | os.PathLike) -> Path:
-    """Write the report of `run_dir` to `out` (atomically); returns `out`. Raises `ConfigError`
-    when `run_dir` is not a run folder, `OSError` when `out` cannot be written."""
+    """Write the report of `run_dir` to `out` (atomically; a folder: `RUN-report.html` in it,
+    `report_path`); returns the file written. Raises `ConfigError` when `run_dir` is not a run
+    folder or `out` would overwrite a run's own file, `OSError` when `out` cannot be
+    written."""
     from ftgui.core.record.runs import is_run_dir
 
     run_dir = Path(run_dir)
@@ -45,12 +47,41 @@ def write_report(run_dir: str | os.PathLike, out: str | os.PathLike) -> Path:
         raise ConfigError(f"run_dir: {run_dir} does not exist")
     if not run_dir.is_dir() or not is_run_dir(run_dir):
         raise ConfigError(f"run_dir: {run_dir} is not a run (no config.toml or events.jsonl)")
+    out = report_path(run_dir, Path(out))
     text = build_report(run_dir)
-    out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, out)
     return out
+
+
+def report_path(run_dir: Path, out: Path) -> Path:
+    """The file a report asked to go to `out` is written to: `out`, or `RUN-report.html` in
+    it when `out` is a folder. Raises `ConfigError` (one line, before anything is written)
+    when that file lies inside a run folder (any run's: its `events.jsonl`, `config.toml`,
+    checkpoints are its record, and `-o RUN/events.jsonl` replaced a run's history with HTML)
+    and is not a new `.html` file or an earlier ftgui report there."""
+    from ftgui.core.record.runs import is_run_dir
+
+    if out.is_dir():
+        out = out / default_path(run_dir).name
+    holder = next((folder for folder in out.absolute().parents if is_run_dir(folder)), None)
+    if holder is not None and (out.suffix.lower() != ".html"
+                               or out.exists() and not _is_report(out)):
+        raise ConfigError(f"output: {out} is a file of the run folder {holder}, its record; "
+                          f"give a new .html file or a path outside it (default: "
+                          f"{default_path(run_dir)})")
+    return out
+
+
+def _is_report(path: Path) -> bool:
+    """Whether `path` holds a report `build_report` wrote (its title says so)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(2048)
+    except OSError:
+        return False
+    return head.startswith(b"<!DOCTYPE html>") and b"<title>ftgui report: " in head
 
 
 def build_report(run_dir: str | os.PathLike) -> str:

@@ -207,7 +207,8 @@ class RunHistory:
         """Write the open run's HTML report (`ftgui.core.reports.report`) to `path`; False if
         refused."""
         return self._write_for_run(lambda run_dir: report.write_report(run_dir, path),
-                                   "no report written", lambda _: f"wrote the report to {path}")
+                                   "no report written",
+                                   lambda written: f"wrote the report to {written}")
 
     def _write_for_run(self, write, refused: str, done, missing: str | None = None) -> bool:
         """Call `write(run dir)` for the open run and say `done(what it returned)`; with no run

@@ -8,6 +8,7 @@ import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
+import pytest
 from conftest import fake_checkpoint
 from recorded import crash_and_recovery
 
@@ -188,3 +189,36 @@ def test_a_run_nobody_supervises_is_reported_interrupted_not_running(tmp_path):
     assert (timeline.state, timeline.reason) == ("interrupted", INTERRUPTED_REASON)
     text = report.build_report(run_dir)
     assert f"interrupted: {INTERRUPTED_REASON}" in text and "; running" not in text
+
+
+@pytest.mark.parametrize("target", ["config.toml", "events.jsonl", "checkpoints/ckpt-10.index",
+                                    "notes.html"])
+def test_ftgui_report_never_writes_over_a_runs_own_files(tmp_path, capsys, target):
+    """A breaker's find: `-o RUN/events.jsonl` replaced the run's history with HTML, and
+    `-o RUN/config.toml` made it impossible to resume. A file of any run folder (this run's,
+    another's) is refused in one line and stays as it was."""
+    run_dir = crash_and_recovery(tmp_path / "run")
+    fake_checkpoint(run_dir, 10)
+    other = crash_and_recovery(tmp_path / "other")
+    (run_dir / "notes.html").write_text("<p>my own notes</p>")
+    for folder in (run_dir, other):
+        victim = folder / target
+        if not victim.exists():
+            continue
+        before = victim.read_bytes()
+        assert cli.main(["report", str(run_dir), "-o", str(victim)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "output:" in err and "its record" in err
+        assert victim.read_bytes() == before
+        assert not victim.with_name(victim.name + ".tmp").exists()
+
+
+def test_ftgui_report_into_a_folder_or_over_its_earlier_report(tmp_path, capsys):
+    run_dir = crash_and_recovery(tmp_path / "run")
+    (tmp_path / "out").mkdir()
+    assert cli.main(["report", str(run_dir), "-o", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "run-report.html").is_file()  # the default name, in the folder
+    inside = run_dir / "report.html"  # a new .html file in the run folder is allowed
+    assert cli.main(["report", str(run_dir), "-o", str(inside)]) == 0
+    assert cli.main(["report", str(run_dir), "-o", str(inside)]) == 0  # and written again
+    assert "ftgui report: run" in inside.read_text()
