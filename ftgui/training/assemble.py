@@ -111,16 +111,16 @@ def _snapshots(state: TrainState, config: RunConfig, run_dir: Path, one_process:
                restored=None) -> list:
     """The in-memory snapshot action when `snapshot_every` asks for one and the state lives in
     this one process (not a cluster's collective state). A state `restored` from memory is
-    its first snapshot: until its checkpoint is on disk, that is where it survives a crash."""
+    its first snapshot, in the new file before it replaces the one it came from: until its
+    checkpoint is on disk, that is where it survives a crash."""
     if not config.snapshot_every or not one_process or state.saves_collectively:
         return []
     from ftgui.training.actions.snapshot import SnapshotAction
 
     try:
-        action = SnapshotAction(state, run_dir, config.snapshot_every, kill_inside, events)
+        action = SnapshotAction(state, run_dir, config.snapshot_every, kill_inside, events,
+                                restored)
     except OSError as exc:  # e.g. a small /dev/shm: train on, with the disk checkpoints only
         print(f"in-memory snapshots are off: {exc}", flush=True)
         return []
-    if restored is not None:
-        action.take(restored.step, restored.loss, restored=True)
     return [action]

@@ -4,6 +4,8 @@ snapshots, and a large state is written on a thread whose error stops training."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.tf
@@ -199,6 +201,35 @@ def test_a_state_restored_from_memory_is_the_first_snapshot_of_the_new_file(trai
         assert action.fused == 0  # read, not a step's output
     finally:
         action.close()
+
+
+def test_a_restored_state_is_in_the_new_file_before_it_replaces_the_old_one(
+        trained, tmp_path, monkeypatch):
+    """A breaker's find: the new file replaced the one the state came from while still empty,
+    and the state was copied in after; a trainer SIGKILLed between the two (0.06-0.15 s after
+    `resumed`, 3 of 9 tries) left no snapshot, and the next attempt redid 15 steps from an
+    older checkpoint. The file that appears must already hold the restored state."""
+    import os
+
+    from ftgui.core.checkpoints import snapshots
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.training.assemble import _snapshots
+    from ftgui.training.restore import MemoryRestore
+
+    state = trained[0]
+    seen, real_replace = [], os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith(".snapshot"):
+            held = snapshots.SnapshotFile.open(Path(src)).newest()
+            seen.append(None if held is None else held.step)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(snapshots.os, "replace", replace)
+    [action] = _snapshots(state, RunConfig(strategy="default"), tmp_path, True,
+                          restored=MemoryRestore(state.global_step, 0.25, None, "x"))
+    action.close()
+    assert seen == [state.global_step]
 
 
 def test_a_kill_inside_a_large_states_snapshot_leaves_half_its_bytes_and_the_last_whole(

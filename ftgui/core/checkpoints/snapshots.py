@@ -142,11 +142,13 @@ class SnapshotFile:
         return cls(path, memoryview(data), layout, capacity, _run_path(data[run_offset:]))
 
     @classmethod
-    def create(cls, path: Path, layout: int, capacity: int,
-               run_dir: str | os.PathLike) -> SnapshotFile:
-        """A new, empty file at `path` (replacing any) mapped for writing: both slots empty,
-        recording `run_dir` (resolved). Raises OSError when shared memory is short (its
-        pages are reserved here)."""
+    def create(cls, path: Path, layout: int, capacity: int, run_dir: str | os.PathLike,
+               first: tuple[int, float, list] | None = None) -> SnapshotFile:
+        """A new file at `path` (replacing any) mapped for writing, recording `run_dir`
+        (resolved): both slots empty, or with `first` = (step, loss, payload as `write` takes
+        it) written into slot 0 before the file replaces the old one (a state restored from
+        the old file is then never in neither: a trainer killed between the two lost it).
+        Raises OSError when shared memory is short (its pages are reserved here)."""
         run_dir = Path(run_dir).resolve()
         run_bytes = os.fsencode(run_dir)
         size = _slot_offset(SLOTS, capacity) + len(run_bytes)
@@ -162,8 +164,11 @@ class SnapshotFile:
         for slot in range(SLOTS):
             SLOT_HEADER.pack_into(data, _slot_offset(slot, capacity), -1, 0, 0.0, 0)
         data[_slot_offset(SLOTS, capacity):] = run_bytes
-        os.replace(tmp, path)  # a reader sees the old file or a whole empty one
-        return cls(path, data, layout, capacity, run_dir)
+        created = cls(path, data, layout, capacity, run_dir)
+        if first is not None:
+            created.write(0, *first)
+        os.replace(tmp, path)  # a reader sees the old file or a whole new one
+        return created
 
     def slot(self, index: int) -> Slot:
         """The header of slot `index` (0 or 1), its checksum verified against its payload."""

@@ -169,21 +169,27 @@ class SnapshotAction(Action):
     memory is short.
     """
 
-    def __init__(self, state, run_dir: Path, every: int, kill_inside=None, events=None):
+    def __init__(self, state, run_dir: Path, every: int, kill_inside=None, events=None,
+                 restored=None):
         self.every, self.kill_inside, self.events = every, kill_inside, events
         self.state, self.state_bytes = state, StateBytes(state)
+        began = time.perf_counter()
+        first = None
+        if restored is not None:  # read without tracing: no step has run yet
+            payload = self.state_bytes.views([self.state_bytes.read(eagerly=True)])
+            first = (restored.step, restored.loss, payload)
         self.file = snapshots.SnapshotFile.create(
             snapshots.snapshot_path(run_dir), self.state_bytes.checksum, self.state_bytes.nbytes,
-            run_dir)
+            run_dir, first)
         self._fuses = hasattr(state, "fuse_state_output") and not state.agrees_in_step
         if self._fuses:
             state.fuse_state_output(self.state_bytes.parts)
         self._writer = OneWriter("snapshot") if self.state_bytes.nbytes >= ASYNC_BYTES \
             else None
-        self._slot = 0
-        self.write_seconds = 0.0
-        self.first_seconds = 0.0
-        self.taken = 0
+        self._slot = 0 if first is None else 1
+        self.taken = 0 if first is None else 1
+        self.write_seconds = self.first_seconds = (
+            0.0 if first is None else time.perf_counter() - began)
         self.fused = 0  # snapshots whose state came out of the step itself
         self.arm(state.global_step)
 
@@ -201,20 +207,19 @@ class SnapshotAction(Action):
         self.arm(output.step)
         return None
 
-    def take(self, step: int, loss: float, restored: bool = False) -> None:
+    def take(self, step: int, loss: float) -> None:
         """Copy the state (which holds global step `step`, of loss `loss`) into the slot not
         holding the newest snapshot: the state the step returned when it holds `step`, else
-        one read now. `restored`: the state restored from memory before any step (read
-        without tracing, `StateBytes.read`; no kill inside a snapshot lands there)."""
+        one read now."""
         began = time.perf_counter()
         payload = self.state_bytes.of_step(getattr(self.state, "last_state_output", None), step)
         if payload is None:
-            payload = [self.state_bytes.read(eagerly=restored)]
+            payload = [self.state_bytes.read()]
         else:
             self.fused += 1
         if self._fuses:
             self.state.last_state_output = None
-        if not restored and self.kill_inside is not None \
+        if self.kill_inside is not None \
                 and self.kill_inside.planned(KILL_IN_SNAPSHOT, step):
             self.wait()
             self.kill_inside.wait_for_save()
