@@ -129,18 +129,28 @@ def check(run_dir: str | os.PathLike, config, restore: CheckpointInfo | None) ->
     that change (`Change`, in schema order); [] when `restore` is None. Reads files only.
     """
     if restore is None:
+        # nothing saved yet: the run's first start is its record (a resume with another seed
+        # trained from step 0 under the first one's run_started, two trainings in one history)
+        _check_refused(first_config(run_dir), config, "the run's first start (no checkpoint "
+                       "yet) trained", {})
         return []
-    recorded = recorded_settings(run_dir, restore.meta)
-    name = restore.prefix.name
+    _check_refused(recorded_settings(run_dir, restore.meta), config,
+                   f"checkpoint {restore.prefix.name} was saved",
+                   restore.meta.get("dataset_info") or {})
+    return changes(run_dir, config, restore)
+
+
+def _check_refused(recorded: dict, config, source: str, dataset_info: dict) -> None:
+    """Raise `ConfigError` for the first `refused` setting of `config` that differs from
+    `recorded` (what `source` — "checkpoint ckpt-60 was saved" — trained with)."""
     for setting in COMPARED:
         if SETTINGS[setting].on_resume != REFUSED or setting not in recorded:
             continue
         old, new = recorded[setting], getattr(config, setting)
         if setting == "dataset":
-            _check_dataset(name, old, new, restore.meta.get("dataset_info") or {})
+            _check_dataset(source, old, new, dataset_info)
         elif old != new:
-            raise ConfigError(_refusal(setting, name, old, new))
-    return changes(run_dir, config, restore)
+            raise ConfigError(_refusal(setting, source, old, new))
 
 
 def changes(run_dir: str | os.PathLike, config, restore: CheckpointInfo) -> list[Change]:
@@ -153,31 +163,49 @@ def changes(run_dir: str | os.PathLike, config, restore: CheckpointInfo) -> list
             and recorded[setting] != getattr(config, setting)]
 
 
-def _refusal(setting: str, checkpoint: str, old, new) -> str:
+def unused_snapshot_line(step: int, restore, previous, config) -> str:
+    """Why a resume does not go on from the in-memory snapshot of global `step` and what it
+    restores instead: "the in-memory snapshot of step 30 is not used: learning_rate changes on
+    this resume and applies from a checkpoint's step; restoring checkpoint 25 (steps 26–30
+    redone)"."""
+    changed = [name for name, setting in SETTINGS.items() if setting.on_resume != FREE
+               and getattr(previous, name) != getattr(config, name)]
+    verb, applies = ("changes", "applies") if len(changed) == 1 else ("change", "apply")
+    start = restore.step if restore is not None else 0
+    origin = f"checkpoint {start}" if restore is not None else "step 0 (nothing saved)"
+    redone = f"step {step}" if step == start + 1 else f"steps {start + 1}–{step}"
+    return (f"the in-memory snapshot of step {step} is not used: {', '.join(changed)} {verb} "
+            f"on this resume and {applies} from a checkpoint's step; restoring {origin} "
+            f"({redone} redone)")
+
+
+def _refusal(setting: str, source: str, old, new) -> str:
+    """"seed: checkpoint ckpt-60 was saved with seed 42; this run asks for 7 (…)" for `source`
+    = "checkpoint ckpt-60 was saved"."""
     saved = f"by model {old}" if setting == "model" else f"with {setting} {old}"
-    return (f"{setting}: checkpoint {checkpoint} was saved {saved}; this run asks for {new} "
+    return (f"{setting}: {source} {saved}; this run asks for {new} "
             f"(resume with {setting} {old}, or start a new run)")
 
 
-def _check_dataset(checkpoint: str, old: str, new: str, info: dict) -> None:
+def _check_dataset(source: str, old: str, new: str, info: dict) -> None:
     """Same data: the same built-in dataset, or a file with the recorded fingerprint (any
     path); without a recorded fingerprint, or for a dataset function (whose arrays only its
     trainer computes, and compares: `user_code.data_changed`), the same source."""
     recorded = info.get("fingerprint")
     if new in BUILTIN_DATASETS or not recorded or ".py:" in new:
         if old != new:
-            raise ConfigError(_refusal("dataset", checkpoint, old, new))
+            raise ConfigError(_refusal("dataset", source, old, new))
         return
     try:
         actual = file_fingerprint(new)
     except (OSError, ValueError, KeyError) as exc:
-        raise ConfigError(f"dataset: {new} cannot be read to compare it with checkpoint "
-                          f"{checkpoint}'s data ({exc})") from None
+        raise ConfigError(f"dataset: {new} cannot be read to compare it with the data "
+                          f"{source} with ({exc})") from None
     if actual == recorded:
         return
     if old != new:
-        raise ConfigError(_refusal("dataset", checkpoint, old, new))
-    raise ConfigError(f"dataset: checkpoint {checkpoint} was saved with other data in {new} "
+        raise ConfigError(_refusal("dataset", source, old, new))
+    raise ConfigError(f"dataset: {source} with other data in {new} "
                       f"(fingerprint {recorded[:12]}, now {actual[:12]}); restore that file, "
                       f"or start a new run")
 

@@ -300,9 +300,11 @@ class Supervisor:
         # The in-memory snapshot records no settings: a resume that changes one that applies
         # from the resume step (learning rate, batch size) restores from disk, where the change
         # is checked, applied and recorded.
+        memory_allowed = not resume_check.training_changed(previous, config)
+        unused = None if memory_allowed or from_step is not None else \
+            restore_point.memory_point(self.run_dir, restore, fresh=False)
         try:
-            self._launch(restore, from_step is not None,
-                         memory_allowed=not resume_check.training_changed(previous, config))
+            self._launch(restore, from_step is not None, memory_allowed=memory_allowed)
         except BaseException:
             if adopted:  # no order reached them: they would wait for good
                 self.dismiss_standbys()
@@ -310,6 +312,9 @@ class Supervisor:
         if self.shared.memory is not None:
             self.resume_line = (f"restoring step {self.shared.memory.step} from the in-memory "
                                 "snapshot (newer than any checkpoint)")
+        elif unused is not None:  # said, not dropped silently: the steps after it are redone
+            self.resume_line = resume_check.unused_snapshot_line(unused.step, restore,
+                                                                 previous, config)
         if self.user_check is not None and not self.user_check.deterministic:
             self.journal.emit("determinism_warning", reason=self.user_check.reason,
                        ops=self.user_check.nondeterministic_ops)

@@ -80,6 +80,32 @@ def test_a_refused_setting_is_named_before_any_process_starts_and_nothing_change
     assert [r["valid"] for r in before] == [True, True, True]
 
 
+@pytest.mark.parametrize("flags, line", [
+    (["--seed", "7"], "seed: the run's first start (no checkpoint yet) trained with seed 42; "
+     "this run asks for 7 (resume with seed 42, or start a new run)"),
+    (["--dataset", "synthetic"], "dataset: the run's first start (no checkpoint yet) trained "
+     "with dataset digits; this run asks for synthetic (resume with dataset digits, or start "
+     "a new run)"),
+])
+def test_a_refused_setting_is_refused_before_the_runs_first_checkpoint_too(
+    tmp_path, capsys, flags, line
+):
+    """A breaker's find: killed at step 10, before its first checkpoint, a run resumed with
+    another seed (model, data, loop) trained from step 0 under the first start's run_started,
+    two trainings in one history, and dropped its in-memory snapshot without a word."""
+    run_dir = tmp_path / "run"
+    config = RunConfig(steps=60, checkpoint_every=25)
+    configmod.save(run_dir, config)
+    with events.EventWriter(run_dir, attempt=0) as writer:
+        writer.emit("run_started", config=config.to_dict())
+        for step in range(1, 11):
+            writer.emit("step", step=step, loss=1.0 / step)
+    files = _snapshot(run_dir)
+    assert cli.main(["train", str(run_dir), "--resume", *flags]) == 2
+    assert capsys.readouterr().err == f"ftgui: {line}\n"
+    assert _snapshot(run_dir) == files
+
+
 def test_a_fork_is_checked_against_its_own_checkpoint(tmp_path, capsys):
     run_dir = _recorded_run(tmp_path / "run")
     listing.write_metadata(listing.checkpoint_dir(run_dir) / "ckpt-40", model="cnn")
@@ -327,3 +353,18 @@ def test_a_resume_with_an_emptied_config_toml_keeps_the_runs_settings(tmp_path, 
     seen = events.read_all(run_dir)
     assert of_kind(seen, "setting_changed") == []
     assert [e["step"] for e in of_kind(seen, "step", attempt=1)] == list(range(21, 31))
+
+
+def test_a_snapshot_a_resume_cannot_use_is_named_with_the_steps_it_costs():
+    """A breaker's find: `--resume --lr 0.02` restored checkpoint 25 past a snapshot of step
+    30 and said only "resumed from checkpoint 25"; 5 steps were redone without a word."""
+    old, new = RunConfig(), RunConfig(learning_rate=0.02)
+    checkpoint = type("Checkpoint", (), {"step": 25})()
+    assert resume_check.unused_snapshot_line(30, checkpoint, old, new) == (
+        "the in-memory snapshot of step 30 is not used: learning_rate changes on this resume "
+        "and applies from a checkpoint's step; restoring checkpoint 25 (steps 26–30 redone)")
+    both = RunConfig(learning_rate=0.02, global_batch_size=32)
+    assert resume_check.unused_snapshot_line(1, None, old, both) == (
+        "the in-memory snapshot of step 1 is not used: global_batch_size, learning_rate change "
+        "on this resume and apply from a checkpoint's step; restoring step 0 (nothing "
+        "saved) (step 1 redone)")
