@@ -78,7 +78,8 @@ class Incident:
     recovered: float | None = None  # time of the first new step
     redo_seconds: float = 0.0  # how long the lost steps had taken the first time
     ended_by: str = ""  # "fork": the user branched from an older checkpoint instead; "crash":
-    # its restart crashed before its first step (the next incident goes on from there)
+    # its restart crashed before its first step (the next incident goes on from there);
+    # "finished": the run reached its last step anyway (a preemption at that step)
     restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
     lone: bool = False  # a parameter-server worker lost while the others trained on
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
@@ -109,12 +110,16 @@ class Incident:
 
     @property
     def steps_lost(self) -> int | None:
+        if self.ended_by == "finished":
+            return 0
         if self.ended_by == "fork":  # the user abandoned them: charged to nobody
             return 0 if self.resumed_step is not None else None
         return None if self.resumed_step is None else max(self.step - self.resumed_step, 0)
 
     @property
     def time_lost(self) -> float | None:
+        if self.ended_by == "finished":
+            return 0.0
         if self.ended_by == "crash" and self.at_ended is not None:
             # up to the crash, and the steps its resume had restored from before (0 when it
             # died before restoring: the next incident's resume redoes them)
@@ -295,7 +300,21 @@ class IncidentTracker:
     # ------------------------------------------------------------ event handlers
     def _on_run_finished(self, event, when):
         self._finished.add(event.get("attempt", 0))
-        return False
+        incident = self._open
+        if incident is None:
+            return False
+        if incident.resumed_step is not None:
+            # resumed at the last step (killed after its final checkpoint): the restart had
+            # no step left to take; it recovered when the run finished ("waiting for the
+            # first step" stayed on the finished run's story line)
+            incident.recovered, incident.at_recovered = when, self._clock.now
+        elif event.get("attempt", 0) == incident.attempt:
+            # the faulted attempt itself finished: a preemption at the last step is none
+            incident.ended_by = "finished"
+        else:
+            return False
+        self._open = None
+        return True
 
     def _on_fault_injected(self, event, when):
         if event.get("attempt", 0) in self._finished:

@@ -106,6 +106,8 @@ def incident_line(incident: Incident) -> str:
     fault = _fault(incident)
     if incident.ended_by == "fork":
         return f"{fault}{ARROW}not recovered: the run was forked from an older checkpoint"
+    if incident.ended_by == "finished":
+        return f"{fault}{ARROW}nothing to recover: it was the run's last step"
     if incident.ended_by == "crash":  # the next incident redoes its steps
         return (f"{fault}{ARROW}{ENDED_BY_CRASH}: {seconds(incident.time_lost or 0.0)} lost "
                 "until then")

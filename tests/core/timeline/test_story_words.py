@@ -321,3 +321,48 @@ def test_a_stopped_run_without_snapshots_promises_only_a_checkpoint():
                     ev("process_exited", 6.1, pid=10, last_step=20, signal=9,
                        signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF)])
     assert said == "Killed at step 20 → stopped: Resume restores the newest checkpoint"
+
+
+def _faulted_at_the_last_step(kind: str) -> list[dict]:
+    """A 20-step run whose chief gets `kind` (kill or preempt) after step 20, its final
+    checkpoint written: a kill restarts it from checkpoint 20 and the restart, with no step
+    left, finishes; a preempted chief finishes by itself (no preemption at the last step)."""
+    run = [ev("run_started", 0.0), ev("process_started", 0.5, pid=10, **CHIEF),
+           *steps(1, 20, 1.0),
+           ev("fault_injected", 6.0, kind=kind, target="chief", step=20, source="schedule")]
+    if kind == "preempt":
+        return [*run, ev("run_finished", 6.25, step=20, loss=0.05),
+                ev("process_exited", 6.5, pid=10, exit_code=0, decisive=True, **CHIEF)]
+    return [*run, ev("process_exited", 6.25, pid=10, signal=9, decisive=True, **CHIEF),
+            ev("process_started", 6.5, 1, pid=11, restore="checkpoints/ckpt-20", **CHIEF),
+            ev("resumed", 9.0, 1, from_step=20, checkpoint="checkpoints/ckpt-20",
+               source="disk"),
+            ev("run_finished", 9.5, 1, step=20, loss=None),
+            ev("process_exited", 9.75, 1, pid=11, exit_code=0, decisive=True, **CHIEF)]
+
+
+def test_a_kill_after_the_last_step_recovers_when_the_restart_finishes():
+    """A breaker's find: the finished run's story line still said "killed at step 200 →
+    restored checkpoint 200 → waiting for the first step": the restart had no step to take."""
+    timeline = Timeline()
+    timeline.feed(_faulted_at_the_last_step("kill"))
+    [incident] = timeline.incidents
+    assert (incident.steps_lost, incident.time_lost) == (0, 3.5)  # the kill at 6.0, done 9.5
+    assert story(timeline).startswith(
+        "Finished at step 20 · killed at step 20 → restored checkpoint 20 → resumed: 0 steps "
+        "redone, 3.5 s lost · goodput")
+
+
+def test_a_preemption_at_the_last_step_costs_nothing_and_says_so():
+    """It stayed "Preempted at step 200 → saving its step and stopping" after the run had
+    finished: a preemption at the last step is none (the trainer simply finishes)."""
+    from ftgui.core.timeline.story import incident_line
+
+    timeline = Timeline()
+    timeline.feed(_faulted_at_the_last_step("preempt"))
+    [incident] = timeline.incidents
+    assert (incident.ended_by, incident.steps_lost, incident.time_lost) == ("finished", 0, 0.0)
+    assert story(timeline) == ("Finished at step 20 · 1 incident: 0 steps redone, 0.0 s lost · "
+                               "goodput 100 %")
+    assert incident_line(incident) == ("preempted at step 20 → nothing to recover: it was the "
+                                       "run's last step")
