@@ -139,8 +139,9 @@ class Incident:
 class Totals:
     """Over the whole run: `wall` seconds from the first to the last event, less the time
     nothing ran (`_RunClock.skip_to`): a run that had finished, been stopped or lost its
-    supervisor waiting for the user to resume or fork it, and a demo's holds (from `held` to
-    `hold_released` or the fault fired there: the presenter talking is not training); `lost`
+    supervisor waiting for the user to resume or fork it, and every hold (from `held` to
+    `hold_released` or the fault fired there: a demo's presenter talking, a planned fault
+    waiting for its warm standby: neither is training); `lost`
     seconds and steps lost to incidents, and goodput = (wall − lost) / wall (1.0 with no
     incidents)."""
 
