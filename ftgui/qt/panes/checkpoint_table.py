@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QMenu
 
 from ftgui.core import formatting
@@ -18,6 +18,7 @@ from ftgui.qt.controls import add_signal_actions
 from ftgui.qt.table_model import MenuTable, RowsModel
 
 ARCHIVE_TIP = "kept by the fork of attempt {fork} (the abandoned branch), not restorable here"
+ANSWER_PADDING_PX = 12  # a cell's margins each side of its text
 COLUMNS = ("step", "epoch", "loss", "val loss", "val acc", "time", "size", "strategy", "valid")
 
 
@@ -122,9 +123,11 @@ class CheckpointModel(RowsModel):
         if column == "epoch":
             epoch = info.meta.get("epoch")
             return "—" if epoch is None else str(epoch)
-        if column == "strategy":
-            strategy = info.meta.get("strategy")
-            return "—" if strategy is None else f"{strategy} ×{info.meta.get('replicas', '?')}"
+        if column == "strategy":  # "mirrored ×2"; one replica needs no count ("one-device")
+            strategy, replicas = info.meta.get("strategy"), info.meta.get("replicas", "?")
+            if strategy is None:
+                return "—"
+            return strategy if replicas == 1 else f"{strategy} ×{replicas}"
         return "yes" if info.valid else f"no: {info.reason}"
 
 
@@ -137,6 +140,20 @@ class CheckpointTable(MenuTable):
     inspectRequested = Signal(int)
     exportRequested = Signal(int)
     deleteRequested = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._keep_the_answer_whole()
+        theme.follow_scale(self, self._keep_the_answer_whole)
+
+    def _keep_the_answer_whole(self, _scale=None) -> None:
+        """No column narrower than a bold "yes": the last ("valid") takes the room the others
+        leave, and beside archived rows ("↳ 160 (fork 2)") and a scroll bar it was cut to
+        "y…" (a new user's find, 1280×720); the table scrolls sideways instead."""
+        bold = QFont(theme.font())
+        bold.setBold(True)
+        self.horizontalHeader().setMinimumSectionSize(
+            QFontMetrics(bold).horizontalAdvance("yes") + ANSWER_PADDING_PX)
 
     def refresh(self, run_dir: Path | None) -> None:
         selected = self.selected_step()

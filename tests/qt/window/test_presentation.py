@@ -197,9 +197,11 @@ def test_the_settings_panel_shows_its_values_whole(qtbot, tmp_path, width):
     win.controller.shutdown()
 
 
-def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path):
+@pytest.mark.parametrize("forked", [False, True])
+def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path, forked):
     """At 1280 px the checkpoint table's columns fit its pane: the newest valid row is bold,
-    and its 'valid' column was cut to 'y…' (its header to 'valic') — a new user's finding."""
+    and its 'valid' column was cut to 'y…' (its header to 'valic') — a new user's finding;
+    again beside a fork's archived rows ("↳ 160 (fork 2)") and a scroll bar (a second's)."""
     from PySide6.QtGui import QFont, QFontMetrics
 
     theme.set_scale(1.0)
@@ -208,13 +210,17 @@ def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path):
     with EventWriter(run_dir, attempt=0) as writer:
         writer.emit("run_started")
     directory = listing.checkpoint_dir(run_dir)
-    directory.mkdir(parents=True)
-    for step in (800, 900, 1000, 1100, 1200):
-        (directory / f"ckpt-{step}.index").write_bytes(b"i" * 800)
-        (directory / f"ckpt-{step}.data-00000-of-00001").write_bytes(b"d" * 60_000)
-        listing.write_metadata(directory / f"ckpt-{step}", loss=0.0017995, val_loss=0.10132,
-                               val_accuracy=0.9777, time=1796615489.68, epoch=54,
-                               strategy="mirrored", replicas=2)
+    archive = run_dir / "history" / "fork-2" / "checkpoints"
+    strategy, replicas = ("one-device", 1) if forked else ("mirrored", 2)
+    for folder, steps in [(directory, (800, 900, 1000, 1100, 1200)),
+                          *([(archive, (1000, 1100, 1200))] if forked else [])]:
+        folder.mkdir(parents=True)
+        for step in steps:
+            (folder / f"ckpt-{step}.index").write_bytes(b"i" * 800)
+            (folder / f"ckpt-{step}.data-00000-of-00001").write_bytes(b"d" * 60_000)
+            listing.write_metadata(folder / f"ckpt-{step}", loss=0.0017995, val_loss=0.10132,
+                                   val_accuracy=0.9777, time=1796615489.68, epoch=54,
+                                   strategy=strategy, replicas=replicas)
     win = MainWindow(settings=settings_at(tmp_path))
     qtbot.addWidget(win)
     win.resize(1280, 720)
@@ -224,7 +230,11 @@ def test_the_checkpoint_table_shows_its_columns_whole_at_1280(qtbot, tmp_path):
     QApplication.processEvents()
     table, model = win.table, win.table.model()
     header = table.horizontalHeader()
-    assert header.length() <= table.viewport().width()
+    if forked:
+        steps = [model.index(row, 0).data() for row in range(model.rowCount())]
+        assert "↳ 1000 (fork 2)" in steps and steps[-1] == "★ 1200"
+    else:
+        assert header.length() <= table.viewport().width()
     bold = QFont(table.font())
     bold.setBold(True)
     last = model.columnCount() - 1
