@@ -282,13 +282,15 @@ def cmd_desktop_entry(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_a_finished_run(run_dir: Path, config: RunConfig) -> None:
-    """Raise ConfigError when the newest valid checkpoint already is the last step: resuming
-    would start TensorFlow only to train nothing."""
+def _refuse_a_finished_run(run_dir: Path, steps: int) -> None:
+    """Raise ConfigError when the newest valid checkpoint already is the last step (`steps`):
+    resuming would start TensorFlow only to train nothing."""
     newest = listing.newest_valid(run_dir)
-    if newest is not None and newest.step >= config.steps:
+    if newest is not None and newest.step >= steps:
+        reached = f"step {newest.step} of {steps}" if newest.step == steps else \
+            f"step {newest.step}, past {steps}"
         raise ConfigError(
-            f"steps (--steps): the run already reached step {newest.step} of {config.steps}; "
+            f"steps (--steps): the run already reached {reached}; "
             f"give --steps N with N > {newest.step} to train on, or --from-step S to fork"
         )
 
@@ -374,9 +376,13 @@ def cmd_train(args: argparse.Namespace) -> int:
              if getattr(args, flag, None) is not None}
     base = _resume_base(run_dir, args.from_step, given) if args.resume else RunConfig()
     _check_gpus_present(args, base)  # before the settings: --gpus 5 is no batch-size problem
+    if args.resume and args.from_step is None and isinstance(args.steps, int):
+        # before the other settings: `--steps 40` on a run at step 100 was refused for the
+        # kill_at_step 60 its config.toml held, not for the steps already trained
+        _refuse_a_finished_run(run_dir, args.steps)
     config = config_from_args(args, base)
     if args.resume and args.from_step is None:
-        _refuse_a_finished_run(run_dir, config)
+        _refuse_a_finished_run(run_dir, config.steps)
     if args.from_step is not None:
         try:
             listing.find(run_dir, args.from_step)

@@ -346,6 +346,17 @@ def test_resuming_a_run_that_reached_its_last_step_says_so_before_starting(finis
     assert (finished_run / "events.jsonl").read_bytes() == before  # nothing started
 
 
+def test_fewer_steps_than_a_run_reached_is_refused_for_that_first(finished_run, capsys):
+    """A breaker's find: `--resume --steps 40` on a run at step 100 was refused for the
+    kill_at_step 60 its config.toml held, which only hid the real problem."""
+    config = configmod.load(finished_run)
+    configmod.save(finished_run, config.replace(kill_at_step=50))
+    assert cli.main(["train", str(finished_run), "--resume", "--steps", "40"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: steps (--steps): the run already reached step 60, past 40; give --steps N "
+        "with N > 60 to train on, or --from-step S to fork\n")
+
+
 @pytest.mark.tf
 def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
     """A scheduler's SIGTERM (or Ctrl-C) preempts: the chief saves its current step, no
