@@ -23,7 +23,7 @@ HEADERS = ("#", "fault", "target", "step", "redone", "lost", "source", "detect",
 SLURM_COLUMN = COLUMNS.index("waiting for Slurm")  # shown only when an incident waited
 TIPS = {"at step": "the last global step reached when the fault hit",
         "detect": "seconds from the fault to the moment it was known (in-process: the trainer "
-                  "found it itself, a non-finite loss)",
+                  "found it itself, a non-finite loss, at the end of its step)",
         "recovery": "seconds from detection to the first new step",
         "steps lost": "steps computed a second time (fault step − checkpoint restored)",
         "time lost": "seconds from the fault to the first new step, plus the time the redone "
@@ -83,7 +83,9 @@ class IncidentModel(RowsModel):
             return str(incident.step)
         if column == "detect":
             if incident.detected_in_process and incident.detected is not None:
-                return "in-process"
+                # its seconds too: detect + recovery add up to the time lost (0.3 s of a
+                # NaN's 0.4 s showed in no column)
+                return f"{_seconds(incident.detect_seconds)} in-process"
             return _seconds(incident.detect_seconds)
         if column == "recovery":
             if incident.ended_by == "crash":  # the next row's recovery took over

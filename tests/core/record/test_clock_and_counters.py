@@ -377,5 +377,6 @@ def test_the_incident_table_says_in_process_and_clock_jumped(qtbot):
     # time lost printed as the banner prints it (issue 24: the tab said 3.35 s, the banner 3.4 s)
     assert (kill["fault"], kill["fired by"], kill["detect"], kill["time lost"]) == (
         "kill", "user", "0.05 s", "3.4 s, clock jumped")
-    assert (nan["fault"], nan["detect"], nan["recovery"]) == ("nan", "in-process", "0.19 s")
+    assert (nan["fault"], nan["detect"], nan["recovery"]) == ("nan", "0.00 s in-process",
+                                                              "0.19 s")
     assert "−" not in panel.totals.text() and "-" not in panel.totals.text()
