@@ -283,16 +283,27 @@ def cmd_desktop_entry(args: argparse.Namespace) -> int:
 
 
 def _refuse_a_finished_run(run_dir: Path, steps: int) -> None:
-    """Raise ConfigError when the newest valid checkpoint already is the last step (`steps`):
-    resuming would start TensorFlow only to train nothing."""
+    """Raise ConfigError when a resume to `steps` would train nothing or go back: the newest
+    valid checkpoint already is at `steps` or past it, or the run reached a step past `steps`
+    (its events, its in-memory snapshot: `--steps 30` on a run killed at 40 trained 26-30 and
+    called 15 steps redone). A run that reached `steps` with no checkpoint of it may resume:
+    its last state is then saved."""
+    from ftgui.core.checkpoints import restore_point
+    from ftgui.core.record.runs import summarize
+
     newest = listing.newest_valid(run_dir)
-    if newest is not None and newest.step >= steps:
-        reached = f"step {newest.step} of {steps}" if newest.step == steps else \
-            f"step {newest.step}, past {steps}"
-        raise ConfigError(
-            f"steps (--steps): the run already reached {reached}; "
-            f"give --steps N with N > {newest.step} to train on, or --from-step S to fork"
-        )
+    snapshot = restore_point.memory_point(run_dir, newest, fresh=False)
+    reached = max(newest.step if newest is not None else 0,
+                  snapshot.step if snapshot is not None else 0,
+                  summarize(run_dir).steps_done)
+    if newest is not None and newest.step == steps == reached:
+        where = f"step {steps} of {steps}"
+    elif reached > steps or newest is not None and newest.step > steps:
+        where = f"step {reached}, past {steps}"
+    else:
+        return
+    raise ConfigError(f"steps (--steps): the run already reached {where}; give --steps N with "
+                      f"N > {reached} to train on, or --from-step S to fork")
 
 
 def _resume_base(run_dir: Path, from_step: int | None,

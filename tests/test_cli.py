@@ -357,6 +357,24 @@ def test_fewer_steps_than_a_run_reached_is_refused_for_that_first(finished_run, 
         "with N > 60 to train on, or --from-step S to fork\n")
 
 
+def test_fewer_steps_than_a_killed_run_logged_is_refused_too(tmp_path, capsys):
+    """Killed at step 40, its newest checkpoint 25: `--resume --steps 30` trained 26-30 and
+    called 15 steps redone (a breaker's find); 40 is in the events, not in a checkpoint."""
+    run_dir = tmp_path / "run"
+    configmod.save(run_dir, RunConfig(steps=100, checkpoint_every=25))
+    with events.EventWriter(run_dir, attempt=0) as writer:
+        writer.emit("run_started")
+        for step in range(1, 41):
+            writer.emit("step", step=step, loss=1.0 / step)
+    fake_checkpoint(run_dir, 25)
+    before = (run_dir / "events.jsonl").read_bytes()
+    assert cli.main(["train", str(run_dir), "--resume", "--steps", "30"]) == 2
+    assert capsys.readouterr().err == (
+        "ftgui: steps (--steps): the run already reached step 40, past 30; give --steps N "
+        "with N > 40 to train on, or --from-step S to fork\n")
+    assert (run_dir / "events.jsonl").read_bytes() == before
+
+
 @pytest.mark.tf
 def test_sigterm_to_ftgui_train_saves_the_step_reached_and_stops(tmp_path):
     """A scheduler's SIGTERM (or Ctrl-C) preempts: the chief saves its current step, no
