@@ -8,6 +8,7 @@ The file is well-formed XML as well as HTML (every element closed), so any parse
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from html import escape
 from pathlib import Path
@@ -49,9 +50,20 @@ def write_report(run_dir: str | os.PathLike, out: str | os.PathLike) -> Path:
         raise ConfigError(f"run_dir: {run_dir} is not a run (no config.toml or events.jsonl)")
     out = report_path(run_dir, Path(out))
     text = build_report(run_dir)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    try:
+        # a new file of a unique name (O_EXCL): a planted OUT.tmp link to a run's file was
+        # written through
+        handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    except OSError as exc:
+        raise ConfigError(f"output: {out} cannot be written ({exc.strerror or exc})") from None
+    try:
+        os.fchmod(handle, 0o644)  # a handout: readable, as a plain new file would be
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, out)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"output: {out} cannot be written ({exc.strerror or exc})") from None
     return out
 
 
@@ -63,14 +75,16 @@ def report_path(run_dir: Path, out: Path) -> Path:
     and is not a new `.html` file or an earlier ftgui report there."""
     from ftgui.core.record.runs import is_run_dir
 
+    out = Path(os.path.abspath(out))  # "a/../b" as b; links are followed below
     if out.is_dir():
         out = out / default_path(run_dir).name
-    holder = next((folder for folder in out.absolute().parents if is_run_dir(folder)), None)
-    if holder is not None and (out.suffix.lower() != ".html"
-                               or out.exists() and not _is_report(out)):
-        raise ConfigError(f"output: {out} is a file of the run folder {holder}, its record; "
-                          f"give a new .html file or a path outside it (default: "
-                          f"{default_path(run_dir)})")
+    for path in (out.resolve(), out):  # where a link leads first: that run is named
+        holder = next((folder for folder in path.parents if is_run_dir(folder)), None)
+        if holder is not None and (path.suffix.lower() != ".html" or out.suffix.lower() != ".html"
+                                   or out.exists() and not _is_report(out)):
+            raise ConfigError(f"output: {out} is a file of the run folder {holder}, its "
+                              f"record; give a new .html file or a path outside it (default: "
+                              f"{default_path(run_dir)})")
     return out
 
 

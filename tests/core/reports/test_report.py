@@ -3,6 +3,7 @@ figures and incidents, every setting and the checkpoint list; written without Qt
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -222,3 +223,40 @@ def test_ftgui_report_into_a_folder_or_over_its_earlier_report(tmp_path, capsys)
     assert cli.main(["report", str(run_dir), "-o", str(inside)]) == 0
     assert cli.main(["report", str(run_dir), "-o", str(inside)]) == 0  # and written again
     assert "ftgui report: run" in inside.read_text()
+
+
+def test_a_planted_tmp_link_is_never_written_through(tmp_path, capsys):
+    """A breaker's find: the report was written to OUT.tmp first, following a link planted
+    there to another run's events.jsonl (and a hard link to its config.toml)."""
+    run_dir = crash_and_recovery(tmp_path / "run")
+    other = crash_and_recovery(tmp_path / "other")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rep.html.tmp").symlink_to(other / "events.jsonl")
+    os.link(other / "config.toml", out / "rep2.html.tmp")
+    files = {name: (other / name).read_bytes() for name in ("events.jsonl", "config.toml")}
+    for name in ("rep.html", "rep2.html"):
+        assert cli.main(["report", str(run_dir), "-o", str(out / name)]) == 0
+        assert (out / name).read_text().startswith("<!DOCTYPE html>")
+        assert (out / name).stat().st_mode & 0o777 == 0o644
+    assert {name: (other / name).read_bytes() for name in files} == files
+
+
+def test_a_report_that_cannot_be_written_says_so_in_one_output_line(tmp_path, capsys):
+    run_dir = crash_and_recovery(tmp_path / "run")
+    assert cli.main(["report", str(run_dir), "-o", str(tmp_path / "no" / "x.html")]) == 2
+    assert capsys.readouterr().err == (f"ftgui: output: {tmp_path / 'no' / 'x.html'} cannot "
+                                       "be written (No such file or directory)\n")
+    (tmp_path / "out" / "run-report.html").mkdir(parents=True)  # a folder where the file goes
+    assert cli.main(["report", str(run_dir), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith("ftgui: output: ")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["run-report.html"]  # no .tmp
+
+
+def test_a_link_into_another_run_names_that_run(tmp_path, capsys):
+    run_dir = crash_and_recovery(tmp_path / "run")
+    other = crash_and_recovery(tmp_path / "other")
+    (run_dir / "evil.html").symlink_to(other / "config.toml")
+    assert cli.main(["report", str(run_dir), "-o", str(run_dir / "evil.html")]) == 2
+    assert f"a file of the run folder {other}," in capsys.readouterr().err
+    assert (other / "config.toml").read_text().startswith("strategy = ")
