@@ -29,7 +29,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from _common import (  # noqa: E402
-    WORKLOADS,
     Table,
     add_workload_argument,
     bootstrap_interval,
@@ -52,28 +51,18 @@ def main() -> int:
     args = parser.parse_args()
     intervals = [int(x) for x in args.every.split(",")]
 
-    import tensorflow as tf
+    from _train_state import build_state
 
     from ftgui.core.checkpoints import snapshots
-    from ftgui.core.settings.config import RunConfig
     from ftgui.core.settings.schema import SETTINGS
-    from ftgui.training import data as datamod
     from ftgui.training.actions import StepOutput
     from ftgui.training.actions.snapshot import SnapshotAction
-    from ftgui.training.step import TrainState
-    from ftgui.training.strategies import configure_devices, make_strategy
 
     default = SETTINGS["snapshot_every"].default
     header(f"snapshots ({args.workload} workload): steps/s with snapshot_every in {intervals} "
            f"against off, {args.rounds} interleaved rounds of {args.block} steps "
            f"(default {default})")
-    config = RunConfig(**WORKLOADS[args.workload])
-    configure_devices(config)
-    tf.keras.utils.set_random_seed(config.seed)
-    tf.config.experimental.enable_op_determinism()
-    dataset = datamod.load(config.dataset)
-    state = TrainState(make_strategy(config), config, dataset)
-    batches = datamod.StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
+    state, dataset, batches, _ = build_state(args.workload)
     run_dir = Path(tempfile.mkdtemp(prefix="ftgui-bench-snapshots-"))
     actions = {every: SnapshotAction(state, run_dir / str(every), every) for every in intervals}
     print(f"   state: {actions[intervals[0]].state_bytes.nbytes} bytes; "

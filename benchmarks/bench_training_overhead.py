@@ -47,7 +47,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     HERE,
     PYTHON,
-    WORKLOADS,
     Table,
     add_workload_argument,
     bare_step_lines,
@@ -119,20 +118,12 @@ def inprocess(blocks: int, steps: int, workload: str) -> dict:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
+    from _train_state import build_state
 
     from ftgui.core.record.events import EventWriter
-    from ftgui.core.settings.config import RunConfig
-    from ftgui.training import data as datamod
-    from ftgui.training import step as stepmod
-    from ftgui.training.strategies import configure_devices, make_strategy
 
-    config = RunConfig(**WORKLOADS[workload])
-    configure_devices(config)
-    tf.keras.utils.set_random_seed(config.seed)
-    tf.config.experimental.enable_op_determinism()
-    dataset = datamod.load(config.dataset)
-    strategy = make_strategy(config)
-    state = stepmod.TrainState(strategy, config, dataset)
+    state, dataset, batches, config = build_state(workload)
+    strategy = state.strategy
     model, optimizer, gbs = state.model, state.optimizer, config.global_batch_size
     per = gbs // strategy.num_replicas_in_sync
 
@@ -148,7 +139,6 @@ def inprocess(blocks: int, steps: int, workload: str) -> dict:
         return lambda ctx: tf.constant(array[ctx.replica_id_in_sync_group * per:
                                              (ctx.replica_id_in_sync_group + 1) * per])
 
-    batches = datamod.StepBatches(len(dataset.x_train), gbs, config.seed)
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-inproc-"))
     writer = EventWriter(work, 0)
     try:

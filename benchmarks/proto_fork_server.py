@@ -6,7 +6,7 @@ second fault comes: docs/benchmarks.md, the second-kill row)? A prototype, run b
 
 For each repetition, interleaved:
 
-- cold: `python -c …` imports TensorFlow and Keras, splits the CPU into 2 logical devices,
+- cold: a new Python process imports TensorFlow and Keras, splits the CPU into 2 logical devices,
   builds ftgui's MirroredStrategy TrainState on the digits and runs `--steps` global steps;
 - fork: this process imported TensorFlow and Keras once at its start (and created no runtime:
   no op ran, no device was listed); `os.fork()` gives a child that does the rest the same way.
@@ -32,43 +32,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from _common import PYTHON, header  # noqa: E402
 
-TRAIN = """
-import json, sys
-from ftgui.core.settings.config import RunConfig
-from ftgui.training import data as datamod
-from ftgui.training.step import TrainState
-from ftgui.training.strategies import configure_devices, make_strategy
-import tensorflow as tf
 
-def train(steps):
-    config = RunConfig(model="mlp", dataset="digits")
-    configure_devices(config)
-    tf.keras.utils.set_random_seed(config.seed)
-    tf.config.experimental.enable_op_determinism()
-    dataset = datamod.load(config.dataset)
-    state = TrainState(make_strategy(config), config, dataset)
-    batches = datamod.StepBatches(len(dataset.x_train), config.global_batch_size, config.seed)
+def train(steps: int) -> list[str]:
+    """Build ftgui's MirroredStrategy TrainState on the digits (`build_state`) and run `steps`
+    global steps; their losses as hex floats."""
+    from _train_state import build_state
+
+    state, dataset, batches, _ = build_state("mlp")
     losses = []
     for step in range(1, steps + 1):
         rows = batches.indices(step)
         loss, _ = state.train_step(dataset.x_train[rows], dataset.y_train[rows])
         losses.append(float(loss).hex())
     return losses
-"""
 
 
 def cold(steps: int) -> tuple[float, list[str]]:
     """A new interpreter that imports everything: (seconds to its last step, losses)."""
-    code = (f"import time; began = time.perf_counter(); import tensorflow, keras\n{TRAIN}\n"
-            f"losses = train({steps}); print('RESULT', json.dumps(losses))")
     began = time.perf_counter()
-    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([PYTHON, __file__, "--cold-child", str(steps)], capture_output=True,
+                         text=True, check=True)
     seconds = time.perf_counter() - began
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))
     return seconds, json.loads(line[len("RESULT "):])
 
 
-def forked(steps: int, train) -> tuple[float, list[str]]:
+def forked(steps: int) -> tuple[float, list[str]]:
     """A child of this (imported) process: (seconds from the fork to its last step, losses)."""
     read, write = os.pipe()
     began = time.perf_counter()
@@ -96,7 +85,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--cold-child", type=int, metavar="STEPS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_child:  # the cold variant's own process: import, train, print
+        import keras  # noqa: F401  (as a trainer imports it)
+        print("RESULT " + json.dumps(train(args.cold_child)), flush=True)
+        return 0
     header("fork server prototype: a trainer forked from a process with TensorFlow imported "
            "against a cold start")
     began = time.perf_counter()
@@ -106,15 +100,12 @@ def main() -> int:
     threads = len(os.listdir("/proc/self/task"))
     print(f"   this process imported TensorFlow and Keras in {imported:.2f} s; "
           f"{threads} threads before the first fork", flush=True)
-    scope: dict = {}
-    exec(TRAIN, scope)  # noqa: S102 (the same code the cold start runs)
     times = {"cold": [], "fork": []}
     reference = None
     for rep in range(args.reps):
         order = ["cold", "fork"] if rep % 2 == 0 else ["fork", "cold"]
         for variant in order:
-            seconds, losses = cold(args.steps) if variant == "cold" else forked(
-                args.steps, scope["train"])
+            seconds, losses = (cold if variant == "cold" else forked)(args.steps)
             reference = reference or losses
             same = losses == reference
             times[variant].append(seconds)
