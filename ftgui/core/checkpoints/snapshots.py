@@ -146,8 +146,9 @@ class SnapshotFile:
                first: tuple[int, float, list] | None = None) -> SnapshotFile:
         """A new file at `path` (replacing any) mapped for writing, recording `run_dir`
         (resolved): both slots empty, or with `first` = (step, loss, payload as `write` takes
-        it) written into slot 0 before the file replaces the old one (a state restored from
-        the old file is then never in neither: a trainer killed between the two lost it).
+        it) written into slot 0 before the file replaces the old one: a state restored from
+        the old file is always in one of the two (copied after the replace, a trainer killed
+        in between lost it).
         Raises OSError when shared memory is short (its pages are reserved here)."""
         run_dir = Path(run_dir).resolve()
         run_bytes = os.fsencode(run_dir)
