@@ -34,6 +34,19 @@ CHECKPOINT_DIR = fit_checkpoints.FIT_DIR
 RESTORES = "the start of the epoch (Keras BackupAndRestore); the data position is not restored"
 
 
+class SaveClock(keras.callbacks.Callback):
+    """Notes when an epoch ended, just before ModelCheckpoint writes its epoch file (it comes
+    right before ModelCheckpoint in the list), so that `EventsCallback`, right after, knows how
+    long training waited for that file (seconds, `perf_counter`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.epoch_ended = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_ended = time.perf_counter()
+
+
 class EventsCallback(keras.callbacks.Callback):
     """Writes ftgui's events from `model.fit`: step (the running mean loss), validation, resumed,
     run_finished; the same values as TensorBoard scalars (`RUN/tensorboard/`); the metadata of
@@ -41,8 +54,9 @@ class EventsCallback(keras.callbacks.Callback):
     faults; stops after `steps` global steps. Must come after ModelCheckpoint in the list."""
 
     def __init__(self, events, steps: int, steps_per_epoch: int, faults, run_dir: Path,
-                 strategy: str = "", pace: float = 0.0):
+                 strategy: str = "", pace: float = 0.0, clock: SaveClock | None = None):
         super().__init__()
+        self.clock = clock
         self.events, self.steps, self.steps_per_epoch = events, steps, steps_per_epoch
         self.faults, self.run_dir, self.strategy = faults, run_dir, strategy
         self.summaries = Summaries(run_dir / TENSORBOARD_DIR)
@@ -91,11 +105,20 @@ class EventsCallback(keras.callbacks.Callback):
             self.summaries.scalar("val_accuracy", val_accuracy, step)
         weights = self.run_dir / CHECKPOINT_DIR / f"epoch-{epoch + 1:03d}.weights.h5"
         if weights.exists():  # ModelCheckpoint, earlier in the list, has just written it
+            began = None if self.clock is None else self.clock.epoch_ended
+            waited = 0.0 if began is None else time.perf_counter() - began
             fit_checkpoints.write_fit_metadata(
                 weights, step=step, epoch=epoch, loss=self.last_loss, val_loss=val_loss,
                 val_accuracy=val_accuracy, time=time.time(), strategy=self.strategy,
                 steps_per_epoch=self.steps_per_epoch,
             )
+            # counted as a checkpoint of the run: the comparison said "model.fit: 0
+            # checkpoints" of a run with one per epoch (BackupAndRestore's backups of
+            # `fit-backup/` are Keras' own, not counted)
+            self.events.emit("checkpoint_saved", step=step,
+                             path=f"{CHECKPOINT_DIR}/{weights.name}", loss=self.last_loss,
+                             size=weights.stat().st_size, save_seconds=waited,
+                             stall_seconds=waited, requested=False, background=False)
         self.summaries.flush()
 
     def on_train_end(self, logs=None):
@@ -136,16 +159,18 @@ def run_fit(state, data: Dataset, config, run_dir: Path, events, faults) -> int:
             metrics=["accuracy"],
         )
     (run_dir / CHECKPOINT_DIR).mkdir(parents=True, exist_ok=True)
+    clock = SaveClock()
     callbacks = [
         keras.callbacks.BackupAndRestore(str(run_dir / BACKUP_DIR),
                                          save_freq=config.checkpoint_every,
                                          delete_checkpoint=False),
+        clock,
         keras.callbacks.ModelCheckpoint(
             str(run_dir / CHECKPOINT_DIR / "epoch-{epoch:03d}.weights.h5"),
             save_weights_only=True,
         ),
         EventsCallback(events, config.steps, steps_per_epoch, faults, run_dir, config.strategy,
-                       config.pace),
+                       config.pace, clock),
     ]
     started = time.perf_counter()
     print(f"model.fit: {epochs} epochs of {steps_per_epoch} steps; restores to {RESTORES}",

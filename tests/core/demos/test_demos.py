@@ -32,6 +32,7 @@ from ftgui.core.demos.definitions import DemoError
 from ftgui.core.demos.session import DemoSession, StageMachine
 from ftgui.core.record import events
 from ftgui.core.record.incidents import from_events
+from ftgui.core.timeline.run_figures import read_run
 
 KEYS = ["bad-numerics", "chaos", "checkpoint-interval", "crash-and-recover",
         "custom-loop-vs-fit", "preemption", "worker-loss"]
@@ -715,6 +716,13 @@ def test_the_fit_demo_resumes_the_custom_loop_at_its_step_and_fit_at_the_epoch(t
     saved = sorted(p.name for p in (outcome.run_dirs[1] / "fit-checkpoints").iterdir())
     assert saved[-1] == "epoch-010.weights.h5"  # 220 steps = 10 epochs
     assert of_kind(fit, "run_finished")[0]["step"] == 220
+    # each epoch file is one of the run's checkpoints: the comparison said "model.fit: 0
+    # checkpoints" (the crashed attempt's epochs 1-6, then 7-10)
+    files = [e["path"] for e in of_kind(fit, "checkpoint_saved")]
+    assert files == [f"fit-checkpoints/epoch-{n:03d}.weights.h5" for n in range(1, 11)]
+    assert all(e["stall_seconds"] > 0 for e in of_kind(fit, "checkpoint_saved"))
+    _, figures = read_run(outcome.run_dirs[1])
+    assert figures.checkpoints == 10 and figures.checkpoint_seconds > 0
 
 
 @pytest.mark.tf
