@@ -134,3 +134,23 @@ def test_a_count_takes_the_noun_it_needs():
     assert fmt.counted(2, "chief process", "chief processes") == "2 chief processes"
     assert fmt.plural(1, "incident") == "incident"
     assert fmt.steps(106) == "106 steps"
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.0042, "4.2 ms"), (0.028, "28 ms"), (0.0004, "0.40 ms"), (0.0, "0 ms"), (0.25, "0.25 s"),
+    (3.456, "3.46 s"), (None, "—"), (float("nan"), "—")])
+def test_a_checkpoint_stall_is_never_shown_as_nothing(value, text):
+    """A room read "6 checkpoints: 0.00 s stalled" beside "60 checkpoints: 0.03 s stalled"
+    (the checkpoint-interval demo's comparison) as saves that cost nothing."""
+    from ftgui.core.formatting import stall
+
+    assert stall(value) == text
+
+
+def test_the_comparison_headline_gives_a_small_stall_in_milliseconds():
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import headline
+
+    run = RunFigures("every 100", 1, 95, 3.0, 6, 0.0042, 20.0, 0.86, 600, 0.01)
+    assert headline(run) == ("every 100: 95 steps redone · 3.0 s lost · 6 checkpoints: 4.2 ms "
+                             "stalled · goodput 86 %")

@@ -157,8 +157,8 @@ def fewer_steps_redone_first(run_dirs: list[Path]) -> tuple[bool, str]:
     ok = first.steps_redone < second.steps_redone and first.checkpoints > second.checkpoints
     return ok, (f"{first.steps_redone} vs {second.steps_redone} steps redone, "
                 f"{first.checkpoints} vs {second.checkpoints} checkpoints "
-                f"({formatting.seconds(first.checkpoint_seconds, 2)} vs "
-                f"{formatting.seconds(second.checkpoint_seconds, 2)})")
+                f"({formatting.stall(first.checkpoint_seconds)} vs "
+                f"{formatting.stall(second.checkpoint_seconds)})")
 
 
 CROSS_CHECKS = {f.__name__: f for f in (same_final_loss, fewer_steps_redone_first)}

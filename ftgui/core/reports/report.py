@@ -148,7 +148,8 @@ def figures_table(figures: RunFigures) -> str:
         ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint time", "wall time",
          "goodput"],
         [[str(figures.incidents), shown["steps redone"], shown["time lost"],
-          str(figures.checkpoints), seconds(figures.checkpoint_seconds), seconds(figures.wall),
+          str(figures.checkpoints), formatting.stall(figures.checkpoint_seconds),
+          seconds(figures.wall),
           shown["goodput"]]], numeric=set(range(7)), name="figures")
 
 

@@ -98,7 +98,7 @@ def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[st
     shown = figures.shown()
     return (figures.name, str(figures.incidents), shown["steps redone"],
             shown["time lost"], str(figures.checkpoints),
-            formatting.seconds(figures.checkpoint_seconds, digits=2),
+            formatting.stall(figures.checkpoint_seconds),
             formatting.seconds(figures.wall, digits=2),
             shown["goodput"], loss_text(figures, rows or [figures]))
 
@@ -109,7 +109,7 @@ def headline(figures: RunFigures) -> str:
     leaves the table out), goodput."""
     shown = figures.shown()
     saves = formatting.counted(figures.checkpoints, "checkpoint")
-    stalled = formatting.seconds(figures.checkpoint_seconds, digits=2)
+    stalled = formatting.stall(figures.checkpoint_seconds)
     return (f"{figures.name}: {formatting.counted(shown['steps redone'], 'step')} redone · "
             f"{shown['time lost']} lost · {saves}: {stalled} stalled · "
             f"goodput {shown['goodput']}")
