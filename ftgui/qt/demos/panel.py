@@ -21,6 +21,7 @@ from ftgui.qt.controls import named_button
 
 TEXT_PX = 15  # the stage's sentences, in pixels at scale 1
 PRESENTING_TEXT_PX = 24  # in the presentation view
+STAGE_SHARE = 0.7  # "stage 2 of 5" in the presentation view: this share of the text's size
 
 
 class DemoPanel(QWidget):
@@ -119,6 +120,13 @@ class DemoPanel(QWidget):
         self.text.setFont(theme.font_px(pixels))
         self.prompt.setFont(theme.font_px(pixels, bold=True))
         self.result.setFont(theme.font_px(round(pixels * 0.8)))
+        # "stage 2 of 5" and the buttons were the application's 12 px at the back of a room
+        small = theme.font_px(round(pixels * STAGE_SHARE)) if self._presenting else theme.font()
+        self.stage_label.setFont(small)
+        button = theme.font_px(theme.presenting_px("button")) if self._presenting \
+            else theme.font()
+        for widget in (self.previous_button, self.next_button, self.stop_button):
+            widget.setFont(button)
 
 
 def make_dock(panel: DemoPanel, parent) -> QDockWidget:

@@ -6,7 +6,8 @@ the sentence fits in `MAX_LINES`; past that its beginning is cut at a word ("…
 sentence ends on its figures (steps redone, seconds lost, goodput), and the whole sentence is
 in the tooltip. A short state clause in front ("Finished at step 1200 · ") is kept before the
 cut, and the fault's clause after it when it fits, whole clauses cut between them: the room
-read "… 800 · NaN loss at step 420" and not that the run had finished.
+read "… 800 · NaN loss at step 420" and not that the run had finished. A sentence that starts
+with its fault ("Preempted at step 730 → …") keeps that clause the same way.
 `text()` is always the whole sentence (what tests and screen readers read);
 `shown_text()` is what is painted.
 """
@@ -67,6 +68,14 @@ def fit(text: str, font: QFont, width: int, base_px: int,
                 _cut_beginning(remaining, sized, width, max_lines, keep)
             if cut is not None:
                 return floor, cut
+    fault, arrow, after = text.partition(ARROW)
+    if not dot and arrow and len(fault) <= MAX_STATE_CHARS:
+        # "Preempted at step 730 → … to restore checkpoint 730": the fault stays, as after a
+        # state clause (the room read "… at step 730 → restarting: …", its key word cut)
+        cut = _cut_clauses(after, sized, width, max_lines, fault + arrow) or \
+            _cut_beginning(after, sized, width, max_lines, fault + arrow)
+        if cut is not None:
+            return floor, cut
     return floor, _cut_beginning(text, sized, width, max_lines, "") or ELLIPSIS
 
 

@@ -639,3 +639,34 @@ def _ink(image, rows: int) -> list[tuple[int, int]]:
     """The dark pixels (text) of `image`'s first `rows` rows."""
     return [(x, y) for y in range(rows) for x in range(image.width())
             if image.pixelColor(x, y).lightness() < 128]
+
+
+def test_the_demo_panels_stage_count_and_buttons_grow_in_the_presentation_view(qtbot):
+    """"stage 2 of 5" and Previous / Next / Stop demo kept the application's 12 px beside the
+    panel's 24 px sentences (a presenter's finding at 1280×720)."""
+    panel = DemoPanel()
+    qtbot.addWidget(panel)
+    widgets = (panel.stage_label, panel.previous_button, panel.next_button, panel.stop_button)
+    normal = [widget.font().pixelSize() for widget in widgets]
+    panel.set_presenting(True)
+    big = [widget.font().pixelSize() for widget in widgets]
+    assert big[0] >= 16 and big[1:] == [theme.presenting_px("button")] * 3
+    panel.set_presenting(False)
+    assert [widget.font().pixelSize() for widget in widgets] == normal
+
+
+def test_a_fault_first_story_keeps_its_fault_when_cut(qtbot):
+    """A presenter's finding after K: "… at step 730 → restarting: waking the warm standby
+    (TensorFlow already imported) to restore checkpoint 730" lost "Preempted", its key word."""
+    from PySide6.QtGui import QFont
+
+    from ftgui.qt.window.story_banner import fit, line_count
+
+    story = ("Preempted at step 730 → restarting: waking the warm standby (TensorFlow already "
+             "imported) to restore checkpoint 730")
+    font = QFont(theme.font())
+    px, shown = fit(story, font, 430, 32)
+    font.setPixelSize(px)
+    assert shown != story and line_count(shown, font, 430) <= 2
+    assert shown.startswith("Preempted at step 730 → … ")
+    assert story.endswith(shown.split("… ", 1)[1])
