@@ -12,6 +12,7 @@ from html import escape
 import numpy as np
 
 from ftgui.core.timeline.axis_range import series_range
+from ftgui.core.timeline.label_rows import label_rows
 from ftgui.core.timeline.model import Timeline
 
 WIDTH, HEIGHT = 900, 360  # px
@@ -22,6 +23,7 @@ MAX_POINTS = 2000  # per polyline; longer segments keep each bucket's lowest and
 # attempt, without a legend, read as the kill's red and the resume's green markers.
 CURVE_COLOUR, ABANDONED_COLOUR = "#1f77b4", "#9fb7cf"
 LABEL_ROWS, LABEL_ROW_PX, CHAR_PX = 3, 14, 7.0  # marker labels: rows, their spacing, a glyph
+LABEL_GAP_PX = 4  # between two marker labels in one row
 MARKER_COLOURS = {"crash": "#d62728", "preemption": "#ff7f0e", "hang": "#9467bd",
                   "nan_rollback": "#8c564b", "resume": "#2ca02c", "fork": "#17becf"}
 REDONE_FILL = "#ffcc80"
@@ -121,8 +123,11 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
         title = f"attempt {attempt}" + (", abandoned by a fork" if abandoned else "")
         parts.append(f'<polyline {look} fill="none" stroke-width="1.5" points="{points}">'
                      f"<title>{title}</title></polyline>")
-    rows = _label_rows([float(sx(marker.step)) for marker in timeline.markers],
-                       [marker.label for marker in timeline.markers])
+    # a label starts 3 px right of its line; LABEL_GAP_PX keeps neighbours in a row apart
+    starts = [float(sx(marker.step)) + 3 for marker in timeline.markers]
+    rows = label_rows([(start, start + CHAR_PX * len(marker.label) + LABEL_GAP_PX)
+                       for start, marker in zip(starts, timeline.markers, strict=True)],
+                      LABEL_ROWS)
     for marker, row in zip(timeline.markers, rows, strict=True):
         x = float(sx(marker.step))
         colour = MARKER_COLOURS.get(marker.kind, "#555555")
@@ -135,20 +140,6 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
                          f"{escape(marker.label)}</text>")
     parts.append("</svg>")
     return "\n".join(parts)
-
-
-def _label_rows(xs: list[float], labels: list[str]) -> list[int | None]:
-    """For markers at `xs` (px) with `labels`: the row of each label, left to right the first
-    of `LABEL_ROWS` rows where it starts past the row's last label; None where no row has room
-    (that label stays its line's tooltip, never drawn over another)."""
-    rows: list[int | None] = [None] * len(xs)
-    ends = [-math.inf] * LABEL_ROWS  # where each row's last label ends, px
-    for index in sorted(range(len(xs)), key=xs.__getitem__):
-        start = xs[index] + 3
-        row = next((r for r, end in enumerate(ends) if start > end + 4), None)
-        if row is not None:
-            rows[index], ends[row] = row, start + CHAR_PX * len(labels[index])
-    return rows
 
 
 def _restored_point(timeline: Timeline, index: int) -> tuple[float, float] | None:

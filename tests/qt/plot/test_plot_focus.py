@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftgui.qt.plot.focus import clip_band, focus_span, focus_start, focus_y, label_rows
+from ftgui.core.timeline.label_rows import label_rows
+from ftgui.qt.plot.focus import clip_band, focus_span, focus_start, focus_y
 
 
 def test_the_interesting_part_starts_a_redone_range_before_the_last_one():
