@@ -168,8 +168,7 @@ def unused_snapshot_line(step: int, restore, previous, config) -> str:
     restores instead: "the in-memory snapshot of step 30 is not used: learning_rate changes on
     this resume and applies from a checkpoint's step; restoring checkpoint 25 (steps 26–30
     redone)"."""
-    changed = [name for name, setting in SETTINGS.items() if setting.on_resume != FREE
-               and getattr(previous, name) != getattr(config, name)]
+    changed = training_changes(previous, config)
     verb, applies = ("changes", "applies") if len(changed) == 1 else ("change", "apply")
     start = restore.step if restore is not None else 0
     origin = f"checkpoint {start}" if restore is not None else "step 0 (nothing saved)"
@@ -251,14 +250,20 @@ def readme_table() -> str:
     return "\n".join(rows)
 
 
-def training_changed(previous, config) -> bool:
-    """True when `config` (a RunConfig) changes a setting that shapes training (any not `free` on
-    resume, `ftgui.core.settings.schema`) from `previous` (the run's config.toml before this
-    start)."""
+def training_changes(previous, config) -> list[str]:
+    """The settings that shape training (any not `free` on resume,
+    `ftgui.core.settings.schema`) that `config` (a RunConfig) changes from `previous` (the
+    run's config.toml before this start; None: none), in schema order."""
     if previous is None:
-        return False
-    return any(getattr(previous, name) != getattr(config, name)
-               for name, setting in SETTINGS.items() if setting.on_resume != FREE)
+        return []
+    return [name for name, setting in SETTINGS.items() if setting.on_resume != FREE
+            and getattr(previous, name) != getattr(config, name)]
+
+
+def training_changed(previous, config) -> bool:
+    """True when `config` changes a setting that shapes training from `previous`
+    (`training_changes`)."""
+    return bool(training_changes(previous, config))
 
 
 def fill_from_record(run_dir: str | os.PathLike, values: dict, meta: dict | None,
