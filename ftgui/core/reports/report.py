@@ -160,7 +160,7 @@ def incidents_table(timeline: Timeline) -> str:
     rows = [[i.kind, i.target, i.source or "unplanned", str(i.step),
              "—" if i.resumed_step is None else str(i.resumed_step),
              "—" if i.steps_lost is None else str(i.steps_lost),
-             _detect_text(i),
+             story.detect_words(i),
              seconds(i.recovery_seconds),
              formatting.seconds(i.time_lost),
              story.source_words(i) or "—"] for i in timeline.incidents]
@@ -168,15 +168,6 @@ def incidents_table(timeline: Timeline) -> str:
     return _table(["fault", "target", "fired by", "at step", "resumed from", "steps redone",
                    "detected after", "recovery", "time lost", "restored from"], rows,
                   numeric={3, 4, 5, 6, 7, 8}, name="incidents")
-
-
-def _detect_text(incident) -> str:
-    """An incident's time to detect: "0.30 s", "0.30 s in-process" (the trainer found it
-    itself, a non-finite loss), "—" while not known."""
-    detect = seconds(incident.detect_seconds)
-    if not incident.detected_in_process:
-        return detect
-    return "in-process" if incident.detect_seconds is None else f"{detect} in-process"
 
 
 def settings_table(run_dir: Path) -> str:

@@ -134,6 +134,16 @@ SOURCE_WORDS = {"memory": "memory", "just_in_time": "just in time", "disk": "dis
                 "none": "none"}
 
 
+def detect_words(incident: Incident, unknown: str = "—") -> str:
+    """An incident's time to detect, as the Incidents tab and the report say it: "0.05 s",
+    "0.30 s in-process" (the trainer found it itself, a non-finite loss: its seconds too, so
+    that detect and recovery add up to the time lost), `unknown` while not known."""
+    if incident.detect_seconds is None:
+        return unknown
+    text = seconds(incident.detect_seconds, digits=2)
+    return f"{text} in-process" if incident.detected_in_process else text
+
+
 def source_words(incident: Incident) -> str:
     """What the recovery of `incident` restored from, as the Incidents tab's source column and
     the report say it: memory, just in time, disk, none (nothing saved yet: from step 0); ""

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QLabel, QTableView, QVBoxLayout, QWidget
 
 from ftgui.core.formatting import percent, plural, seconds
 from ftgui.core.timeline.model import Timeline
-from ftgui.core.timeline.story import source_words
+from ftgui.core.timeline.story import detect_words, source_words
 from ftgui.qt.table_model import RowsModel, set_up_table
 
 # the story line's figures (redone, lost, restored from) first: at 1280 px the panel shows
@@ -82,11 +82,7 @@ class IncidentModel(RowsModel):
         if column == "at step":
             return str(incident.step)
         if column == "detect":
-            if incident.detected_in_process and incident.detected is not None:
-                # its seconds too: detect + recovery add up to the time lost (0.3 s of a
-                # NaN's 0.4 s showed in no column)
-                return f"{_seconds(incident.detect_seconds)} in-process"
-            return _seconds(incident.detect_seconds)
+            return detect_words(incident, unknown="…")
         if column == "recovery":
             if incident.ended_by == "crash":  # the next row's recovery took over
                 return "none (restart crashed)"
