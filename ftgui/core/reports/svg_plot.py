@@ -151,10 +151,10 @@ def _restored_point(timeline: Timeline, index: int) -> tuple[float, float] | Non
         return None
     restored = steps[0] - 1
     for earlier in reversed(timeline.segments[:index]):
-        x, y = earlier.series.x(), earlier.series.y()
-        at = int(np.searchsorted(x, restored))
-        if at < len(x) and x[at] == restored:
-            return (float(restored), float(y[at])) if np.isfinite(y[at]) else None
+        at = earlier.series.index_of(restored)
+        if at is not None:
+            loss = float(earlier.series.y()[at])
+            return (float(restored), loss) if np.isfinite(loss) else None
     return None
 
 

@@ -52,6 +52,12 @@ class GrowingSeries:
     def t(self) -> np.ndarray:
         return self._t[: self.size]
 
+    def index_of(self, x: float) -> int | None:
+        """The index of the point at `x` (x ascending, as steps are logged), None if none."""
+        xs = self.x()
+        at = int(np.searchsorted(xs, x))
+        return at if at < len(xs) and xs[at] == x else None
+
     def y_extent(self) -> tuple[float, float] | None:
         """(lowest, highest) finite y, None when no y is finite: `axis_range.finite_extent` of
         `y()`, looking only at the points added since the last call (points are only ever

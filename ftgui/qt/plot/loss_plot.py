@@ -446,9 +446,8 @@ class LossPlot(PlotLook, pg.PlotWidget):
         next line resumed from), None when it has no finite one there."""
         if step is None or not math.isfinite(step) or not trace.series.size:
             return None
-        steps = trace.series.x()
-        at = int(np.searchsorted(steps, step))
-        if at >= len(steps) or steps[at] != step or not np.isfinite(trace.series.y()[at]):
+        at = trace.series.index_of(step)
+        if at is None or not np.isfinite(trace.series.y()[at]):
             return None
         smoothed = float(trace.smoothed(self.smoothing)[at]) if self.smoothing > 0 else None
         return float(step), float(trace.series.y()[at]), smoothed
