@@ -163,6 +163,15 @@ def baseline_run(tmp_path_factory) -> Path:
     return made_once(tmp_path_factory, "baseline", train) / "run"
 
 
+@pytest.fixture
+def fresh_copy_of_baseline(tmp_path, baseline_run):
+    """A run directory `tmp_path/run` with the baseline's configuration and nothing else."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(baseline_run / "config.toml", run_dir / "config.toml")
+    return run_dir
+
+
 @pytest.fixture(scope="session")
 def baseline_losses(baseline_run) -> dict[int, float]:
     return events.final_losses(events.read_all(baseline_run))

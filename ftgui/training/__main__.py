@@ -269,6 +269,7 @@ def serve(events, args, import_seconds: float) -> int:
 
 
 _WARM = None  # a fully warm standby's `warm_standby.Prepared`, used by `train` if it fits
+_FORKED = False  # forked from the fork server (`fork_server`): its imports were the server's
 
 
 def standby(run_dir: Path) -> int:
@@ -298,19 +299,9 @@ def standby(run_dir: Path) -> int:
     from ftgui.core.settings import config as configmod
     from ftgui.core.supervision import priority
     from ftgui.core.supervision.standby import MEMBER_ENV, built_from, config_fingerprint
-    from ftgui.training import (  # noqa: F401
-        assemble,
-        data,
-        models,
-        parameter_server,
-        strategies,
-        warm_standby,
-    )
+    from ftgui.training.imports import import_trainer_modules
 
-    try:  # what `Summaries` imports when the loop is built (~0.1 s)
-        from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: F401
-    except ImportError:
-        pass
+    import_trainer_modules()
 
     import_seconds = time.perf_counter() - _T0
     member = os.environ.pop(MEMBER_ENV, None) is not None  # of a standby cluster
@@ -326,6 +317,7 @@ def standby(run_dir: Path) -> int:
     # before the event: a spare's log is read once the event is seen
     print(f"standby: ready after {import_seconds:.2f} s of imports{built}", flush=True)
     emit(run_dir, "standby_ready", -1, pid=os.getpid(), import_seconds=import_seconds,
+         forked=_FORKED,
          prepared=prepared, prepared_for=config_fingerprint(_WARM.config) if prepared else None,
          prepare_seconds=_WARM.seconds if _WARM else None)
     line = sys.stdin.readline()
@@ -511,6 +503,10 @@ def remove_autograph_files() -> int:
 
 
 def _run_entry() -> int:
+    if sys.argv[1:2] == ["--fork-server"]:
+        from ftgui.training.fork_server import serve
+
+        return serve(int(sys.argv[2]), _run_entry, exit_now, sys.modules[__name__])
     if sys.argv[1:2] == ["--standby"]:
         return standby(Path(sys.argv[2]).absolute())
     return main()

@@ -302,7 +302,8 @@ class EventKind(str, enum.Enum):
     REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
     # supervisor, once before a cluster with remote tasks starts: `addresses`, `line`
     CLUSTER_EXPOSED = "cluster_exposed"
-    STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds
+    STANDBY_READY = "standby_ready"  # a warm standby imported TensorFlow: pid, import_seconds,
+    # forked (from the fork server: the import was the server's)
     # a Slurm job's batch step, at each start of the job: launcher, job, restart, nodes,
     # pending_seconds (how long it waited for Slurm since ftgui submitted or released it)
     JOB_STARTED = "job_started"
@@ -534,15 +535,22 @@ def _process_exited(event, step, settled=False):
     return text + (f": {reason}" if how == "failed" else "")
 
 
+def _standby_ready(e: dict, s: dict | None = None) -> str:
+    who_ = (f"the warm standby that took over (pid {e.get('pid')}) is ready"
+            if e.get("took_over") else "warm standby ready")
+    if not e.get("forked"):
+        return f"{who_} (TensorFlow imported in {formatting.seconds(e.get('import_seconds'))})"
+    built = e.get("prepare_seconds")
+    return f"{who_} (forked with TensorFlow imported" + (
+        f", built in {formatting.seconds(built)})" if built is not None else ")")
+
+
 _DESCRIBERS = {
     "run_started": _run_started,
     "process_started": _process_started,
     "remote_task": lambda e, s: f"start {who(e)} on {e.get('address')}: {e.get('command')}",
     "cluster_exposed": lambda e, s: e.get("line") or "the cluster's ports are open to the network",
-    "standby_ready": lambda e, s: (
-        f"the warm standby that took over (pid {e.get('pid')}) is ready" if e.get("took_over")
-        else "warm standby ready") + f" (TensorFlow imported in "
-    f"{formatting.seconds(e.get('import_seconds'))})",
+    "standby_ready": _standby_ready,
     "training_started": _training_started,
     "job_started": lambda e, s: f"Slurm job {e.get('job')} started on {e.get('nodes')}"
     + (f", restart {e.get('restart')}" if e.get("restart") else "")

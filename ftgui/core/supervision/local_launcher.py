@@ -75,12 +75,13 @@ class LocalProcess:
 
 class LocalLauncher:
     """Starts a run's tasks as processes of this machine (`launcher.Launcher`); standbys log
-    to `log_dir/standby-<n>.log`. `python`: the interpreter the trainers run with."""
+    to `log_dir/standby-<n>.log`. `python`: the interpreter the trainers run with; `fork`:
+    standbys forked from the fork server (`StandbyPool`)."""
 
     def __init__(self, run_dir: str | os.PathLike, log_dir: str | os.PathLike,
-                 python: str = sys.executable):
+                 python: str = sys.executable, fork: bool = True):
         self.python = python
-        self._pool = StandbyPool(Path(run_dir), Path(log_dir), python)
+        self._pool = StandbyPool(Path(run_dir), Path(log_dir), python, fork)
         self._can_lower = priority.restorable()
         self._namespace: LoopbackNamespace | None = None
         self._members: dict[int, Member] = {}  # task index -> its standby-cluster member

@@ -31,10 +31,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ftgui.core.supervision import priority
+from ftgui.core.supervision import fork_server, priority
 from ftgui.core.supervision.cluster import free_port
 from ftgui.core.supervision.processes import kill_tree, spawn, sweep_autograph_folders
-from ftgui.core.supervision.trainer_command import TRAINER_HASH_SEED, standby_argv
+from ftgui.core.supervision.trainer_command import (
+    TRAINER_HASH_SEED,
+    standby_args,
+    standby_argv,
+)
 
 MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
 
@@ -128,11 +132,14 @@ class StandbyPool:
     cluster's to `standby-<n>-worker-<i>.log`).
 
     `standbys` holds (process, log path) of those not yet handed an order, oldest first;
-    `members`, the standby cluster's, by task index (empty when there is none).
+    `members`, the standby cluster's, by task index (empty when there is none). `fork`: its
+    standbys come from this process's fork server (`fork_server`) where one can run; False:
+    each is started as its own `python` process.
     """
 
-    def __init__(self, run_dir: Path, log_dir: Path, python: str = sys.executable):
-        self.run_dir, self.log_dir, self.python = run_dir, log_dir, python
+    def __init__(self, run_dir: Path, log_dir: Path, python: str = sys.executable,
+                 fork: bool = True):
+        self.run_dir, self.log_dir, self.python, self.fork = run_dir, log_dir, python, fork
         self.standbys: list[tuple[subprocess.Popen, Path]] = []
         self.members: list[Member] = []  # the standby cluster, by task index
         self._started = 0
@@ -142,6 +149,7 @@ class StandbyPool:
         self._low: set[int] = set()  # pids started at priority.STANDBY_NICE, not raised since
         self._adopted: set[int] = set()  # pids of spares (`standby.SpareHandle`) taken in
         self.namespace = None  # the run's loopback-only network namespace, where standbys start
+        self._server = None  # the fork server its standbys come from (`fork_server`)
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
         """Note a standby's `standby_ready` event: it has TensorFlow imported, and built the
@@ -259,13 +267,39 @@ class StandbyPool:
         while len(self.standbys) > wanted:
             _end(self.standbys.pop()[0])
         if len(self.standbys) < wanted:
+            server = self._fork_server(env)
+            if server is not None and not server.ready:
+                return  # importing: its standbys are ready sooner than one that imports now
             self._started += 1
             log_path = self.log_dir / f"standby-{self._started}.log"
-            self.standbys.append((self._spawn(log_path, env, low), log_path))
+            self.standbys.append((self._spawn(log_path, env, low, server), log_path))
 
-    def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool):
-        popen = spawn(standby_argv(self.run_dir, self.python), log_path, env, stdin_pipe=True,
-                      namespace=self.namespace, nice=priority.STANDBY_NICE if low else 0)
+    def _fork_server(self, env: dict[str, str] | None):
+        """This process's fork server for the standbys of `env`, ready or importing (started
+        now if none runs; at `priority.STANDBY_NICE` where that can be undone); None for a run
+        in its own network namespace or a standby-cluster member (gRPC servers after a fork
+        are untried), or where no server can run: those standbys start cold."""
+        if not self.fork or self.namespace is not None or MEMBER_ENV in (env or {}):
+            return None
+        nice = priority.STANDBY_NICE if priority.restorable() else 0
+        self._server = fork_server.server_for(self.python, fork_server.child_env(env),
+                                              self.log_dir, nice)
+        return self._server
+
+    def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool, server=None):
+        """A standby forked from `server` (a ready `fork_server.ForkServer`), else started
+        cold."""
+        nice = priority.STANDBY_NICE if low else 0
+        popen = None
+        if server is not None:
+            try:
+                popen = server.fork(standby_args(self.run_dir), fork_server.child_env(env),
+                                    log_path, nice)
+            except OSError:
+                popen = None
+        if popen is None:
+            popen = spawn(standby_argv(self.run_dir, self.python), log_path, env,
+                          stdin_pipe=True, namespace=self.namespace, nice=nice)
         self._born[popen.pid] = time.time()
         if low:
             self._low.add(popen.pid)
@@ -279,6 +313,8 @@ class StandbyPool:
             if popen.pid in self._low and popen.poll() is None:
                 priority.restore(popen.pid)
         self._low.clear()
+        if self._server is not None and not self._server.ready and self._server.alive:
+            priority.restore(self._server.popen.pid)  # its standbys are now wanted soon
 
     def hand_order(self, args: list[str], env: dict[str, str]):
         """Give `args` (the trainer's arguments) and `env` to a waiting standby.

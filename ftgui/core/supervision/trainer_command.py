@@ -61,9 +61,14 @@ def trainer_argv(args: list[str], python: str = sys.executable) -> list[str]:
     return [*module_argv(TRAINER_MODULE, python), *args]
 
 
+def standby_args(run_dir: str | os.PathLike) -> list[str]:
+    """A warm standby's arguments: what follows `python -m ftgui.training`."""
+    return ["--standby", str(run_dir)]
+
+
 def standby_argv(run_dir: str | os.PathLike, python: str = sys.executable) -> list[str]:
     """A warm standby of the run: it imports TensorFlow, then waits for its order on stdin."""
-    return [*module_argv(TRAINER_MODULE, python), "--standby", str(run_dir)]
+    return [*module_argv(TRAINER_MODULE, python), *standby_args(run_dir)]
 
 
 def remote_command(args: list[str], tf_config: dict) -> str:

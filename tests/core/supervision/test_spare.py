@@ -212,7 +212,7 @@ def test_a_finished_runs_standby_goes_back_to_the_spares_and_starts_the_next_run
 
 
 def test_a_pool_standby_of_its_own_is_released_with_its_log_once_ready(spare, tmp_path):
-    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python)
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python, fork=False)
     configmod.save(tmp_path / "run", CONFIG)
     fingerprint = config_fingerprint(CONFIG.to_dict())
     pool.keep(1)
@@ -286,7 +286,7 @@ def test_taken_in_for_new_settings_the_old_spares_end(spare):
 
 
 def test_a_pool_standby_of_its_own_gets_no_log_in_its_order(spare, tmp_path):
-    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python)
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=spare.python, fork=False)
     configmod.save(tmp_path / "run", CONFIG)
     pool.keep(1)
     popen, _ = pool.hand_order(["RUN"], {})

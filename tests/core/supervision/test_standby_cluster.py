@@ -33,7 +33,7 @@ with open(path + ".tmp", "w") as out:
 os.replace(path + ".tmp", path)  # the test reads the file as soon as it exists
 """)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    standbys = StandbyPool(tmp_path / "run", tmp_path / "logs", python=str(fake))
+    standbys = StandbyPool(tmp_path / "run", tmp_path / "logs", python=str(fake), fork=False)
     yield standbys
     standbys.dismiss()
 

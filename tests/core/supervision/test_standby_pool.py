@@ -38,7 +38,7 @@ def launcher(tmp_path):
     fake = tmp_path / "fake-python"
     fake.write_text("#!/usr/bin/env python3\nimport sys\nsys.stdin.readline()\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    made = LocalLauncher(tmp_path / "run", tmp_path / "logs", python=str(fake))
+    made = LocalLauncher(tmp_path / "run", tmp_path / "logs", python=str(fake), fork=False)
     yield made
     made.dismiss_standbys()
 
@@ -120,7 +120,7 @@ def test_no_standby_is_prestarted_where_its_priority_could_not_be_raised_back(
         tmp_path, monkeypatch, launcher):
     monkeypatch.setattr(local_launcher.priority, "restorable", lambda: False)
     fake = launcher.python
-    unprivileged = LocalLauncher(tmp_path / "run", tmp_path / "logs2", python=fake)
+    unprivileged = LocalLauncher(tmp_path / "run", tmp_path / "logs2", python=fake, fork=False)
     unprivileged.prestart_standbys(RunConfig(warm_standby=True), 1)
     assert unprivileged.standbys == []
     unprivileged.keep_standbys(RunConfig(warm_standby=True), 1)

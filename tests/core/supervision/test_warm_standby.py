@@ -4,7 +4,6 @@ would; when the run's configuration changed since it was built, it starts cold i
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -42,15 +41,6 @@ def _order(standby, run_dir, log_path, attempt: int = 1, faults=()) -> str:
     log = log_path.read_text()
     assert code == 0, f"the standby exited with {code}:\n{log}"
     return log
-
-
-@pytest.fixture
-def fresh_copy_of_baseline(tmp_path, baseline_run):
-    """A run directory with the baseline's configuration and nothing else."""
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    shutil.copy(baseline_run / "config.toml", run_dir / "config.toml")
-    return run_dir
 
 
 @pytest.mark.tf

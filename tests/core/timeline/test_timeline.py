@@ -426,8 +426,14 @@ def test_a_standby_ready_after_it_took_over_says_so():
          "attempt": 1},
         {"event": "standby_ready", "pid": 12, "import_seconds": 5.5, "attempt": -1},
         {"event": "standby_ready", "pid": 13, "import_seconds": 4.5, "attempt": -1},
+        {"event": "standby_ready", "pid": 14, "import_seconds": 0.001, "forked": True,
+         "prepare_seconds": 1.26, "attempt": -1},
+        {"event": "standby_ready", "pid": 15, "import_seconds": 0.001, "forked": True,
+         "prepare_seconds": None, "attempt": -1},
     )
     assert [n.text for n in timeline.notes if n.kind == "standby_ready"] == [
         "warm standby ready (TensorFlow imported in 4.0 s)",
         "the warm standby that took over (pid 12) is ready (TensorFlow imported in 5.5 s)",
-        "warm standby ready (TensorFlow imported in 4.5 s)"]
+        "warm standby ready (TensorFlow imported in 4.5 s)",
+        "warm standby ready (forked with TensorFlow imported, built in 1.3 s)",
+        "warm standby ready (forked with TensorFlow imported)"]

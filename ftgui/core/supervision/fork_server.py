@@ -1,0 +1,289 @@
+"""Standbys forked from a process that has imported TensorFlow, instead of importing it anew.
+
+A standby started as `python -m ftgui.training --standby RUN` spends 3–6 s importing TensorFlow
+before it can build anything, so the replacement the pool starts at a restart is not ready for a
+second fault soon after (docs/benchmarks.md, the second-kill row). The fork server
+(`ftgui/training/fork_server.py`) pays that import once per ftgui process and environment; a
+standby forked from it has only its state to build and trace.
+
+`ForkServer` starts and talks to one server. `ready_server` keeps one per Python executable
+and import-time environment (`import_env`), started on first use and ended when this process
+exits (EOF on its socket). `ForkServer.fork` returns a `ForkedProcess`, which stands in for the
+`subprocess.Popen` of a spawned standby: `pid`, `stdin`, `poll`, `wait`, `send_signal`,
+`kill`, `returncode`. The forked process is the server's child, not this one's, so its exit
+status comes from the server's report; its descendants, signals and priority are reached by
+pid as a spawned one's are. It dies with this process (its lifeline pipe reads EOF).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ftgui.child_python import module_argv
+from ftgui.streams import CHILD_ENV
+
+MAX_MESSAGE = 1 << 20  # bytes
+FORK_TIMEOUT = 10.0  # seconds a fork request may wait for the server's reply
+IMPORT_ENV_PREFIXES = ("TF_", "CUDA", "XLA", "PYTHON", "OMP", "KMP", "MKL", "LD_", "KERAS")
+
+
+def import_env(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The part of a child's environment `env` that TensorFlow, Keras or Python read while they
+    start or import (names starting with `IMPORT_ENV_PREFIXES`, sorted): a server serves the
+    requests whose children agree with it on these. The rest is set in the child after the
+    fork, before the trainer reads it."""
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(IMPORT_ENV_PREFIXES)))
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a trainer process: this process's, unbuffered output, `CHILD_ENV`
+    and `env` (as `processes.spawn` gives it)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **CHILD_ENV, **(env or {})}
+
+
+class ForkServer:
+    """One fork server process and the socket to it (`socket.SOCK_SEQPACKET`: one message a
+    request or report). Started with `env` (`child_env`), its output appended to `log_path`,
+    at nice `nice` while it imports. Raises `OSError` if the program cannot be started."""
+
+    def __init__(self, python: str, env: dict[str, str], log_path: Path, nice: int = 0):
+        from ftgui.core.supervision import priority
+
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [*module_argv("ftgui.training", python), "--fork-server", str(theirs.fileno())]
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(log_path, "ab") as log:
+                self.popen = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=env, start_new_session=True, pass_fds=(theirs.fileno(),),
+                    preexec_fn=(lambda: priority.lower(nice)) if nice else None)
+        except OSError:
+            mine.close()
+            raise
+        finally:
+            theirs.close()
+        self._sock = mine
+        self._lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+        self._forked: dict[int, int] = {}  # request id -> pid
+        self._exits: dict[int, int] = {}  # pid -> exit status (Popen.returncode terms)
+        self._next_id = 0
+
+    @property
+    def ready(self) -> bool:
+        """Whether the server has imported and may be asked to fork (False once it ended)."""
+        self.pump()
+        return self._ready and not self._closed
+
+    @property
+    def was_ready(self) -> bool:
+        """Whether the server said it was ready at some time (it may have ended since)."""
+        return self._ready
+
+    @property
+    def alive(self) -> bool:
+        """Whether the server still runs and its socket is open."""
+        self.pump()
+        return not self._closed
+
+    def fork(self, args: list[str], env: dict[str, str], log_path: Path, nice: int = 0,
+             cwd: str | None = None) -> ForkedProcess:
+        """Fork a process that runs `python -m ftgui.training ARGS` (`args`: what follows the
+        module) with environment `env`, stdin a new pipe (`ForkedProcess.stdin`), stdout and
+        stderr appended to `log_path`, at nice `nice`, in `cwd` (default: this one's).
+        Raises `OSError` when the server is not ready, has ended, or does not answer within
+        `FORK_TIMEOUT` seconds."""
+        if not self.ready:
+            raise OSError("the fork server is not ready")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        stdin_r, stdin_w = os.pipe()
+        life_r, life_w = os.pipe()
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with self._lock:
+            self._next_id += 1
+            request = {"id": self._next_id, "args": args, "env": env,
+                       "cwd": cwd or os.getcwd(), "nice": nice}
+            try:
+                socket.send_fds(self._sock, [json.dumps(request).encode()],
+                                [stdin_r, log_fd, life_r])
+            except OSError:
+                os.close(stdin_w)
+                os.close(life_w)
+                raise
+            finally:
+                for fd in (stdin_r, log_fd, life_r):
+                    os.close(fd)
+            pid = self._await_fork(request["id"])
+        if pid is None:
+            os.close(stdin_w)
+            os.close(life_w)
+            raise OSError("the fork server did not fork")
+        return ForkedProcess(self, pid, os.fdopen(stdin_w, "wb"), life_w, args)
+
+    def _await_fork(self, request_id: int) -> int | None:
+        deadline = time.monotonic() + FORK_TIMEOUT
+        while request_id not in self._forked and not self._closed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self._read(left)
+        return self._forked.pop(request_id, None)
+
+    def exit_status(self, pid: int) -> int | None:
+        """Process `pid`'s exit status once the server reported it, else None."""
+        self.pump()
+        return self._exits.get(pid)
+
+    def pump(self, timeout: float = 0.0) -> None:
+        """Read the server's reports that have come, waiting up to `timeout` seconds for one."""
+        with self._lock:
+            self._read(timeout)
+
+    def _read(self, timeout: float) -> None:
+        while not self._closed:
+            readable, _, _ = select.select([self._sock], [], [], max(timeout, 0.0))
+            if not readable:
+                return
+            try:
+                data = self._sock.recv(MAX_MESSAGE)
+            except OSError:
+                data = b""
+            if not data:
+                self._closed = True
+                return
+            message = json.loads(data)
+            if "ready" in message:
+                self._ready = True
+            elif "forked" in message:
+                self._forked[message["id"]] = message["forked"]
+            elif "exit" in message:
+                self._exits[message["exit"]] = message["status"]
+            timeout = 0.0
+
+    def close(self) -> None:
+        """Close the socket: the server ends (its children run on)."""
+        with self._lock:
+            self._closed = True
+            self._sock.close()
+
+
+class ForkedProcess:
+    """A process forked by a `ForkServer`, with the part of `subprocess.Popen`'s interface the
+    supervisor uses. `stdin`: the write end of its stdin pipe (binary); closing `lifeline` (a
+    pipe's only write end) kills it. When the server ended before reporting the exit, a process
+    that is gone reads as killed (`returncode` -9): its real status is lost with the server."""
+
+    def __init__(self, server: ForkServer, pid: int, stdin, lifeline: int, args: list[str]):
+        self._server, self.pid, self.stdin, self._lifeline = server, pid, stdin, lifeline
+        self.args = args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Its exit status once it ended, else None."""
+        if self.returncode is None:
+            status = self._server.exit_status(self.pid)
+            if status is None and not self._server.alive and not _exists(self.pid):
+                status = -signal.SIGKILL
+            if status is not None:
+                self.returncode = status
+                self._close_lifeline()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for its end; its exit status. Raises `subprocess.TimeoutExpired` after
+        `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = 0.05 if deadline is None else min(deadline - time.monotonic(), 0.05)
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._server.pump(left)
+            if not self._server.alive:
+                time.sleep(left)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        """Send `sig` unless it has ended."""
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self) -> None:
+        """SIGTERM."""
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL."""
+        self.send_signal(signal.SIGKILL)
+
+    def _close_lifeline(self) -> None:
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_SERVERS: dict[tuple, ForkServer] = {}
+_FAILED: set[tuple] = set()  # keys whose server ended before it was ready: not started again
+_SERVERS_LOCK = threading.Lock()
+
+
+def server_for(python: str, env: dict[str, str], log_dir: Path, nice: int = 0) -> ForkServer | None:
+    """This process's fork server for `python` and the import-time part of `env` (a
+    `child_env`): started if none runs (its output to `log_dir/fork-server.log`, importing at
+    nice `nice`), whether ready or still importing (`ForkServer.ready`). None where a server
+    of that key ended before it was ready, or cannot be started: standbys then start cold.
+    A server that ended after it was ready is replaced."""
+    key = (python, import_env(env))
+    with _SERVERS_LOCK:
+        if key in _FAILED:
+            return None
+        server = _SERVERS.get(key)
+        if server is not None and not server.alive:
+            del _SERVERS[key]
+            server.close()
+            if not server.was_ready:
+                _FAILED.add(key)
+                return None
+            server = None
+        if server is None:
+            try:
+                server = _SERVERS[key] = ForkServer(python, env, log_dir / "fork-server.log",
+                                                    nice)
+            except OSError:
+                _FAILED.add(key)
+                return None
+    return server
+
+
+def close_all() -> None:
+    """End every fork server of this process (their forked processes run on)."""
+    with _SERVERS_LOCK:
+        for server in _SERVERS.values():
+            server.close()
+        _SERVERS.clear()
+
+
+atexit.register(close_all)

@@ -1,0 +1,122 @@
+"""Standbys forked from the fork server: they start without importing TensorFlow, train to the
+bit as a cold start, and the supervisor sees their exit status, signals, folder, session
+and end as it does for a process it started itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import psutil
+import pytest
+from conftest import of_kind
+
+from ftgui.core.record import events
+from ftgui.core.settings.config import RunConfig
+from ftgui.core.supervision import fork_server
+from ftgui.core.supervision.standby import StandbyPool
+from ftgui.core.supervision.trainer_command import standby_args, trainer_args
+
+pytestmark = pytest.mark.tf
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A ready fork server of this test process's own (not the process-wide one)."""
+    made = fork_server.ForkServer(sys.executable, fork_server.child_env(),
+                                  tmp_path_factory.mktemp("server") / "fork-server.log")
+    deadline = time.monotonic() + 300
+    while not made.ready:
+        assert made.alive and time.monotonic() < deadline, "the fork server never got ready"
+        made.pump(0.2)
+    yield made
+    made.close()
+    made.popen.wait(timeout=30)
+
+
+@pytest.fixture
+def run_dir(fresh_copy_of_baseline):
+    return fresh_copy_of_baseline
+
+
+def _await_ready(process, run_dir, log_path) -> dict:
+    reader = events.EventReader(run_dir)
+    while True:
+        ready = of_kind(reader.read_new(), "standby_ready")
+        if ready:
+            return ready[0]
+        assert process.poll() is None, log_path.read_text()
+        time.sleep(0.05)
+
+
+def test_a_forked_standby_takes_the_requests_folder_and_log_and_trains_to_the_bit(
+        server, run_dir, tmp_path, baseline_losses):
+    log_path = tmp_path / "standby.log"
+    env = fork_server.child_env()
+    # a relative run folder: it is found only in the request's working folder
+    process = server.fork(standby_args("run"), env, log_path, cwd=str(tmp_path))
+    assert psutil.Process(process.pid).ppid() == server.popen.pid
+    ready = _await_ready(process, run_dir, log_path)
+    assert (ready["pid"], ready["forked"], ready["prepared"]) == (process.pid, True, True)
+    assert ready["import_seconds"] < 0.5  # the server's import, not its own
+    assert os.getsid(process.pid) == process.pid  # its own session, as a spawned one
+
+    order = {"argv": trainer_args(run_dir, attempt=1), "env": {}}
+    process.stdin.write((json.dumps(order) + "\n").encode())
+    process.stdin.close()
+    assert process.wait(timeout=300) == 0, log_path.read_text()
+    seen = events.read_all(run_dir)
+    assert of_kind(seen, "training_started")[0]["pid"] == process.pid
+    assert events.final_losses(seen) == baseline_losses
+    assert "standby: activated" in log_path.read_text()
+
+
+def test_the_exit_status_of_a_forked_process_comes_from_the_server(server, run_dir, tmp_path):
+    quits = server.fork(standby_args(run_dir), fork_server.child_env(), tmp_path / "a.log")
+    quits.stdin.close()  # EOF before any order: it ends quietly
+    assert quits.wait(timeout=120) == 0 and quits.poll() == 0
+
+    bad = server.fork([str(run_dir), "--index", "first"], fork_server.child_env(),
+                      tmp_path / "b.log")
+    assert bad.wait(timeout=120) == 2  # argparse's status for a bad argument
+    assert "invalid int value: 'first'" in (tmp_path / "b.log").read_text()
+
+    killed = server.fork(standby_args(run_dir), fork_server.child_env(), tmp_path / "c.log")
+    deadline = time.monotonic() + 60  # it shows its own command line, not the server's
+    while psutil.Process(killed.pid).cmdline()[-2:] != ["--standby", str(run_dir)]:
+        assert time.monotonic() < deadline, psutil.Process(killed.pid).cmdline()
+        time.sleep(0.05)
+    with pytest.raises(Exception, match="timed out"):
+        killed.wait(timeout=0.2)
+    killed.kill()
+    assert killed.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_a_forked_process_dies_when_its_lifeline_closes(server, run_dir, tmp_path):
+    """The lifeline's only writer is the supervisor: EOF means its process ended."""
+    process = server.fork(standby_args(run_dir), fork_server.child_env(), tmp_path / "a.log")
+    process._close_lifeline()
+    assert process.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_the_pool_forks_its_standbys_once_the_process_wide_server_is_ready(tmp_path, run_dir):
+    pool = StandbyPool(run_dir, tmp_path / "logs")
+    config = RunConfig()
+    deadline = time.monotonic() + 300
+    try:
+        while not pool.standbys:  # none started cold while the server imports
+            pool.keep(1, env={})
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        [(process, log_path)] = pool.standbys
+        assert isinstance(process, fork_server.ForkedProcess)
+        ready = _await_ready(process, run_dir, log_path)
+        assert ready["forked"] is True
+        pool.mark_ready(ready["pid"], ready["prepared_for"])
+        assert pool.ready_for(config, 1)
+    finally:
+        pool.dismiss()
+    assert process.poll() == -signal.SIGKILL
