@@ -303,8 +303,10 @@ class Settings:
         object_name="warmStandbyCheck", on_resume=FREE)
     standbys_per_task: int = setting(
         1, help="Warm standbys kept per task: 2 keeps a second standby ready when a second "
-        "fault comes before the replacement of the first one has imported TensorFlow "
-        "(3-7 s); a multi-worker standby cluster is one whatever this says",
+        "fault comes before the replacement of the first one is built (about 1 s for the "
+        "MLP, several for a larger model; 3-7 s more where it imports TensorFlow itself: a "
+        "multi-worker standby cluster); a multi-worker standby cluster is one whatever this "
+        "says",
         flag="--standbys-per-task", label="Standbys per task", group="recovery",
         object_name="standbysPerTaskSpin", on_resume=FREE, unit="processes", low=1,
         high=MAX_STANDBYS_PER_TASK)
