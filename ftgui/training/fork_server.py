@@ -3,18 +3,20 @@
 `python -m ftgui.training --fork-server FD` imports TensorFlow, Keras and the trainer's modules
 once (`import_tensorflow`), creates no TensorFlow runtime (no op runs, no device is listed),
 says `{"ready": ...}` on the socket `FD` and then serves requests from the supervisor
-(`ftgui.core.supervision.fork_server`): each is a JSON message with three file descriptors
-attached (`socket.send_fds`): the standby's stdin, its log and its lifeline. The server forks;
-the child becomes that process — its own session, those descriptors as stdin, stdout and
-stderr, the request's environment, working folder and nice value — and runs the trainer's
-entry (`__main__._run_entry`) on the request's arguments, as `python -m ftgui.training ARGS`
-would after its imports. So a standby is ready in the time it takes to build and trace its
-state, not 3–6 s of imports more (`benchmarks/proto_fork_server.py`: start → 3rd step 0.64 s
+(`ftgui.core.supervision.fork_server`): each is a JSON message with four file descriptors
+attached (`socket.send_fds`): the standby's stdin, its log, its lifeline and its status pipe.
+The server forks; the child becomes that process (its own session, the first two descriptors
+as stdin, stdout and stderr, the request's environment, working folder and nice value) and
+runs the trainer's entry (`__main__._run_entry`) on the request's arguments, as
+`python -m ftgui.training ARGS` would after its imports. So a standby is ready in the time
+it takes to build and trace its state, not 3–6 s of imports more
+(`benchmarks/proto_fork_server.py`: start → 3rd step 0.64 s
 against 4.86 s, the same losses to the bit).
 
 The server reaps its children and reports each exit, `{"exit": PID, "status": S}` with `S` in
 `Popen.returncode` terms, so that the supervisor sees the exit status of a process it did not
-start itself. A child watches its lifeline (a pipe whose only writer is the supervisor) and
+start itself; a child also writes its status to its status pipe as it leaves, read where the
+server ended first. A child watches its lifeline (a pipe whose only writer is the supervisor) and
 kills itself when it reads EOF: it dies with the supervisor's process, as a trainer started
 with `PR_SET_PDEATHSIG` does, and it outlives the server if the server ends first.
 EOF on the socket ends the server.
@@ -68,7 +70,7 @@ def serve(fd: int, entry: Callable[[], int], exit_now: Callable[[int], None],
         if conn not in readable:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
+            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 4)
         except ConnectionResetError:
             data, fds = b"", []
         if not data:
@@ -82,8 +84,10 @@ def serve(fd: int, entry: Callable[[], int], exit_now: Callable[[int], None],
             os.close(woken_w)
             main_module._T0 = time.perf_counter()
             main_module._FORKED = True
-            _become(request, fds)
-            exit_now(_run(entry))
+            status_fd = _become(request, fds)
+            code = _run(entry)
+            _tell(status_fd, code)
+            exit_now(code)
         for descriptor in fds:
             os.close(descriptor)
         _send(conn, {"forked": pid, "id": request["id"]})
@@ -108,15 +112,17 @@ def _report_exits(conn: socket.socket) -> None:
         _send(conn, {"exit": pid, "status": code})
 
 
-def _become(request: dict, fds: list[int]) -> None:
+def _become(request: dict, fds: list[int]) -> int:
     """In the child: take the request's session, descriptors, environment, folder, priority and
-    arguments."""
+    arguments. Returns the descriptor its exit status is written to (`_tell`)."""
     from ftgui.core.supervision import priority
 
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
-    stdin_fd, log_fd, lifeline_fd = fds
+    stdin_fd, log_fd, lifeline_fd, status_fd = fds
+    for fd in (lifeline_fd, status_fd):  # not for the processes it starts
+        os.set_inheritable(fd, False)
     os.dup2(stdin_fd, 0)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -130,6 +136,16 @@ def _become(request: dict, fds: list[int]) -> None:
     _watch(lifeline_fd)
     sys.argv = [sys.argv[0], *request["args"]]
     _retitle(request["args"])
+    return status_fd
+
+
+def _tell(status_fd: int, code: int) -> None:
+    """Write exit status `code` for the supervisor, which reads it when the server that would
+    report it has ended."""
+    try:
+        os.write(status_fd, str(code).encode())
+    except OSError:
+        pass
 
 
 def _retitle(args: list[str]) -> None:

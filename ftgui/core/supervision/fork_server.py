@@ -109,6 +109,7 @@ class ForkServer:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         stdin_r, stdin_w = os.pipe()
         life_r, life_w = os.pipe()
+        status_r, status_w = os.pipe()
         log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         with self._lock:
             self._next_id += 1
@@ -116,20 +117,19 @@ class ForkServer:
                        "cwd": cwd or os.getcwd(), "nice": nice}
             try:
                 socket.send_fds(self._sock, [json.dumps(request).encode()],
-                                [stdin_r, log_fd, life_r])
+                                [stdin_r, log_fd, life_r, status_w])
+                pid = self._await_fork(request["id"])
             except OSError:
-                os.close(stdin_w)
-                os.close(life_w)
-                raise
+                pid = None
             finally:
-                for fd in (stdin_r, log_fd, life_r):
+                for fd in (stdin_r, log_fd, life_r, status_w):
                     os.close(fd)
-            pid = self._await_fork(request["id"])
         if pid is None:
-            os.close(stdin_w)
-            os.close(life_w)
+            for fd in (stdin_w, life_w, status_r):
+                os.close(fd)
             raise OSError("the fork server did not fork")
-        return ForkedProcess(self, pid, os.fdopen(stdin_w, "wb"), life_w, args)
+        os.set_blocking(status_r, False)
+        return ForkedProcess(self, pid, os.fdopen(stdin_w, "wb"), life_w, status_r, args)
 
     def _await_fork(self, request_id: int) -> int | None:
         deadline = time.monotonic() + FORK_TIMEOUT
@@ -181,24 +181,34 @@ class ForkServer:
 class ForkedProcess:
     """A process forked by a `ForkServer`, with the part of `subprocess.Popen`'s interface the
     supervisor uses. `stdin`: the write end of its stdin pipe (binary); closing `lifeline` (a
-    pipe's only write end) kills it. When the server ended before reporting the exit, a process
-    that is gone reads as killed (`returncode` -9): its real status is lost with the server."""
+    pipe's only write end) kills it; `status`: the read end of the pipe it writes its exit
+    status to as it leaves. When the server ended before reporting the exit, the status comes
+    from that pipe, and a process that left without writing it (killed by a signal, or it
+    replaced itself with `exec`) reads as killed (`returncode` -9)."""
 
-    def __init__(self, server: ForkServer, pid: int, stdin, lifeline: int, args: list[str]):
+    def __init__(self, server: ForkServer, pid: int, stdin, lifeline: int, status: int,
+                 args: list[str]):
         self._server, self.pid, self.stdin, self._lifeline = server, pid, stdin, lifeline
-        self.args = args
+        self._status, self.args = status, args
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
         """Its exit status once it ended, else None."""
         if self.returncode is None:
             status = self._server.exit_status(self.pid)
-            if status is None and not self._server.alive and not _exists(self.pid):
-                status = -signal.SIGKILL
+            if status is None and not self._server.alive:
+                status = self._own_word()
             if status is not None:
                 self.returncode = status
                 self._close_lifeline()
         return self.returncode
+
+    def _own_word(self) -> int | None:
+        try:
+            said = os.read(self._status, 32)
+        except BlockingIOError:  # the pipe is open: it still runs
+            return None
+        return int(said) if said.strip().lstrip(b"-").isdigit() else -signal.SIGKILL
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for its end; its exit status. Raises `subprocess.TimeoutExpired` after
@@ -232,17 +242,8 @@ class ForkedProcess:
     def _close_lifeline(self) -> None:
         if self._lifeline is not None:
             os.close(self._lifeline)
+            os.close(self._status)
             self._lifeline = None
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _SERVERS: dict[tuple, ForkServer] = {}

@@ -23,15 +23,20 @@ from ftgui.core.supervision.trainer_command import standby_args, trainer_args
 pytestmark = pytest.mark.tf
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A ready fork server of this test process's own (not the process-wide one)."""
+def _ready_server(folder) -> fork_server.ForkServer:
+    """A ready fork server of this test's own (not the process-wide one)."""
     made = fork_server.ForkServer(sys.executable, fork_server.child_env(),
-                                  tmp_path_factory.mktemp("server") / "fork-server.log")
+                                  folder / "fork-server.log")
     deadline = time.monotonic() + 300
     while not made.ready:
         assert made.alive and time.monotonic() < deadline, "the fork server never got ready"
         made.pump(0.2)
+    return made
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    made = _ready_server(tmp_path_factory.mktemp("server"))
     yield made
     made.close()
     made.popen.wait(timeout=30)
@@ -93,6 +98,20 @@ def test_the_exit_status_of_a_forked_process_comes_from_the_server(server, run_d
         killed.wait(timeout=0.2)
     killed.kill()
     assert killed.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_exit_statuses_still_come_when_the_server_was_killed_first(run_dir, tmp_path):
+    own = _ready_server(tmp_path)
+    quits = own.fork(standby_args(run_dir), fork_server.child_env(), tmp_path / "a.log")
+    killed = own.fork(standby_args(run_dir), fork_server.child_env(), tmp_path / "b.log")
+    own.popen.kill()
+    own.popen.wait(timeout=30)
+    assert quits.poll() is None and killed.poll() is None  # both run on without it
+    quits.stdin.close()  # EOF: it leaves with status 0, which it writes itself
+    assert quits.wait(timeout=120) == 0
+    killed.kill()  # a signal: nothing written
+    assert killed.wait(timeout=60) == -signal.SIGKILL
+    own.close()
 
 
 def test_a_forked_process_dies_when_its_lifeline_closes(server, run_dir, tmp_path):
