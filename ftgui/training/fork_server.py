@@ -47,6 +47,7 @@ def serve(fd: int, entry: Callable[[], int], exit_now: Callable[[int], None],
     import setproctitle
 
     from ftgui.core.supervision import priority
+    from ftgui.core.supervision.fork_server import PROTOCOL
     from ftgui.training.imports import import_tensorflow, import_trainer_modules
 
     setproctitle.getproctitle()  # sets itself up while argv and environ are the server's own
@@ -59,7 +60,7 @@ def serve(fd: int, entry: Callable[[], int], exit_now: Callable[[int], None],
     os.set_blocking(woken_w, False)
     signal.set_wakeup_fd(woken_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    _send(conn, {"ready": True, "pid": os.getpid(),
+    _send(conn, {"ready": True, "pid": os.getpid(), "protocol": PROTOCOL,
                  "import_seconds": round(time.perf_counter() - began, 3)})
     print(f"fork server: ready after {time.perf_counter() - began:.2f} s of imports", flush=True)
     while True:
@@ -84,13 +85,26 @@ def serve(fd: int, entry: Callable[[], int], exit_now: Callable[[int], None],
             os.close(woken_w)
             main_module._T0 = time.perf_counter()
             main_module._FORKED = True
-            status_fd = _become(request, fds)
-            code = _run(entry)
-            _tell(status_fd, code)
-            exit_now(code)
+            _child(request, fds, entry, exit_now)
         for descriptor in fds:
             os.close(descriptor)
         _send(conn, {"forked": pid, "id": request["id"]})
+
+
+def _child(request: dict, fds: list[int], entry, exit_now) -> None:
+    """The forked child's whole life: it never returns into the server's loop."""
+    status_fd, code = None, 1
+    try:
+        status_fd = _become(request, fds)
+        code = _run(entry)
+    except BaseException:  # noqa: BLE001 (before the entry: a bad request)
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        if status_fd is not None:
+            _tell(status_fd, code)
+        exit_now(code)
 
 
 def _send(conn: socket.socket, message: dict) -> None:

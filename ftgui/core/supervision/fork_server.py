@@ -32,6 +32,9 @@ from ftgui.child_python import module_argv
 from ftgui.streams import CHILD_ENV
 
 MAX_MESSAGE = 1 << 20  # bytes
+# The requests' form (their descriptors, fields) between this module and the server's: a
+# server of another version of ftgui (installed while this process ran) is not used.
+PROTOCOL = 2
 FORK_TIMEOUT = 10.0  # seconds a fork request may wait for the server's reply
 IMPORT_ENV_PREFIXES = ("TF_", "CUDA", "XLA", "PYTHON", "OMP", "KMP", "MKL", "LD_", "KERAS")
 
@@ -164,7 +167,9 @@ class ForkServer:
                 return
             message = json.loads(data)
             if "ready" in message:
-                self._ready = True
+                self._ready = message.get("protocol") == PROTOCOL
+                if not self._ready:  # another version of ftgui: its children would fail
+                    self._closed = True
             elif "forked" in message:
                 self._forked[message["id"]] = message["forked"]
             elif "exit" in message:
@@ -279,12 +284,12 @@ def server_for(python: str, env: dict[str, str], log_dir: Path, nice: int = 0) -
     return server
 
 
-def close_all() -> None:
-    """End every fork server of this process (their forked processes run on)."""
+def close_all(python: str | None = None) -> None:
+    """End every fork server of this process (of `python` only, if given); their forked
+    processes run on."""
     with _SERVERS_LOCK:
-        for server in _SERVERS.values():
-            server.close()
-        _SERVERS.clear()
+        for key in [k for k in _SERVERS if python is None or k[0] == python]:
+            _SERVERS.pop(key).close()
 
 
 atexit.register(close_all)

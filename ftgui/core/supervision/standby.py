@@ -41,6 +41,7 @@ from ftgui.core.supervision.trainer_command import (
 )
 
 MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
+FORK_FAILURES = 3  # forked standbys ending before they are ready, before a pool stops forking
 
 
 # Settings that only the supervisor or the training loop read, from the run's own config.toml
@@ -150,6 +151,7 @@ class StandbyPool:
         self._adopted: set[int] = set()  # pids of spares (`standby.SpareHandle`) taken in
         self.namespace = None  # the run's loopback-only network namespace, where standbys start
         self._server = None  # the fork server its standbys come from (`fork_server`)
+        self._fork_failures = 0  # forked standbys that ended before they were ready
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
         """Note a standby's `standby_ready` event: it has TensorFlow imported, and built the
@@ -262,7 +264,13 @@ class StandbyPool:
         """Forget the standbys that ended; end the newest beyond `wanted`; start one more if
         fewer than `wanted` are left (one per call: their imports should not compete with
         each other or the run), at `priority.STANDBY_NICE` when `low`. Raises `OSError` if
-        the program cannot be started."""
+        the program cannot be started. After `FORK_FAILURES` forked standbys that ended
+        before they were ready, the pool's standbys start cold (a fork loop must not spin)."""
+        ended = [p for p, _ in self.standbys if p.poll() is not None]
+        self._fork_failures += sum(isinstance(p, fork_server.ForkedProcess)
+                                   and p.pid not in self._ready for p in ended)
+        if self._fork_failures >= FORK_FAILURES:
+            self.fork = False
         self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
         while len(self.standbys) > wanted:
             _end(self.standbys.pop()[0])
