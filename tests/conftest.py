@@ -456,7 +456,7 @@ def spare(tmp_path, monkeypatch):
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     (tmp_path / "orders").mkdir()
     monkeypatch.setenv("FAKE_ORDERS", str(tmp_path / "orders"))
-    made = SpareTrainer(tmp_path / "spares", python=str(fake))
+    made = SpareTrainer(tmp_path / "spares", python=str(fake), fork=False)
     yield made
     made.dismiss()
 

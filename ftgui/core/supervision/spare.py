@@ -28,7 +28,8 @@ prepared standby costs, 0.7-0.9 GB resident (docs/benchmarks.md); once used they
 chief and its standbys, so a live run still has at most `max_standbys` standbys besides its
 own tasks, and no spare is kept while a run is live. Started at `priority.STANDBY_NICE` where
 they may be raised back (a chief takes nice 0 on its order, a standby when the run trains),
-they die with the window (`PR_SET_PDEATHSIG`, and EOF on their stdin).
+they die with the window (`PR_SET_PDEATHSIG`, or the lifeline of one forked from the fork
+server; and EOF on their stdin).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from ftgui.core.record.events import EventReader
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import user_code
 from ftgui.core.settings.config import BUILTIN_DATASETS
-from ftgui.core.supervision import cluster, priority
+from ftgui.core.supervision import cluster, fork_server, priority
 from ftgui.core.supervision.processes import (
     kill_tree,
     running,
@@ -53,7 +54,7 @@ from ftgui.core.supervision.processes import (
     sweep_autograph_folders,
 )
 from ftgui.core.supervision.standby import SpareHandle, config_fingerprint, device_env
-from ftgui.core.supervision.trainer_command import standby_argv
+from ftgui.core.supervision.trainer_command import standby_args, standby_argv
 
 SPARE_STRATEGIES = ("default", "one-device", "mirrored")  # = warm_standby.PREPARED_STRATEGIES
 MAX_FAILURES = 2  # spares of one configuration that may fail before no more are started
@@ -103,16 +104,20 @@ class SpareTrainer:
 
     `root`: where the spares' folders go (default `platformdirs.user_cache_path('ftgui') /
     'spare'`; the folders of windows that are gone are deleted when one is made); `python`:
-    the interpreter. Call `keep` now and then (it replaces what died and starts the next
-    spare once those before are ready); `take` hands them over; `dismiss` ends them.
+    the interpreter; `fork`: spares forked from this process's fork server
+    (`fork_server`, its log in `root/<pid>-fork-server/`), as the runs' standbys are, so
+    that TensorFlow is imported once for all of them. Call `keep` now and then (it replaces
+    what died and starts the next spare once those before are ready); `take` hands them
+    over; `dismiss` ends them.
     """
 
-    def __init__(self, root: Path | None = None, python: str = sys.executable):
+    def __init__(self, root: Path | None = None, python: str = sys.executable,
+                 fork: bool = True):
         if root is None:
             from platformdirs import user_cache_path
 
             root = user_cache_path("ftgui") / "spare"
-        self.root, self.python = Path(root), python
+        self.root, self.python, self.fork = Path(root), python, fork
         self.spares: list[_Spare] = []
         self.fingerprint: str | None = None  # of the configuration they are built for
         self._failures = 0  # spares of `fingerprint` that died or could not build its state
@@ -146,7 +151,19 @@ class SpareTrainer:
         if self._failures >= MAX_FAILURES:
             return
         if len(self.spares) < spares_wanted(config) and self.ready() == len(self.spares):
-            self.spares.append(self._spawn(config))
+            server = self._fork_server(config)
+            if server is None or server.ready:  # else importing: it is quicker to wait
+                self.spares.append(self._spawn(config, server))
+
+    def _fork_server(self, config):
+        """This process's fork server for `config`'s spares, ready or importing; None when
+        not forking, or where no server can run."""
+        if not self.fork:
+            return None
+        low = priority.restorable()
+        return fork_server.server_for(
+            self.python, fork_server.child_env(device_env(config)),
+            self.root / f"{os.getpid()}-fork-server", priority.STANDBY_NICE if low else 0)
 
     def status(self, config) -> str:
         """A few words on the spares for `config` (a `RunConfig`, or None when the settings
@@ -234,16 +251,26 @@ class SpareTrainer:
             self._end(spare)
         self.fingerprint = None
 
-    def _spawn(self, config) -> _Spare:
+    def _spawn(self, config, server=None) -> _Spare:
+        """A spare forked from `server` (a ready `fork_server.ForkServer`), else started
+        cold."""
         self._started += 1
         folder = self.root / f"{os.getpid()}-{self._started}"
         shutil.rmtree(folder, ignore_errors=True)  # of an earlier window with this pid
         configmod.save(folder, config)
         low = priority.restorable()
+        nice = priority.STANDBY_NICE if low else 0
+        popen = None
         try:
-            popen = spawn(standby_argv(folder, self.python), folder / "spare.log",
-                          device_env(config), stdin_pipe=True,
-                          nice=priority.STANDBY_NICE if low else 0)
+            if server is not None:
+                try:
+                    popen = server.fork(standby_args(folder), fork_server.child_env(
+                        device_env(config)), folder / "spare.log", nice)
+                except OSError:
+                    popen = None
+            if popen is None:
+                popen = spawn(standby_argv(folder, self.python), folder / "spare.log",
+                              device_env(config), stdin_pipe=True, nice=nice)
         except OSError:
             shutil.rmtree(folder, ignore_errors=True)
             raise

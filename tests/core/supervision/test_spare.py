@@ -419,8 +419,7 @@ def test_a_run_started_on_its_spare_trains_to_the_bit_as_a_cold_start(
     config = configmod.load(baseline_run).replace(warm_standby=True)
     spare = SpareTrainer(tmp_path / "spares")
     try:
-        spare.keep(config)
-        until_spare_ready(spare)
+        _keep_until_ready(spare, config, 1)  # forked once this process's fork server is ready
         [pid], [folder] = spare.pids, [one.folder for one in spare.spares]
         supervisor = Supervisor(tmp_path / "run")
         supervisor.spare = spare
