@@ -6,7 +6,7 @@ second fault soon after (docs/benchmarks.md, the second-kill row). The fork serv
 (`ftgui/training/fork_server.py`) pays that import once per ftgui process and environment; a
 standby forked from it has only its state to build and trace.
 
-`ForkServer` starts and talks to one server. `ready_server` keeps one per Python executable
+`ForkServer` starts and talks to one server. `server_for` keeps one per Python executable
 and import-time environment (`import_env`), started on first use and ended when this process
 exits (EOF on its socket). `ForkServer.fork` returns a `ForkedProcess`, which stands in for the
 `subprocess.Popen` of a spawned standby: `pid`, `stdin`, `poll`, `wait`, `send_signal`,
