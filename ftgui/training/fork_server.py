@@ -4,7 +4,8 @@
 once (`import_tensorflow`), creates no TensorFlow runtime (no op runs, no device is listed),
 says `{"ready": ...}` on the socket `FD` and then serves requests from the supervisor
 (`ftgui.core.supervision.fork_server`): each is a JSON message with four file descriptors
-attached (`socket.send_fds`): the standby's stdin, its log, its lifeline and its status pipe.
+attached (`socket.send_fds`): the standby's stdin, its log, its lifeline and its status pipe;
+and those of the network namespace it joins (a local cluster's, `loopback_ns`), if any.
 The server forks; the child becomes that process (its own session, the first two descriptors
 as stdin, stdout and stderr, the request's environment, working folder and nice value) and
 runs the trainer's entry (`__main__._run_entry`) on the request's arguments, as
@@ -71,7 +72,7 @@ def serve(fd: int, entry: Callable[[], int], exit_now: Callable[[int], None],
         if conn not in readable:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 4)
+            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 6)
         except ConnectionResetError:
             data, fds = b"", []
         if not data:
@@ -134,7 +135,8 @@ def _become(request: dict, fds: list[int]) -> int:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
-    stdin_fd, log_fd, lifeline_fd, status_fd = fds
+    stdin_fd, log_fd, lifeline_fd, status_fd, *namespace_fds = fds
+    _join(request.get("namespace", []), namespace_fds)
     for fd in (lifeline_fd, status_fd):  # not for the processes it starts
         os.set_inheritable(fd, False)
     os.dup2(stdin_fd, 0)
@@ -151,6 +153,19 @@ def _become(request: dict, fds: list[int]) -> int:
     sys.argv = [sys.argv[0], *request["args"]]
     _retitle(request["args"])
     return status_fd
+
+
+def _join(kinds: list[str], fds: list[int]) -> None:
+    """Join the namespaces of `fds` ("user", "net", in `kinds`' order), while this child is
+    still single-threaded (joining a user namespace needs that). Raises `OSError`."""
+    from ftgui.core.supervision.loopback_ns import LoopbackNamespace
+
+    if not kinds:
+        return
+    named = dict(zip(kinds, fds, strict=True))
+    LoopbackNamespace(named["net"], named.get("user")).join()
+    for fd in fds:
+        os.close(fd)
 
 
 def _tell(status_fd: int, code: int) -> None:

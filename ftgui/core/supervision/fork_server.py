@@ -34,17 +34,20 @@ from ftgui.streams import CHILD_ENV
 MAX_MESSAGE = 1 << 20  # bytes
 # The requests' form (their descriptors, fields) between this module and the server's: a
 # server of another version of ftgui (installed while this process ran) is not used.
-PROTOCOL = 2
+PROTOCOL = 3
 FORK_TIMEOUT = 10.0  # seconds a fork request may wait for the server's reply
 IMPORT_ENV_PREFIXES = ("TF_", "CUDA", "XLA", "PYTHON", "OMP", "KMP", "MKL", "LD_", "KERAS")
+NOT_AT_IMPORT = ("TF_CONFIG",)  # read when the strategy is made: each cluster task has its own
 
 
 def import_env(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """The part of a child's environment `env` that TensorFlow, Keras or Python read while they
-    start or import (names starting with `IMPORT_ENV_PREFIXES`, sorted): a server serves the
+    start or import (names starting with `IMPORT_ENV_PREFIXES`, but `NOT_AT_IMPORT`, sorted):
+    a server serves the
     requests whose children agree with it on these. The rest is set in the child after the
     fork, before the trainer reads it."""
-    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(IMPORT_ENV_PREFIXES)))
+    return tuple(sorted((k, v) for k, v in env.items()
+                        if k.startswith(IMPORT_ENV_PREFIXES) and k not in NOT_AT_IMPORT))
 
 
 def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -101,12 +104,13 @@ class ForkServer:
         return not self._closed
 
     def fork(self, args: list[str], env: dict[str, str], log_path: Path, nice: int = 0,
-             cwd: str | None = None) -> ForkedProcess:
+             cwd: str | None = None, namespace=None) -> ForkedProcess:
         """Fork a process that runs `python -m ftgui.training ARGS` (`args`: what follows the
         module) with environment `env`, stdin a new pipe (`ForkedProcess.stdin`), stdout and
-        stderr appended to `log_path`, at nice `nice`, in `cwd` (default: this one's).
-        Raises `OSError` when the server is not ready, has ended, or does not answer within
-        `FORK_TIMEOUT` seconds."""
+        stderr appended to `log_path`, at nice `nice`, in `cwd` (default: this one's), inside
+        `namespace` (a `loopback_ns.LoopbackNamespace`: the child joins it before anything
+        else, as a spawned one does between fork and exec). Raises `OSError` when the server
+        is not ready, has ended, or does not answer within `FORK_TIMEOUT` seconds."""
         if not self.ready:
             raise OSError("the fork server is not ready")
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,10 +121,12 @@ class ForkServer:
         with self._lock:
             self._next_id += 1
             request = {"id": self._next_id, "args": args, "env": env,
-                       "cwd": cwd or os.getcwd(), "nice": nice}
+                       "cwd": cwd or os.getcwd(), "nice": nice,
+                       "namespace": _namespace_kinds(namespace)}
             try:
                 socket.send_fds(self._sock, [json.dumps(request).encode()],
-                                [stdin_r, log_fd, life_r, status_w])
+                                [stdin_r, log_fd, life_r, status_w,
+                                 *_namespace_fds(namespace)])
                 pid = self._await_fork(request["id"])
             except OSError:
                 pid = None
@@ -181,6 +187,19 @@ class ForkServer:
         with self._lock:
             self._closed = True
             self._sock.close()
+
+
+def _namespace_kinds(namespace) -> list[str]:
+    """The namespaces a child joins, in order: its user namespace first (`loopback_ns`)."""
+    if namespace is None:
+        return []
+    return (["user"] if namespace.user_fd is not None else []) + ["net"]
+
+
+def _namespace_fds(namespace) -> list[int]:
+    if namespace is None:
+        return []
+    return [fd for fd in (namespace.user_fd, namespace.net_fd) if fd is not None]
 
 
 class ForkedProcess:

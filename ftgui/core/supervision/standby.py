@@ -209,9 +209,14 @@ class StandbyPool:
         (all members at once: each waits for the others to form the cluster); `low`: at
         `priority.STANDBY_NICE`. Raises `OSError` if the program cannot be started."""
         if any(m.popen.poll() is not None for m in self.members):
+            self._count_fork_failures([m.popen for m in self.members
+                                       if m.popen.poll() is not None])
             self._end_cluster()
         if self.members:
             return
+        server = self._fork_server({**(env or {}), MEMBER_ENV: "1"})
+        if server is not None and not server.ready:
+            return  # importing: its members are ready sooner than ones that import now
         pick = self.namespace.free_port if self.namespace is not None else free_port
         addresses = [f"localhost:{pick()}" for _ in range(workers)]
         self._started += 1
@@ -220,7 +225,7 @@ class StandbyPool:
                          "task": {"type": "worker", "index": index}}
             log_path = self.log_dir / f"standby-{self._started}-worker-{index}.log"
             member_env = {**(env or {}), "TF_CONFIG": json.dumps(tf_config), MEMBER_ENV: "1"}
-            popen = self._spawn(log_path, member_env, low)
+            popen = self._spawn(log_path, member_env, low, server)
             self.members.append(Member(popen, log_path, index, address))
 
     def cluster_ready(self, config: dict) -> bool:
@@ -266,11 +271,7 @@ class StandbyPool:
         each other or the run), at `priority.STANDBY_NICE` when `low`. Raises `OSError` if
         the program cannot be started. After `FORK_FAILURES` forked standbys that ended
         before they were ready, the pool's standbys start cold (a fork loop must not spin)."""
-        ended = [p for p, _ in self.standbys if p.poll() is not None]
-        self._fork_failures += sum(isinstance(p, fork_server.ForkedProcess)
-                                   and p.pid not in self._ready for p in ended)
-        if self._fork_failures >= FORK_FAILURES:
-            self.fork = False
+        self._count_fork_failures([p for p, _ in self.standbys if p.poll() is not None])
         self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
         while len(self.standbys) > wanted:
             _end(self.standbys.pop()[0])
@@ -282,12 +283,20 @@ class StandbyPool:
             log_path = self.log_dir / f"standby-{self._started}.log"
             self.standbys.append((self._spawn(log_path, env, low, server), log_path))
 
+    def _count_fork_failures(self, ended: list) -> None:
+        """Count the forked ones of `ended` (processes) that ended before they were ready;
+        after `FORK_FAILURES`, this pool's standbys start cold."""
+        self._fork_failures += sum(isinstance(p, fork_server.ForkedProcess)
+                                   and p.pid not in self._ready for p in ended)
+        if self._fork_failures >= FORK_FAILURES:
+            self.fork = False
+
     def _fork_server(self, env: dict[str, str] | None):
         """This process's fork server for the standbys of `env`, ready or importing (started
-        now if none runs; at `priority.STANDBY_NICE` where that can be undone); None for a run
-        in its own network namespace or a standby-cluster member (gRPC servers after a fork
-        are untried), or where no server can run: those standbys start cold."""
-        if not self.fork or self.namespace is not None or MEMBER_ENV in (env or {}):
+        now if none runs; at `priority.STANDBY_NICE` where that can be undone); None when the
+        pool does not fork, or where no server can run: those standbys start cold. Standbys
+        of a run in its own network namespace join it after the fork."""
+        if not self.fork:
             return None
         nice = priority.STANDBY_NICE if priority.restorable() else 0
         self._server = fork_server.server_for(self.python, fork_server.child_env(env),
@@ -302,7 +311,7 @@ class StandbyPool:
         if server is not None:
             try:
                 popen = server.fork(standby_args(self.run_dir), fork_server.child_env(env),
-                                    log_path, nice)
+                                    log_path, nice, namespace=self.namespace)
             except OSError:
                 popen = None
         if popen is None:

@@ -114,6 +114,27 @@ def test_exit_statuses_still_come_when_the_server_was_killed_first(run_dir, tmp_
     own.close()
 
 
+def test_a_forked_standby_joins_the_runs_network_namespace(server, run_dir, tmp_path):
+    """A local cluster's standbys run in its loopback-only namespace, forked as spawned."""
+    from ftgui.core.supervision.loopback_ns import LoopbackNamespace
+
+    namespace = LoopbackNamespace.create()
+    try:
+        process = server.fork(standby_args(run_dir), fork_server.child_env(),
+                              tmp_path / "a.log", namespace=namespace)
+        wanted = os.readlink(f"/proc/self/fd/{namespace.net_fd}")
+        assert wanted != os.readlink("/proc/self/ns/net")
+        deadline = time.monotonic() + 60  # it joins right after the fork
+        while os.readlink(f"/proc/{process.pid}/ns/net") != wanted:
+            assert process.poll() is None, (tmp_path / "a.log").read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        process.kill()
+        assert process.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        namespace.close()
+
+
 def test_a_forked_process_dies_when_its_lifeline_closes(server, run_dir, tmp_path):
     """The lifeline's only writer is the supervisor: EOF means its process ended."""
     process = server.fork(standby_args(run_dir), fork_server.child_env(), tmp_path / "a.log")
