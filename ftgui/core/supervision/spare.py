@@ -50,11 +50,14 @@ from ftgui.core.supervision import cluster, fork_server, priority
 from ftgui.core.supervision.processes import (
     kill_tree,
     running,
-    spawn,
     sweep_autograph_folders,
 )
-from ftgui.core.supervision.standby import SpareHandle, config_fingerprint, device_env
-from ftgui.core.supervision.trainer_command import standby_args, standby_argv
+from ftgui.core.supervision.standby import (
+    SpareHandle,
+    config_fingerprint,
+    device_env,
+    start_standby,
+)
 
 SPARE_STRATEGIES = ("default", "one-device", "mirrored")  # = warm_standby.PREPARED_STRATEGIES
 MAX_FAILURES = 2  # spares of one configuration that may fail before no more are started
@@ -260,17 +263,9 @@ class SpareTrainer:
         configmod.save(folder, config)
         low = priority.restorable()
         nice = priority.STANDBY_NICE if low else 0
-        popen = None
         try:
-            if server is not None:
-                try:
-                    popen = server.fork(standby_args(folder), fork_server.child_env(
-                        device_env(config)), folder / "spare.log", nice)
-                except OSError:
-                    popen = None
-            if popen is None:
-                popen = spawn(standby_argv(folder, self.python), folder / "spare.log",
-                              device_env(config), stdin_pipe=True, nice=nice)
+            popen = start_standby(server, folder, folder / "spare.log", device_env(config),
+                                  nice, self.python)
         except OSError:
             shutil.rmtree(folder, ignore_errors=True)
             raise

@@ -306,17 +306,8 @@ class StandbyPool:
     def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool, server=None):
         """A standby forked from `server` (a ready `fork_server.ForkServer`), else started
         cold."""
-        nice = priority.STANDBY_NICE if low else 0
-        popen = None
-        if server is not None:
-            try:
-                popen = server.fork(standby_args(self.run_dir), fork_server.child_env(env),
-                                    log_path, nice, namespace=self.namespace)
-            except OSError:
-                popen = None
-        if popen is None:
-            popen = spawn(standby_argv(self.run_dir, self.python), log_path, env,
-                          stdin_pipe=True, namespace=self.namespace, nice=nice)
+        popen = start_standby(server, self.run_dir, log_path, env,
+                              priority.STANDBY_NICE if low else 0, self.python, self.namespace)
         self._born[popen.pid] = time.time()
         if low:
             self._low.add(popen.pid)
@@ -370,6 +361,24 @@ class StandbyPool:
         for member in self.members:
             _end(member.popen)
         self.members = []
+
+
+def start_standby(server, run_dir: Path, log_path: Path, env: dict[str, str] | None,
+                  nice: int, python: str = sys.executable, namespace=None):
+    """A standby of `run_dir` (`python -m ftgui.training --standby RUN`), its output appended
+    to `log_path`, with `env` (besides this process's), at nice `nice`, in `namespace` (a
+    `loopback_ns.LoopbackNamespace`) if given: forked from `server` (a ready
+    `fork_server.ForkServer`) when there is one and it forks, else started as a process of
+    its own (`processes.spawn`). Returns a `fork_server.ForkedProcess` or a `Popen`, its
+    stdin a pipe for the order. Raises `OSError` if the program cannot be started."""
+    if server is not None:
+        try:
+            return server.fork(standby_args(run_dir), fork_server.child_env(env), log_path,
+                               nice, namespace=namespace)
+        except OSError:
+            pass
+    return spawn(standby_argv(run_dir, python), log_path, env, stdin_pipe=True,
+                 namespace=namespace, nice=nice)
 
 
 def _read(path: Path) -> bytes:
