@@ -5,7 +5,8 @@ the plot's height. Here the font is made smaller, down to `MIN_FONT_FRACTION` of
 the sentence fits in `MAX_LINES`; past that its beginning is cut at a word ("… "), as a story
 sentence ends on its figures (steps redone, seconds lost, goodput), and the whole sentence is
 in the tooltip. A short state clause in front ("Finished at step 1200 · ") is kept before the
-cut, and the fault's clause after it when it fits, whole clauses cut between them: the room
+cut, and the fault's clause after it when it fits, whole clauses (after an arrow, a semicolon
+or a colon) cut between them: the room
 read "… 800 · NaN loss at step 420" and not that the run had finished. A sentence that starts
 with its fault ("Preempted at step 730 → …") keeps that clause the same way.
 `text()` is always the whole sentence (what tests and screen readers read);
@@ -28,6 +29,7 @@ MIN_FONT_FRACTION = 0.75  # the smallest font tried before the sentence is cut
 ELLIPSIS = "… "
 STATE_DOT = " · "  # after the state clause ("Finished at step 1200 · killed at …")
 ARROW = " → "  # a first clause with an arrow tells an incident, not the state
+CLAUSE_MARKS = (ARROW, "; ", ": ")  # where a story's clauses begin: a cut keeps them whole
 MAX_STATE_CHARS = 40  # a state clause kept in front of the cut: "Finished at step 1200"
 TOOLTIP = "The run's state and its last incident: the figures are the Incidents tab's"
 # QLabel paints wrapped text a little narrower than its contents (an indent of half an "x"
@@ -80,14 +82,24 @@ def fit(text: str, font: QFont, width: int, base_px: int,
 
 
 def _cut_clauses(text: str, font: QFont, width: int, max_lines: int, keep: str) -> str | None:
-    """`keep`, `ELLIPSIS` and the most last whole clauses (between arrows) of `text` that fit
-    in `max_lines`; None when not even the last one fits."""
-    clauses = text.split(ARROW)
-    for first in range(1, len(clauses)):
-        shown = keep + ELLIPSIS + ARROW.join(clauses[first:])
+    """`keep`, `ELLIPSIS` and the most last whole clauses (after a `CLAUSE_MARKS`) of
+    `text` that fit in `max_lines`; None when not even the last one fits. ("… worker 1
+    restarted: …", not "… 1 restarted: …", a word cut from its clause.)"""
+    starts = sorted(i + len(mark) for mark in CLAUSE_MARKS
+                    for i in _positions(text, mark))
+    for start in starts:
+        shown = keep + ELLIPSIS + text[start:]
         if line_count(shown, font, width) <= max_lines:
             return shown
     return None
+
+
+def _positions(text: str, mark: str) -> list[int]:
+    found, at = [], text.find(mark)
+    while at >= 0:
+        found.append(at)
+        at = text.find(mark, at + 1)
+    return found
 
 
 def _cut_beginning(text: str, font: QFont, width: int, max_lines: int,

@@ -550,7 +550,25 @@ def test_a_cut_end_banner_still_says_the_run_finished(window, qtbot, story):
     kept, tail = shown.split(" → … " if " → … " in shown else " · … ")
     assert shown.startswith(head + " · ") and story.startswith(kept)
     assert story.endswith(tail) and "steps redone" in tail and "goodput" in tail
+    assert story[:-len(tail)].endswith((" → ", "; ", ": "))  # whole clauses: "… worker 1 restarted"
     assert line_count(shown, banner.font(), banner.contentsRect().width()) <= 2
+
+
+def test_a_cut_story_keeps_whole_clauses_at_every_width(window):
+    """At some widths the end banner read "worker 1 killed at step 250 → … 1 restarted: …",
+    its clause cut after its first word; a cut falls after an arrow or a semicolon."""
+    from ftgui.qt import theme
+    from ftgui.qt.window.story_banner import fit
+
+    story = ("Finished at step 400 · worker 1 killed at step 250 → TensorFlow's coordinator "
+             "carried on with the remaining workers; worker 1 restarted: 0 steps redone, "
+             "0.0 s lost · goodput 100 %")
+    font = window.story_banner.font()
+    for width in range(700, 1000, 4):  # the banner beside a docked demo panel
+        shown = fit(story, font, width, theme.presenting_px("story"))[1]
+        if shown != story:
+            tail = shown.split("… ", 1)[1]
+            assert story[:-len(tail)].endswith((" → ", "; ", ": ")), (width, shown)
 
 
 def test_the_comparison_of_two_constant_huge_losses_has_a_drawable_range(qtbot, tmp_path):
