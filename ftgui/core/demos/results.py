@@ -123,7 +123,9 @@ def absorbed_worker_loss(seen, run_dir):
             lost.append(e)
     attempts = {e.get("attempt", 0) for e in seen} - {-1}  # -1: a warm standby's events
     ok = bool(lost) and attempts == {0}
-    return ok, f"{len(lost)} worker(s) lost, {len(attempts)} attempt(s)"
+    restarts = len(attempts) - 1
+    return ok, (f"{formatting.counted(len(lost), 'worker')} lost, "
+                + ("no restart" if not restarts else formatting.counted(restarts, "restart")))
 
 
 def resumes_at_epoch_start(seen, run_dir):

@@ -336,6 +336,15 @@ def test_redone_steps_must_repeat_their_losses_to_the_bit(tmp_path):
 
 
 
+def test_absorbed_worker_loss_says_how_many_workers_and_restarts_in_words():
+    """It read "1 worker(s) lost, 1 attempt(s)" on the demo's last stage."""
+    lost = {"event": "process_exited", "role": "worker", "index": 1, "signal": 9, "attempt": 0}
+    once = [{"event": "run_started", "attempt": 0}, lost, {"event": "step", "attempt": 0}]
+    assert results.absorbed_worker_loss(once, None) == (True, "1 worker lost, no restart")
+    twice = [*once, dict(lost, index=0), {"event": "step", "attempt": 1}]
+    assert results.absorbed_worker_loss(twice, None) == (False, "2 workers lost, 1 restart")
+
+
 def test_the_claims_name_their_run_only_where_a_demo_has_more_than_one():
     """A one-run demo's claims each ended "(crash-and-recover)", the demo's own name, three
     times in the end panel (a presenter's finding); a demo of two runs names them."""
