@@ -304,8 +304,8 @@ class Settings:
     standbys_per_task: int = setting(
         1, help="Warm standbys kept per task: 2 keeps a second standby ready when a second "
         "fault comes before the replacement of the first one is built (about 1 s for the "
-        "MLP, several for a larger model; 3-7 s more where it imports TensorFlow itself: a "
-        "multi-worker standby cluster); a multi-worker standby cluster is one whatever this "
+        "MLP, several for a larger model; 3-7 s more when the fork server it comes from is "
+        "still importing TensorFlow); a multi-worker standby cluster is one whatever this "
         "says",
         flag="--standbys-per-task", label="Standbys per task", group="recovery",
         object_name="standbysPerTaskSpin", on_resume=FREE, unit="processes", low=1,
