@@ -36,6 +36,7 @@ MAX_MESSAGE = 1 << 20  # bytes
 # server of another version of ftgui (installed while this process ran) is not used.
 PROTOCOL = 3
 FORK_TIMEOUT = 10.0  # seconds a fork request may wait for the server's reply
+READY_TIMEOUT = 120.0  # seconds a server may take to import (a cold import: 3-14 s here)
 IMPORT_ENV_PREFIXES = ("TF_", "CUDA", "XLA", "PYTHON", "OMP", "KMP", "MKL", "LD_", "KERAS")
 NOT_AT_IMPORT = ("TF_CONFIG",)  # read when the strategy is made: each cluster task has its own
 
@@ -85,6 +86,7 @@ class ForkServer:
         self._forked: dict[int, int] = {}  # request id -> pid
         self._exits: dict[int, int] = {}  # pid -> exit status (Popen.returncode terms)
         self._next_id = 0
+        self.started = time.monotonic()
 
     @property
     def ready(self) -> bool:
@@ -279,13 +281,18 @@ def server_for(python: str, env: dict[str, str], log_dir: Path, nice: int = 0) -
     """This process's fork server for `python` and the import-time part of `env` (a
     `child_env`): started if none runs (its output to `log_dir/fork-server.log`, importing at
     nice `nice`), whether ready or still importing (`ForkServer.ready`). None where a server
-    of that key ended before it was ready, or cannot be started: standbys then start cold.
-    A server that ended after it was ready is replaced."""
+    of that key ended before it was ready, was not ready within `READY_TIMEOUT` seconds (it
+    is killed), or cannot be started: standbys then start cold. A server that ended after it
+    was ready is replaced."""
     key = (python, import_env(env))
     with _SERVERS_LOCK:
         if key in _FAILED:
             return None
         server = _SERVERS.get(key)
+        if server is not None and server.alive and not server.was_ready \
+                and time.monotonic() - server.started > READY_TIMEOUT:
+            server.popen.kill()  # stuck in its import: the standbys start cold instead
+            server.close()
         if server is not None and not server.alive:
             del _SERVERS[key]
             server.close()

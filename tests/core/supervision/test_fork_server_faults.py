@@ -14,11 +14,13 @@ from ftgui.core.supervision import fork_server
 from ftgui.core.supervision.standby import FORK_FAILURES, StandbyPool
 
 FAKE = """#!{python}
-import json, os, socket, sys
+import json, os, socket, sys, time
 if "--fork-server" not in sys.argv:  # a standby started cold: waits for its order
     sys.stdin.readline()
     sys.exit(0)
 conn = socket.socket(fileno=int(sys.argv[-1]))
+if {protocol} < 0:  # stuck in its import
+    time.sleep(600)
 conn.send(json.dumps({{"ready": True, "protocol": {protocol}}}).encode())
 while True:
     data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 4)
@@ -79,6 +81,26 @@ def test_a_pool_whose_forked_standbys_die_at_once_starts_them_cold(tmp_path):
         [(process, _)] = pool.standbys
         assert not isinstance(process, fork_server.ForkedProcess)  # started cold
         assert process.poll() is None  # waiting for its order
+    finally:
+        pool.dismiss()
+        fork_server.close_all(python)
+
+
+def test_a_server_stuck_in_its_import_is_killed_and_the_standbys_start_cold(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(fork_server, "READY_TIMEOUT", 0.5)
+    python = _fake_python(tmp_path, -1)
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=python)
+    try:
+        pool.keep(1)
+        assert pool.standbys == []  # waits for the server
+        stuck = fork_server._SERVERS[(python, fork_server.import_env(
+            fork_server.child_env()))].popen
+        time.sleep(0.6)
+        pool.keep(1)
+        assert stuck.wait(timeout=10) == -9
+        [(process, _)] = pool.standbys
+        assert not isinstance(process, fork_server.ForkedProcess)  # started cold
     finally:
         pool.dismiss()
         fork_server.close_all(python)
