@@ -123,8 +123,7 @@ def _report_exits(conn: socket.socket) -> None:
             return
         if pid == 0:
             return
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
-        _send(conn, {"exit": pid, "status": code})
+        _send(conn, {"exit": pid, "status": os.waitstatus_to_exitcode(status)})  # -N: signal N
 
 
 def _become(request: dict, fds: list[int]) -> int:

@@ -35,7 +35,9 @@ MAX_MESSAGE = 1 << 20  # bytes
 # The requests' form (their descriptors, fields) between this module and the server's: a
 # server of another version of ftgui (installed while this process ran) is not used.
 PROTOCOL = 3
-FORK_TIMEOUT = 10.0  # seconds a fork request may wait for the server's reply
+# Seconds a fork request may wait for the server's reply (a few ms; the window asks from its
+# GUI thread, so a stuck server must not hold it long): then the standby starts cold.
+FORK_TIMEOUT = 2.0
 READY_TIMEOUT = 120.0  # seconds a server may take to import (a cold import: 3-14 s here)
 IMPORT_ENV_PREFIXES = ("TF_", "CUDA", "XLA", "PYTHON", "OMP", "KMP", "MKL", "LD_", "KERAS")
 NOT_AT_IMPORT = ("TF_CONFIG",)  # read when the strategy is made: each cluster task has its own
@@ -44,9 +46,8 @@ NOT_AT_IMPORT = ("TF_CONFIG",)  # read when the strategy is made: each cluster t
 def import_env(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """The part of a child's environment `env` that TensorFlow, Keras or Python read while they
     start or import (names starting with `IMPORT_ENV_PREFIXES`, but `NOT_AT_IMPORT`, sorted):
-    a server serves the
-    requests whose children agree with it on these. The rest is set in the child after the
-    fork, before the trainer reads it."""
+    a server serves the requests whose children agree with it on these. The rest is set in
+    the child after the fork, before the trainer reads it."""
     return tuple(sorted((k, v) for k, v in env.items()
                         if k.startswith(IMPORT_ENV_PREFIXES) and k not in NOT_AT_IMPORT))
 

@@ -46,7 +46,7 @@ from ftgui.core.record.events import EventReader
 from ftgui.core.settings import config as configmod
 from ftgui.core.settings import user_code
 from ftgui.core.settings.config import BUILTIN_DATASETS
-from ftgui.core.supervision import cluster, fork_server, priority
+from ftgui.core.supervision import cluster, priority
 from ftgui.core.supervision.processes import (
     kill_tree,
     running,
@@ -56,6 +56,7 @@ from ftgui.core.supervision.standby import (
     SpareHandle,
     config_fingerprint,
     device_env,
+    standby_server,
     start_standby,
 )
 
@@ -163,10 +164,8 @@ class SpareTrainer:
         not forking, or where no server can run."""
         if not self.fork:
             return None
-        low = priority.restorable()
-        return fork_server.server_for(
-            self.python, fork_server.child_env(device_env(config)),
-            self.root / f"{os.getpid()}-fork-server", priority.STANDBY_NICE if low else 0)
+        return standby_server(self.python, device_env(config),
+                              self.root / f"{os.getpid()}-fork-server")
 
     def status(self, config) -> str:
         """A few words on the spares for `config` (a `RunConfig`, or None when the settings

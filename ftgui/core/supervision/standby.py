@@ -298,9 +298,7 @@ class StandbyPool:
         of a run in its own network namespace join it after the fork."""
         if not self.fork:
             return None
-        nice = priority.STANDBY_NICE if priority.restorable() else 0
-        self._server = fork_server.server_for(self.python, fork_server.child_env(env),
-                                              self.log_dir, nice)
+        self._server = standby_server(self.python, env, self.log_dir)
         return self._server
 
     def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool, server=None):
@@ -361,6 +359,15 @@ class StandbyPool:
         for member in self.members:
             _end(member.popen)
         self.members = []
+
+
+def standby_server(python: str, env: dict[str, str] | None, log_dir: Path):
+    """This process's fork server (`fork_server.server_for`) for standbys of `python` with
+    `env` (besides this process's environment), ready or importing, its log in `log_dir`;
+    it imports at `priority.STANDBY_NICE` where that can be undone. None where none can
+    run."""
+    nice = priority.STANDBY_NICE if priority.restorable() else 0
+    return fork_server.server_for(python, fork_server.child_env(env), log_dir, nice)
 
 
 def start_standby(server, run_dir: Path, log_path: Path, env: dict[str, str] | None,

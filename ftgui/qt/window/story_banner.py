@@ -16,6 +16,7 @@ with its fault ("Preempted at step 730 → …") keeps that clause the same way.
 from __future__ import annotations
 
 import math
+import re
 
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QFont, QFontMetrics
@@ -30,6 +31,7 @@ ELLIPSIS = "… "
 STATE_DOT = " · "  # after the state clause ("Finished at step 1200 · killed at …")
 ARROW = " → "  # a first clause with an arrow tells an incident, not the state
 CLAUSE_MARKS = (ARROW, "; ", ": ")  # where a story's clauses begin: a cut keeps them whole
+CLAUSE_START = re.compile("|".join(map(re.escape, CLAUSE_MARKS)))
 MAX_STATE_CHARS = 40  # a state clause kept in front of the cut: "Finished at step 1200"
 TOOLTIP = "The run's state and its last incident: the figures are the Incidents tab's"
 # QLabel paints wrapped text a little narrower than its contents (an indent of half an "x"
@@ -85,21 +87,12 @@ def _cut_clauses(text: str, font: QFont, width: int, max_lines: int, keep: str) 
     """`keep`, `ELLIPSIS` and the most last whole clauses (after a `CLAUSE_MARKS`) of
     `text` that fit in `max_lines`; None when not even the last one fits. ("… worker 1
     restarted: …", not "… 1 restarted: …", a word cut from its clause.)"""
-    starts = sorted(i + len(mark) for mark in CLAUSE_MARKS
-                    for i in _positions(text, mark))
-    for start in starts:
+    for start in (match.end() for match in CLAUSE_START.finditer(text)):
         shown = keep + ELLIPSIS + text[start:]
         if line_count(shown, font, width) <= max_lines:
             return shown
     return None
 
-
-def _positions(text: str, mark: str) -> list[int]:
-    found, at = [], text.find(mark)
-    while at >= 0:
-        found.append(at)
-        at = text.find(mark, at + 1)
-    return found
 
 
 def _cut_beginning(text: str, font: QFont, width: int, max_lines: int,
