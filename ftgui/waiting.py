@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 FIRST_STILL_S = 2.0  # the longest a wait goes unsaid
 STILL_EVERY_S = 2.0  # then one "still …" line this often: never 2 s unsaid
+IMPORT_WHAT = "importing TensorFlow and building the model"  # a process started cold
+FORKED_WHAT = "building the model (forked: TensorFlow already imported)"  # from the fork server
 
 
 @dataclass
@@ -45,13 +47,14 @@ class Wait:
 class RunWaits:
     """The waits of a live run from its events (`feed`, in file order): a process started cold
     (not from a warm standby) imports TensorFlow and builds its model until its
-    `training_started`; then the run waits for its first step (tracing the step function).
+    `training_started` (one forked from the fork server only builds it: `FORKED_WHAT`);
+    then the run waits for its first step (tracing the step function).
     A chief's `resumed` (it restored, after its import) ends its import too. A process that
     exits waits for nothing more. A freeze (`fault_injected` of kind hang) waits for the
     watchdog's `hang_detected` (or a thaw). `tick(now)` gives the lines due."""
 
     def __init__(self) -> None:
-        self._importing: dict[int, tuple[str, float]] = {}  # pid -> (label, since)
+        self._importing: dict[int, tuple[str, float, bool]] = {}  # pid -> (label, since, forked)
         self._announce: list[int] = []  # pids whose import began since the last tick
         self._chiefs: set[int] = set()  # pids of the chief processes
         self._first_step_since: float | None = None
@@ -67,7 +70,7 @@ class RunWaits:
                 self._chiefs.add(pid)
             if not event.get("standby"):
                 label = event.get("label") or event.get("role", "process")
-                self._importing[pid] = (label, event["time"])
+                self._importing[pid] = (label, event["time"], bool(event.get("forked")))
                 self._announce.append(pid)
         elif kind == "training_started":
             self._importing.pop(pid, None)
@@ -91,7 +94,8 @@ class RunWaits:
         """The lines due at `now` (Unix seconds): one per import begun since the last tick and
         not over ("chief: importing TensorFlow and building the model"), then at most one
         "still …"."""
-        lines = [f"{self._importing[pid][0]}: importing TensorFlow and building the model"
+        lines = [f"{self._importing[pid][0]}: "
+                 f"{FORKED_WHAT if self._importing[pid][2] else IMPORT_WHAT}"
                  for pid in self._announce if pid in self._importing]
         self._announce = []
         phase, since = self._current()
@@ -104,9 +108,10 @@ class RunWaits:
     def _current(self) -> tuple[str, float]:
         """(what the run waits for, since when); ("", 0) when for nothing known."""
         if self._importing:
-            labels = ", ".join(label for label, _ in self._importing.values())
-            return (f"importing TensorFlow and building the model: {labels}",
-                    min(since for _, since in self._importing.values()))
+            waits = self._importing.values()
+            labels = ", ".join(label for label, _, _ in waits)
+            what = FORKED_WHAT if all(forked for _, _, forked in waits) else IMPORT_WHAT
+            return f"{what}: {labels}", min(since for _, since, _ in waits)
         if self._first_step_since is not None:
             return "tracing the first step", self._first_step_since
         if self._frozen is not None:

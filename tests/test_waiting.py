@@ -211,3 +211,16 @@ def test_a_freeze_is_said_while_the_watchdog_waits():
         14.2: ["still waiting for the watchdog: chief frozen (4 s)"]}
     waits.feed(event("hang_detected", 14.5, pid=1, role="chief", seconds=3.0))
     assert waits.tick(20.0) == []
+
+
+def test_a_process_forked_from_the_fork_server_is_said_to_build_not_to_import():
+    waits = RunWaits()
+    waits.feed(started(0.0, pid=1, forked=True))
+    assert waits.tick(0.05) == ["chief: building the model (forked: TensorFlow already imported)"]
+    assert waits.tick(2.1) == [
+        "still building the model (forked: TensorFlow already imported): chief (2 s)"]
+    # one of them importing: the run waits for an import
+    waits.feed(started(2.5, pid=2, label="worker 1", forked=False))
+    assert waits.tick(2.6) == ["worker 1: importing TensorFlow and building the model"]
+    assert waits.tick(4.7) == ["still importing TensorFlow and building the model: chief, "
+                               "worker 1 (4 s)"]

@@ -101,6 +101,7 @@ class _Watched:
         self.stepping = False  # a step event came since the last process started
         self.held = False  # its fault waits for the warm standby (`fault_plan.standby_holds`)
         self.standby = False  # the last process started was a warm standby
+        self.forked = False  # it started cold, forked from the fork server
         self.done = False
 
     def poll(self) -> None:
@@ -110,6 +111,7 @@ class _Watched:
                 self.step, self.stepping = event["step"], True
             elif kind == "process_started":
                 self.stepping, self.standby = False, bool(event.get("standby"))
+                self.forked = bool(event.get("forked"))
             elif kind in ("held", "hold_released"):
                 self.held = kind == "held" and event.get("why") == "standby"
         self.done = not self.supervisor.live
@@ -123,7 +125,8 @@ class _Watched:
         if not self.stepping and self.standby:
             return f"{name} (restarting: waking the warm standby)"
         if not self.stepping:
-            return f"{name} ({'restarting' if self.step else 'starting'}: importing TensorFlow)"
+            how = "building the model" if self.forked else "importing TensorFlow"
+            return f"{name} ({'restarting' if self.step else 'starting'}: {how})"
         return f"{name} (step {self.step} of {self.run.config.steps})"
 
 

@@ -111,7 +111,8 @@ def restart_words(events: list[dict], incident: Incident) -> str:
     """What started the processes of the attempt after `incident`'s, from their
     `process_started` events: "warm standby" (a standby that had imported TensorFlow),
     "warm standby still getting ready" (handed its task while importing: recovery waited
-    for it), "cold start" (no standby: TensorFlow imported after the fault); a mix names
+    for it), "cold start" (no standby: TensorFlow imported after the fault), "cold start,
+    forked" (no standby, but forked from the fork server: TensorFlow already imported); a mix names
     the processes of each ("warm standby for chief, worker 0; cold start for worker 1, ps
     0": a parameter-server cluster under a cap on standbys). '' when no process started (a
     NaN rolled back in the process, a parameter-server worker's loss)."""
@@ -127,7 +128,8 @@ def restart_words(events: list[dict], incident: Incident) -> str:
         return ""
     kinds: dict[str, list[str]] = {}
     for event in starts:
-        words = ("cold start" if not event.get("standby") else
+        words = ("cold start, forked" if event.get("forked") else
+                 "cold start" if not event.get("standby") else
                  "warm standby still getting ready" if event.get("standby_warm") is False
                  else "warm standby")
         kinds.setdefault(words, []).append(who(event))

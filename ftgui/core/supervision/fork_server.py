@@ -1,10 +1,13 @@
-"""Standbys forked from a process that has imported TensorFlow, instead of importing it anew.
+"""Standbys and trainers forked from a process that has imported TensorFlow, instead of
+importing it anew.
 
 A standby started as `python -m ftgui.training --standby RUN` spends 3–6 s importing TensorFlow
 before it can build anything, so the replacement the pool starts at a restart is not ready for a
-second fault soon after (docs/benchmarks.md, the second-kill row). The fork server
+second fault soon after (docs/benchmarks.md, the second-kill row); a trainer started cold, when
+no standby is left, spends them at every restart. The fork server
 (`ftgui/training/fork_server.py`) pays that import once per ftgui process and environment; a
-standby forked from it has only its state to build and trace.
+standby or trainer forked from it has only its state to build and trace. `FTGUI_FORK=0` in the
+environment turns it off (`enabled`): every process then starts as its own `python`.
 
 `ForkServer` starts and talks to one server. `server_for` keeps one per Python executable
 and import-time environment (`import_env`), started on first use and ended when this process
@@ -41,6 +44,13 @@ FORK_TIMEOUT = 2.0
 READY_TIMEOUT = 120.0  # seconds a server may take to import (a cold import: 3-14 s here)
 IMPORT_ENV_PREFIXES = ("TF_", "CUDA", "XLA", "PYTHON", "OMP", "KMP", "MKL", "LD_", "KERAS")
 NOT_AT_IMPORT = ("TF_CONFIG",)  # read when the strategy is made: each cluster task has its own
+SWITCH_ENV = "FTGUI_FORK"  # "0": no fork server; every standby and trainer starts cold
+
+
+def enabled() -> bool:
+    """Whether processes may be forked from a fork server: not where `FTGUI_FORK` is "0"
+    (nor "false", "no", "off")."""
+    return os.environ.get(SWITCH_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def import_env(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -283,8 +293,10 @@ def server_for(python: str, env: dict[str, str], log_dir: Path, nice: int = 0) -
     `child_env`): started if none runs (its output to `log_dir/fork-server.log`, importing at
     nice `nice`), whether ready or still importing (`ForkServer.ready`). None where a server
     of that key ended before it was ready, was not ready within `READY_TIMEOUT` seconds (it
-    is killed), or cannot be started: standbys then start cold. A server that ended after it
-    was ready is replaced."""
+    is killed), or cannot be started, and where forking is turned off (`enabled`): standbys
+    then start cold. A server that ended after it was ready is replaced."""
+    if not enabled():
+        return None
     key = (python, import_env(env))
     with _SERVERS_LOCK:
         if key in _FAILED:

@@ -80,7 +80,8 @@ class TaskHandle(Protocol):
     "host:port" where it serves when that is not `task.address` (a standby-cluster member keeps
     its own `TF_CONFIG`), else None; `standby`: it was a warm standby handed its order, then
     `standby_warm` (whether that standby had TensorFlow imported) and `standby_age` (seconds since
-    the standby was started; None when not known)."""
+    the standby was started; None when not known); `forked` (optional, False when absent): a
+    cold start forked from the fork server, which had imported TensorFlow."""
 
     pid: int | None
     ident: str

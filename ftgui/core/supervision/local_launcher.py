@@ -27,13 +27,15 @@ from ftgui.core.supervision.trainer_command import trainer_argv
 
 class LocalProcess:
     """A task running as a process of this machine (`launcher.TaskHandle`): `popen` is its
-    `subprocess.Popen`."""
+    `subprocess.Popen` (or `fork_server.ForkedProcess`); `forked`: started cold, but forked
+    from the fork server, so it imports nothing."""
 
     def __init__(self, popen: subprocess.Popen, log_path: Path, address: str | None = None,
                  standby: bool = False, standby_warm: bool | None = None,
-                 standby_age: float | None = None):
+                 standby_age: float | None = None, forked: bool = False):
         self.popen, self.log_path, self.address = popen, log_path, address
         self.standby, self.standby_warm, self.standby_age = standby, standby_warm, standby_age
+        self.forked = forked
 
     @property
     def pid(self) -> int:
@@ -80,11 +82,20 @@ class LocalLauncher:
 
     def __init__(self, run_dir: str | os.PathLike, log_dir: str | os.PathLike,
                  python: str = sys.executable, fork: bool = True):
-        self.python = python
         self._pool = StandbyPool(Path(run_dir), Path(log_dir), python, fork)
         self._can_lower = priority.restorable()
         self._namespace: LoopbackNamespace | None = None
         self._members: dict[int, Member] = {}  # task index -> its standby-cluster member
+
+    @property
+    def python(self) -> str:
+        """The interpreter of the trainers, the standbys and the fork server they are forked
+        from (set it before a start to run them with another)."""
+        return self._pool.python
+
+    @python.setter
+    def python(self, value: str) -> None:
+        self._pool.python = value
 
     @property
     def standbys(self) -> list[tuple[subprocess.Popen, Path]]:
@@ -119,8 +130,10 @@ class LocalLauncher:
 
     def begin_attempt(self, config, starts: list[TaskStart]) -> None:
         """Hand the attempt's orders to the standby cluster when it is ready for `config`
-        (`StandbyPool.hand_cluster_orders`); the attempt starts cold otherwise."""
+        (`StandbyPool.hand_cluster_orders`); the attempt starts cold otherwise. Have the fork
+        server started, so that a later cold start is forked (`start`)."""
         self._members = {}
+        self._pool.start_server(device_env(config))
         if not wants_cluster(config) or not self._pool.members:
             return
         orders = [(start.args, start.env) for start in starts]
@@ -130,8 +143,9 @@ class LocalLauncher:
 
     def start(self, request: TaskStart) -> LocalProcess:
         """The member `begin_attempt` handed this task's order, else a waiting standby given
-        it, else `python -m ftgui.training` started cold (in the namespace when one is held).
-        Raises `OSError` if the program cannot be started."""
+        it, else `python -m ftgui.training` started cold (in the namespace when one is held):
+        forked from the fork server when it is ready (no import of TensorFlow), else a
+        process of its own. Raises `OSError` if the program cannot be started."""
         member = self._members.pop(request.task.index, None) if not request.rejoins else None
         if member is not None:
             popen, log_path, address = member.popen, member.log_path, member.address
@@ -139,6 +153,9 @@ class LocalLauncher:
             popen, log_path = self._pool.hand_order(request.args, request.env)
             address = None
         if popen is None:
+            popen = self._pool.fork_trainer(request.args, request.env, request.log_path)
+            if popen is not None:
+                return LocalProcess(popen, request.log_path, forked=True)
             popen = spawn(trainer_argv(request.args, self.python), request.log_path,
                           request.env, namespace=self._namespace)
             return LocalProcess(popen, request.log_path)

@@ -301,6 +301,29 @@ class StandbyPool:
         self._server = standby_server(self.python, env, self.log_dir)
         return self._server
 
+    def start_server(self, env: dict[str, str] | None) -> None:
+        """Have the fork server for processes of `env` started (importing at
+        `priority.STANDBY_NICE` where that can be undone), so that a restart with no standby
+        left is forked (`fork_trainer`) instead of importing TensorFlow; nothing when the
+        pool does not fork."""
+        self._fork_server(env)
+
+    def fork_trainer(self, args: list[str], env: dict[str, str] | None, log_path: Path):
+        """A trainer, `python -m ftgui.training ARGS`, forked from the ready fork server for
+        `env` (in the run's network namespace, if any), its output appended to `log_path`;
+        a `fork_server.ForkedProcess` with its stdin closed. None when the pool does not fork
+        or its server is not ready (importing, ended, not answering): start it cold."""
+        server = self._fork_server(env)
+        if server is None or not server.ready:
+            return None
+        try:
+            popen = server.fork(args, fork_server.child_env(env), log_path,
+                                namespace=self.namespace)
+        except OSError:
+            return None
+        popen.stdin.close()
+        return popen
+
     def _spawn(self, log_path: Path, env: dict[str, str] | None, low: bool, server=None):
         """A standby forked from `server` (a ready `fork_server.ForkServer`), else started
         cold."""

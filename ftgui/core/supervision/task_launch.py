@@ -100,6 +100,7 @@ class AttemptTasks:
             log=str(handle.log_path.relative_to(self.run_dir)), standby=handle.standby,
             standby_warm=handle.standby_warm if handle.standby else None,
             standby_age=None if age is None else round(age, 2),
+            forked=bool(getattr(handle, "forked", False)),
             snapshot=state.memory.step if state.memory is not None and task.is_chief else None,
         )
         return proc

@@ -40,6 +40,7 @@ FAULT_WORDS = {"kill": "killed", "preempt": "preempted", "hang": "froze", "nan":
                "interrupted": "interrupted (its supervisor lost)"}
 ENDED_STATES = {"killed": "stopped", "failed": "stopped", "preempted": "stopped",
                 "stopped": "stopped by ftgui", "interrupted": "interrupted"}
+FORKED_START = "building the model (TensorFlow already imported)"  # a forked cold start
 NOTES_SEARCHED = 200  # a restart's notes are among the newest few dozen
 
 
@@ -275,10 +276,11 @@ def _undetected(timeline: Timeline, incident: Incident, due_in: float | None) ->
 
 
 def _how_started(timeline: Timeline, started: dict) -> str:
-    """How the restarted chief gets going: a cold start imports TensorFlow; a warm standby
-    has imported it already, or is still importing it (for `standby_age` seconds so far)."""
+    """How the restarted chief gets going: a cold start imports TensorFlow, or only builds
+    its model when forked from the fork server; a warm standby has imported it already, or
+    is still importing it (for `standby_age` seconds so far)."""
     if not started.get("standby"):
-        return "importing TensorFlow"
+        return FORKED_START if started.get("forked") else "importing TensorFlow"
     warm = started.get("standby_warm")
     if started.get("pid") in timeline.ready_standbys:
         if warm is False:  # handed its task while importing; its imports have ended since
@@ -314,6 +316,8 @@ def _starting(timeline: Timeline) -> str:
     if started is not None and "warm standby" in started.text:
         event = timeline.started.get(timeline.attempt, {})
         return f"starting{ARROW}{_how_started(timeline, {'standby': True, **event})}"
+    if started is not None and timeline.started.get(timeline.attempt, {}).get("forked"):
+        return f"starting{ARROW}{FORKED_START}"
     return f"starting{ARROW}importing TensorFlow"
 
 

@@ -200,16 +200,18 @@ def test_an_exact_recovery_passes_with_its_cost_from_the_incident():
     assert verdict.exit_status([found]) == 0
 
 
-@pytest.mark.parametrize("standby, warm, words", [
-    (True, True, "warm standby"), (True, False, "warm standby still getting ready"),
-    (False, None, "cold start")])
-def test_a_warm_standby_audit_says_what_each_restart_was(standby, warm, words):
+@pytest.mark.parametrize("standby, warm, forked, words", [
+    (True, True, False, "warm standby"),
+    (True, False, False, "warm standby still getting ready"),
+    (False, None, False, "cold start"), (False, None, True, "cold start, forked")])
+def test_a_warm_standby_audit_says_what_each_restart_was(standby, warm, forked, words):
     # a --warm-standby audit whose restart was cold audited something else than asked
     run = killed_run()
     resumed = next(k for k, e in enumerate(run) if e["event"] == "training_started"
                    and e["attempt"] == 1)
     run.insert(resumed, ev("process_started", run[resumed]["time"] - 0.5, 1, role="chief",
-                           index=0, pid=42, standby=standby, standby_warm=warm))
+                           index=0, pid=42, standby=standby, standby_warm=warm,
+                           forked=forked))
     found = verdict.judge(audit_run(warm_standby=True), reference_events(), run,
                           WeightsResult())
     assert found.restart == words

@@ -437,6 +437,8 @@ def test_k_fires_the_fault_the_demo_waits_for(window, tmp_path, monkeypatch):
 STAND_IN = """
 import sys, time
 from ftgui.core.record.events import EventWriter
+if "--fork-server" in sys.argv:  # asked to be the fork server: it cannot fork trainers
+    sys.exit(1)
 events = EventWriter(sys.argv[sys.argv.index("ftgui.training") + 1], 0)
 events.emit("training_started", role="chief", index=0, start_step=0, strategy="mirrored")
 for step in range(1, 31):

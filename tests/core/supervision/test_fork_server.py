@@ -160,3 +160,33 @@ def test_the_pool_forks_its_standbys_once_the_process_wide_server_is_ready(tmp_p
     finally:
         pool.dismiss()
     assert process.poll() == -signal.SIGKILL
+
+
+def test_a_cold_restart_with_no_standby_is_forked_and_trains_to_the_bit(
+        tmp_path, baseline_run, baseline_losses):
+    # warm standby off: the attempt's start has the fork server started, and the restart
+    # after the kill is forked from it instead of importing TensorFlow (the worker-loss
+    # demo's restarts, a second fault before a standby is rebuilt)
+    from conftest import poll_until_done
+
+    from ftgui.core.settings import config as configmod
+    from ftgui.core.supervision.standby import device_env
+    from ftgui.core.supervision.supervisor import Supervisor
+
+    config = configmod.load(baseline_run)
+    config.warm_standby, config.auto_recover, config.restart_backoff = False, True, 0.0
+    config.kill_at_step = 35
+    server = fork_server.server_for(sys.executable, fork_server.child_env(device_env(config)),
+                                    tmp_path)
+    deadline = time.monotonic() + 300
+    while not server.ready:  # the process-wide server, as a run that trained a while has
+        assert server.alive and time.monotonic() < deadline, "the fork server never got ready"
+        server.pump(0.2)
+    supervisor = Supervisor(tmp_path / "run")
+    supervisor.start(config)
+    seen = poll_until_done(supervisor)
+    starts = of_kind(seen, "process_started")
+    assert [(e["attempt"], e["standby"], e["forked"]) for e in starts] == [
+        (0, False, True), (1, False, True)]
+    assert supervisor.state == "finished"
+    assert events.final_losses(events.read_all(tmp_path / "run")) == baseline_losses

@@ -4,6 +4,7 @@ a loop). No TensorFlow: the "python" is a script that plays the server, or a sta
 
 from __future__ import annotations
 
+import json
 import stat
 import sys
 import time
@@ -103,4 +104,78 @@ def test_a_server_stuck_in_its_import_is_killed_and_the_standbys_start_cold(
         assert not isinstance(process, fork_server.ForkedProcess)  # started cold
     finally:
         pool.dismiss()
+        fork_server.close_all(python)
+
+
+RECORDING = """#!{python}
+import json, os, socket, sys
+if "--fork-server" not in sys.argv:  # a trainer started cold: says how, and ends
+    with open(os.environ["RECORD"], "a") as out:
+        out.write(json.dumps({{"cold": sys.argv[sys.argv.index("ftgui.training") + 1:]}}) + "\\n")
+    sys.exit(0)
+conn = socket.socket(fileno=int(sys.argv[-1]))
+conn.send(json.dumps({{"ready": True, "protocol": {protocol}}}).encode())
+while True:
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 4)
+    if not data:
+        sys.exit(0)
+    request = json.loads(data)
+    pid = os.fork()
+    if pid == 0:  # a forked trainer: records its request's arguments and ends
+        with open(request["env"]["RECORD"], "a") as out:
+            out.write(json.dumps({{"forked": request["args"]}}) + "\\n")
+        os._exit(0)
+    for fd in fds:
+        os.close(fd)
+    conn.send(json.dumps({{"forked": pid, "id": request["id"]}}).encode())
+    _, status = os.waitpid(pid, 0)
+    conn.send(json.dumps({{"exit": pid, "status": os.waitstatus_to_exitcode(status)}}).encode())
+"""
+
+
+def _recording_python(tmp_path) -> str:
+    path = tmp_path / "recording-python"
+    path.write_text(RECORDING.format(python=sys.executable, protocol=fork_server.PROTOCOL))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+@pytest.mark.parametrize("switch, forked", [(None, True), ("0", False)])
+def test_a_cold_start_is_forked_once_the_server_is_ready_unless_turned_off(
+        tmp_path, monkeypatch, switch, forked):
+    # no standby left: the trainer is forked from the server that the attempt's start had
+    # started (it imports nothing), or, with FTGUI_FORK=0, started as a process of its own
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision.cluster import Task
+    from ftgui.core.supervision.launcher import TaskStart
+    from ftgui.core.supervision.local_launcher import LocalLauncher
+    from ftgui.core.supervision.standby import device_env
+
+    if switch is not None:
+        monkeypatch.setenv(fork_server.SWITCH_ENV, switch)
+    record = tmp_path / "record.jsonl"
+    python = _recording_python(tmp_path)
+    launcher = LocalLauncher(tmp_path / "run", tmp_path / "logs")
+    launcher.python = python  # as `Supervisor.python` sets it: the server's python too
+    config = RunConfig(warm_standby=False)
+    args = [str(tmp_path / "run"), "--role", "chief", "--attempt", "1"]
+    env = {**device_env(config), "RECORD": str(record)}  # as `AttemptTasks.task_env` gives
+    request = TaskStart(Task("chief", 0, True), args, env,
+                        tmp_path / "logs" / "chief-0.attempt-1.log", 1)
+    try:
+        launcher.begin_attempt(config, [request])
+        key = (python, fork_server.import_env(fork_server.child_env(device_env(config))))
+        server = fork_server._SERVERS.get(key)
+        assert (server is not None) == forked
+        deadline = time.monotonic() + 30
+        while server is not None and not server.ready:
+            assert server.alive and time.monotonic() < deadline
+            server.pump(0.1)
+        handle = launcher.start(request)
+        assert handle.wait(30) == 0
+        assert handle.forked is forked and not handle.standby
+        assert isinstance(handle.popen, fork_server.ForkedProcess) is forked
+        [said] = [json.loads(line) for line in record.read_text().splitlines()]
+        assert said == {"forked" if forked else "cold": args}
+    finally:
         fork_server.close_all(python)

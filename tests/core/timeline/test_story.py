@@ -154,3 +154,21 @@ def test_a_nan_whose_process_the_watchdog_ended_is_restored_not_rolled_back():
     said = story(timeline)
     assert said.startswith("NaN loss at step 25 → restored checkpoint 20 → resumed: ")
     assert "rolled back" not in said
+
+
+def test_a_start_forked_from_the_fork_server_is_told_as_building_not_importing():
+    # with no standby left, the restart is forked from the fork server: it imports nothing,
+    # and "importing TensorFlow" would be untrue for the seconds it builds the model
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, standby=False, forked=True, **CHIEF)])
+    assert story(timeline) == "Starting → building the model (TensorFlow already imported)"
+    timeline.feed([*steps(1, 30, 1.0),
+                   ev("process_exited", 9.0, pid=10, last_step=30, signal=9,
+                      signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF),
+                   ev("recovery_scheduled", 9.0, delay=0.0, restart=1),
+                   ev("process_started", 9.1, 1, pid=11, restore="checkpoints/ckpt-30",
+                      standby=False, forked=True, **CHIEF)])
+    assert story(timeline) == ("Crashed at step 30 → restarting: building the model "
+                               "(TensorFlow already imported) to restore checkpoint 30")
+    assert timeline.notes[-1].text == ("chief started (pid 11), restoring ckpt-30, forked "
+                                       "with TensorFlow imported")

@@ -55,6 +55,7 @@ class SlurmTask:
     standby: bool = False
     standby_warm: bool | None = None
     standby_age: float | None = None
+    forked: bool = False
     returncode: int | None = field(default=None, repr=False)
 
     @property
