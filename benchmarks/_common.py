@@ -301,12 +301,14 @@ def interleaved(names: list[str], reps: int, budget: float, run, show) -> dict[s
     return results
 
 
-def ftgui_train(run_dir: Path, flags: list[str], out: Path, timeout: float = 240) -> dict:
-    """`ftgui train RUN FLAGS --quiet` under `/usr/bin/time -v`; figures plus the run's events.
+def ftgui_train(run_dir: Path, flags: list[str], out: Path, timeout: float = 240,
+                env: dict | None = None) -> dict:
+    """`ftgui train RUN FLAGS --quiet` under `/usr/bin/time -v` (with environment `env`,
+    default this one's); figures plus the run's events.
 
     Raises RuntimeError (with the output's tail) when the run does not finish.
     """
-    figures = timed([*ftgui_cmd(), "train", str(run_dir), *flags, "--quiet"], out,
+    figures = timed([*ftgui_cmd(), "train", str(run_dir), *flags, "--quiet"], out, env=env,
                     timeout=timeout)
     if figures["returncode"] != 0:
         tail = out.read_text(errors="replace")[-600:] if out.exists() else ""

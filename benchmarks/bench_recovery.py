@@ -11,12 +11,18 @@ synthetic images, in every variant and mode):
             this script restarts it at once with --restore, like a shell `until … ; do :; done`.
             Recovery = time of the first `step` line of the restarted process - kill time.
   ftgui     `ftgui train RUN --steps 60 --kill-at-step 35 --auto-recover --restart-backoff 0`
-            (`--snapshot-every 0`: restored from disk, step 30).
+            (`--snapshot-every 0`: restored from disk, step 30), with `FTGUI_FORK=0`: the
+            restarted trainer is a process of its own that imports TensorFlow.
             Recovery = first `step` event of attempt 1 - `fault_injected` (kill) event time;
             also from the `process_exited` event. Phases from the events: detection, restart,
             TensorFlow import and set-up (`training_started`), restore (`resumed`), first step.
   ftgui-memory  the same with `--snapshot-every 1`: restored from the in-memory snapshot of
             step 35 (then persisted as a checkpoint); steps redone are reported per variant.
+  ftgui-forked  a cold restart as ftgui makes it once its fork server is ready (a run that
+            trained a few seconds): warm standby off, snapshots at their default, driven
+            through Supervisor and killed once the fork server is ready and step 35 is past;
+            the restarted trainer is forked from the server (`process_started.forked`), so it
+            builds its state but imports nothing.
   bare-standby  (prototype, not ftgui) bare_loop.py --standby started before the kill:
             TensorFlow imported and the model built, waiting; told "go" right after the kill.
   ftgui-standby  only when this ftgui has a `warm_standby` setting: a run with
@@ -39,14 +45,16 @@ first resumed step (without warm standby: a cold restart).
     python benchmarks/bench_recovery.py --cluster [--reps 3]
 
 measures a 2-worker MultiWorkerMirroredStrategy run killed by the supervisor (worker 1, past
-step 100): kill -> first resumed step of a cold restart against the standby cluster formed in
-advance (`warm_standby`), interleaved. Target: standby cluster <= 0.1 x cold.
+step 100): kill -> first resumed step of a cold restart (importing TensorFlow, `FTGUI_FORK=0`;
+and forked from the fork server) against the standby cluster formed in advance
+(`warm_standby`), interleaved. Target: standby cluster <= 0.1 x cold (importing).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -155,7 +163,8 @@ def run_ftgui(work: Path, steps: int, kill_at: int, tag: str, memory: bool = Fal
                                     "--kill-at-step", str(kill_at), "--auto-recover",
                                     "--restart-backoff", "0", *snapshot_flags(memory),
                                     *workload_flags(workload)],
-                          work / f"{tag}.out", timeout=600)
+                          work / f"{tag}.out", timeout=600,
+                          env={**os.environ, "FTGUI_FORK": "0"})  # the restart imports
     events = figures.pop("events")
 
     def first(event_type, attempt, **match):
@@ -191,11 +200,12 @@ def ftgui_has_standby() -> bool:
 
 
 def kill_when_ready(run_dir: Path, config, target: str, prepared_wanted: int, kill_at: int,
-                    timeout: float, before_kill=None) -> list[dict]:
+                    timeout: float, before_kill=None, ready=None) -> list[dict]:
     """Run `config` through `Supervisor` (what `ftgui train` does); kill `target` once the run
-    is past step `kill_at` and `prepared_wanted` standbys have sent a prepared `standby_ready`
-    (`before_kill(supervisor)` is called just before); stop at the first step after the kill.
-    Returns the run's events. Raises RuntimeError when no kill came within `timeout` s."""
+    is past step `kill_at`, `prepared_wanted` standbys have sent a prepared `standby_ready`
+    and `ready()` (if given) is true (`before_kill(supervisor)` is called just before); stop
+    at the first step after the kill. Returns the run's events. Raises RuntimeError when no
+    kill came within `timeout` s."""
     from ftgui.core.supervision.supervisor import Supervisor
 
     supervisor = Supervisor(run_dir)
@@ -211,7 +221,8 @@ def kill_when_ready(run_dir: Path, config, target: str, prepared_wanted: int, ki
                     last_step = event["step"]
                 elif event["event"] == "step" and killed:
                     deadline = 0  # the first resumed step: done
-            if not killed and last_step >= kill_at and prepared >= prepared_wanted:
+            if not killed and last_step >= kill_at and prepared >= prepared_wanted \
+                    and (ready is None or ready()):
                 if before_kill is not None:
                     before_kill(supervisor)
                 killed = supervisor.kill(target)
@@ -236,19 +247,54 @@ def run_ftgui_standby(work: Path, kill_at: int, tag: str, workload: str = "mlp",
     rss = []
     events = kill_when_ready(work / tag, config, "chief", 1, kill_at, timeout,
                              lambda supervisor: rss.append(standby_rss(supervisor)))
-    fault = next(e for e in events if e["event"] == "fault_injected" and e.get("attempt") == 0)
     ready_event = next(e for e in events if e["event"] == "standby_ready")
+    figures = restart_figures(events)
+    return {**figures, "used_standby": figures["standby"],
+            "prepared": ready_event.get("prepared"), "rss": rss[0]}
+
+
+def restart_figures(events: list[dict]) -> dict:
+    """Seconds from attempt 0's fault to attempt 1's process start, `training_started`,
+    `resumed` and first step (`recovery`), and how that restart went (its events)."""
+    fault = next(e for e in events if e["event"] == "fault_injected" and e.get("attempt") == 0)
     started = next(e for e in events if e["event"] == "process_started" and e["attempt"] == 1)
     trained = next(e for e in events if e["event"] == "training_started" and e["attempt"] == 1)
     resumed = next(e for e in events if e["event"] == "resumed" and e["attempt"] == 1)
     step = next(e for e in events if e["event"] == "step" and e["attempt"] == 1)
     t0 = fault["time"]
     return {"recovery": step["time"] - t0, "restart_spawn": started["time"] - t0,
-            "used_standby": bool(started.get("standby")),
+            "forked": bool(started.get("forked")), "standby": bool(started.get("standby")),
             "training_started": trained["time"] - t0, "resumed": resumed["time"] - t0,
             "killed_after_step": fault.get("step"), "first_step": step["step"],
-            "from_step": resumed.get("from_step"), "setup": trained.get("setup_seconds"),
-            "prepared": ready_event.get("prepared"), "rss": rss[0]}
+            "from_step": resumed.get("from_step"), "source": resumed.get("source"),
+            "redone": fault.get("step", 0) - resumed.get("from_step", 0),
+            "import": trained.get("import_seconds"), "setup": trained.get("setup_seconds")}
+
+
+def server_ready(config, log_dir: Path):
+    """A test of whether this process's fork server for the trainers of `config` is ready
+    (`fork_server.server_for`: the one the supervisor's launcher forks from)."""
+    from ftgui.core.supervision import fork_server
+    from ftgui.core.supervision.standby import device_env
+
+    def ready() -> bool:
+        server = fork_server.server_for(sys.executable,
+                                        fork_server.child_env(device_env(config)), log_dir)
+        return server is not None and server.ready
+    return ready
+
+
+def run_ftgui_forked(work: Path, kill_at: int, tag: str, workload: str = "mlp",
+                     timeout: float = 400) -> dict:
+    """A run without warm standby killed by the supervisor once its fork server is ready:
+    its cold restart is forked from the server."""
+    from ftgui.core.settings.config import RunConfig
+
+    config = RunConfig(**WORKLOADS[workload]).replace(
+        steps=10_000_000, checkpoint_every=10, auto_recover=True, restart_backoff=0.0,
+        warm_standby=False)
+    return restart_figures(kill_when_ready(work / tag, config, "chief", 0, kill_at, timeout,
+                                           ready=server_ready(config, work)))
 
 
 def standby_rss(supervisor) -> float:
@@ -288,7 +334,8 @@ def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str, workload: s
                                     str(kill_at), "--fault-target", "worker:1",
                                     "--auto-recover", "--restart-backoff", "0",
                                     *workload_flags(workload)],
-                          work / f"{tag}.out", timeout=600)
+                          work / f"{tag}.out", timeout=600,
+                          env={**os.environ, "FTGUI_FORK": "0"})  # the restart imports
     events = figures.pop("events")
     fault = next(e for e in events if e["event"] == "fault_injected")
     resumed = next(e for e in events if e["event"] == "resumed")
@@ -302,55 +349,75 @@ def run_just_in_time(work: Path, steps: int, kill_at: int, tag: str, workload: s
             "jit_save": saved.get("save_seconds"), "live_differs": saved.get("live_differs")}
 
 
-def run_cluster(work: Path, tag: str, standby: bool, kill_at: int, workload: str,
+def run_cluster(work: Path, tag: str, variant: str, kill_at: int, workload: str,
                 timeout: float = 400) -> dict:
     """A multi-worker x2 run (checkpoint every 20, automatic recovery, no backoff) driven by
-    `Supervisor`, worker 1 killed by it once the run is past `kill_at` and, with `standby`,
-    once both members of its standby cluster are prepared. Figures of the recovery."""
+    `Supervisor`, worker 1 killed by it once the run is past `kill_at`. `variant`: "cold"
+    (no standby, `FTGUI_FORK=0`: the restarted workers import TensorFlow), "cold-forked" (no
+    standby, killed once the fork server is ready: the restarted workers are forked from it)
+    or "standby-cluster" (killed once both members of its standby cluster are prepared).
+    Figures of the recovery."""
     from ftgui.core.settings.config import RunConfig
 
+    standby = variant == "standby-cluster"
     config = RunConfig(**WORKLOADS[workload], strategy="multi-worker", workers=2,
                        steps=10_000_000,
                        checkpoint_every=20, auto_recover=True, restart_backoff=0.0,
                        warm_standby=standby)
-    events = kill_when_ready(work / tag, config, "worker:1", 2 if standby else 0, kill_at,
-                             timeout)
+    switch = os.environ.pop("FTGUI_FORK", None)
+    if variant == "cold":
+        os.environ["FTGUI_FORK"] = "0"  # read at each start: this run's restart imports
+    try:
+        events = kill_when_ready(work / tag, config, "worker:1", 2 if standby else 0, kill_at,
+                                 timeout, ready=server_ready(config, work)
+                                 if variant == "cold-forked" else None)
+    finally:
+        os.environ.pop("FTGUI_FORK", None)
+        if switch is not None:
+            os.environ["FTGUI_FORK"] = switch
     fault = next(e for e in events if e["event"] == "fault_injected")
     started = [e for e in events if e["event"] == "process_started" and e["attempt"] == 1]
     resumed = next(e for e in events if e["event"] == "resumed" and e["attempt"] == 1)
     step = next(e for e in events if e["event"] == "step" and e["attempt"] == 1)
     return {"recovery": step["time"] - fault["time"], "resumed": resumed["time"] - fault["time"],
-            "standby": all(e.get("standby") for e in started), "source": resumed.get("source"),
+            "standby": all(e.get("standby") for e in started),
+            "forked": all(e.get("forked") for e in started), "source": resumed.get("source"),
             "redone": fault["step"] - resumed["from_step"], "killed_after": fault["step"]}
 
 
 def measure_cluster(reps: int, kill_at: int, budget: float, workload: str) -> int:
     """Kill -> first resumed step of a multi-worker run: a cold restart of both workers
-    against the standby cluster formed in advance (`ftgui.core.supervision.standby`)."""
+    (importing, and forked from the fork server) against the standby cluster formed in advance
+    (`ftgui.core.supervision.standby`)."""
     header(f"multi-worker x2 recovery ({workload} workload): worker 1 killed by the supervisor "
-           f"past step {kill_at}; cold restart vs standby cluster, {reps} interleaved repetitions")
+           f"past step {kill_at}; cold restart (importing / forked) vs standby cluster, {reps} "
+           f"interleaved repetitions")
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-cluster-"))
 
     def show(rep, name, r):
         print(f"   rep {rep} {name:15s} kill -> first resumed step {r['recovery']:.2f} s "
               f"(resumed {r['resumed']:.2f} s; killed after step {r['killed_after']}, "
               f"{r['redone']} step(s) redone, from {r['source']}; members used: "
-              f"{r['standby']})", flush=True)
+              f"{r['standby']}; forked: {r['forked']})", flush=True)
 
     try:
-        results = interleaved(["cold", "standby-cluster"], reps, budget,
-                              lambda name, rep: run_cluster(work, f"{name}-{rep}",
-                                                            name != "cold", kill_at,
-                                                            workload), show)
+        results = interleaved(["cold", "cold-forked", "standby-cluster"], reps, budget,
+                              lambda name, rep: run_cluster(work, f"{name}-{rep}", name,
+                                                            kill_at, workload), show)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {name: median([r["recovery"] for r in rs]) for name, rs in results.items()}
     table = Table(f"bench_recovery --cluster --workload {workload}")
-    table.add("cold restart of both workers, kill -> step", f"{med['cold']:.2f} s")
+    table.add("cold restart of both workers (importing), kill -> step", f"{med['cold']:.2f} s")
+    table.add("cold restart of both workers, forked, kill -> step",
+              f"{med['cold-forked']:.2f} s (forked in every repetition: "
+              f"{all(r['forked'] for r in results['cold-forked'])})")
     table.add("standby cluster, kill -> step", f"{med['standby-cluster']:.2f} s")
     ratio = med["standby-cluster"] / med["cold"]
-    table.add("ratio standby cluster / cold (target <= 0.1)", f"{ratio:.3f}", "<= 0.1",
-              ratio <= 0.1)
+    table.add("ratio standby cluster / cold importing (target <= 0.1)", f"{ratio:.3f}",
+              "<= 0.1", ratio <= 0.1)
+    table.add("ratio standby cluster / cold forked",
+              f"{med['standby-cluster'] / med['cold-forked']:.3f}")
     table.add("standby cluster used in every repetition",
               str(all(r["standby"] for r in results["standby-cluster"])))
     table.print()
@@ -411,6 +478,7 @@ def main() -> int:
         print("   warm standby does not exist in ftgui yet: ftgui restarts a fresh process "
               "(import TensorFlow, build, restore)")
     variants = ["bare", "ftgui"] + (["ftgui-memory"] if snapshot_flags(True) else [])
+    variants += ["ftgui-forked"]
     if not args.no_standby:
         variants += ["bare-standby"] + (["ftgui-standby"] if has_standby else [])
     work = Path(tempfile.mkdtemp(prefix="ftgui-bench-recovery-"))
@@ -422,6 +490,8 @@ def main() -> int:
                              args.workload)
         if name == "ftgui-standby":
             return run_ftgui_standby(work, args.kill_at, tag, args.workload)
+        if name == "ftgui-forked":
+            return run_ftgui_forked(work, args.kill_at, tag, args.workload)
         return run_bare(work, args.steps, args.kill_at, tag, name == "bare-standby",
                         args.workload)
 
@@ -441,6 +511,12 @@ def main() -> int:
                      f"{r['prepared']}, its RSS {r['rss']:.0f} MB; "
                      f"training_started {r['training_started']:.2f}, resumed "
                      f"{r['resumed']:.2f} s)")
+        elif name == "ftgui-forked":
+            extra = (f"  (killed after step {r['killed_after_step']}, resumed from "
+                     f"{r['from_step']} ({r['source']}); forked: {r['forked']}, standby: "
+                     f"{r['standby']}; training_started {r['training_started']:.2f}, resumed "
+                     f"{r['resumed']:.2f} s; import {r['import']:.2f}, set-up "
+                     f"{r['setup']:.2f} s)")
         elif name == "bare-standby" and r.get("import") is not None:
             extra = f"  (its import, {r['import']:.2f} s, was paid before the kill)"
         elif r.get("import") is not None:
@@ -472,6 +548,10 @@ def main() -> int:
                   f"median {median([r['redone'] for r in results[name]]):.0f}")
     ratio = med["ftgui"] / med["bare"]
     print(f"\n   ratio ftgui / bare restart = {ratio:.2f}")
+    if "ftgui-forked" in med:
+        print(f"   ratio ftgui-forked / bare restart = {med['ftgui-forked'] / med['bare']:.2f}"
+              f" (forked in {sum(r['forked'] for r in results['ftgui-forked'])} of "
+              f"{len(results['ftgui-forked'])})")
     if "bare-standby" in med:
         print(f"   ratio bare-standby prototype / bare restart = "
               f"{med['bare-standby'] / med['bare']:.2f}")
@@ -496,6 +576,14 @@ def main() -> int:
                   f"{median([r['redone'] for r in results['ftgui']]):.0f} / "
                   f"{median([r['redone'] for r in memory]):.0f}", "memory ≤ 1",
                   median([r["redone"] for r in memory]) <= 1)
+    if "ftgui-forked" in med:
+        forked = results["ftgui-forked"]
+        table.add("ftgui cold restart forked from the fork server, kill -> step",
+                  f"{med['ftgui-forked']:.2f} s (forked in {sum(r['forked'] for r in forked)} "
+                  f"of {len(forked)})")
+        table.add("ratio ftgui-forked / bare (target <= 1.0, aim 0.8)",
+                  f"{med['ftgui-forked'] / med['bare']:.2f}", "<= 1.0",
+                  med["ftgui-forked"] <= med["bare"])
     if "bare-standby" in med:
         table.add("bare standby prototype, kill -> step", f"{med['bare-standby']:.2f} s")
     if "ftgui-standby" in med:
