@@ -16,7 +16,8 @@ the click come from the run's events: the exit seen, the restart ordered (`proce
 `training_started`, `resumed` and the first step of the new attempt.
 
 Variants, interleaved: `standby` (the window's default) and `cold` (the same with warm standby
-off: the restart imports TensorFlow). Target: standby <= 2.5 s (issue 12).
+off: the restart is forked from the window's fork server when it is ready, which
+`process_started.forked` says, else it imports TensorFlow). Target: standby <= 2.5 s (issue 12).
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ def one_run(app, folder: Path, standby: bool, kill_at: int, warm_up: float) -> d
                 "from_step": resumed[0].get("from_step") if resumed else None,
                 "source": resumed[0].get("source") if resumed else None,
                 "standby_used": any(e["event"] == "process_started" and e.get("standby")
-                                    for e in seen)}
+                                    for e in seen),
+                "forked": any(e["event"] == "process_started" and e.get("attempt", 0) > 0
+                              and e.get("forked") for e in seen)}
     finally:
         window.settings.setValue("quit/when_training", "kill")
         window.controller.shutdown()
@@ -153,7 +156,8 @@ def main() -> int:
     def show(rep: int, name: str, result: dict) -> None:
         print(f"   rep {rep} {name:8} kill at step {result['killed_at']} -> first resumed point "
               f"{result['seconds']:.2f} s (resumed from {result['from_step']}, "
-              f"{result['source']}, standby used: {result['standby_used']}; "
+              f"{result['source']}, standby used: {result['standby_used']}, forked: "
+              f"{result['forked']}; "
               f"{result['phases']})", flush=True)
 
     results = interleaved(["standby", "cold"], args.reps, args.budget, run, show)
