@@ -35,7 +35,10 @@ Special cases, each told as what happened:
   wait is no run time), recovered at the first new step, charged the restart and the steps it
   redid (a resume from an older checkpoint) — before, such a resume redid its steps unseen;
 - a lone parameter-server worker lost while TensorFlow's coordinator carries on with the others
-  (`lone`): nothing is redone and no training time is lost; it ends when its replacement serves;
+  (`lone`): nothing is redone; the time lost is the coordinator's stall, how much later than
+  its steps' cadence the first step after the fault came (`_StepTimes.stall_after`: ~0.7 s
+  while the coordinator gives up on the lost worker's closures); it ends when its replacement
+  serves;
 - a freeze (`hang`) thawed before any watchdog ended it: detected at the `thawed`, resumed at
   the step it froze at, recovered at the first new step;
 - a restart with nothing to restore (killed before the first checkpoint, `training_started`
@@ -82,6 +85,7 @@ class Incident:
     # "finished": the run reached its last step anyway (a preemption at that step)
     restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
     lone: bool = False  # a parameter-server worker lost while the others trained on
+    stall_seconds: float | None = None  # lone: how late the first step after the fault came
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
     in_process: bool = False  # recovered by the trainer itself (a NaN rolled back), no restart
     queued_seconds: float | None = None  # the recovery's batch job waited this long for Slurm
@@ -127,7 +131,7 @@ class Incident:
         if self.at_recovered is None:
             return None
         if self.lone:  # the coordinator went on training with the remaining workers
-            return 0.0
+            return self.stall_seconds or 0.0
         return self.at_recovered - self.at + self.redo_seconds
 
     @property
@@ -169,6 +173,7 @@ class IncidentTracker:
         self._step_clock: str | None = None  # the clock of the step events so far
         self._last_step = 0
         self._open: Incident | None = None
+        self._stalled: Incident | None = None  # a lone worker's, its stall not yet measured
         self._fork_attempt = -1  # the attempt that began as a fork: its `resumed` branches
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
         self._exited: set[int] = set()  # attempts with a decisive or shutdown exit recorded
@@ -231,7 +236,7 @@ class IncidentTracker:
         clock = self._step_clock = clock if isinstance(clock, str) else self._step_clock
         self._holding.clear()  # a step: no process holds any more
         run_times, jumped = self._clock.advance_block(times, monos, clock)
-        changed = False
+        changed = self._measure_stall(float(run_times[0]))
         incident = self._open
         if jumped and incident is not None:
             incident.clock_jumped = changed = True
@@ -250,6 +255,19 @@ class IncidentTracker:
         self._line.extend(steps, run_times)
         self._last_step = int(steps[-1])
         return changed
+
+    def _measure_stall(self, first_new: float | None = None) -> bool:
+        """The stall of a lone worker's incident, once a step after its fault is logged (in
+        the line, or `first_new`: the run-clock time of the next step, before the line is
+        shifted to it)."""
+        incident = self._stalled
+        if incident is None:
+            return False
+        stall = self._line.stall_after(incident.at, first_new)
+        if stall is None:
+            return False
+        incident.stall_seconds, self._stalled = stall, None
+        return True
 
     def totals(self) -> Totals:
         closed = [i for i in self.incidents if i.closed or i.ended_by]  # a fork's: 0 s
@@ -367,7 +385,7 @@ class IncidentTracker:
 
     def _end_by_crash(self, incident: Incident | None) -> None:
         """`incident`, detected and not yet recovered, ends here: its restart crashed (or a
-        new fault hit it) before the first new step. A lone worker's costs nothing still."""
+        new fault hit it) before the first new step. A lone worker's keeps its stall only."""
         if incident is not None and incident.detected is not None and \
                 incident.recovered is None and not incident.lone:
             incident.ended_by, incident.at_ended = "crash", self._clock.now
@@ -389,6 +407,8 @@ class IncidentTracker:
         incident.resumed_step = incident.step = self._last_step
         incident.recovered = incident.at_recovered = None
         incident.lone = True
+        self._stalled = incident
+        self._measure_stall()
         return True
 
     def _on_job_started(self, event, when):
@@ -582,6 +602,21 @@ class _StepTimes:
         resume), keeping the differences between them."""
         if self.size:
             self._times[:self.size] += time - self._times[self.size - 1]
+
+    def stall_after(self, time: float, next_time: float | None = None,
+                    cadence_of: int = 20) -> float | None:
+        """How much later than the cadence of the steps before `time` the first step after it
+        came (the line's, else `next_time`): its time less (the last step's time at or before
+        `time` plus the median interval between the last `cadence_of` + 1 steps before), at
+        least 0; None before a step after `time` is known or without two steps before it."""
+        times = self._times[:self.size]
+        after = times[times > time]
+        first = float(after[0]) if len(after) else next_time
+        before = times[times <= time][-(cadence_of + 1):]
+        if first is None or first <= time or len(before) < 2:
+            return None
+        expected = before[-1] + float(np.median(np.diff(before)))
+        return max(first - expected, 0.0)
 
     def time_of(self, step: int) -> float | None:
         """The time `step` was last logged, or None."""

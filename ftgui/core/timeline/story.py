@@ -17,9 +17,10 @@ importing TensorFlow, waking the warm standby or "the warm standby is still gett
 "training" before a step of the current attempt has arrived. Other faults have their own words:
 an in-process rollback ("rolling back in the process"), a freeze ("frozen: …" until a watchdog
 or Thaw ends it; a thaw closes it), a parameter-server worker lost while TensorFlow's
-coordinator carries on with the others (no time lost); a synchronous cluster is never said to
-train on. A run held at a step boundary (for the presenter, the warm standby or a fault) says
-so, not "training".
+coordinator trains on with the other workers (no step redone; the coordinator's stall is the
+time lost) and a replacement joins (no restart: the word is kept for a restarted cluster); a
+synchronous cluster is never said to train on. A run held at a step boundary (for the
+presenter, the warm standby or a fault) says so, not "training".
 """
 
 from __future__ import annotations
@@ -113,8 +114,9 @@ def incident_line(incident: Incident) -> str:
         return (f"{fault}{ARROW}{ENDED_BY_CRASH}: {seconds(incident.time_lost or 0.0)} lost "
                 "until then")
     if incident.lone:
-        return (f"{fault}{ARROW}TensorFlow's coordinator carried on with the remaining workers; "
-                f"{_who(incident)} restarted: 0 steps redone, {seconds(0.0)} lost")
+        return (f"{fault}{ARROW}the coordinator trained on with the other workers; a "
+                f"replacement {_who(incident)} joined: 0 steps redone, "
+                f"{seconds(incident.time_lost or 0.0)} lost")
     how = _how(incident)
     queued = (f"waiting for Slurm: {seconds(incident.queued_seconds)}{ARROW}"
               if incident.queued_seconds is not None else "")
@@ -216,8 +218,8 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         return f"{fault}{ARROW}{_undetected(timeline, incident, due_in)}"
     if incident.resumed_step is not None:
         if incident.lone:
-            return (f"{fault}{ARROW}TensorFlow's coordinator carries on with the remaining "
-                    f"workers; restarting {_who(incident)}")
+            return (f"{fault}{ARROW}the coordinator trains on with the other workers; "
+                    f"starting a replacement {_who(incident)}")
         # a thawed process goes on where it stopped: its next step, not a new attempt's first
         awaited = "the next step" if incident.thawed else "the first step"
         return f"{fault}{ARROW}{_how(incident)}{ARROW}waiting for {awaited}"
