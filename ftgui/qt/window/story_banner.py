@@ -73,7 +73,7 @@ def fit(text: str, font: QFont, width: int, base_px: int,
             if cut is not None:
                 return floor, cut
     fault, arrow, after = text.partition(ARROW)
-    if not dot and arrow and len(fault) <= MAX_STATE_CHARS:
+    if arrow and STATE_DOT not in fault and len(fault) <= MAX_STATE_CHARS:
         # "Preempted at step 730 → … to restore checkpoint 730": the fault stays, as after a
         # state clause (the room read "… at step 730 → restarting: …", its key word cut)
         cut = _cut_clauses(after, sized, width, max_lines, fault + arrow) or \

@@ -520,7 +520,9 @@ def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
     qtbot.wait(50)
     QApplication.processEvents()
     shown = banner.shown_text()
-    assert shown.startswith("… ") and shown.endswith("95 steps redone, 12.4 s lost · goodput 81 %")
+    # the fault stays in front, as in a story that ends on its goodput
+    assert shown.startswith("Killed at step 650 → … ")
+    assert shown.endswith("95 steps redone, 12.4 s lost · goodput 81 %")
     assert banner.toolTip().startswith(LONG_STORY + " · " + LONG_STORY)
     lines = QFontMetrics(banner.font()).lineSpacing()
     assert banner.heightForWidth(banner.width()) <= max(2.5 * lines + 12,  # the shrunk font
@@ -530,8 +532,8 @@ def test_a_story_too_long_even_small_keeps_its_figures(window, qtbot):
 @pytest.mark.parametrize("story", [
     "Finished at step 800 · worker 1 killed at step 420 → waiting for Slurm: 12.5 s → restored "
     "checkpoint 400 → resumed: 20 steps redone, 3.2 s lost · goodput 88 %",
-    "Finished at step 400 · worker 1 killed at step 250 → TensorFlow's coordinator carried on "
-    "with the remaining workers; worker 1 restarted: 0 steps redone, 0.0 s lost · goodput 100 %"])
+    "Finished at step 400 · worker 1 killed at step 250 → the coordinator trained on with the "
+    "other workers; a replacement worker 1 joined: 0 steps redone, 0.7 s lost · goodput 97 %"])
 def test_a_cut_end_banner_still_says_the_run_finished(window, qtbot, story):
     from ftgui.qt.window.story_banner import line_count
     """The demo panel docked at 1280 px: the end banner was cut to "… 800 · NaN loss …" and
@@ -560,9 +562,9 @@ def test_a_cut_story_keeps_whole_clauses_at_every_width(window):
     from ftgui.qt import theme
     from ftgui.qt.window.story_banner import fit
 
-    story = ("Finished at step 400 · worker 1 killed at step 250 → TensorFlow's coordinator "
-             "carried on with the remaining workers; worker 1 restarted: 0 steps redone, "
-             "0.0 s lost · goodput 100 %")
+    story = ("Finished at step 400 · worker 1 killed at step 250 → the coordinator trained on "
+             "with the other workers; a replacement worker 1 joined: 0 steps redone, "
+             "0.7 s lost · goodput 97 %")
     font = window.story_banner.font()
     for width in range(700, 1000, 4):  # the banner beside a docked demo panel
         shown = fit(story, font, width, theme.presenting_px("story"))[1]
@@ -688,3 +690,20 @@ def test_a_fault_first_story_keeps_its_fault_when_cut(qtbot):
     assert shown != story and line_count(shown, font, 430) <= 2
     assert shown.startswith("Preempted at step 730 → … ")
     assert story.endswith(shown.split("… ", 1)[1])
+
+
+def test_a_live_story_that_ends_on_its_goodput_keeps_the_fault_in_front(window, qtbot):
+    """A presenter's finding: during the parameter-server run the banner began "… carried on
+    with the remaining workers", the worker that was hit cut away while the room read it."""
+    window.set_presenting(True)
+    window.demos.dock.show()
+    window.resizeDocks([window.demos.dock], [384], Qt.Orientation.Horizontal)
+    banner = window.story_banner
+    story = ("Worker 1 killed at step 250 → the coordinator trained on with the other workers; "
+             "a replacement worker 1 joined: 0 steps redone, 0.7 s lost · goodput 97 %")
+    banner.set_story(story)
+    qtbot.wait(50)
+    QApplication.processEvents()
+    shown = banner.shown_text()
+    assert shown == story or shown.startswith("Worker 1 killed at step 250 → ")
+    assert shown.endswith("0.7 s lost · goodput 97 %")
