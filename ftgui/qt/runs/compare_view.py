@@ -5,9 +5,9 @@ each run's timeline: in a table, and in large lines over the plot (`compareFigur
 
 Opened by the Runs dock's Compare button, Run → Compare and a demo's end. It is a window of its
 own in the normal view; in the presentation view the window shows it in place of its plot
-(`RunHistory.compare`), at the presentation's sizes, the table left out for the large lines,
-so that nothing covers the demo's claims. It imports pyqtgraph (the `LossPlot`), so it is
-created only when asked for.
+(`RunHistory.compare`), at the presentation's sizes, the table left out for a small table of
+the key figures in large type (`room_cells`), so that nothing covers the demo's claims. It
+imports pyqtgraph (the `LossPlot`), so it is created only when asked for.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
 # 0.04708"); 17 digits each over the comparison's plot were noise to a room.
 MIN_LOSS_DIGITS, MAX_LOSS_DIGITS = 4, 6
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
+ROOM_GAP_PX = 18  # between the presentation table's columns
+ROOM_HEADER_FRACTION = 0.7  # its column names' size, of its figures'
 
 
 def same_bits(a: float | None, b: float | None) -> bool:
@@ -113,6 +115,17 @@ def headline(figures: RunFigures) -> str:
     return (f"{figures.name}: {formatting.counted(shown['steps redone'], 'step')} redone · "
             f"{shown['time lost']} lost · {saves}: {stalled} stalled · "
             f"goodput {shown['goodput']}")
+
+
+ROOM_COLUMNS = ("steps redone", "time lost", "checkpoints", "stalled", "goodput")
+
+
+def room_cells(figures: RunFigures) -> tuple[str, ...]:
+    """One run's figures under `ROOM_COLUMNS`, as `headline` words them: the presentation
+    view's table, which keeps them at a room's size where the one-line headline wrapped."""
+    shown = figures.shown()
+    return (shown["steps redone"], shown["time lost"], str(figures.checkpoints),
+            formatting.stall(figures.checkpoint_seconds), shown["goodput"])
 
 
 def unbroken_clauses(line: str) -> str:
@@ -260,36 +273,85 @@ class CompareView(QWidget):
         if event.size().width() != event.oldSize().width():
             self._show_figures()
 
-    def _figures_px(self, lines: list[str]) -> int:
+    def _figures_px(self, lines: list[str], header: tuple[str, ...] = ()) -> int:
         """The largest font size, from `FIGURES_PX` down to `MIN_FIGURES_PX`, at which every
-        line fits the label's width unwrapped (a wrapped line took the plot's height)."""
+        line fits the label's width unwrapped (a wrapped line took the plot's height); with
+        `header`, `lines` are a table's rows of cells under it (`_table_width`)."""
         px = round(FIGURES_PX[self.presenting] * theme.scale())
         width = self.width() - (self.back.sizeHint().width() + 40 if self.presenting else 30)
-        font = theme.font_px(px, bold=True)
         while px > MIN_FIGURES_PX:
-            font.setPixelSize(px)
-            metrics = QFontMetrics(font)
-            if max((metrics.horizontalAdvance(line) for line in lines), default=0) <= width:
+            if header:
+                needed = _table_width(header, lines, px)
+            else:
+                metrics = QFontMetrics(theme.font_px(px, bold=True))
+                needed = max((metrics.horizontalAdvance(line) for line in lines), default=0)
+            if needed <= width:
                 break
             px -= 1
         return px
 
     def _show_figures(self) -> None:
-        px = self._figures_px([f"■ {headline(figures)}" for figures in self.rows])
-        lines = []
-        for index, figures in enumerate(self.rows):
-            colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
-            lines.append(f'<span style="color:{colour}">■</span> '
-                         f'{escape(unbroken_clauses(headline(figures)))}')
-        html = "<br>".join(lines)
+        html, px = self._room_table() if self.presenting and self.rows else self._lines()
         final = final_line(self.rows)
         if final:  # the verdict a room reads: sized on its own, not shrunk to the long lines
             html += (f'<div style="font-size:{self._figures_px([final])}px">'
                      f"{escape(formatting.unbroken_units(final))}</div>")
         self.figures.setText(f'<div style="font-size:{px}px; font-weight:bold; '
                              f'color:{theme.STORY_COLOUR}">' + html + "</div>")
+        self._set_tip()
+
+    def _lines(self) -> tuple[str, int]:
+        """A line per run (`headline`), a coloured square before its name: (HTML, its
+        pixel size)."""
+        px = self._figures_px([f"■ {headline(figures)}" for figures in self.rows])
+        lines = []
+        for index, figures in enumerate(self.rows):
+            colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
+            lines.append(f'<span style="color:{colour}">■</span> '
+                         f'{escape(unbroken_clauses(headline(figures)))}')
+        return "<br>".join(lines), px
+
+    def _room_table(self) -> tuple[str, int]:
+        """The presentation view's figures: a row per run under `ROOM_COLUMNS`, the columns
+        aligned, at the largest size at which the table fits unwrapped (16 px and wrapped
+        lines were what a room got from the headlines of two runs): (HTML, its pixel
+        size)."""
+        rows = [[f"■ {figures.name}", *room_cells(figures)] for figures in self.rows]
+        gap = ROOM_GAP_PX
+        px = self._figures_px(rows, header=("", *ROOM_COLUMNS))
+        header = "".join(f'<th align="right" style="font-weight:normal; font-size:'
+                         f'{_header_px(px)}px; padding-left:{gap}px">{escape(name)}</th>'
+                         for name in ROOM_COLUMNS)
+        body = []
+        for index, row in enumerate(rows):
+            colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
+            name = (f'<td><span style="color:{colour}">■</span> '
+                    f"{escape(row[0][2:]).replace(' ', formatting.NO_BREAK)}</td>")
+            cells_html = "".join(f'<td align="right" style="padding-left:{gap}px">'
+                                 f"{escape(cell).replace(' ', formatting.NO_BREAK)}</td>"
+                                 for cell in row[1:])
+            body.append(f"<tr>{name}{cells_html}</tr>")
+        return (f'<table cellspacing="0"><tr><th></th>{header}</tr>{"".join(body)}</table>',
+                px)
+
+    def _set_tip(self) -> None:
         self.figures.setToolTip("\n".join(f"{f.name}: final loss {f.final_loss!r} "
                                           f"({f.final_loss.hex()})" for f in self.rows
                                           if f.final_loss is not None
                                           and math.isfinite(f.final_loss)))
 
+
+def _header_px(px: int) -> int:
+    """The presentation table's column names: smaller than its figures, which a room reads."""
+    return max(round(px * ROOM_HEADER_FRACTION), MIN_FIGURES_PX - 4)
+
+
+def _table_width(header: tuple[str, ...], rows: list[list[str]], px: int) -> int:
+    """Pixels the presentation table takes at size `px`: each column as wide as its widest
+    cell (bold, `px`) or its name (`_header_px`), `ROOM_GAP_PX` between columns."""
+    cells = QFontMetrics(theme.font_px(px, bold=True))
+    names = QFontMetrics(theme.font_px(_header_px(px)))
+    widths = [max([names.horizontalAdvance(name)]
+                  + [cells.horizontalAdvance(row[k]) for row in rows])
+              for k, name in enumerate(header)]
+    return sum(widths) + ROOM_GAP_PX * (len(widths) - 1)

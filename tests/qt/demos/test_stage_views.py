@@ -336,21 +336,24 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     assert not view.table.isVisible() and view.back.isVisible()
     assert window.story_banner.isVisible()
     text = view.figures.text().replace("\u00a0", " ")  # each figure unbroken
-    # a line too long wraps between figures, never inside one ("goodput" / "100 %")
-    assert "goodput\u00a054\u00a0%" in view.figures.text()
-    assert "every-10:\u00a04\u00a0steps\u00a0redone · " in view.figures.text()
-    # the lines name the runs in their colours: no legend over the curves (it sat mid-left,
+    # the figures in a table of aligned columns (two runs' one-line headlines wrapped at
+    # 16 px), each run named in its colour: no legend over the curves (it sat mid-left,
     # under three rows of labels)
     assert not view.plot.legend.isVisible()
-    assert ("every-10: 4 steps redone · 2.4 s lost · 2 checkpoints: 0.10 s stalled · "
-            "goodput 54 %") in text  # what the time lost is weighed against
-    assert ("every-4: 2 steps redone · 2.2 s lost · 5 checkpoints: 0.25 s stalled · "
-            "goodput 56 %") in text
+    table = text.partition("<table")[2].partition("</table>")[0]
+    cells = [re.sub(r"<[^>]+>", "", cell) for cell in
+             re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", table)]
+    assert cells == [
+        "", "steps redone", "time lost", "checkpoints", "stalled", "goodput",
+        "■ every-10", "4", "2.4 s", "2", "0.10 s", "54 %",  # what the time lost is weighed against
+        "■ every-4", "2", "2.2 s", "5", "0.25 s", "56 %"]
     assert "final loss 0.05: every-4 = every-10, bitwise" in text
     px = int(text.partition("font-size:")[2].partition("px")[0])
-    assert 20 <= px <= 24  # the presentation's size, down as far as the longest line needs
+    assert px == 24  # the presentation's size: the table fits at it
+    header_px = int(text.partition("<th")[2].partition("font-size:")[2].partition("px")[0])
+    assert header_px == 17  # the column names smaller than the figures a room reads
     final_px = int(text.rpartition("font-size:")[2].partition("px")[0])
-    assert final_px == 24  # the verdict at full size, not shrunk to the long lines
+    assert final_px == 24  # the verdict at full size
     colours = [trace.colour for trace in view.plot.overlays.values()]
     assert colours == list(COMPARE_COLOURS[:2])
     widths = [trace.raw.opts["pen"].widthF() for trace in view.plot.overlays.values()]
