@@ -162,7 +162,24 @@ class FaultInjection:
     def _signal(victims, kind: str, sig: int) -> None:
         for proc in victims:
             proc.killed_by_fault = kind == "kill"
+            if kind == "preempt":
+                proc.preempted_at = time.time()
             proc.handle.signal(sig)
+
+    def repeat_preemption(self, event: dict) -> bool:
+        """Send SIGTERM again to the process whose `training_started` is `event` when a
+        preemption was sent to it before that moment: it may have come while the trainer
+        built a cluster strategy, whose coordination service holds SIGTERM until the trainer
+        takes it back (`ftgui/training/__main__.py`), and been swallowed there (a Ctrl-C of
+        `ftgui train` during a forked multi-worker restart trained on to the last step).
+        The trainer only sets a flag: a second SIGTERM asks nothing more. Returns whether
+        it was sent."""
+        for proc in self.state.processes:
+            if proc.alive and proc.pid == event.get("pid") and proc.preempted_at is not None \
+                    and proc.preempted_at <= event.get("time", 0.0):
+                proc.preempted_at = None
+                return proc.handle.signal(signal.SIGTERM)
+        return False
 
     def watchdog_due_in(self) -> float | None:
         """Seconds until `check_watchdog` ends the attempt if its chief reports no step before

@@ -470,6 +470,8 @@ class Supervisor:
             self.faults.fire_armed(event["step"])
         elif kind == "standby_ready":
             self.launcher.mark_standby_ready(event.get("pid"), event.get("prepared_for"))
+        elif kind == "training_started":
+            self.faults.repeat_preemption(event)
         elif kind == "heartbeat":
             for proc in shared.processes:
                 if proc.alive and (proc.role, proc.index) == (event.get("role"),

@@ -35,6 +35,7 @@ class TrainingProcess:
     rejoins: int = 0
     ended_by_supervisor: bool = False  # killed to clean up (cluster broken, run over, shutdown)
     killed_by_fault: bool = False  # a Kill (the user's or scheduled) was sent to it
+    preempted_at: float | None = None  # Unix time a Preempt (SIGTERM) was sent to it
 
     role = _of("task", "role")
     index = _of("task", "index")

@@ -52,6 +52,18 @@ FAKE_TRAINER = textwrap.dedent(
                 sys.exit(1)
             time.sleep(0.01)
         sys.exit(3)
+    if mode == "swallows-sigterm":  # a cluster strategy's notifier holds SIGTERM while built
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open(os.path.join(run_dir, "building"), "w").close()
+        while not os.path.exists(os.path.join(run_dir, "preempt-sent")):
+            time.sleep(0.01)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(42))  # taken back, as the trainer does
+        events.emit("training_started", role="chief", index=0, pid=os.getpid(), start_step=0)
+        for step in range(1, 6000):
+            events.emit("step", step=step, loss=1.0)
+            time.sleep(0.01)
+        sys.exit(0)
     if mode.startswith("late:"):  # a trainer that takes this long to import and build
         time.sleep(float(mode[5:]))
     if mode.startswith("crash-then-late:"):  # attempt 0 trains, then fails; later ones start late
@@ -268,6 +280,23 @@ def test_automatic_recovery_restarts_a_preempted_run(tmp_path, fake_python, monk
     assert (supervisor.state, supervisor.reason) == (
         "preempted", "saved at the current step and stopped"
     )
+
+
+def test_a_preemption_swallowed_while_the_trainer_built_its_strategy_is_sent_again(
+        tmp_path, fake_python, monkeypatch):
+    # a Ctrl-C of `ftgui train` during a forked multi-worker restart: the SIGTERM came while
+    # TensorFlow's coordination service held the signal, and the run trained to its last step
+    monkeypatch.setenv("FAKE_TRAINER", "swallows-sigterm")
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(steps=10_000))
+    poll_until(supervisor, lambda ev: (run_dir / "building").exists())
+    assert supervisor.preempt() is True  # swallowed
+    (run_dir / "preempt-sent").touch()
+    seen = poll_until_done(supervisor)
+    [exited] = of_kind(seen, "process_exited")
+    assert exited.get("exit_code") == exitcodes.PREEMPTED  # sent again at its start
+    assert max(e["step"] for e in of_kind(seen, "step")) < 5999
 
 
 def test_a_new_run_is_refused_in_a_directory_that_holds_one(tmp_path, fake_python, monkeypatch):
