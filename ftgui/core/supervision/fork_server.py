@@ -75,6 +75,12 @@ class ForkServer:
 
     def __init__(self, python: str, env: dict[str, str], log_path: Path, nice: int = 0):
         from ftgui.core.supervision import priority
+        from ftgui.core.supervision.processes import die_with_parent
+
+        def prepare() -> None:  # in the child: it imports for seconds before it reads EOF
+            die_with_parent()
+            if nice:
+                priority.lower(nice)
 
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [*module_argv("ftgui.training", python), "--fork-server", str(theirs.fileno())]
@@ -84,7 +90,7 @@ class ForkServer:
                 self.popen = subprocess.Popen(
                     argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     env=env, start_new_session=True, pass_fds=(theirs.fileno(),),
-                    preexec_fn=(lambda: priority.lower(nice)) if nice else None)
+                    preexec_fn=prepare)
         except OSError:
             mine.close()
             raise
@@ -196,10 +202,15 @@ class ForkServer:
             timeout = 0.0
 
     def close(self) -> None:
-        """Close the socket: the server ends (its children run on)."""
+        """Close the socket: the server ends (its children run on); one still importing,
+        which reads the socket only once it is ready, is killed instead of outliving this
+        process by seconds."""
         with self._lock:
             self._closed = True
             self._sock.close()
+        if not self._ready and self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
 
 
 def _namespace_kinds(namespace) -> list[str]:

@@ -19,8 +19,9 @@ from ftgui.streams import CHILD_ENV
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    # If the supervisor itself is killed (kill -9 of the GUI), the kernel kills the trainer too.
+def die_with_parent() -> None:  # runs in the child between fork and exec
+    """Have the kernel SIGKILL this process when its parent ends (Linux `PR_SET_PDEATHSIG`;
+    nothing elsewhere): a trainer or fork server does not outlive a `kill -9` of the GUI."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -54,10 +55,10 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
 
 def _prepare_child(namespace, nice: int):
     if namespace is None and not nice:
-        return _die_with_parent
+        return die_with_parent
 
     def prepare() -> None:  # in the child between fork and exec: an error fails the Popen
-        _die_with_parent()
+        die_with_parent()
         if namespace is not None:
             namespace.join()
         if nice:

@@ -179,3 +179,27 @@ def test_a_cold_start_is_forked_once_the_server_is_ready_unless_turned_off(
         assert said == {"forked" if forked else "cold": args}
     finally:
         fork_server.close_all(python)
+
+
+def test_a_server_still_importing_ends_with_the_process_that_started_it(tmp_path):
+    # it read its socket's EOF only once ready: 6-20 s after `ftgui train` had exited, an
+    # orphan (a breaker's finding)
+    import subprocess
+
+    import psutil
+
+    stuck = _fake_python(tmp_path, -1)
+    server = fork_server.ForkServer(stuck, fork_server.child_env(), tmp_path / "a.log")
+    server.close()  # closed while it imports: killed
+    assert server.popen.poll() == -9
+    code = ("import os, sys\nfrom pathlib import Path\n"
+            "from ftgui.core.supervision import fork_server\n"
+            "s = fork_server.ForkServer(sys.argv[1], fork_server.child_env(), Path(sys.argv[2]))\n"
+            "print(s.popen.pid, flush=True)\nos._exit(0)\n")  # no close: a kill -9 of ftgui
+    out = subprocess.run([sys.executable, "-c", code, stuck, str(tmp_path / "b.log")],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    orphan = int(out.split()[0])
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(orphan) and psutil.Process(orphan).status() != "zombie":
+        assert time.monotonic() < deadline, "the fork server outlived its parent"
+        time.sleep(0.05)
