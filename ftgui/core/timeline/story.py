@@ -93,7 +93,7 @@ def held_words(step: int, why: str, of: str = "") -> str:
         return f"held for the presenter at step {step}{of} (press K)"
     if why == "standby":
         return f"held at step {step}{of} until the warm standby has imported TensorFlow"
-    return f"held at step {step}{of} until the fault of {why} is fired"
+    return f"held at step {step}{of} until the fault of {why.replace(':', ' ')} is fired"
 
 
 def incidents_line(totals: Totals) -> str:

@@ -132,4 +132,4 @@ def held_words(step: int, why: str) -> tuple[str, str]:
         return "held", f"at step {step} for the presenter"
     if why == "standby":
         return "held", f"at step {step} for the warm standby"
-    return "held", f"at step {step} for the fault of {why}"
+    return "held", f"at step {step} for the fault of {why.replace(':', ' ')}"  # "worker 1"

@@ -386,3 +386,12 @@ def test_a_preemption_at_the_last_step_costs_nothing_and_says_so():
                                "goodput 100 %")
     assert incident_line(incident) == ("preempted at step 20 → nothing to recover: it was the "
                                        "run's last step")
+
+
+def test_a_hold_for_a_workers_fault_names_the_worker_in_words():
+    # the state label read "held — at step 250 for the fault of worker:1" (a presenter); the
+    # story line said it too
+    from ftgui.core.timeline import story as story_module
+
+    assert story_module.held_words(250, "worker:1") == (
+        "held at step 250 until the fault of worker 1 is fired")

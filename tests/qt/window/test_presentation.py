@@ -315,3 +315,9 @@ def test_beside_a_demo_panel_the_buttons_keep_their_text_and_the_state_wraps(qtb
         QApplication.processEvents()
     assert label.height() >= 2 * QFontMetrics(label.font()).lineSpacing()
     assert bar.story_banner.geometry().top() == top
+
+
+def test_the_state_label_names_a_held_faults_worker_in_words():
+    from ftgui.qt.window.top_bar import held_words
+
+    assert held_words(250, "worker:1") == ("held", "at step 250 for the fault of worker 1")
