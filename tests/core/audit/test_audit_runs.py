@@ -58,6 +58,11 @@ def test_the_built_in_model_recovers_exactly_from_every_fault(tmp_path, capsys):
     assert (snapshot["source"], snapshot["resumed_from"]) == ("memory", snapshot["step"] - 1)
     assert summary["reference"]["checkpoints"] == 10
     assert "run 7 of 7: starting kill-in-snapshot" in out
+    # TensorFlow imported once, by the fork server, before the runs: every start and restart
+    # of every run forked from it (they had imported it 11 times side by side)
+    for run in ("reference", *found):
+        starts = [e for e in events.read_all(audit_dir / run) if e["event"] == "process_started"]
+        assert starts and all(e["forked"] for e in starts), run
 
 
 def test_a_stateful_random_op_breaks_exactness_and_the_failure_names_the_step(tmp_path,
