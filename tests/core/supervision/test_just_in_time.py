@@ -463,8 +463,12 @@ def test_a_standby_cluster_formed_in_advance_takes_over_after_a_lost_worker(tmp_
                        auto_recover=True, restart_backoff=0, max_restarts=3, warm_standby=True)
     supervisor = Supervisor(run_dir)
     supervisor.start(config)
+    # and past the first checkpoint: with the attempt forked from the fork server too, the
+    # members were prepared before it, and a kill then (its survivor not failing within the
+    # grace) restarted from step 0, with no `resumed` (a CI run)
     seen = poll_until(supervisor, lambda ev: len([
-        e for e in of_kind(ev, "standby_ready") if e["prepared"]]) == 2)
+        e for e in of_kind(ev, "standby_ready") if e["prepared"]]) == 2
+        and of_kind(ev, "checkpoint_saved"))
     members = [e["pid"] for e in of_kind(seen, "standby_ready")]
     assert supervisor.kill("worker:1")
     seen += poll_until(supervisor, lambda ev: len(of_kind(ev, "step", attempt=1)) >= 20)
