@@ -86,6 +86,7 @@ class Incident:
     restore_source: str = ""  # what the resume restored: memory, just_in_time or disk
     lone: bool = False  # a parameter-server worker lost while the others trained on
     stall_seconds: float | None = None  # lone: how late the first step after the fault came
+    signal_name: str = ""  # a crash no fault of ftgui's explains: the signal that ended it
     thawed: bool = False  # a freeze let go (Thaw) before anything ended it
     in_process: bool = False  # recovered by the trainer itself (a NaN rolled back), no restart
     queued_seconds: float | None = None  # the recovery's batch job waited this long for Slurm
@@ -373,6 +374,7 @@ class IncidentTracker:
             incident = self._open = Incident(
                 kind=kind, target=_target(event), source="", attempt=event.get("attempt", 0),
                 time=when, at=self._clock.now, step=self._last_step,
+                signal_name=event.get("signal_name") or "" if kind == "crash" else "",
             )
             self.incidents.append(incident)
         if incident.detected is None:

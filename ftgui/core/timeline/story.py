@@ -168,8 +168,12 @@ def _settled(incident: Incident) -> bool:
 
 
 def _fault(incident: Incident) -> str:
-    """`killed at step 606`, `worker 1 killed at step 352`."""
+    """`killed at step 606`, `worker 1 killed at step 352`; a crash by a signal from outside
+    ftgui names it, `crashed (SIGKILL) at step 30` (a `kill -9` or the OOM killer; the plot
+    marks it "killed @ 30")."""
     words = FAULT_WORDS.get(incident.kind, incident.kind)
+    if incident.kind == "crash" and incident.signal_name:
+        words = f"{words} ({incident.signal_name})"
     who = "" if incident.target == "chief" else incident.target.replace(":", " ") + " "
     return f"{who}{words} at step {incident.step}"
 

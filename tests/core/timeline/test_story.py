@@ -168,7 +168,8 @@ def test_a_start_forked_from_the_fork_server_is_told_as_building_not_importing()
                    ev("recovery_scheduled", 9.0, delay=0.0, restart=1),
                    ev("process_started", 9.1, 1, pid=11, restore="checkpoints/ckpt-30",
                       standby=False, forked=True, **CHIEF)])
-    assert story(timeline) == ("Crashed at step 30 → restarting: building the model "
+    # a SIGKILL no fault of ftgui's explains (a kill -9 from a terminal): the signal named
+    assert story(timeline) == ("Crashed (SIGKILL) at step 30 → restarting: building the model "
                                "(TensorFlow already imported) to restore checkpoint 30")
     assert timeline.notes[-1].text == ("chief started (pid 11), restoring ckpt-30, forked "
                                        "with TensorFlow imported")
