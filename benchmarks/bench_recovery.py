@@ -99,19 +99,22 @@ def first_step_line(proc: subprocess.Popen, log) -> tuple[int, float] | None:
 def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool,
              workload: str) -> dict:
     ckpt = work / f"{tag}-ckpt"
+    # a bare script killed by SIGKILL leaves the files autograph wrote in the temporary
+    # folder: in `work`, removed with it, not in /tmp for good
+    env = {**os.environ, "TMPDIR": str(work)}
     log = open(work / f"{tag}.log", "w")
     try:
         waiting = None
         if standby:  # started before the crash: pays import and set-up while the first one runs
             waiting = subprocess.Popen(bare_argv(ckpt, steps, workload, "--restore", "--standby"),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL)
+                                       stderr=subprocess.DEVNULL, env=env)
             for raw in waiting.stdout:
                 log.write("standby| " + raw.decode(errors="replace"))
                 if raw.startswith(b"standby ready"):
                     break
         first = subprocess.Popen(bare_argv(ckpt, steps, workload, "--kill-at-step", str(kill_at)),
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         killed_at = None
         for raw in first.stdout:
             line = raw.decode(errors="replace")
@@ -128,7 +131,7 @@ def run_bare(work: Path, steps: int, kill_at: int, tag: str, standby: bool,
             second = waiting
         else:
             second = subprocess.Popen(bare_argv(ckpt, steps, workload, "--restore"),
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         restarted = time.time()
         found = first_step_line(second, log)
         rest = second.stdout.read().decode(errors="replace")
