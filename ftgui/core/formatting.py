@@ -127,6 +127,11 @@ def counted(number: int | str, noun: str, many: str | None = None) -> str:
     return f"{number} {plural(number, noun, many)}"
 
 
+def task(target: str) -> str:
+    """A task or fault target in words: "worker:1" → "worker 1" ("chief" stays)."""
+    return target.replace(":", " ")
+
+
 def steps(number: int) -> str:
     """A number of steps in words: "1 step", "106 steps" (no thousands separator)."""
     return counted(number, "step")

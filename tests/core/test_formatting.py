@@ -154,3 +154,10 @@ def test_the_comparison_headline_gives_a_small_stall_in_milliseconds():
     run = RunFigures("every 100", 1, 95, 3.0, 6, 0.0042, 20.0, 0.86, 600, 0.01)
     assert headline(run) == ("every 100: 95 steps redone · 3.0 s lost · 6 checkpoints: 4.2 ms "
                              "stalled · goodput 86 %")
+
+
+def test_a_task_target_in_words():
+    from ftgui.core import formatting
+
+    assert [formatting.task(t) for t in ("worker:1", "ps:0", "chief")] == [
+        "worker 1", "ps 0", "chief"]

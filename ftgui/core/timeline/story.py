@@ -93,7 +93,7 @@ def held_words(step: int, why: str, of: str = "") -> str:
         return f"held for the presenter at step {step}{of} (press K)"
     if why == "standby":
         return f"held at step {step}{of} until the warm standby has imported TensorFlow"
-    return f"held at step {step}{of} until the fault of {why.replace(':', ' ')} is fired"
+    return f"held at step {step}{of} until the fault of {formatting.task(why)} is fired"
 
 
 def incidents_line(totals: Totals) -> str:
@@ -174,7 +174,7 @@ def _fault(incident: Incident) -> str:
     words = FAULT_WORDS.get(incident.kind, incident.kind)
     if incident.kind == "crash" and incident.signal_name:
         words = f"{words} ({incident.signal_name})"
-    who = "" if incident.target == "chief" else incident.target.replace(":", " ") + " "
+    who = "" if incident.target == "chief" else formatting.task(incident.target) + " "
     return f"{who}{words} at step {incident.step}"
 
 
@@ -345,7 +345,7 @@ def _latest(timeline: Timeline, kind: str, after: int):
 
 
 def _who(incident: Incident) -> str:
-    return incident.target.replace(":", " ")
+    return formatting.task(incident.target)
 
 
 def _capital(text: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from ftgui.core import formatting
 from ftgui.core.timeline.model import Timeline
 from ftgui.core.timeline.story import frozen, frozen_words, has_stepped, story
 from ftgui.qt import theme
@@ -132,4 +133,4 @@ def held_words(step: int, why: str) -> tuple[str, str]:
         return "held", f"at step {step} for the presenter"
     if why == "standby":
         return "held", f"at step {step} for the warm standby"
-    return "held", f"at step {step} for the fault of {why.replace(':', ' ')}"  # "worker 1"
+    return "held", f"at step {step} for the fault of {formatting.task(why)}"
