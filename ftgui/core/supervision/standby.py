@@ -271,8 +271,9 @@ class StandbyPool:
         each other or the run), at `priority.STANDBY_NICE` when `low`. Raises `OSError` if
         the program cannot be started. After `FORK_FAILURES` forked standbys that ended
         before they were ready, the pool's standbys start cold (a fork loop must not spin)."""
-        self._count_fork_failures([p for p, _ in self.standbys if p.poll() is not None])
-        self.standbys = [(p, log) for p, log in self.standbys if p.poll() is None]
+        ended = [p for p, _ in self.standbys if p.poll() is not None]  # one look each: one
+        self._count_fork_failures(ended)  # that ends between two looks is counted as well
+        self.standbys = [(p, log) for p, log in self.standbys if p not in ended]
         while len(self.standbys) > wanted:
             _end(self.standbys.pop()[0])
         if len(self.standbys) < wanted:

@@ -203,3 +203,26 @@ def test_a_server_still_importing_ends_with_the_process_that_started_it(tmp_path
     while psutil.pid_exists(orphan) and psutil.Process(orphan).status() != "zombie":
         assert time.monotonic() < deadline, "the fork server outlived its parent"
         time.sleep(0.05)
+
+
+class _EndsBetweenTwoLooks(fork_server.ForkedProcess):
+    """A forked standby that runs at the first look and has ended at every later one."""
+
+    def __init__(self):  # no server: only `poll` and `pid` are used
+        self.pid, self.looks = 10**7, 0
+
+    def poll(self):
+        self.looks += 1
+        return None if self.looks == 1 else 1
+
+
+def test_a_forked_standby_that_ends_while_the_pool_looks_counts_as_a_fork_failure(tmp_path):
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", fork=False)
+    standby = _EndsBetweenTwoLooks()
+    pool.standbys = [(standby, tmp_path / "standby-1.log")]
+    try:
+        pool.keep(1)  # it still runs at the first look
+        pool.keep(0)
+        assert pool._fork_failures == 1
+    finally:
+        pool.dismiss()
