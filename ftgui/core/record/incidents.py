@@ -142,13 +142,13 @@ class Incident:
 
 @dataclass
 class Totals:
-    """Over the whole run: `wall` seconds from the first to the last event, less the time
-    nothing ran (`_RunClock.skip_to`): a run that had finished, been stopped or lost its
-    supervisor waiting for the user to resume or fork it, and every hold (from `held` to
-    `hold_released` or the fault fired there: a demo's presenter talking, a planned fault
-    waiting for its warm standby: neither is training); `lost`
-    seconds and steps lost to incidents, and goodput = (wall − lost) / wall (1.0 with no
-    incidents)."""
+    """Over the whole run: `wall` seconds from its first `training_started` (or step, or a
+    fault before either: the start-up, cold or forked, is no training) to the last event,
+    less the time nothing ran (`_RunClock.skip_to`): a run that had finished, been stopped or
+    lost its supervisor waiting for the user to resume or fork it, and every hold (from `held`
+    to `hold_released` or the fault fired there: a demo's presenter talking, a planned fault
+    waiting for its warm standby: neither is training); `lost` seconds and steps lost to
+    incidents, and goodput = (wall − lost) / wall (1.0 with no incidents)."""
 
     incidents: int
     steps_lost: int
@@ -181,6 +181,7 @@ class IncidentTracker:
         self._started: set[int] = set()  # attempts with an event seen
         self._fresh: tuple[int, int] | None = None  # (attempt, start step) with no `resumed`
         self._holding: set[tuple] = set()  # (attempt, role, index) held at a step boundary
+        self._trained = False  # `training_started` or a step seen: the run's clock runs
         self._parked = False  # stopped with an incident open: preempted with no restart
         # scheduled, or ftgui stopped with one pending (the wait until a resume is no run time)
 
@@ -215,6 +216,9 @@ class IncidentTracker:
             self._clock.skip_to(when, mono, event.get("clock"))
             if kind in HOLD_ENDS:
                 self._holding.clear()
+        elif self._starting:
+            self._clock.skip_to(when, mono, event.get("clock"))
+            self._trained = kind == "training_started"
         jumped = self._clock.advance(when, mono, event.get("clock"))
         if interrupted is not None and kind != "forked":  # a fork branches: no incident
             self._open_interrupted(interrupted, when)
@@ -235,6 +239,9 @@ class IncidentTracker:
         self.first_time = float(times[0]) if self.first_time is None else self.first_time
         self.last_time = float(times[-1])
         clock = self._step_clock = clock if isinstance(clock, str) else self._step_clock
+        if self._starting:  # a run that logged no `training_started`: its clock starts here
+            self._clock.skip_to(float(times[0]), monos[0] if monos is not None else None, clock)
+        self._trained = True
         self._holding.clear()  # a step: no process holds any more
         run_times, jumped = self._clock.advance_block(times, monos, clock)
         changed = self._measure_stall(float(run_times[0]))
@@ -269,6 +276,13 @@ class IncidentTracker:
             return False
         incident.stall_seconds, self._stalled = stall, None
         return True
+
+    @property
+    def _starting(self) -> bool:
+        """Before the run's first `training_started` (or step) with no fault open: importing
+        TensorFlow and building the strategy and the model, cold or forked, is no training
+        time (a fault then starts the clock)."""
+        return not self._trained and self._open is None
 
     def totals(self) -> Totals:
         closed = [i for i in self.incidents if i.closed or i.ended_by]  # a fork's: 0 s

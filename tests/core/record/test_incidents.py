@@ -37,6 +37,47 @@ def test_a_kill_costs_the_redone_steps_and_the_restart():
     assert totals.goodput == pytest.approx((11.4 - 5.5) / 11.4)
 
 
+def _started_after(startup: float) -> list[dict]:
+    """A run whose first trainer took `startup` s from `run_started` to `training_started`,
+    then trained steps 1-20 0.1 s apart, killed after step 20, back 2.0 s later from 10."""
+    t = 100.0 + startup
+    return [{"event": "run_started", "attempt": 0, "time": 100.0},
+            {"event": "process_started", "attempt": 0, "time": 100.1, "role": "chief",
+             "index": 0, "pid": 10},
+            {"event": "training_started", "attempt": 0, "time": t, "role": "chief",
+             "index": 0, "start_step": 0},
+            *steps(0, 1, 20, t0=t + 0.5), *kill(0, t + 2.5, 20),
+            {"event": "resumed", "attempt": 1, "time": t + 4.0, "from_step": 10},
+            *steps(1, 11, 30, t0=t + 4.5)]  # the last at t + 6.4
+
+
+def test_the_start_up_before_training_started_is_no_wall_time():
+    """A cold start (TensorFlow imported, 9 s) and a forked one (0.3 s) of the same training
+    have the same wall time and goodput: in a comparison, neither figure tells the start-up."""
+    cold, forked = (from_events(_started_after(s)).totals() for s in (9.0, 0.3))
+    assert cold.wall == pytest.approx(6.4) and forked.wall == pytest.approx(6.4)
+    assert cold.time_lost == pytest.approx(forked.time_lost)
+    assert cold.time_lost == pytest.approx(2.0 + 1.0)  # kill → step 11, plus steps 11-20
+    assert cold.goodput == pytest.approx(forked.goodput)
+    assert cold.goodput == pytest.approx((6.4 - 3.0) / 6.4)
+
+
+def test_a_fault_before_training_started_starts_the_clock():
+    """A trainer killed while it imports: the wait for its restart is lost time, and wall."""
+    events = [{"event": "run_started", "attempt": 0, "time": 100.0},
+              {"event": "process_started", "attempt": 0, "time": 100.1, "role": "chief",
+               "index": 0, "pid": 10}, *kill(0, 103.0, 0),
+              {"event": "process_started", "attempt": 1, "time": 104.0, "role": "chief",
+               "index": 0, "pid": 11},
+              {"event": "training_started", "attempt": 1, "time": 106.0, "role": "chief",
+               "index": 0, "start_step": 0}]
+    events += steps(1, 1, 10, t0=106.5)  # the last at 107.4
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert incident.time_lost == pytest.approx(106.5 - 103.0)
+    assert tracker.totals().wall == pytest.approx(107.4 - 103.0)
+
+
 def kill(attempt, time, step):
     return [{"event": "fault_injected", "attempt": attempt, "time": time, "kind": "kill",
              "target": "chief", "source": "user", "step": step},
@@ -250,7 +291,7 @@ def test_the_time_a_stopped_run_waits_for_its_resume_is_no_wall_time(ending):
                *steps(1, 101, 199, t0=303.1)]  # the last at 312.9
     tracker = from_events(events)
     totals = tracker.totals()
-    before = 11.2 if ending == "stopped" else 11.1
+    before = (11.2 if ending == "stopped" else 11.1) - 1.1  # the clock starts at step 1
     assert totals.wall == pytest.approx(before + 12.9)
     if ending == "stopped":
         assert totals.incidents == 0

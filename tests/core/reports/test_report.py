@@ -75,13 +75,14 @@ def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
     assert root.find(".//h1").text == "crash at 12 <demo>"
     assert "killed by hand & recovered" in text.replace("&amp;", "&")
     # time lost: the fault 0.05 s after step 12 to the first new step 2.1 s after it, plus
-    # the 0.2 s steps 11-12 had taken; wall 5.12 s; two saves stalled 0.05 s each. Steps
-    # redone, time lost and goodput are printed as the banner and the Incidents tab print
-    # them (issue 24: "2.25 s" and "56.1 %" here, "2.2 s" and "56 %" there)
+    # the 0.2 s steps 11-12 had taken; wall 4.22 s (from training_started, 0.9 s after the
+    # run's start, to the last exit at 5.12 s); two saves stalled 0.05 s each. Steps redone,
+    # time lost and goodput are printed as the banner and the Incidents tab print them
+    # (issue 24: "2.25 s" and "46.7 %" here, "2.2 s" and "47 %" there)
     assert table(root, "figures") == [
         ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint time",
          "wall time", "goodput"],
-        ["1", "2", "2.2 s", "2", "0.10 s", "5.12 s", "56 %"]]
+        ["1", "2", "2.2 s", "2", "0.10 s", "4.22 s", "47 %"]]
     assert table(root, "incidents")[1] == [
         "kill", "chief", "user", "12", "10", "2", "0.05 s", "2.00 s", "2.2 s", "disk"]
     settings = {row[0]: row[2] for row in table(root, "settings")[1:]}

@@ -49,15 +49,15 @@ def test_a_kill_and_its_automatic_recovery_told_phase_by_phase():
         "(10 of 30 done)",
         # 30 steps redone; lost: 67.5 → 81.0 s, plus the 7.5 s steps 200..230 had taken
         "Killed at step 230 → restored checkpoint 200 → resumed: 30 steps redone, 21.0 s lost"
-        " · goodput 78 %",  # (96.0 − 21.0) / 96.0 s
+        " · goodput 76 %",  # (86.0 − 21.0) / 86.0 s: the clock starts at training_started
     ]
     incident = timeline.incidents[0]
     assert (incident.step, incident.resumed_step, incident.steps_lost) == (230, 200, 30)
     assert incident.time_lost == 21.0
     totals = timeline.totals()
-    assert totals.wall == 96.0
+    assert totals.wall == 96.0 - 10.0  # the 10 s of start-up are no training
     # the sentence's figures are the totals line's, the one the incident table shows
-    assert totals_line(totals) == "30 steps redone, 21.0 s lost · goodput 78 %"
+    assert totals_line(totals) == "30 steps redone, 21.0 s lost · goodput 76 %"
     assert said[-1].endswith(totals_line(totals))
 
 
@@ -81,10 +81,11 @@ def test_after_the_end_the_story_keeps_the_incident_and_says_finished():
                    ev("process_exited", 12.75, 1, pid=11, last_step=24, exit_code=0,
                       decisive=True, shutdown=False, **CHIEF)])
     # lost: the save 6.0 → 6.5 s and the restart 10.0 → 11.5 s, nothing redone; the 3.5 s the
-    # stopped run waited for Resume are no run time: goodput (9.25 − 2.0) / 9.25
+    # stopped run waited for Resume are no run time, nor the 1.0 s before the first step (no
+    # training_started): goodput (8.25 − 2.0) / 8.25
     assert story(timeline) == ("Finished at step 24 · preempted at step 20 → restored "
                                "checkpoint 20 → resumed: 0 steps redone, 2.0 s lost · "
-                               "goodput 78 %")
+                               "goodput 76 %")
 
 
 def test_a_nan_rollback_and_a_worker_lost_in_words():

@@ -51,7 +51,7 @@ def test_a_freeze_is_told_as_frozen_and_a_thaw_closes_it_before_a_later_kill():
     timeline.feed(steps(21, 30, 10.5))
     # lost: the 4.5 s from the freeze to the first step after the thaw; nothing redone
     assert story(timeline) == ("Froze at step 20 → thawed → resumed: 0 steps redone, 4.5 s "
-                               "lost · goodput 65 %")  # (12.75 − 4.5) / 12.75
+                               "lost · goodput 62 %")  # (11.75 − 4.5) / 11.75 from step 1
     timeline.feed([ev("fault_injected", 13.0, kind="kill", target="chief", step=30,
                       source="user")])
     assert story(timeline) == "Killed at step 30 → waiting for the process to end"
