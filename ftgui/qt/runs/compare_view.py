@@ -54,6 +54,25 @@ ROOM_GAP_PX = 18  # between the presentation table's columns
 ROOM_HEADER_FRACTION = 0.7  # its column names' size, of its figures'
 
 
+def marker_labels(runs: list[tuple[str, list]]) -> list[tuple[str, float, str]]:
+    """The markers to draw for `runs` ((name, `Timeline.markers`) each, of `MARKER_KINDS`), as
+    (kind, step, label): a marker every run has (all killed at one step) once, as it is; one
+    that only some runs have names them ("resume ← 132 · model.fit") where more than one run
+    has markers, or a room cannot tell whose resume is whose."""
+    owners: dict[tuple[str, float, str], list[str]] = {}
+    for name, markers in runs:
+        for marker in markers:
+            if marker.kind in MARKER_KINDS:
+                named = owners.setdefault((marker.kind, marker.step, marker.label), [])
+                if name not in named:
+                    named.append(name)
+    names = {name for named in owners.values() for name in named}  # the runs with markers
+    every = {name for name, _ in runs}
+    return [(kind, step, label if len(names) < 2 or set(named) == every
+             else f"{label} · {', '.join(named)}")
+            for (kind, step, label), named in owners.items()]
+
+
 def same_bits(a: float | None, b: float | None) -> bool:
     """Whether two final losses are the same float to the last bit (NaN equal to NaN)."""
     if a is None or b is None:
@@ -233,13 +252,9 @@ class CompareView(QWidget):
         read = [read_run(run.path, run.name) for run in named]
         self.rows = [figures for _timeline, figures in read]
         self.model_.set_rows(self.rows)
-        drawn = set()  # two runs killed at one step: one marker, one label
-        for (timeline, _figures) in read:
-            for marker in timeline.markers:
-                key = (marker.kind, marker.step, marker.label)
-                if marker.kind in MARKER_KINDS and key not in drawn:
-                    drawn.add(key)
-                    self.plot.add_marker(marker.kind, marker.step, marker.label)
+        for kind, step, label in marker_labels([(figures.name, timeline.markers)
+                                                for timeline, figures in read]):
+            self.plot.add_marker(kind, step, label)
         self._colour()
         self._show_figures()
         self.problems.setText("; ".join(problems))

@@ -364,7 +364,8 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     QApplication.processEvents()
     labels = sorted(line.label.toPlainText() for _kind, _step, line in view.plot.markers
                     if line.label.isVisible())
-    assert len(labels) == 3, labels  # each run's resume labelled (a row of its own)
+    # each run's resume labelled (a row of its own), named: the room cannot tell whose is whose
+    assert labels == ["killed @ 14", "resume ← 10 · every-10", "resume ← 12 · every-4"]
     window.set_presenting(False)  # F5 again: the comparison in its own window
     QApplication.processEvents()
     assert view.isWindow() and view.isVisible() and window.plot_pane.isVisible()

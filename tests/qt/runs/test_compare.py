@@ -114,3 +114,23 @@ def test_export_report_from_the_run_menu_writes_the_open_runs_report(window, tmp
     assert out.read_text().count("<polyline") == 2
     assert window.statusBar().currentMessage() == f"wrote the report to {out}"
     assert runs.summarize(run_dir).status == "finished"
+
+
+def test_markers_of_some_runs_only_are_named_by_run():
+    """The worker-loss demo's two runs: worker 1 killed at 250 in both, a crash in one and a
+    replaced worker in the other, drawn red and orange with one label each ("worker 1 killed
+    @ 250" twice): whose was whose was not said."""
+    from ftgui.core.timeline.model import Marker
+    from ftgui.qt.runs.compare_view import marker_labels
+
+    killed = "worker 1 killed @ 250"
+    cold = ("no standby", [Marker("crash", 250, killed, 0),
+                           Marker("resume", 200, "resume ← 200", 1)])
+    warm = ("standby", [Marker("worker_lost", 250, killed, 0),
+                        Marker("resume", 200, "resume ← 200", 1)])
+    assert marker_labels([cold, warm]) == [
+        ("crash", 250, f"{killed} · no standby"), ("resume", 200, "resume ← 200"),
+        ("worker_lost", 250, f"{killed} · standby")]
+    # one run with markers (a chaos run against its never-killed reference): nothing to tell
+    assert marker_labels([cold, ("reference", [])]) == [
+        ("crash", 250, killed), ("resume", 200, "resume ← 200")]
