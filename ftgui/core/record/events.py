@@ -298,7 +298,8 @@ class EventKind(str, enum.Enum):
     RUN_STARTED = "run_started"  # supervisor, first launch: config
     # supervisor: role, index, pid, restore, standby (and standby_warm: it had imported
     # TensorFlow; standby_age: seconds since it was started), forked (a cold start forked
-    # from the fork server: TensorFlow already imported)
+    # from the fork server: TensorFlow already imported), cold_reason (why a cold start was
+    # not forked: the fork server still importing or ended before it was ready; else None)
     PROCESS_STARTED = "process_started"  # also `ident`: the launcher's name ("job 7 worker:1")
     REMOTE_TASK = "remote_task"  # supervisor: the command to start a task on another machine
     # supervisor, once before a cluster with remote tasks starts: `addresses`, `line`
@@ -462,6 +463,8 @@ def _process_started(event, step):
             text += f" still getting ready{began}"  # importing, or building
     elif event.get("forked"):
         text += ", forked with TensorFlow imported"
+    elif event.get("cold_reason"):
+        text += f", importing TensorFlow: {event['cold_reason']}"
     return text
 
 

@@ -104,6 +104,7 @@ class ForkServer:
         self._exits: dict[int, int] = {}  # pid -> exit status (Popen.returncode terms)
         self._next_id = 0
         self.started = time.monotonic()
+        self.protocol = None  # the protocol it said it speaks when ready
 
     @property
     def ready(self) -> bool:
@@ -192,7 +193,8 @@ class ForkServer:
                 return
             message = json.loads(data)
             if "ready" in message:
-                self._ready = message.get("protocol") == PROTOCOL
+                self.protocol = message.get("protocol")
+                self._ready = self.protocol == PROTOCOL
                 if not self._ready:  # another version of ftgui: its children would fail
                     self._closed = True
             elif "forked" in message:
@@ -295,7 +297,8 @@ class ForkedProcess:
 
 
 _SERVERS: dict[tuple, ForkServer] = {}
-_FAILED: set[tuple] = set()  # keys whose server ended before it was ready: not started again
+# keys whose server ended before it was ready, not started again -> why, in words
+_FAILED: dict[tuple, str] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -313,25 +316,54 @@ def server_for(python: str, env: dict[str, str], log_dir: Path, nice: int = 0) -
         if key in _FAILED:
             return None
         server = _SERVERS.get(key)
-        if server is not None and server.alive and not server.was_ready \
-                and time.monotonic() - server.started > READY_TIMEOUT:
+        log_path = log_dir / "fork-server.log"
+        stuck = server is not None and server.alive and not server.was_ready \
+            and time.monotonic() - server.started > READY_TIMEOUT
+        if stuck:
             server.popen.kill()  # stuck in its import: the standbys start cold instead
             server.close()
         if server is not None and not server.alive:
             del _SERVERS[key]
             server.close()
             if not server.was_ready:
-                _FAILED.add(key)
+                _FAILED[key] = _why_not_ready(server, stuck) + f", see {log_path}"
                 return None
             server = None
         if server is None:
             try:
-                server = _SERVERS[key] = ForkServer(python, env, log_dir / "fork-server.log",
-                                                    nice)
-            except OSError:
-                _FAILED.add(key)
+                server = _SERVERS[key] = ForkServer(python, env, log_path, nice)
+            except OSError as exc:
+                _FAILED[key] = f"the fork server could not be started ({exc})"
                 return None
     return server
+
+
+def failure(python: str, env: dict[str, str]) -> str | None:
+    """Why this process has no fork server for `python` and the import-time part of `env` (a
+    `child_env`), in words ("the fork server ended before it was ready (exit code 1), see
+    LOG"); None where one runs, is importing, or was never asked for."""
+    with _SERVERS_LOCK:
+        return _FAILED.get((python, import_env(env)))
+
+
+def _why_not_ready(server: ForkServer, stuck: bool) -> str:
+    """Why `server`, ended, was never ready, in words."""
+    if stuck:
+        return f"the fork server was not ready in {READY_TIMEOUT:.0f} s"
+    if server.protocol is not None:
+        return (f"the fork server is another version of ftgui (protocol {server.protocol}, "
+                f"this one {PROTOCOL})")
+    return f"the fork server ended before it was ready ({_status_words(server.popen.wait())})"
+
+
+def _status_words(status: int) -> str:
+    """A `Popen.returncode` in words: "exit code 1", "killed by SIGKILL"."""
+    if status < 0:
+        try:
+            return f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"killed by signal {-status}"
+    return f"exit code {status}"
 
 
 def close_all(python: str | None = None) -> None:

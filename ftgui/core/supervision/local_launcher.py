@@ -28,14 +28,16 @@ from ftgui.core.supervision.trainer_command import trainer_argv
 class LocalProcess:
     """A task running as a process of this machine (`launcher.TaskHandle`): `popen` is its
     `subprocess.Popen` (or `fork_server.ForkedProcess`); `forked`: started cold, but forked
-    from the fork server, so it imports nothing."""
+    from the fork server, so it imports nothing; `cold_reason`: why one started cold imports
+    TensorFlow instead (`StandbyPool.cold_reason`), or None."""
 
     def __init__(self, popen: subprocess.Popen, log_path: Path, address: str | None = None,
                  standby: bool = False, standby_warm: bool | None = None,
-                 standby_age: float | None = None, forked: bool = False):
+                 standby_age: float | None = None, forked: bool = False,
+                 cold_reason: str | None = None):
         self.popen, self.log_path, self.address = popen, log_path, address
         self.standby, self.standby_warm, self.standby_age = standby, standby_warm, standby_age
-        self.forked = forked
+        self.forked, self.cold_reason = forked, cold_reason
 
     @property
     def pid(self) -> int:
@@ -158,7 +160,8 @@ class LocalLauncher:
                 return LocalProcess(popen, request.log_path, forked=True)
             popen = spawn(trainer_argv(request.args, self.python), request.log_path,
                           request.env, namespace=self._namespace)
-            return LocalProcess(popen, request.log_path)
+            return LocalProcess(popen, request.log_path,
+                                cold_reason=self._pool.cold_reason(request.env))
         warm, age = self._pool.readiness(popen.pid)
         return LocalProcess(popen, log_path, address, standby=True,
                             standby_warm=warm, standby_age=age)

@@ -309,6 +309,24 @@ class StandbyPool:
         pool does not fork."""
         self._fork_server(env)
 
+    def cold_reason(self, env: dict[str, str] | None) -> str | None:
+        """Why a trainer of `env` started now is not forked, in words, where that is news to
+        the user: its fork server is not ready yet (importing), ended before it was ready
+        (`fork_server.failure`), or this pool's forked standbys kept dying. None where it
+        would be forked, or forking is off (`FTGUI_FORK=0`)."""
+        if not fork_server.enabled():
+            return None
+        if not self.fork:
+            return f"{FORK_FAILURES} forked standbys ended before they were ready"
+        child = fork_server.child_env(env)
+        failed = fork_server.failure(self.python, child)
+        if failed is not None:
+            return failed
+        server = self._server
+        if server is not None and server.alive and not server.ready:
+            return "the fork server was not ready yet"
+        return None
+
     def fork_trainer(self, args: list[str], env: dict[str, str] | None, log_path: Path):
         """A trainer, `python -m ftgui.training ARGS`, forked from the ready fork server for
         `env` (in the run's network namespace, if any), its output appended to `log_path`;

@@ -101,6 +101,7 @@ class AttemptTasks:
             standby_warm=handle.standby_warm if handle.standby else None,
             standby_age=None if age is None else round(age, 2),
             forked=bool(getattr(handle, "forked", False)),
+            cold_reason=getattr(handle, "cold_reason", None),
             snapshot=state.memory.step if state.memory is not None and task.is_chief else None,
         )
         return proc

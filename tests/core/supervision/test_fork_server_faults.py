@@ -226,3 +226,55 @@ def test_a_forked_standby_that_ends_while_the_pool_looks_counts_as_a_fork_failur
         assert pool._fork_failures == 1
     finally:
         pool.dismiss()
+
+
+DYING = """#!{python}
+import sys
+if "--fork-server" in sys.argv:  # a server whose import fails
+    print("ImportError: no module named tensorflow", flush=True)
+    sys.exit(3)
+sys.stdin.readline()  # a standby started cold: waits for its order
+"""
+
+
+@pytest.mark.parametrize("server, why", [
+    ("dies", "the fork server ended before it was ready (exit code 3), see "),
+    ("stuck", "the fork server was not ready in 0 s, see "),
+    ("other version", "the fork server is another version of ftgui (protocol "),
+])
+def test_a_cold_start_says_why_it_was_not_forked(tmp_path, monkeypatch, server, why):
+    """Without a fork server every restart imports TensorFlow again: the console said
+    "importing TensorFlow" and nothing of why (the reason was only in fork-server.log)."""
+    monkeypatch.setattr(fork_server, "READY_TIMEOUT", 0.3)
+    if server == "dies":
+        python = tmp_path / "dying-python"
+        python.write_text(DYING.format(python=sys.executable))
+        python.chmod(0o755)
+        python = str(python)
+    else:
+        python = _fake_python(tmp_path, -1 if server == "stuck" else fork_server.PROTOCOL + 1)
+    pool = StandbyPool(tmp_path / "run", tmp_path / "logs", python=python)
+    try:
+        pool.start_server(None)
+        assert pool.cold_reason(None) == "the fork server was not ready yet"
+        deadline = time.monotonic() + 30
+        while pool.cold_reason(None) == "the fork server was not ready yet":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+            pool.start_server(None)  # as each attempt does: a dead server is looked at
+        assert pool.cold_reason(None).startswith(why)
+        assert pool.cold_reason(None).endswith(str(tmp_path / "logs" / "fork-server.log"))
+        assert pool.fork_trainer(["--run", "RUN"], None, tmp_path / "t.log") is None
+    finally:
+        pool.dismiss()
+        fork_server.close_all(python)
+        fork_server._FAILED.pop((python, fork_server.import_env(fork_server.child_env())), None)
+
+
+def test_a_start_line_gives_the_reason_a_process_started_cold():
+    from ftgui.core.record.events import describe
+
+    said = describe({"event": "process_started", "role": "chief", "index": 0, "pid": 42,
+                     "forked": False, "cold_reason": "the fork server was not ready yet"})
+    assert said.endswith("started (pid 42), importing TensorFlow: the fork server was not "
+                         "ready yet")
