@@ -211,8 +211,11 @@ class LossPlot(PlotLook, pg.PlotWidget):
         self._validation_dirty = True
         self._legend_dirty |= self.validation.size == 1
 
-    def add_marker(self, kind: str, step: float, label: str) -> MarkerLine:
-        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.model.MARKER_KINDS`.
+    def add_marker(self, kind: str, step: float, label: str,
+                   owners: tuple[str, ...] = ()) -> MarkerLine:
+        """A vertical line at `step`; `kind` is one of `ftgui.core.timeline.model.MARKER_KINDS`;
+        `owners`: the colours of the compared runs it belongs to (a square of each before the
+        label).
         Its label (filled with the plot's background) and its line are drawn above every
         curve and the validation points, the label above every marker's line too; markers of
         one dash family at one step take turns along the line (`theme.dash_slots`)."""
@@ -220,7 +223,7 @@ class LossPlot(PlotLook, pg.PlotWidget):
         # the label beside the line, on the side of the line of training it belongs to
         anchor = (0, 0.5) if kind in theme.BEGINNING_MARKERS else (1, 0.5)
         options = {"position": 0.9, "color": pen.color(), "anchors": [anchor, anchor]}
-        line = MarkerLine(step, pen, label, options)
+        line = MarkerLine(step, pen, label, options, owners)
         line.prefers_right = kind in theme.BEGINNING_MARKERS
         line.setVisible(self.x_axis == "step")
         for item in line.items():

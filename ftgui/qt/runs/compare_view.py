@@ -54,22 +54,22 @@ ROOM_GAP_PX = 18  # between the presentation table's columns
 ROOM_HEADER_FRACTION = 0.7  # its column names' size, of its figures'
 
 
-def marker_labels(runs: list[tuple[str, list]]) -> list[tuple[str, float, str]]:
-    """The markers to draw for `runs` ((name, `Timeline.markers`) each, of `MARKER_KINDS`), as
-    (kind, step, label): a marker every run has (all killed at one step) once, as it is; one
-    that only some runs have names them ("resume ← 132 · model.fit") where more than one run
-    has markers, or a room cannot tell whose resume is whose."""
+def marker_owners(runs: list[tuple[str, list]]) -> list[tuple[str, float, str, tuple]]:
+    """The markers to draw for `runs` ((key, `Timeline.markers`) each; those of
+    `MARKER_KINDS`), as (kind, step, label, owners): a marker every run has (all killed at one
+    step) once, owned by none; one that only some runs have, owned by the keys of those runs
+    where more than one run has markers (its label gets a square in each one's colour), or a
+    room cannot tell whose resume is whose."""
     owners: dict[tuple[str, float, str], list[str]] = {}
-    for name, markers in runs:
+    for key, markers in runs:
         for marker in markers:
             if marker.kind in MARKER_KINDS:
                 named = owners.setdefault((marker.kind, marker.step, marker.label), [])
-                if name not in named:
-                    named.append(name)
-    names = {name for named in owners.values() for name in named}  # the runs with markers
-    every = {name for name, _ in runs}
-    return [(kind, step, label if len(names) < 2 or set(named) == every
-             else f"{label} · {', '.join(named)}")
+                if key not in named:
+                    named.append(key)
+    marked = {key for named in owners.values() for key in named}  # the runs with markers
+    every = {key for key, _ in runs}
+    return [(kind, step, label, () if len(marked) < 2 or set(named) == every else tuple(named))
             for (kind, step, label), named in owners.items()]
 
 
@@ -252,10 +252,12 @@ class CompareView(QWidget):
         read = [read_run(run.path, run.name) for run in named]
         self.rows = [figures for _timeline, figures in read]
         self.model_.set_rows(self.rows)
-        for kind, step, label in marker_labels([(figures.name, timeline.markers)
-                                                for timeline, figures in read]):
-            self.plot.add_marker(kind, step, label)
         self._colour()
+        keys = [str(run.path) for run in named]
+        for kind, step, label, owners in marker_owners(
+                [(key, timeline.markers) for key, (timeline, _) in zip(keys, read, strict=True)]):
+            owners = tuple(self._colour_of(key) for key in owners if key in self.plot.overlays)
+            self.plot.add_marker(kind, step, label, owners)
         self._show_figures()
         self.problems.setText("; ".join(problems))
         self.problems.setVisible(bool(problems))
@@ -271,6 +273,10 @@ class CompareView(QWidget):
         self.back.setVisible(self.presenting)
         self._colour()
         self._show_figures()
+
+    def _colour_of(self, key: str) -> str:
+        """The colour `_colour` gave the run whose overlay is `key` (its folder)."""
+        return COMPARE_COLOURS[list(self.plot.overlays).index(key) % len(COMPARE_COLOURS)]
 
     def _colour(self) -> None:
         """Each run its own colour of `COMPARE_COLOURS`, the first one's curve wider."""

@@ -364,8 +364,13 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     QApplication.processEvents()
     labels = sorted(line.label.toPlainText() for _kind, _step, line in view.plot.markers
                     if line.label.isVisible())
-    # each run's resume labelled (a row of its own), named: the room cannot tell whose is whose
-    assert labels == ["killed @ 14", "resume ← 10 · every-10", "resume ← 12 · every-4"]
+    # each run's resume labelled (a row of its own) after a square in its run's colour: the
+    # room could not tell whose was whose
+    assert labels == ["killed @ 14", "■ resume ← 10", "■ resume ← 12"]
+    squares = {line.label.toPlainText(): re.findall(r"color:(#[0-9a-f]{6})", line.label.toHtml())
+               for _kind, _step, line in view.plot.markers}
+    assert squares["■ resume ← 10"][0] == COMPARE_COLOURS[0]
+    assert squares["■ resume ← 12"][0] == COMPARE_COLOURS[1]
     window.set_presenting(False)  # F5 again: the comparison in its own window
     QApplication.processEvents()
     assert view.isWindow() and view.isVisible() and window.plot_pane.isVisible()

@@ -116,21 +116,21 @@ def test_export_report_from_the_run_menu_writes_the_open_runs_report(window, tmp
     assert runs.summarize(run_dir).status == "finished"
 
 
-def test_markers_of_some_runs_only_are_named_by_run():
+def test_markers_of_some_runs_only_are_owned_by_them():
     """The worker-loss demo's two runs: worker 1 killed at 250 in both, a crash in one and a
     replaced worker in the other, drawn red and orange with one label each ("worker 1 killed
     @ 250" twice): whose was whose was not said."""
     from ftgui.core.timeline.model import Marker
-    from ftgui.qt.runs.compare_view import marker_labels
+    from ftgui.qt.runs.compare_view import marker_owners
 
     killed = "worker 1 killed @ 250"
     cold = ("no standby", [Marker("crash", 250, killed, 0),
                            Marker("resume", 200, "resume ← 200", 1)])
     warm = ("standby", [Marker("worker_lost", 250, killed, 0),
                         Marker("resume", 200, "resume ← 200", 1)])
-    assert marker_labels([cold, warm]) == [
-        ("crash", 250, f"{killed} · no standby"), ("resume", 200, "resume ← 200"),
-        ("worker_lost", 250, f"{killed} · standby")]
+    assert marker_owners([cold, warm]) == [
+        ("crash", 250, killed, ("no standby",)), ("resume", 200, "resume ← 200", ()),
+        ("worker_lost", 250, killed, ("standby",))]
     # one run with markers (a chaos run against its never-killed reference): nothing to tell
-    assert marker_labels([cold, ("reference", [])]) == [
-        ("crash", 250, killed), ("resume", 200, "resume ← 200")]
+    assert marker_owners([cold, ("reference", [])]) == [
+        ("crash", 250, killed, ()), ("resume", 200, "resume ← 200", ())]
