@@ -65,21 +65,22 @@ class TopBar(QWidget):
                  total_steps: int | None = None, watchdog_due_in: float | None = None) -> None:
         """Show the story of `timeline` (a run of `total_steps` steps, when known; a freeze
         the watchdog ends in `watchdog_due_in` seconds) and the run's `state` and `reason` —
-        "running" only once a step of the current attempt is in; until then "starting"
-        (TensorFlow imports, the checkpoint is restored)."""
+        "running" only once a step of the current attempt is in; until then "starting", or
+        "restarting" for a later attempt (TensorFlow imports, the checkpoint is restored)."""
         text = story(timeline, total_steps, watchdog_due_in)
         if text != self.story_banner.text():
             self.story_banner.set_story(text)
         if state == "running" and timeline.state == "finished":  # its events are ahead of
             state, reason = timeline.state, timeline.reason  # the supervisor's reaping
         if state == "running" and not has_stepped(timeline):  # a reason (a Slurm job) stays
-            state, reason = "starting", " · ".join(filter(None, ("waiting for the first step",
-                                                                 reason)))
+            state = "restarting" if timeline.attempt > 0 else "starting"  # after a fault too
+            reason = " · ".join(filter(None, ("waiting for the first step", reason)))
         if state == "running" and frozen(timeline):
             state, reason = "frozen", frozen_words(timeline, watchdog_due_in)  # a watchdog's
         elif state == "running" and timeline.held is not None:
             state, reason = held_words(*timeline.held)
-        colour = "recovering" if state in ("starting", "frozen", "held") else state  # amber
+        colour = "recovering" if state in ("starting", "restarting", "frozen", "held") \
+            else state  # amber
         if colour != self.state_label.property("state"):
             theme.set_state(self.state_label, colour)
         text = state + (f" — {reason}" if reason else "")

@@ -164,7 +164,7 @@ def test_present_flag_opens_the_presentation_view(monkeypatch, tmp_path):
     assert refused.value.code == 2
 
 
-def test_the_state_label_says_starting_until_a_step_of_the_new_attempt_arrives(window, tmp_path):
+def test_the_state_label_says_starting_or_restarting_until_a_step_arrives(window, tmp_path):
     run_dir = tmp_path / "run"
     configmod.save(run_dir, RunConfig(steps=400))
     with EventWriter(run_dir, 0) as w:
@@ -178,6 +178,17 @@ def test_the_state_label_says_starting_until_a_step_of_the_new_attempt_arrives(w
     window.controller.timelineChanged.emit(window.controller.timeline)
     assert window.state_label.text() == "running"
     assert window.story_banner.text() == "Training: step 1 of 400 · loss 2.0000"
+    # killed, and its restart started: not "starting" beside "Killed at step 1 → restarting"
+    window.controller.timeline.feed([
+        {"event": "fault_injected", "time": T0 + 10, "attempt": 0, "kind": "kill",
+         "target": "chief", "step": 1, "source": "user"},
+        {"event": "process_exited", "time": T0 + 10.1, "attempt": 0, "role": "chief",
+         "index": 0, "pid": 10, "signal": 9, "decisive": True, "chief": True},
+        {"event": "process_started", "time": T0 + 10.2, "attempt": 1, "pid": 11,
+         "restore": None, "standby": False, **CHIEF}])
+    window.controller.timelineChanged.emit(window.controller.timeline)
+    assert window.state_label.text() == "restarting — waiting for the first step"
+    assert window.story_banner.text().startswith("Killed at step 1 → restarting")
 
 
 @pytest.mark.parametrize("width", [1024, 1280])
