@@ -22,6 +22,8 @@ from ftgui.core.timeline.model import Timeline
 @dataclass(frozen=True)
 class RunFigures:
     """One run's figures. Seconds are wall seconds; `goodput` is a fraction in [0, 1];
+    `running_mean`: its step losses, the final one too, are `model.fit`'s running means over
+    each epoch, not the last step's loss;
     incidents, steps redone, time lost, wall and goodput are the timeline's `Totals` (the
     figures the story line, the Incidents tab and `ftgui train` print), a fork counting as
     neither an incident's cost nor redone work."""
@@ -36,6 +38,7 @@ class RunFigures:
     goodput: float
     last_step: int
     final_loss: float | None
+    running_mean: bool = False  # its losses are Keras' running means over each epoch (fit)
 
     def shown(self) -> dict[str, str]:
         """Steps redone, time lost and goodput as every view prints them
@@ -67,6 +70,7 @@ def figures(name: str, timeline: Timeline, saves: list[dict]) -> RunFigures:
         time_lost=totals.time_lost, checkpoints=len(saves),
         checkpoint_seconds=sum(checkpoint_seconds(e) for e in saves), wall=totals.wall,
         goodput=totals.goodput, last_step=timeline.last_step, final_loss=timeline.last_loss,
+        running_mean=timeline.config.get("loop") == "fit",
     )
 
 

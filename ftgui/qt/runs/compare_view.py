@@ -49,6 +49,7 @@ MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
 # A final loss prints with 4 to 6 significant digits when that tells the runs apart ("0.07339 ·
 # 0.04708"); 17 digits each over the comparison's plot were noise to a room.
 MIN_LOSS_DIGITS, MAX_LOSS_DIGITS = 4, 6
+RUNNING_MEAN = "epoch's running mean"  # what model.fit logs as its loss
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
 ROOM_GAP_PX = 18  # between the presentation table's columns
 ROOM_HEADER_FRACTION = 0.7  # its column names' size, of its figures'
@@ -99,11 +100,13 @@ def loss_text(figures: RunFigures, rows: list[RunFigures], digits: int | None = 
     """The final loss in full (the shortest digits that give its float back), or with
     `digits` significant digits (`distinct_digits` of `rows`: two equal texts are still equal
     floats), and "= NAME, bitwise" when an earlier run of `rows` ended on the same bits; "—"
-    without a finite loss."""
+    without a finite loss. A `model.fit` run's says it is the epoch's running mean."""
     loss = figures.final_loss
     if loss is None or not math.isfinite(loss):
         return "—"
     text = repr(loss) if digits is None else f"{loss:.{digits}g}"
+    if figures.running_mean:  # not one step's loss: read beside one, it looked better
+        text += f" ({RUNNING_MEAN})"
     for other in rows:
         if other is figures:
             break

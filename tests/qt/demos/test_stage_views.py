@@ -4,6 +4,7 @@ labels that leave the data visible (issue 24, issue 25 case 8)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -422,6 +423,36 @@ def test_final_losses_far_apart_show_the_digits_that_tell_them_apart():
     closer = [run("a", 0.0123456781), run("b", 0.0123456789)]  # 7 digits: in full
     assert final_line(closer) == "final loss a 0.0123456781 · b 0.0123456789"
     assert final_line([run("a", 0.5), run("b", 0.5)]) == "final loss 0.5: b = a, bitwise"
+
+
+def test_a_fit_runs_final_loss_says_it_is_the_epochs_running_mean():
+    """model.fit logs Keras' running mean over the epoch: "custom loop 0.07339 · model.fit
+    0.04708" told a room that model.fit trained better (a presenter's finding)."""
+    import dataclasses
+
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import cells, final_line
+
+    custom = RunFigures("custom loop", 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 10, 0.07338647544384003)
+    fit = dataclasses.replace(custom, name="model.fit", final_loss=0.04708482325077057,
+                              running_mean=True)
+    assert final_line([custom, fit]) == ("final loss custom loop 0.07339 · model.fit 0.04708 "
+                                         "(epoch's running mean)")
+    assert cells(fit, [custom, fit])[-1] == "0.04708482325077057 (epoch's running mean)"
+
+
+def test_a_reopened_fit_run_is_known_by_its_loop(tmp_path):
+    from recorded import crash_and_recovery
+
+    from ftgui.core.record import events
+    from ftgui.core.timeline.run_figures import read_run
+
+    run_dir = crash_and_recovery(tmp_path / "custom")
+    assert read_run(run_dir)[1].running_mean is False
+    seen = events.read_all(run_dir)
+    seen[0]["config"]["loop"] = "fit"  # as `ftgui train --loop fit` records it
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in seen))
+    assert read_run(run_dir)[1].running_mean is True
 
 
 def test_a_stage_names_the_pane_its_text_points_at():
