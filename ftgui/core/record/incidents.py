@@ -368,8 +368,10 @@ class IncidentTracker:
     def _on_process_exited(self, event, when):
         if event.get("shutdown") or is_decisive(event):  # a lost worker replaced: not the end
             self._exited.add(event.get("attempt", 0))
-        if event.get("shutdown") or event.get("attempt", 0) in self._finished:
-            return False  # ftgui was closed or interrupted, or the run had already finished
+        if event.get("attempt", 0) in self._finished:
+            return False  # the run had already finished
+        if event.get("shutdown"):  # ftgui was closed or interrupted
+            return self._stopped_pending(event, when)
         abnormal = event.get("signal") is not None or event.get("exit_code") not in (0, None)
         decisive = is_decisive(event)
         if not abnormal:
@@ -397,6 +399,20 @@ class IncidentTracker:
         # saved and stopped: unless a restart is scheduled (`recovery_scheduled`), the wait
         # for the user's resume is a stopped run's, not the incident's
         self._parked = exitcodes.was_preempted(event)
+        return True
+
+    def _stopped_pending(self, event, when) -> bool:
+        """A decisive process ended by ftgui closing (or interrupted) while a fault was pending
+        (a second Ctrl+C while a preemption saved, ftgui closed during a restart): the fault
+        is detected here if it was not yet, at the step its process last logged, and the wait
+        until the user's resume is a stopped run's, not the incident's (as after one Ctrl+C)."""
+        incident = self._open
+        if incident is None or not is_decisive(event):
+            return False
+        if incident.detected is None:
+            incident.detected, incident.at_detected = when, self._clock.now
+        incident.step = max(incident.step, self._last_step)
+        self._parked = True
         return True
 
     def _end_by_crash(self, incident: Incident | None) -> None:

@@ -142,6 +142,53 @@ def test_the_time_a_preempted_run_waits_for_its_resume_is_no_wall_time(source):
     assert totals.goodput == pytest.approx((4.9 - 3.05) / 4.9)
 
 
+def test_a_preemption_stopped_at_once_by_a_second_ctrl_c_waits_as_a_stopped_run():
+    """Ctrl+C twice to `ftgui train` (the second: "stop at once"): the chief saved step 13 and
+    ftgui killed it while it stopped (`shutdown`), not exit 42. The 20 s until `--resume` were
+    counted as wall time and time lost: "24.2 s lost · goodput 16 %" (a breaker's finding).
+    Now as one Ctrl+C: the save and the restart, and the step it saved."""
+    events = [{"event": "run_started", "attempt": 0, "time": 0.0}, *steps(0, 1, 12, t0=0.0),
+              {"event": "fault_injected", "attempt": 0, "time": 1.15, "kind": "preempt",
+               "target": "chief", "source": "user", "step": 12},
+              *steps(0, 13, 13, t0=1.3),
+              {"event": "process_exited", "attempt": 0, "time": 1.5, "role": "chief",
+               "index": 0, "signal": 9, "decisive": True, "shutdown": True},
+              {"event": "process_started", "attempt": 1, "time": 21.5, "role": "chief",
+               "index": 0, "pid": 11},
+              {"event": "resumed", "attempt": 1, "time": 24.0, "from_step": 13},
+              *steps(1, 14, 20, t0=24.2)]  # the last at 24.8
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert (incident.kind, incident.step, incident.resumed_step) == ("preempt", 13, 13)
+    assert incident.time_lost == pytest.approx(0.35 + 2.7)
+    totals = tracker.totals()
+    assert totals.wall == pytest.approx(1.5 + 3.3)
+    assert totals.goodput == pytest.approx((4.8 - 3.05) / 4.8)
+
+
+def test_ftgui_closed_during_a_restart_leaves_the_wait_for_the_resume_out():
+    """Killed at 12 with a restart under way (attempt 1 importing) when ftgui was closed: its
+    process ended as a shutdown. The 20 s before the user's resume are no run time."""
+    events = [{"event": "run_started", "attempt": 0, "time": 0.0}, *steps(0, 1, 12, t0=0.0),
+              *kill(0, 1.15, 12),
+              {"event": "recovery_scheduled", "attempt": 0, "time": 1.3, "delay": 0.0},
+              {"event": "process_started", "attempt": 1, "time": 1.4, "role": "chief",
+               "index": 0, "pid": 11},
+              {"event": "process_exited", "attempt": 1, "time": 2.0, "role": "chief",
+               "index": 0, "signal": 9, "decisive": True, "shutdown": True},
+              {"event": "process_started", "attempt": 2, "time": 22.0, "role": "chief",
+               "index": 0, "pid": 12},
+              {"event": "resumed", "attempt": 2, "time": 23.0, "from_step": 10},
+              *steps(2, 11, 20, t0=23.5)]  # the last at 24.4
+    tracker = from_events(events)
+    [incident] = tracker.incidents
+    assert incident.resumed_step == 10 and incident.steps_lost == 2
+    # the kill to the shutdown (0.85 s), the resume to its first new step (1.5 s), and the
+    # 0.2 s steps 11-12 had taken
+    assert incident.time_lost == pytest.approx(0.85 + 1.5 + 0.2)
+    assert tracker.totals().wall == pytest.approx(2.0 + 2.4)
+
+
 def test_a_worker_preempted_with_its_cluster_is_not_a_lost_worker():
     # a multi-worker cluster preempted: worker 1's exit 42 is seen before the chief's (under
     # Slurm the tasks' exits arrive in the order the job recorded them)
