@@ -53,6 +53,15 @@ class OneLineParser(argparse.ArgumentParser):
         return None
 
 
+def run_folder(text: str) -> Path:
+    """A run folder given on the command line; argparse names the field in the error. Raises
+    `argparse.ArgumentTypeError` for an empty name: `Path("")` is the current folder, and
+    `ftgui train ""` trained there, among the files and runs it held."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name; give the run's folder (e.g. runs/demo)")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible.",
@@ -66,12 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="open the app in the presentation view (View → Presentation, F5)")
     sub = parser.add_subparsers(dest="command")
     opener = sub.add_parser("open", allow_abbrev=False, help="open the app on an existing run")
-    opener.add_argument("run_dir", type=Path)
+    opener.add_argument("run_dir", type=run_folder)
     opener.add_argument("--present", action="store_true", default=argparse.SUPPRESS,
                         help="in the presentation view (View → Presentation, F5)")
 
     train = sub.add_parser("train", allow_abbrev=False, help="run training headless until it ends")
-    train.add_argument("run_dir", type=Path)
+    train.add_argument("run_dir", type=run_folder)
     _add_config_flags(train)
     train.add_argument("--resume", action="store_true",
                        help="continue from the newest valid checkpoint")
@@ -85,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         "recovery, and compare every logged loss, validation value and the final weights "
         "with the reference, to the bit. Exit status 0: every fault recovered exactly; 1: "
         "one did not (or is not exact by design); 2: bad input.")
-    audit.add_argument("run_dir", type=Path, help="the audit's folder (RUN/reference, RUN/kill, "
-                       "… and the output files)")
+    audit.add_argument("run_dir", type=run_folder,
+                       help="the audit's folder (RUN/reference, RUN/kill, … and the output files)")
     _add_config_flags(audit)
     audit.add_argument("--faults", help="fault kinds, comma separated: kill, preempt, hang, nan, "
                        "worker-loss, kill-in-save, kill-in-snapshot (default: every kind the "
@@ -99,12 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--html", type=Path, help="HTML report (default RUN/audit.html)")
 
     ckpts = sub.add_parser("checkpoints", allow_abbrev=False, help="list a run's checkpoints")
-    ckpts.add_argument("run_dir", type=Path)
+    ckpts.add_argument("run_dir", type=run_folder)
     ckpts.add_argument("--json", action="store_true")
 
     replay = sub.add_parser("replay", allow_abbrev=False,
                             help="play a finished run's events into the window")
-    replay.add_argument("run_dir", type=Path)
+    replay.add_argument("run_dir", type=run_folder)
     replay.add_argument("--speed", type=float, default=1.0,
                         help="times real time, 0 < X <= 1000 (default 1; idle gaps over 10 "
                         "recorded seconds play as 10)")
@@ -114,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", allow_abbrev=False,
                             help="write a run's report as one self-contained HTML file")
-    report.add_argument("run_dir", type=Path)
+    report.add_argument("run_dir", type=run_folder)
     report.add_argument("-o", "--output", type=Path,
                         help="the HTML file (default: RUN-report.html beside the run folder)")
 

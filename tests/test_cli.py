@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,6 +183,25 @@ def test_a_new_run_is_not_started_among_runs_nor_inside_one(finished_run, capsys
     assert capsys.readouterr().err == (f"ftgui: run_dir: {inside} is inside the run "
                                        f"{finished_run}; give a folder of its own\n")
     assert not inside.exists() and not (folder / "config.toml").exists()
+
+
+def test_a_run_folder_with_runs_further_down_or_an_empty_name_is_refused(finished_run,
+                                                                          capsys):
+    """A breaker's `ftgui train ""` trained in the current folder, which held a folder of runs
+    (every later run was then refused as "inside the run"), and `nest/` with a run at
+    `nest/deep/r` was taken as a new run's folder."""
+    nest = finished_run.parent / "nest"
+    shutil.copytree(finished_run, nest / "deep" / "r")
+    assert cli.main(["train", str(nest), "--steps", "5"]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {nest} holds runs (deep/r); give a new folder for this one\n")
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["train", "", "--steps", "5"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.startswith(
+        "ftgui train: argument run_dir: an empty name; give the run's folder (e.g. runs/demo)")
+    assert not (nest / "config.toml").exists()
+    assert not (Path.cwd() / "config.toml").exists()
 
 
 def test_the_signal_handlers_of_the_caller_are_given_back(finished_run):

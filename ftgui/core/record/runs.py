@@ -58,8 +58,9 @@ def check_new_run_folder(path: Path) -> None:
     """Raise `ConfigError` (one line) when a new run would be started in a folder that holds
     runs (`ftgui train .` among them) or inside a started run's folder (its `checkpoints/`):
     a tester's runs landed there, their files among other runs'. A folder with only a
-    `config.toml` (a project's own) is no started run. For `ftgui train` and the window's
-    Start, before anything is made in `path`."""
+    `config.toml` (a project's own) is no started run; runs two levels down count
+    (`nest/deep/r`). For `ftgui train` and the window's Start, before anything is made in
+    `path`."""
     def started_run(folder: Path) -> bool:
         return (folder / configmod.CONFIG_FILE).is_file() and (folder / EVENTS_FILE).is_file()
 
@@ -68,10 +69,34 @@ def check_new_run_folder(path: Path) -> None:
         raise ConfigError(f"run_dir: {path} is inside the run {host}; give a folder of its own")
     if not path.is_dir() or is_run_dir(path):
         return
-    runs = sorted(child.name for child in path.iterdir() if child.is_dir() and is_run_dir(child))
+    runs = _runs_below(path)
     if runs:
         raise ConfigError(f"run_dir: {path} holds runs ({', '.join(runs[:4])}"
                           f"{', …' if len(runs) > 4 else ''}); give a new folder for this one")
+
+
+def _runs_below(path: Path, depth: int = 2, most: int = 2000) -> list[str]:
+    """The runs in `path`'s folders down to `depth` levels ("a", "nest/deep"), sorted; it
+    stops after looking into `most` folders (a home folder's tree is not walked whole)."""
+    found, level, looked = [], [path], 0
+    for _ in range(depth):
+        below = []
+        for folder in level:
+            try:
+                children = sorted(c for c in folder.iterdir()
+                                  if c.is_dir() and not c.name.startswith("."))
+            except OSError:
+                continue
+            for child in children:
+                looked += 1
+                if is_run_dir(child):
+                    found.append(child.relative_to(path).as_posix())
+                else:
+                    below.append(child)
+                if looked >= most:
+                    return sorted(found)
+        level = below
+    return sorted(found)
 
 
 @dataclass
