@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMenu
 
-from ftgui.core.record import runs
+from ftgui.core.record import run_notes, runs
 from ftgui.core.record.runs import RunSummary
 from ftgui.core.reports import csv_export, report
 from ftgui.core.settings.config import ConfigError
@@ -132,6 +132,17 @@ class RunHistory:
         view.set_presenting(presenting)
         view.show()
         view.raise_()
+        self._name_the_story(presenting)
+
+    def _name_the_story(self, on: bool) -> None:
+        """While the comparison of several runs takes the plot's place, the story line over it
+        names the run it tells ("model.fit: Finished at step 220 · …"): a room read its
+        goodput as the comparison's."""
+        shown = self.window.run_dir() if on else None
+        name = None if shown is None else run_notes.load(shown).name or Path(shown).name
+        if name != self.window.top_bar.story_owner:
+            self.window.top_bar.story_owner = name
+            self.window.refresh_story()
 
     def _live_again(self, state: str, _reason: str = "") -> None:
         """A run trains again (the next demo, a resume): its plot comes back in place."""
@@ -146,6 +157,7 @@ class RunHistory:
             view.setParent(self.window, Qt.WindowType.Window)
             view.set_presenting(False)
             self.window.plot_pane.show()
+        self._name_the_story(False)
 
     def _compare_selected(self) -> None:
         selected = self.dock.selected_runs() if self.dock.isVisible() else []

@@ -325,6 +325,10 @@ class MainWindow(QMainWindow):
             self.controller.open(run_dir)
 
     # ------------------------------------------------------------ state
+    def refresh_story(self) -> None:
+        """Show the story line and the state label again (after `top_bar.story_owner` changed)."""
+        self._show_story()
+
     def _show_story(self, *_timeline) -> None:
         """The story line and the state label, from the timeline and the last state shown."""
         config = self.controller.config

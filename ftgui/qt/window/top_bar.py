@@ -27,6 +27,8 @@ class TopBar(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("topBar")
+        self.story_owner: str | None = None  # the run the story line tells, named over a
+        # comparison (`RunHistory`); None: the window's run, unnamed
         self.start_button = named_button("startButton", "Start",
                                          "Start a new run in the run directory")
         self.kill_button = named_button("killButton", "Kill",
@@ -68,6 +70,8 @@ class TopBar(QWidget):
         "running" only once a step of the current attempt is in; until then "starting", or
         "restarting" for a later attempt (TensorFlow imports, the checkpoint is restored)."""
         text = story(timeline, total_steps, watchdog_due_in)
+        if self.story_owner:  # over a comparison of several runs: whose story this is
+            text = f"{self.story_owner}: {text}"
         if text != self.story_banner.text():
             self.story_banner.set_story(text)
         if state == "running" and timeline.state == "finished":  # its events are ahead of

@@ -336,6 +336,8 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     assert view.isVisible() and not window.plot_pane.isVisible()
     assert not view.table.isVisible() and view.back.isVisible()
     assert window.story_banner.isVisible()
+    # whose story it tells: over two runs' figures its goodput read as the comparison's
+    assert window.story_banner.text().startswith("every-10: Finished at step 20 · ")
     text = view.figures.text().replace("\u00a0", " ")  # each figure unbroken
     # the figures in a table of aligned columns (two runs' one-line headlines wrapped at
     # 16 px), each run named in its colour: no legend over the curves (it sat mid-left,
@@ -375,12 +377,14 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     window.set_presenting(False)  # F5 again: the comparison in its own window
     QApplication.processEvents()
     assert view.isWindow() and view.isVisible() and window.plot_pane.isVisible()
+    assert window.story_banner.text().startswith("Finished at step 20 · ")
     assert view.table.isVisible() and not view.back.isVisible()
     window.set_presenting(True)
     QApplication.processEvents()
     view.back.click()  # back to the run
     QApplication.processEvents()
     assert not view.isVisible() and window.plot_pane.isVisible()
+    assert window.story_banner.text().startswith("Finished at step 20 · ")  # unnamed again
     window.run_history.compare([runs.summarize(every_10), runs.summarize(every_4)])
     assert not window.plot_pane.isVisible()
     window.controller.stateChanged.emit("running", "")  # the next run: its plot in place
