@@ -141,11 +141,11 @@ def seconds(value: float | None) -> str:
 
 
 def figures_table(figures: RunFigures) -> str:
-    """Incidents, steps redone, time lost, checkpoint time, wall time and goodput; steps
+    """Incidents, steps redone, time lost, checkpoint stall, wall time and goodput; steps
     redone, time lost and goodput printed as the window and `ftgui train` print them."""
     shown = figures.shown()
     return _table(
-        ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint time", "wall time",
+        ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint stall", "wall time",
          "goodput"],
         [[str(figures.incidents), shown["steps redone"], shown["time lost"],
           str(figures.checkpoints), formatting.stall(figures.checkpoint_seconds),

@@ -1,4 +1,4 @@
-"""A run's figures for comparing runs: incidents, steps redone, time lost, checkpoint time and
+"""A run's figures for comparing runs: incidents, steps redone, time lost, checkpoint stall and
 goodput, from its `Timeline` and its `checkpoint_saved` events (no Qt, no TensorFlow).
 
 Checkpoint time is the training time spent on checkpoints: the sum of each `checkpoint_saved`

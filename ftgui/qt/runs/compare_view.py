@@ -1,6 +1,6 @@
 """The comparison view: two or more runs' training loss on one step axis, each run's crash and
 resume markers, and what each run's faults and checkpoints cost (incidents, steps redone, time
-lost, checkpoint time, goodput, final loss) as `ftgui.core.timeline.run_figures` computes them from
+lost, checkpoint stall, goodput, final loss) as `ftgui.core.timeline.run_figures` computes them from
 each run's timeline: in a table, and in large lines over the plot (`compareFigures`).
 
 Opened by the Runs dock's Compare button, Run → Compare and a demo's end. It is a window of its
@@ -37,7 +37,7 @@ from ftgui.qt.plot.loss_plot import LossPlot
 from ftgui.qt.plot.overlays import overlay_runs
 from ftgui.qt.table_model import RowsModel, set_up_table
 
-COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "checkpoint time",
+COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "checkpoint stall",
            "wall time", "goodput", "final loss")
 # one colour per compared run: far apart in hue and lightness, none a marker's red or green
 COMPARE_COLOURS = ("#1f77b4", "#e08e0b", "#7b3fa0", "#2a9d8f", "#8c564b", "#d4479b")
@@ -139,7 +139,7 @@ def headline(figures: RunFigures) -> str:
             f"goodput {shown['goodput']}")
 
 
-ROOM_COLUMNS = ("steps redone", "time lost", "checkpoints", "stalled", "goodput")
+ROOM_COLUMNS = ("steps redone", "time lost", "checkpoints", "checkpoint stall", "goodput")
 
 
 def room_cells(figures: RunFigures) -> tuple[str, ...]:

@@ -80,7 +80,7 @@ def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
     # time lost and goodput are printed as the banner and the Incidents tab print them
     # (issue 24: "2.25 s" and "46.7 %" here, "2.2 s" and "47 %" there)
     assert table(root, "figures") == [
-        ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint time",
+        ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint stall",
          "wall time", "goodput"],
         ["1", "2", "2.2 s", "2", "0.10 s", "4.22 s", "47 %"]]
     assert table(root, "incidents")[1] == [

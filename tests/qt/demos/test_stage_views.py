@@ -347,7 +347,7 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     cells = [re.sub(r"<[^>]+>", "", cell) for cell in
              re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", table)]
     assert cells == [
-        "", "steps redone", "time lost", "checkpoints", "stalled", "goodput",
+        "", "steps redone", "time lost", "checkpoints", "checkpoint stall", "goodput",
         "■ every-10", "4", "2.4 s", "2", "0.10 s", "45 %",  # what the time lost is weighed against
         "■ every-4", "2", "2.2 s", "5", "0.25 s", "47 %"]
     assert "final loss 0.05: every-4 = every-10, bitwise" in text

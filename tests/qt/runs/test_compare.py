@@ -1,5 +1,5 @@
 """Comparing runs: two hand-written runs with the same crash and different checkpoint intervals,
-on one step axis, with each run's incidents, steps redone, time lost, checkpoint time and
+on one step axis, with each run's incidents, steps redone, time lost, checkpoint stall and
 goodput in the table under the plot."""
 
 from __future__ import annotations
