@@ -646,7 +646,7 @@ CLAIMS = "\n".join(f"✓ claim {i} (checkpoint every {10 ** i}): resumed from ch
 @pytest.mark.parametrize("presenting", [False, True])
 def test_the_demo_panel_s_labels_never_overlap_and_the_claims_come_into_view(
         window, qtbot, presenting):
-    """The last stage's text and five claims, in the dock at 1280x720: in the presentation
+    """A long last stage's text and five claims, in the dock at 1280x720: in the presentation
     view they do not fit, so the panel scrolls; no label is squeezed under the next, and the
     claims, shown last, are in view whole."""
     menu = window.demos
@@ -656,7 +656,8 @@ def test_the_demo_panel_s_labels_never_overlap_and_the_claims_come_into_view(
     window.set_presenting(presenting)
     menu.panel.set_presenting(presenting)
     panel = menu.panel
-    panel.show_stage(demo.title, 4, 5, demo.stages[-1].text)
+    long_text = f"{demo.stages[-1].text} {demo.stages[-2].text}"  # more than the room's panel
+    panel.show_stage(demo.title, 4, 5, long_text)
     qtbot.wait(50)
     panel.show_result(CLAIMS)
     qtbot.wait(50)
@@ -672,7 +673,7 @@ def test_the_demo_panel_s_labels_never_overlap_and_the_claims_come_into_view(
     qtbot.wait(50)
     assert _result_in_view(panel)  # the claims stay in view
     panel.show_result("")
-    panel.show_stage(demo.title, 4, 5, demo.stages[-1].text)
+    panel.show_stage(demo.title, 4, 5, long_text)
     assert panel.scroll.verticalScrollBar().value() == 0  # a new stage reads from its title
 
 
