@@ -87,9 +87,10 @@ class AttemptTasks:
         except OSError as exc:
             self.kill_all()
             raise StartError(f"cannot start {task.name}: {exc}") from None
-        proc = TrainingProcess(
-            task, handle, restarts=restarts, rejoins=request.rejoins,
-            last_step=state.last_step if request.rejoins else (restore.step if restore else 0))
+        memory = state.memory.step if state.memory is not None and task.is_chief else None
+        start = memory if memory is not None else (restore.step if restore else 0)
+        proc = TrainingProcess(task, handle, restarts=restarts, rejoins=request.rejoins,
+                               last_step=state.last_step if request.rejoins else start)
         state.processes.append(proc)
         age = handle.standby_age
         writer.emit(
@@ -102,7 +103,7 @@ class AttemptTasks:
             standby_age=None if age is None else round(age, 2),
             forked=bool(getattr(handle, "forked", False)),
             cold_reason=getattr(handle, "cold_reason", None),
-            snapshot=state.memory.step if state.memory is not None and task.is_chief else None,
+            snapshot=memory,
         )
         return proc
 

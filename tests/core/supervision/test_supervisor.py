@@ -144,6 +144,35 @@ def test_kill_ends_the_trainer_and_every_process_it_started(tmp_path, fake_pytho
     assert supervisor.kill() is False  # nothing left to kill
 
 
+def test_a_chief_killed_while_it_restores_a_snapshot_exits_at_the_snapshot_s_step(
+        tmp_path, fake_python, monkeypatch):
+    """Killed again while it restored step 151 from memory: its `process_exited` said
+    `last_step` 100 (the checkpoint it did not restore) beside the story's "at step 151"
+    (a breaker's finding)."""
+    from ftgui.core.checkpoints import snapshots
+
+    monkeypatch.setenv("FAKE_TRAINER", "late:30")  # still restoring when the kill comes
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, python=fake_python)
+    supervisor.start(RunConfig(steps=400))
+    poll_until(supervisor, lambda ev: of_kind(ev, "process_started"))
+    supervisor.shutdown()
+    made = snapshots.SnapshotFile.create(snapshots.snapshot_path(run_dir), 7, 64, run_dir)
+    try:
+        made.write(0, 151, 0.5, (151).to_bytes(8, sys.byteorder) * 8)
+        again = Supervisor(run_dir, python=fake_python)  # `ftgui train RUN --resume`
+        again.resume()
+        seen = poll_until(again, lambda ev: of_kind(ev, "process_started", attempt=1))
+        assert of_kind(seen, "process_started", attempt=1)[0]["snapshot"] == 151
+        assert again.kill() is True
+        seen += poll_until_done(again)
+        [exited] = of_kind(seen, "process_exited", attempt=1)
+        assert exited["last_step"] == 151
+    finally:
+        made.close()
+        snapshots.discard(run_dir)
+
+
 def test_the_kill_timer_counts_from_the_first_step_not_the_launch(
     tmp_path, fake_python, monkeypatch
 ):
