@@ -1,8 +1,9 @@
 """Make the README screenshot: a real run in the real window, offscreen, killed and recovered.
 
 Usage: python tools/screenshot.py [OUT.png]   (default resources/screenshot.png; about 40 s)
-       python tools/screenshot.py --views RUN  (resources/screenshot-normal.png and
-                                                -presentation.png: RUN opened at 1280x720)
+       python tools/screenshot.py --views RUN [--folder F]  (F/screenshot-normal.png and
+                                                -presentation.png: RUN opened at 1280x720;
+                                                F: the repository's resources/ by default)
        python tools/screenshot.py --demo       (the pictures of docs/presenting.md's guided
                                                 demo: resources/stage-held.png, stage-kill,
                                                 stage-resumed, screenshot-demo and
@@ -35,6 +36,8 @@ from ftgui.core.settings.config import RunConfig  # noqa: E402
 from ftgui.qt.window.app import make_app  # noqa: E402
 from ftgui.qt.window.main_window import MainWindow  # noqa: E402
 
+RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # the docs' pictures
+
 
 def save(window, out: Path) -> None:
     """Grab `window` into the PNG `out`; SystemExit with a one-line reason when Qt cannot."""
@@ -43,7 +46,7 @@ def save(window, out: Path) -> None:
                          "ending in .png)")
 
 
-def views(run_dir: Path, folder: Path = Path("resources")) -> int:
+def views(run_dir: Path, folder: Path = RESOURCES) -> int:
     """`run_dir` opened in the window at 1280x720, grabbed in the normal view and in the
     presentation view (`screenshot-normal.png`, `screenshot-presentation.png` in `folder`)."""
     app = make_app()
@@ -67,7 +70,7 @@ def views(run_dir: Path, folder: Path = Path("resources")) -> int:
 HOLD_SECONDS = 12.0  # K pressed this long into the hold, as docs/presenting.md says
 
 
-def demo(folder: Path = Path("resources")) -> int:
+def demo(folder: Path = RESOURCES) -> int:
     """The built-in Crash-and-recover demo played in the window at 1280x720, presentation view
     on, *Faults wait for me* on, at the demo's own pace and reading times (what a room sees),
     grabbed at each moment docs/presenting.md shows: `stage-held.png` (12 s into the hold at
@@ -150,17 +153,25 @@ def demo(folder: Path = Path("resources")) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", nargs="?", type=Path, default=Path("resources/screenshot.png"),
+    parser.add_argument("out", nargs="?", type=Path, default=RESOURCES / "screenshot.png",
                         help="the README picture (default resources/screenshot.png)")
     parser.add_argument("--views", type=Path, metavar="RUN",
                         help="grab RUN at 1280x720 in the normal and the presentation view")
     parser.add_argument("--demo", action="store_true",
                         help="the guided demo's pictures of docs/presenting.md")
+    parser.add_argument("--folder", type=Path, default=RESOURCES,
+                        help="where --views and --demo save their pictures (default: the "
+                        "repository's resources/, whose pictures the docs show)")
     args = parser.parse_args()
+    if (args.views is not None or args.demo) and args.out != RESOURCES / "screenshot.png":
+        parser.error("with --views or --demo, give the pictures' folder as --folder FOLDER "
+                     "(each view has a picture of its own)")
+    if not args.folder.is_dir():
+        parser.error(f"--folder: {args.folder} is not a folder")
     if args.views is not None:
-        return views(args.views)
+        return views(args.views, args.folder)
     if args.demo:
-        return demo()
+        return demo(args.folder)
     out = args.out
     app = make_app()
     work = Path(tempfile.mkdtemp(prefix="ftgui-shot-"))
