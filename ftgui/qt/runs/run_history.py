@@ -74,9 +74,15 @@ class RunHistory:
 
     # ------------------------------------------------------------ the dock and overlays
     def show_runs(self) -> None:
-        """Show the Runs dock (first time: DOCK_HEIGHT pixels high) with a fresh list."""
+        """Show the Runs dock (first time: DOCK_HEIGHT pixels high) with a fresh list: of the
+        open run's folder when the dock's own folder holds no runs (`ftgui open runs/demo`
+        showed an empty default folder, "this folder does not exist yet")."""
         if self.dock.isHidden():
             self.window.resizeDocks([self.dock], [DOCK_HEIGHT], Qt.Orientation.Vertical)
+        shown = self.window.run_dir()
+        if shown is not None and Path(shown).parent != self.dock.root() \
+                and not runs.list_runs(self.dock.root()):
+            self.dock.set_root(Path(shown).parent)
         self.dock.show()
         self.dock.raise_()
         self.dock.refresh()

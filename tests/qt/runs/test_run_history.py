@@ -97,6 +97,33 @@ def test_the_runs_dock_lists_opens_and_overlays_runs(qtbot, tmp_path):
     window.controller.shutdown()
 
 
+def test_the_runs_dock_lists_the_open_runs_folder_when_its_own_holds_none(qtbot, tmp_path):
+    """`ftgui open runs/demo2`, then Run → Runs…: the dock showed its default folder, empty
+    ("this folder does not exist yet"), not the runs beside the open one (a new user)."""
+    root = tmp_path / "runs"
+    write_run(root, "alpha", [2.0, 1.0, 0.5])
+    write_run(root, "beta", [3.0, 2.0])
+    settings = temp_settings(tmp_path)
+    settings.setValue("runs_root", str(tmp_path / "never-made"))
+    window = MainWindow(settings=settings)
+    qtbot.addWidget(window)
+    window.show()
+    window.open_run(root / "beta")
+    window.findChild(object, "runsAction").trigger()
+    dock = window.run_history.dock
+    assert dock.root() == (root / "beta").absolute().parent
+    model = window.findChild(QTableView, "runsTable").model()
+    assert sorted(model.index(row, 0).data() for row in range(model.rowCount())) == [
+        "alpha", "beta"]
+    dock.set_root(tmp_path / "elsewhere")  # the user's own choice, holding runs: kept
+    dock.hide()
+    (tmp_path / "elsewhere").mkdir()
+    write_run(tmp_path / "elsewhere", "gamma", [1.0])
+    window.findChild(object, "runsAction").trigger()
+    assert dock.root() == tmp_path / "elsewhere"
+    window.controller.shutdown()
+
+
 def test_the_runs_dock_writes_each_status_in_its_theme_colour(qtbot, tmp_path):
     root = tmp_path / "runs"
     write_run(root, "alpha", [2.0, 1.0], kill_at=1)
