@@ -595,7 +595,7 @@ _DESCRIBERS = {
     "recovery_scheduled": lambda e, s: restart_words(e.get("restart"), e.get("delay")),
     "recovery_cancelled": lambda e, s: "automatic restart cancelled: ftgui stopped",
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
-    f"{e.get('archived_steps')} kept in {e.get('archive')}",
+    f"{', '.join(map(str, e.get('archived_steps') or [])) or 'none'} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,
     "determinism_warning": lambda e, s: "exact resume is not guaranteed: "
     f"{e.get('reason', '')}",

@@ -346,8 +346,9 @@ class CheckResult:
         s = self.summary
         return (f"model {s.get('name', '?')}: {len(s.get('layers', []))} layers, "
                 f"{formatting.count(s.get('parameters', 0))} parameters; "
-                f"data {s.get('train', 0)} training / "
-                f"{s.get('val', 0)} validation examples, input {tuple(s.get('input_shape', ()))}")
+                f"data {formatting.count(s.get('train', 0))} training / "
+                f"{formatting.count(s.get('val', 0))} validation examples, "
+                f"input {tuple(s.get('input_shape', ()))}")
 
 
 # Settings the check does not read (run length, checkpoint cadence, faults, recovery, where

@@ -207,7 +207,7 @@ def test_notes_tell_the_story_in_sentences(story):
                      "resumed from checkpoint 40",
                      "preemption of chief requested at step 68 (user)",
                      "preempted: checkpoint 70 saved, stopping", "chief preempted at step 70",
-                     "forked from checkpoint 80; newer checkpoints [90] kept in "
+                     "forked from checkpoint 80; newer checkpoints 90 kept in "
                      "history/fork-3/checkpoints",
                      "run finished at step 100, final loss 0.0100", "chief finished at step 100"):
         assert sentence in texts, sentence
