@@ -482,6 +482,8 @@ def _training_started(event, step):
 def _checkpoint_saved(event, step):
     late = " just in time" if event.get("just_in_time") else ""
     text = f"checkpoint {event.get('step')} saved{late}{_size(event.get('size'))}"
+    if event.get("source") == "memory":  # off the interval: the restored snapshot, on disk
+        text += " from the restored in-memory snapshot"
     return text + (" on request" if event.get("requested") else "")
 
 

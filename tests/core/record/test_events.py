@@ -243,3 +243,21 @@ def test_a_step_line_written_directly_is_the_line_emit_writes(tmp_path, monkeypa
     assert written == lines_of(tmp_path / "emit")
     assert '"clock"' in written[0] and not any('"clock"' in line for line in written[1:])
     assert [json.loads(line)["loss"] for line in written[2:5]] == [None, None, None]
+
+
+def test_a_checkpoint_persisted_from_a_snapshot_says_so():
+    """"checkpoint 35 saved" after a resume, off the every-10 interval, puzzled a new user."""
+    from ftgui.core.record.events import describe
+
+    assert describe({"event": "checkpoint_saved", "step": 35, "size": 61100,
+                     "source": "memory"}) == (
+        "checkpoint 35 saved (61.1 kB) from the restored in-memory snapshot")
+
+
+def test_a_start_line_gives_the_reason_a_process_started_cold():
+    from ftgui.core.record.events import describe
+
+    said = describe({"event": "process_started", "role": "chief", "index": 0, "pid": 42,
+                     "forked": False, "cold_reason": "the fork server was not ready yet"})
+    assert said.endswith("started (pid 42), importing TensorFlow: the fork server was not "
+                         "ready yet")

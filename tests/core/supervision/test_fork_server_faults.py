@@ -270,12 +270,3 @@ def test_a_cold_start_says_why_it_was_not_forked(tmp_path, monkeypatch, server, 
         pool.dismiss()
         fork_server.close_all(python)
         fork_server._FAILED.pop((python, fork_server.import_env(fork_server.child_env())), None)
-
-
-def test_a_start_line_gives_the_reason_a_process_started_cold():
-    from ftgui.core.record.events import describe
-
-    said = describe({"event": "process_started", "role": "chief", "index": 0, "pid": 42,
-                     "forked": False, "cold_reason": "the fork server was not ready yet"})
-    assert said.endswith("started (pid 42), importing TensorFlow: the fork server was not "
-                         "ready yet")
