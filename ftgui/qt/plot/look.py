@@ -30,6 +30,7 @@ from ftgui.qt.plot.redone_inset import (
     HEIGHT_FRACTION,
     LEFT_FRACTION,
     MAX_TOP_SHARE,
+    clear_of_markers,
     to_widget,
 )
 
@@ -324,6 +325,11 @@ class PlotLook:
             if kept is not None and abs(left - kept) < INSET_SLACK:
                 left = kept
             self._inset_left = left
+        x_low, x_high = box.viewRange()[0]
+        if x_high > x_low:  # off the marker lines it would cover
+            left = clear_of_markers(left, [(step - x_low) / (x_high - x_low)
+                                           for _kind, step, line in self.markers
+                                           if line.isVisible()])
         inset.place(view, self._label_strip_px(), left)
         if inset.isVisible():  # a label pushed below the strip (a legend at the top took its
             under = inset.geometry()  # row) would be covered by it: its text is in the tooltip

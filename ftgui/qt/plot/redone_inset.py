@@ -21,6 +21,7 @@ from ftgui.qt.plot.loss_axis import loss_axes
 WIDTH_FRACTION, HEIGHT_FRACTION = 0.36, 0.34  # of the main plot's view box
 LEFT_FRACTION = 0.30  # its left edge at least, along the view box (a falling loss leaves the
 # top free; in the presentation view it starts where the fitted part of the run does)
+MOVED_LEFT_FRACTION = 0.05  # its left edge at least when moved off the marker lines
 GAP_PX = 6  # below the marker labels' strip
 PAD_FRACTION = 0.1  # above and below the redone losses
 MIN_SIZE_PX = (160, 110)  # smaller than this it is not shown
@@ -53,6 +54,27 @@ def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTI
     left = min(max(left_fraction, LEFT_FRACTION), 1.0 - WIDTH_FRACTION - 0.02)
     return QRectF(view.left() + view.width() * left, view.top() + strip_px + GAP_PX,
                   width, height)
+
+
+def clear_of_markers(left: float, markers: list[float], gap: float = 0.01) -> float:
+    """The inset's left edge (a fraction of the view's width, as `inset_rect` takes it) moved
+    off the marker lines it would cover (`markers`: their x as fractions of the view's
+    width): right of them, else left of them (down to `MOVED_LEFT_FRACTION`: the early steps
+    it may then cover matter less than the lines it magnifies), where it then covers none;
+    else `left` as it was. The inset sat over the kill and resume lines (a presenter's
+    finding)."""
+    left = min(max(left, LEFT_FRACTION), 1.0 - WIDTH_FRACTION - 0.02)
+
+    def covered(at: float) -> list[float]:
+        return [m for m in markers if at - gap / 2 <= m <= at + WIDTH_FRACTION + gap / 2]
+
+    under = covered(left)
+    if not under:
+        return left
+    for moved in (max(under) + gap, min(under) - gap - WIDTH_FRACTION):
+        if MOVED_LEFT_FRACTION <= moved <= 1.0 - WIDTH_FRACTION - 0.02 and not covered(moved):
+            return moved
+    return left
 
 
 class RedoneInset(pg.PlotWidget):

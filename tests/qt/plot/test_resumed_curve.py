@@ -169,6 +169,49 @@ def test_no_marker_label_shown_is_under_the_redone_inset(plot):
                 under), line.label.toPlainText()
 
 
+def test_the_redone_inset_leaves_the_kill_and_resume_lines_it_magnifies_in_view(plot):
+    """The custom-loop demo at 1280x720: killed at 153, resumed from 150; the inset sat over
+    both lines (a presenter's finding). It goes beside them where it fits."""
+    from PySide6.QtWidgets import QApplication
+
+    from ftgui.qt.plot.redone_inset import to_widget
+
+    plot.resize(870, 490)
+    plot.show()
+
+    def loss(step):
+        return 2.4 * np.exp(-step / 30) + 0.05 + 0.01 * (step % 7)
+
+    for step in range(1, 154):
+        plot.add_step(0, step, loss(step))
+    plot.shade_redone(150, 153)
+    for kind, step, label in [("crash", 153, "killed @ 153"), ("resume", 150, "resume ← 150")]:
+        plot.add_marker(kind, step, label)
+    plot.set_presenting(True)
+    for step in range(151, 221):
+        plot.add_step(1, step, loss(step))
+    for _ in range(3):
+        plot.redraw()
+        QApplication.processEvents()
+    assert plot.inset.isVisible()
+    inset = plot.inset.geometry()
+    for _kind, step, line in plot.markers:
+        x = to_widget(plot, line.sceneBoundingRect()).center().x()
+        assert not inset.left() <= x <= inset.right(), (step, x, inset)
+
+
+def test_the_inset_moves_off_the_marker_lines_where_it_fits():
+    from ftgui.qt.plot.redone_inset import WIDTH_FRACTION, clear_of_markers
+
+    assert clear_of_markers(0.4, []) == 0.4
+    assert clear_of_markers(0.4, [0.9]) == 0.4  # none under it
+    assert clear_of_markers(0.3, [0.35]) == pytest.approx(0.36)  # right of the line
+    # no room on the right: left of the lines
+    assert clear_of_markers(0.45, [0.67, 0.68]) == pytest.approx(0.67 - 0.01 - WIDTH_FRACTION)
+    # room on neither side (a chaos run's lines everywhere): where it was
+    assert clear_of_markers(0.4, [0.1, 0.45, 0.8]) == 0.4
+
+
 def test_the_inset_keeps_still_while_the_resumed_run_streams_in(plot):
     """The inset follows the fitted part of the run, whose place on x changes with each new
     step: it wobbled 1-6 px back and forth from step to step (a presenter's grabs, steps
