@@ -169,6 +169,24 @@ def test_no_marker_label_shown_is_under_the_redone_inset(plot):
                 under), line.label.toPlainText()
 
 
+def _killed_and_resumed(plot, size, killed: int, resumed: int, last: int,
+                        noise: float = 0.001):
+    """`plot` at `size`, shown: a falling loss over steps 1..`killed` (attempt 0), steps
+    `resumed`+1..`killed` shaded as redone, and steps `resumed`+1..`last` of attempt 1.
+    Returns the loss of a step."""
+    def loss(step):
+        return 2.4 * np.exp(-step / 30) + 5 * noise + noise * (step % 7)
+
+    plot.resize(*size)
+    plot.show()
+    for step in range(1, killed + 1):
+        plot.add_step(0, step, loss(step))
+    plot.shade_redone(resumed, killed)
+    for step in range(resumed + 1, last + 1):
+        plot.add_step(1, step, loss(step))
+    return loss
+
+
 def test_the_redone_inset_leaves_the_kill_and_resume_lines_it_magnifies_in_view(plot):
     """The custom-loop demo at 1280x720: killed at 153, resumed from 150; the inset sat over
     both lines (a presenter's finding). It goes beside them where it fits."""
@@ -176,20 +194,10 @@ def test_the_redone_inset_leaves_the_kill_and_resume_lines_it_magnifies_in_view(
 
     from ftgui.qt.plot.redone_inset import to_widget
 
-    plot.resize(870, 490)
-    plot.show()
-
-    def loss(step):
-        return 2.4 * np.exp(-step / 30) + 0.05 + 0.01 * (step % 7)
-
-    for step in range(1, 154):
-        plot.add_step(0, step, loss(step))
-    plot.shade_redone(150, 153)
+    _killed_and_resumed(plot, (870, 490), killed=153, resumed=150, last=220, noise=0.01)
     for kind, step, label in [("crash", 153, "killed @ 153"), ("resume", 150, "resume ← 150")]:
         plot.add_marker(kind, step, label)
     plot.set_presenting(True)
-    for step in range(151, 221):
-        plot.add_step(1, step, loss(step))
     for _ in range(3):
         plot.redraw()
         QApplication.processEvents()
@@ -218,15 +226,7 @@ def test_the_inset_keeps_still_while_the_resumed_run_streams_in(plot):
     900-980). Its left edge moves in steps of 1/40 of the view: a few times in 600 steps."""
     from PySide6.QtWidgets import QApplication
 
-    plot.resize(870, 420)
-    plot.show()
-
-    def loss(step):
-        return 2.4 * np.exp(-step / 30) + 0.01 + 0.001 * (step % 7)
-
-    for step in range(1, 651):
-        plot.add_step(0, step, loss(step))
-    plot.shade_redone(600, 650)
+    loss = _killed_and_resumed(plot, (870, 420), killed=650, resumed=600, last=600)
     plot.set_presenting(True)
     lefts = []
     for step in range(601, 1201):
