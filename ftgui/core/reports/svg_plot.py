@@ -128,11 +128,19 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
     rows = label_rows([(start, start + CHAR_PX * len(marker.label) + LABEL_GAP_PX)
                        for start, marker in zip(starts, timeline.markers, strict=True)],
                       LABEL_ROWS)
+    at_step: dict[int, int] = {}  # markers at one step take turns along one line (a kill and
+    # its resume: the resume's green dashes covered the kill's red, under a red label)
+    for marker in timeline.markers:
+        at_step[marker.step] = at_step.get(marker.step, 0) + 1
+    turn: dict[int, int] = {}
     for marker, row in zip(timeline.markers, rows, strict=True):
         x = float(sx(marker.step))
         colour = MARKER_COLOURS.get(marker.kind, "#555555")
+        sharing, slot = at_step[marker.step], turn.get(marker.step, 0)
+        turn[marker.step] = slot + 1
         parts.append(f'<line class="marker" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" '
-                     f'y2="{bottom}" stroke="{colour}" stroke-dasharray="4 3">'
+                     f'y2="{bottom}" stroke="{colour}" stroke-dasharray="4 {7 * sharing - 4}" '
+                     f'stroke-dashoffset="{-7 * slot}">'
                      f"<title>{escape(marker.label)}</title></line>")
         if row is not None:
             parts.append(f'<text class="marker-label" x="{x + 3:.1f}" '

@@ -65,3 +65,16 @@ def test_marker_labels_never_overlap_and_each_line_keeps_its_title(tmp_path):
             assert row != other_row or end <= other_start or other_end <= start
     assert svg.count('<line class="marker"') == len(timeline.markers)
     assert svg.count("</title></line>") == len(timeline.markers)  # every label as a tooltip
+
+
+def test_a_kill_and_its_resume_at_one_step_take_turns_along_one_line(tmp_path):
+    """Killed after step 20 and resumed from checkpoint 20: the resume's green dashes covered
+    the kill's red ones, under the red label "killed @ 20" (a new user's finding)."""
+    svg = plot_svg(timeline_of(crash_and_recovery(tmp_path / "run", kill_at=20, every=10,
+                                                  steps=30)))
+    lines = re.findall(r'<line class="marker" x1="([0-9.]+)"[^>]*stroke="([^"]+)" '
+                       r'stroke-dasharray="([^"]+)" stroke-dashoffset="([^"]+)"', svg)
+    assert len(lines) == 2 and lines[0][0] == lines[1][0]  # one step, one x
+    assert {dash for _, _, dash, _ in lines} == {"4 10"}  # each dash, then the other's gap
+    assert sorted(offset for _, _, _, offset in lines) == ["-7", "0"]
+    assert lines[0][1] != lines[1][1]  # red and green
