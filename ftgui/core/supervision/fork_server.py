@@ -101,7 +101,10 @@ class ForkServer:
         self._ready = False
         self._closed = False
         self._forked: dict[int, int] = {}  # request id -> pid
-        self._exits: dict[int, int] = {}  # pid -> exit status (Popen.returncode terms)
+        # pid -> exit status (Popen.returncode terms) of a child not yet handed out as a
+        # `ForkedProcess`; those handed out get theirs in `reported`
+        self._exits: dict[int, int] = {}
+        self._live: dict[int, ForkedProcess] = {}  # pid -> the running child handed out
         self._next_id = 0
         self.started = time.monotonic()
         self.protocol = None  # the protocol it said it speaks when ready
@@ -153,12 +156,16 @@ class ForkServer:
             finally:
                 for fd in (stdin_r, log_fd, life_r, status_w):
                     os.close(fd)
-        if pid is None:
-            for fd in (stdin_w, life_w, status_r):
-                os.close(fd)
-            raise OSError("the fork server did not fork")
-        os.set_blocking(status_r, False)
-        return ForkedProcess(self, pid, os.fdopen(stdin_w, "wb"), life_w, status_r, args)
+            if pid is None:
+                for fd in (stdin_w, life_w, status_r):
+                    os.close(fd)
+                raise OSError("the fork server did not fork")
+            os.set_blocking(status_r, False)
+            child = ForkedProcess(self, pid, os.fdopen(stdin_w, "wb"), life_w, status_r, args)
+            child.reported = self._exits.pop(pid, None)  # it ended as the reply came
+            if child.reported is None:
+                self._live[pid] = child
+        return child
 
     def _await_fork(self, request_id: int) -> int | None:
         deadline = time.monotonic() + FORK_TIMEOUT
@@ -169,10 +176,6 @@ class ForkServer:
             self._read(left)
         return self._forked.pop(request_id, None)
 
-    def exit_status(self, pid: int) -> int | None:
-        """Process `pid`'s exit status once the server reported it, else None."""
-        self.pump()
-        return self._exits.get(pid)
 
     def pump(self, timeout: float = 0.0) -> None:
         """Read the server's reports that have come, waiting up to `timeout` seconds for one."""
@@ -198,9 +201,17 @@ class ForkServer:
                 if not self._ready:  # another version of ftgui: its children would fail
                     self._closed = True
             elif "forked" in message:
+                # an exit kept for this pid was an earlier child's: the kernel gave its pid
+                # to this one once the server reaped it (a stale exit 0 ended a new worker at
+                # once, and its peer waited for it for ever)
+                self._exits.pop(message["forked"], None)
                 self._forked[message["id"]] = message["forked"]
             elif "exit" in message:
-                self._exits[message["exit"]] = message["status"]
+                child = self._live.pop(message["exit"], None)
+                if child is not None:
+                    child.reported = message["status"]
+                else:
+                    self._exits[message["exit"]] = message["status"]
             timeout = 0.0
 
     def close(self) -> None:
@@ -241,11 +252,13 @@ class ForkedProcess:
         self._server, self.pid, self.stdin, self._lifeline = server, pid, stdin, lifeline
         self._status, self.args = status, args
         self.returncode: int | None = None
+        self.reported: int | None = None  # its exit status as the server reported it
 
     def poll(self) -> int | None:
         """Its exit status once it ended, else None."""
         if self.returncode is None:
-            status = self._server.exit_status(self.pid)
+            self._server.pump()
+            status = self.reported
             if status is None and not self._server.alive:
                 status = self._own_word()
             if status is not None:

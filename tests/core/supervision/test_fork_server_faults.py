@@ -270,3 +270,45 @@ def test_a_cold_start_says_why_it_was_not_forked(tmp_path, monkeypatch, server, 
         pool.dismiss()
         fork_server.close_all(python)
         fork_server._FAILED.pop((python, fork_server.import_env(fork_server.child_env())), None)
+
+
+RECYCLING = """#!{python}
+import json, os, socket, sys
+conn = socket.socket(fileno=int(sys.argv[-1]))
+conn.send(json.dumps({{"ready": True, "protocol": {protocol}}}).encode())
+while True:  # every child gets pid 4242, as the kernel gives a reaped child's pid again
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 6)
+    if not data:
+        sys.exit(0)
+    for fd in fds:
+        os.close(fd)
+    request = json.loads(data)
+    conn.send(json.dumps({{"forked": 4242, "id": request["id"]}}).encode())
+    if request["id"] == 1:  # the first ends at once, and is reaped
+        conn.send(json.dumps({{"exit": 4242, "status": 0}}).encode())
+"""
+
+
+def test_a_child_given_an_ended_childs_pid_is_not_taken_for_ended(tmp_path):
+    """CI hung in a multi-worker test: worker 0, forked, read as "exited 0, reached the last
+    step" the moment it started (the exit kept for an earlier child of the same pid), and
+    worker 1 waited for its peer for ever."""
+    python = tmp_path / "recycling-python"
+    python.write_text(RECYCLING.format(python=sys.executable, protocol=fork_server.PROTOCOL))
+    python.chmod(0o755)
+    server = fork_server.ForkServer(str(python), fork_server.child_env(),
+                                    tmp_path / "fork-server.log")
+    try:
+        _settle(server)
+        first = server.fork(["--standby", "RUN"], fork_server.child_env(), tmp_path / "1.log")
+        deadline = time.monotonic() + 10
+        while first.poll() is None:
+            assert time.monotonic() < deadline
+            server.pump(0.05)
+        assert first.returncode == 0
+        second = server.fork(["--standby", "RUN"], fork_server.child_env(), tmp_path / "2.log")
+        server.pump(0.2)
+        assert second.pid == first.pid and second.poll() is None  # it runs
+    finally:
+        server.close()
+        server.popen.wait(timeout=10)
