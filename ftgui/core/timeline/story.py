@@ -61,7 +61,7 @@ def story(timeline: Timeline, total_steps: int | None = None,
     run's totals instead of the last incident: "Finished at step 1200 · 3 incidents: …".
     """
     incident = timeline.incidents[-1] if timeline.incidents else None
-    if incident is not None and not _settled(incident):
+    if incident is not None and (not _settled(incident) or _stall_pending(timeline, incident)):
         return _capital(_incident_now(timeline, incident, watchdog_due_in))
     state = timeline.state
     if state == "finished":
@@ -167,6 +167,14 @@ def _settled(incident: Incident) -> bool:
     return incident.closed or bool(incident.ended_by)
 
 
+def _stall_pending(timeline: Timeline, incident: Incident) -> bool:
+    """A lone worker's replacement joined before the coordinator's next step: its stall, the
+    incident's cost, is not measured yet (the banner said "0.0 s lost · goodput 100 %", then
+    "0.6 s lost · goodput 97 %" a moment later: a presenter's finding)."""
+    return (incident.lone and incident.stall_seconds is None and not incident.ended_by
+            and timeline.state == "running")
+
+
 def _fault(incident: Incident) -> str:
     """`killed at step 606`, `worker 1 killed at step 352`; a crash by a signal from outside
     ftgui names it, `crashed (SIGKILL) at step 30` (a `kill -9` or the OOM killer; the plot
@@ -222,8 +230,11 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         return f"{fault}{ARROW}{_undetected(timeline, incident, due_in)}"
     if incident.resumed_step is not None:
         if incident.lone:
+            replacement = (f"a replacement {_who(incident)} joined; measuring the "
+                           "coordinator's stall" if incident.closed
+                           else f"starting a replacement {_who(incident)}")
             return (f"{fault}{ARROW}the coordinator trains on with the other workers; "
-                    f"starting a replacement {_who(incident)}")
+                    f"{replacement}")
         # a thawed process goes on where it stopped: its next step, not a new attempt's first
         awaited = "the next step" if incident.thawed else "the first step"
         return f"{fault}{ARROW}{_how(incident)}{ARROW}waiting for {awaited}"

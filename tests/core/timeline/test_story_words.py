@@ -254,6 +254,29 @@ def test_a_parameter_server_worker_replaced_is_charged_the_coordinators_stall_on
     assert source_words(incident) == ""
 
 
+def test_a_replacement_joining_before_the_coordinators_next_step_tells_no_cost_yet():
+    """The replacement served again while the coordinator still stalled: the banner said
+    "… 0.0 s lost · goodput 100 %", and "0.6 s lost · goodput 97 %" a moment later (a
+    presenter's finding). Until its next step the stall is being measured."""
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF),
+                   ev("process_started", 0.0, pid=11, role="worker", index=1, chief=False),
+                   *steps(1, 300, 1.0),  # a step every 0.25 s: step 300 at 75.75
+                   ev("fault_injected", 76.0, kind="kill", target="worker:1", step=300,
+                      source="user"),
+                   ev("process_exited", 76.1, pid=11, role="worker", index=1, chief=False,
+                      last_step=300, signal=9, signal_name="SIGKILL", decisive=False,
+                      shutdown=False),
+                   ev("training_started", 76.5, pid=12, role="worker", index=1, chief=False,
+                      strategy="parameter-server")])
+    assert story(timeline) == ("Worker 1 killed at step 300 → the coordinator trains on with "
+                               "the other workers; a replacement worker 1 joined; measuring "
+                               "the coordinator's stall")
+    timeline.feed(steps(301, 310, 77.0))  # due at 76.0: 1.0 s lost
+    assert story(timeline).endswith("a replacement worker 1 joined: 0 steps redone, 1.0 s "
+                                    "lost · goodput 99 %")
+
+
 def test_a_parameter_server_worker_lost_without_a_stall_costs_nothing():
     timeline = Timeline()
     timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 40, 1.0),
