@@ -30,6 +30,8 @@ from ftgui.qt.plot.redone_inset import (
     HEIGHT_FRACTION,
     LEFT_FRACTION,
     MAX_TOP_SHARE,
+    MIN_SIZE_PX,
+    WIDTH_FRACTION,
     clear_of_markers,
     to_widget,
 )
@@ -326,11 +328,13 @@ class PlotLook:
                 left = kept
             self._inset_left = left
         x_low, x_high = box.viewRange()[0]
-        if x_high > x_low:  # off the marker lines it would cover
-            left = clear_of_markers(left, [(step - x_low) / (x_high - x_low)
-                                           for _kind, step, line in self.markers
-                                           if line.isVisible()])
-        inset.place(view, self._label_strip_px(), left)
+        width = WIDTH_FRACTION
+        if x_high > x_low and view.width() > 0:  # off the marker lines it would cover
+            left, width = clear_of_markers(
+                left, [(step - x_low) / (x_high - x_low)
+                       for _kind, step, line in self.markers if line.isVisible()],
+                MIN_SIZE_PX[0] / view.width())
+        inset.place(view, self._label_strip_px(), left, width)
         if inset.isVisible():  # a label pushed below the strip (a legend at the top took its
             under = inset.geometry()  # row) would be covered by it: its text is in the tooltip
             for _kind, _step, line in self.markers:

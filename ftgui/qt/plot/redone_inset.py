@@ -21,7 +21,6 @@ from ftgui.qt.plot.loss_axis import loss_axes
 WIDTH_FRACTION, HEIGHT_FRACTION = 0.36, 0.34  # of the main plot's view box
 LEFT_FRACTION = 0.30  # its left edge at least, along the view box (a falling loss leaves the
 # top free; in the presentation view it starts where the fitted part of the run does)
-MOVED_LEFT_FRACTION = 0.05  # its left edge at least when moved off the marker lines
 GAP_PX = 6  # below the marker labels' strip
 PAD_FRACTION = 0.1  # above and below the redone losses
 MIN_SIZE_PX = (160, 110)  # smaller than this it is not shown
@@ -42,39 +41,48 @@ def redone_part(x: np.ndarray, y: np.ndarray, start: float, end: float
     return x[first:last], y[first:last]
 
 
-def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION
-               ) -> QRectF | None:
+def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION,
+               width_fraction: float = WIDTH_FRACTION) -> QRectF | None:
     """Where the inset goes in widget pixels, for the main plot's view box `view`, the
-    height of its marker labels' strip at the top and its left edge as a fraction of the
-    view's width (at least `LEFT_FRACTION`, and room for the inset); None when too small."""
-    width = view.width() * WIDTH_FRACTION
+    height of its marker labels' strip at the top, its left edge and its width as fractions
+    of the view's width (the edge at least `LEFT_FRACTION`, and room for the inset); None
+    when too small."""
+    width = view.width() * width_fraction
     height = max(view.height() * HEIGHT_FRACTION, MIN_SIZE_PX[1])
     if width < MIN_SIZE_PX[0] or strip_px + GAP_PX + height > view.height() * MAX_TOP_SHARE:
         return None
-    left = min(max(left_fraction, LEFT_FRACTION), 1.0 - WIDTH_FRACTION - 0.02)
+    left = min(max(left_fraction, LEFT_FRACTION), 1.0 - width_fraction - 0.02)
     return QRectF(view.left() + view.width() * left, view.top() + strip_px + GAP_PX,
                   width, height)
 
 
-def clear_of_markers(left: float, markers: list[float], gap: float = 0.01) -> float:
-    """The inset's left edge (a fraction of the view's width, as `inset_rect` takes it) moved
-    off the marker lines it would cover (`markers`: their x as fractions of the view's
-    width): right of them, else left of them (down to `MOVED_LEFT_FRACTION`: the early steps
-    it may then cover matter less than the lines it magnifies), where it then covers none;
-    else `left` as it was. The inset sat over the kill and resume lines (a presenter's
-    finding)."""
-    left = min(max(left, LEFT_FRACTION), 1.0 - WIDTH_FRACTION - 0.02)
+def clear_of_markers(left: float, markers: list[float], min_width: float,
+                     gap: float = 0.01) -> tuple[float, float]:
+    """(left edge, width) of the inset, fractions of the view's width as `inset_rect` takes
+    them: at `left` and `WIDTH_FRACTION` wide, unless it would cover a marker line (`markers`:
+    their x as fractions of the view's width); then right of them, else left of them but not
+    left of `LEFT_FRACTION` (the early steps' losses lie there), narrowed to fit down to
+    `min_width`, where it then covers none; else where it was. The inset sat over the kill and
+    resume lines it magnifies, and moved far left it covered the curve (a presenter's
+    findings)."""
+    high = 1.0 - 0.02
+    left = min(max(left, LEFT_FRACTION), high - WIDTH_FRACTION)
 
-    def covered(at: float) -> list[float]:
-        return [m for m in markers if at - gap / 2 <= m <= at + WIDTH_FRACTION + gap / 2]
+    def covered(at: float, width: float) -> list[float]:
+        return [m for m in markers if at - gap / 2 <= m <= at + width + gap / 2]
 
-    under = covered(left)
+    under = covered(left, WIDTH_FRACTION)
     if not under:
-        return left
-    for moved in (max(under) + gap, min(under) - gap - WIDTH_FRACTION):
-        if MOVED_LEFT_FRACTION <= moved <= 1.0 - WIDTH_FRACTION - 0.02 and not covered(moved):
-            return moved
-    return left
+        return left, WIDTH_FRACTION
+    start = max(under) + gap
+    width = min(WIDTH_FRACTION, high - start)
+    if width >= min_width and not covered(start, width):
+        return start, width
+    end = min(under) - gap
+    width = min(WIDTH_FRACTION, end - LEFT_FRACTION)
+    if width >= min_width and not covered(end - width, width):
+        return end - width, width
+    return left, WIDTH_FRACTION
 
 
 class RedoneInset(pg.PlotWidget):
@@ -139,11 +147,12 @@ class RedoneInset(pg.PlotWidget):
         self.drawn = False
         self.hide()
 
-    def place(self, view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION) -> None:
+    def place(self, view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTION,
+              width_fraction: float = WIDTH_FRACTION) -> None:
         """Put the inset at `inset_rect` of the main plot's view box (widget pixels): hidden
         where there is no room, shown again where there is once more (the plot grew taller
         when a demo's stage hid the checkpoint table) if it has a range drawn."""
-        rect = inset_rect(view, strip_px, left_fraction)
+        rect = inset_rect(view, strip_px, left_fraction, width_fraction)
         if rect is None:
             self.hide()
             return

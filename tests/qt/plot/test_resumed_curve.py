@@ -209,15 +209,21 @@ def test_the_redone_inset_leaves_the_kill_and_resume_lines_it_magnifies_in_view(
 
 
 def test_the_inset_moves_off_the_marker_lines_where_it_fits():
-    from ftgui.qt.plot.redone_inset import WIDTH_FRACTION, clear_of_markers
+    from ftgui.qt.plot.redone_inset import LEFT_FRACTION, WIDTH_FRACTION, clear_of_markers
 
-    assert clear_of_markers(0.4, []) == 0.4
-    assert clear_of_markers(0.4, [0.9]) == 0.4  # none under it
-    assert clear_of_markers(0.3, [0.35]) == pytest.approx(0.36)  # right of the line
-    # no room on the right: left of the lines
-    assert clear_of_markers(0.45, [0.67, 0.68]) == pytest.approx(0.67 - 0.01 - WIDTH_FRACTION)
+    wide = WIDTH_FRACTION
+    assert clear_of_markers(0.4, [], 0.2) == (0.4, wide)
+    assert clear_of_markers(0.4, [0.9], 0.2) == (0.4, wide)  # none under it
+    left, width = clear_of_markers(0.3, [0.35], 0.2)  # right of the line, as wide
+    assert (left, width) == (pytest.approx(0.36), wide)
+    # near the right edge: right of the lines, narrowed (the resumed part has room above)
+    left, width = clear_of_markers(0.45, [0.67, 0.68], 0.2)
+    assert (left, width) == (pytest.approx(0.69), pytest.approx(0.98 - 0.69))
+    # no room on the right: left of the lines, never left of LEFT_FRACTION (the curve)
+    left, width = clear_of_markers(0.6, [0.85, 0.86], 0.2)
+    assert left >= LEFT_FRACTION and left + width == pytest.approx(0.84)
     # room on neither side (a chaos run's lines everywhere): where it was
-    assert clear_of_markers(0.4, [0.1, 0.45, 0.8]) == 0.4
+    assert clear_of_markers(0.4, [0.35, 0.45, 0.8], 0.2) == (0.4, wide)
 
 
 def test_the_inset_keeps_still_while_the_resumed_run_streams_in(plot):
