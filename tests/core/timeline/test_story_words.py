@@ -226,18 +226,22 @@ def test_a_synchronous_cluster_recovered_just_in_time_says_so_and_never_trains_o
     assert source_words(timeline.incidents[0]) == "just in time"
 
 
+def _worker_1_lost_at_300() -> list[dict]:
+    """A parameter-server run's events: steps 1-300 every 0.25 s (step 300 at 75.75), then
+    worker 1 killed at 76.0 and its exit at 76.1 (not decisive: the coordinator trains on)."""
+    return [ev("process_started", 0.0, pid=10, **CHIEF),
+            ev("process_started", 0.0, pid=11, role="worker", index=1, chief=False),
+            *steps(1, 300, 1.0),
+            ev("fault_injected", 76.0, kind="kill", target="worker:1", step=300, source="user"),
+            ev("process_exited", 76.1, pid=11, role="worker", index=1, chief=False,
+               last_step=300, signal=9, signal_name="SIGKILL", decisive=False, shutdown=False)]
+
+
 def test_a_parameter_server_worker_replaced_is_charged_the_coordinators_stall_only():
     # the room saw "0.0 s lost" while the coordinator stalled ~19 steps' time at the loss; and
     # "worker 1 restarted" beside the stage's "No restart" (a presenter's findings)
     timeline = Timeline()
-    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF),
-                   ev("process_started", 0.0, pid=11, role="worker", index=1, chief=False),
-                   *steps(1, 300, 1.0),  # a step every 0.25 s: step 300 at 75.75
-                   ev("fault_injected", 76.0, kind="kill", target="worker:1", step=300,
-                      source="user"),
-                   ev("process_exited", 76.1, pid=11, role="worker", index=1, chief=False,
-                      last_step=300, signal=9, signal_name="SIGKILL", decisive=False,
-                      shutdown=False)])
+    timeline.feed(_worker_1_lost_at_300())
     assert story(timeline) == ("Worker 1 killed at step 300 → the coordinator trains on with "
                                "the other workers; starting a replacement worker 1")
     # step 301 came at 77.0, due at 76.0 by the cadence: 1.0 s lost
@@ -259,14 +263,7 @@ def test_a_replacement_joining_before_the_coordinators_next_step_tells_no_cost_y
     "… 0.0 s lost · goodput 100 %", and "0.6 s lost · goodput 97 %" a moment later (a
     presenter's finding). Until its next step the stall is being measured."""
     timeline = Timeline()
-    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF),
-                   ev("process_started", 0.0, pid=11, role="worker", index=1, chief=False),
-                   *steps(1, 300, 1.0),  # a step every 0.25 s: step 300 at 75.75
-                   ev("fault_injected", 76.0, kind="kill", target="worker:1", step=300,
-                      source="user"),
-                   ev("process_exited", 76.1, pid=11, role="worker", index=1, chief=False,
-                      last_step=300, signal=9, signal_name="SIGKILL", decisive=False,
-                      shutdown=False),
+    timeline.feed([*_worker_1_lost_at_300(),
                    ev("training_started", 76.5, pid=12, role="worker", index=1, chief=False,
                       strategy="parameter-server")])
     assert story(timeline) == ("Worker 1 killed at step 300 → the coordinator trains on with "

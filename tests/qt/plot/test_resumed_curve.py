@@ -141,10 +141,23 @@ def test_an_empty_plot_has_no_legend_frame_and_no_tick_between_two_steps(plot):
     assert min(spacing for spacing, _ in bottom.tickSpacing(0.0, 1.0, 500)) < 1
 
 
+def _marked_inset(plot, markers):
+    """Add `markers` ((kind, step, label) each) to `plot`, let it lay itself out, and return
+    the redone inset's geometry (it must be shown)."""
+    from PySide6.QtWidgets import QApplication
+
+    for kind, step, label in markers:
+        plot.add_marker(kind, step, label)
+    for _ in range(3):
+        plot.redraw()
+        QApplication.processEvents()
+    assert plot.inset.isVisible()
+    return plot.inset.geometry()
+
+
 def test_no_marker_label_shown_is_under_the_redone_inset(plot):
     """A legend at the top takes the labels' rows at its left: a label pushed below the strip
     lay under the inset while it said it was shown (the breaker's 'frozen @ 704')."""
-    from PySide6.QtWidgets import QApplication
 
     from ftgui.qt.plot.redone_inset import to_widget
 
@@ -154,15 +167,10 @@ def test_no_marker_label_shown_is_under_the_redone_inset(plot):
     _line(plot, 1, range(201, 801))
     plot.add_validation(100, 0.02)
     plot.shade_redone(200, 265)
-    for kind, step, label in [("crash", 265, "killed @ 265"), ("resume", 200, "resume ← 200"),
-                              ("hang", 662, "worker 1 frozen @ 662"), ("hang", 560, "frozen @ 560"),
-                              ("crash", 760, "killed @ 760"), ("resume", 745, "resume ← 745")]:
-        plot.add_marker(kind, step, label)
-    for _ in range(3):
-        plot.redraw()
-        QApplication.processEvents()
-    assert plot.inset.isVisible()
-    under = plot.inset.geometry()
+    under = _marked_inset(plot, [
+        ("crash", 265, "killed @ 265"), ("resume", 200, "resume ← 200"),
+        ("hang", 662, "worker 1 frozen @ 662"), ("hang", 560, "frozen @ 560"),
+        ("crash", 760, "killed @ 760"), ("resume", 745, "resume ← 745")])
     for _kind, _step, line in plot.markers:
         if line.label.isVisible():
             assert not to_widget(plot, line.label.sceneBoundingRect()).toRect().intersects(
@@ -190,19 +198,12 @@ def _killed_and_resumed(plot, size, killed: int, resumed: int, last: int,
 def test_the_redone_inset_leaves_the_kill_and_resume_lines_it_magnifies_in_view(plot):
     """The custom-loop demo at 1280x720: killed at 153, resumed from 150; the inset sat over
     both lines (a presenter's finding). It goes beside them where it fits."""
-    from PySide6.QtWidgets import QApplication
 
     from ftgui.qt.plot.redone_inset import to_widget
 
     _killed_and_resumed(plot, (870, 490), killed=153, resumed=150, last=220, noise=0.01)
-    for kind, step, label in [("crash", 153, "killed @ 153"), ("resume", 150, "resume ← 150")]:
-        plot.add_marker(kind, step, label)
     plot.set_presenting(True)
-    for _ in range(3):
-        plot.redraw()
-        QApplication.processEvents()
-    assert plot.inset.isVisible()
-    inset = plot.inset.geometry()
+    inset = _marked_inset(plot, [("crash", 153, "killed @ 153"), ("resume", 150, "resume ← 150")])
     for _kind, step, line in plot.markers:
         x = to_widget(plot, line.sceneBoundingRect()).center().x()
         assert not inset.left() <= x <= inset.right(), (step, x, inset)
