@@ -75,9 +75,17 @@ def check_new_run_folder(path: Path) -> None:
                           f"{', …' if len(runs) > 4 else ''}); give a new folder for this one")
 
 
-def _runs_below(path: Path, depth: int = 2, most: int = 2000) -> list[str]:
+def holds_runs(path: Path) -> bool:
+    """Whether `path` has a run folder directly in it (nothing read but their names and
+    files' existence; False for a missing folder)."""
+    return bool(_runs_below(path, depth=1, most=2000, first=True))
+
+
+def _runs_below(path: Path, depth: int = 2, most: int = 2000,
+                first: bool = False) -> list[str]:
     """The runs in `path`'s folders down to `depth` levels ("a", "nest/deep"), sorted; it
-    stops after looking into `most` folders (a home folder's tree is not walked whole)."""
+    stops after looking into `most` folders (a home folder's tree is not walked whole), or
+    at the `first` run found."""
     found, level, looked = [], [path], 0
     for _ in range(depth):
         below = []
@@ -91,6 +99,8 @@ def _runs_below(path: Path, depth: int = 2, most: int = 2000) -> list[str]:
                 looked += 1
                 if is_run_dir(child):
                     found.append(child.relative_to(path).as_posix())
+                    if first:
+                        return found
                 else:
                     below.append(child)
                 if looked >= most:

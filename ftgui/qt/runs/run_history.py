@@ -81,7 +81,7 @@ class RunHistory:
             self.window.resizeDocks([self.dock], [DOCK_HEIGHT], Qt.Orientation.Vertical)
         shown = self.window.run_dir()
         if shown is not None and Path(shown).parent != self.dock.root() \
-                and not runs.list_runs(self.dock.root()):
+                and not runs.holds_runs(self.dock.root()):
             self.dock.set_root(Path(shown).parent)
         self.dock.show()
         self.dock.raise_()

@@ -105,6 +105,7 @@ def test_the_runs_dock_lists_the_open_runs_folder_when_its_own_holds_none(qtbot,
     write_run(root, "beta", [3.0, 2.0])
     settings = temp_settings(tmp_path)
     settings.setValue("runs_root", str(tmp_path / "never-made"))
+    assert runs.holds_runs(root) and not runs.holds_runs(tmp_path / "never-made")
     window = MainWindow(settings=settings)
     qtbot.addWidget(window)
     window.show()
