@@ -338,6 +338,8 @@ class EventKind(str, enum.Enum):
     PROCESS_EXITED = "process_exited"  # supervisor: role, index, exit_code or signal, decisive
     RECOVERY_SCHEDULED = "recovery_scheduled"  # supervisor: delay (s), restart
     RECOVERY_CANCELLED = "recovery_cancelled"  # supervisor stopped with a restart pending
+    # a due restart waits for the launcher: waits_for (in words), seconds (the most it waits)
+    RECOVERY_WAITING = "recovery_waiting"
     FORKED = "forked"  # supervisor: from_step, archived_steps, archive
     SETTING_CHANGED = "setting_changed"  # setting (its name), old, new, step (from which)
     DETERMINISM_WARNING = "determinism_warning"  # supervisor: reason, ops (exact resume at risk)
@@ -419,6 +421,14 @@ def restart_words(restart: int | None, delay: float | None) -> str:
     if not restart or restart <= 1:
         return f"restarting in {formatting.seconds(delay)}"
     return f"restart {restart} in a row, in {formatting.seconds(delay)}"
+
+
+def waiting_words(waits_for: str | None, limit: float | None) -> str:
+    """How a restart that waits is announced: "restart waits up to 10 s for the fork
+    server's import of TensorFlow". `waits_for`: what, in words (`recovery_waiting`);
+    `limit`: the most it waits, in seconds."""
+    most = f"up to {limit:g} s " if limit else ""
+    return f"restart waits {most}for {waits_for or 'the launcher'}"
 
 
 def _loss(value) -> str:
@@ -596,6 +606,7 @@ _DESCRIBERS = {
     "training_error": _training_error,
     "recovery_scheduled": lambda e, s: restart_words(e.get("restart"), e.get("delay")),
     "recovery_cancelled": lambda e, s: "automatic restart cancelled: ftgui stopped",
+    "recovery_waiting": lambda e, s: waiting_words(e.get("waits_for"), e.get("seconds")),
     "forked": lambda e, s: f"forked from checkpoint {e.get('from_step')}; newer checkpoints "
     f"{', '.join(map(str, e.get('archived_steps') or [])) or 'none'} kept in {e.get('archive')}",
     "setting_changed": _setting_changed,

@@ -351,6 +351,17 @@ def server_for(python: str, env: dict[str, str], log_dir: Path, nice: int = 0) -
     return server
 
 
+def importing(python: str, env: dict[str, str]) -> ForkServer | None:
+    """This process's fork server for `python` and the import-time part of `env` (a
+    `child_env`) while it imports (alive, not ready yet); None where there is none, it is
+    ready, or it ended. Starts nothing."""
+    with _SERVERS_LOCK:
+        server = _SERVERS.get((python, import_env(env)))
+    if server is None or not server.alive or server.ready:
+        return None
+    return server
+
+
 def failure(python: str, env: dict[str, str]) -> str | None:
     """Why this process has no fork server for `python` and the import-time part of `env` (a
     `child_env`), in words ("the fork server ended before it was ready (exit code 1), see

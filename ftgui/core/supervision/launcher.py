@@ -26,7 +26,10 @@ Warm standbys (`keep_standbys`, `standbys_ready`, `mark_standby_ready`, `dismiss
 optional for a launcher: one that keeps none returns True from `standbys_ready` (nothing to wait
 for) and does nothing in the others. A launcher may also have `prestart_standbys(config,
 tasks)`, called each poll before the attempt's first step (the local one starts its standbys
-there at a low CPU priority, so that they do not slow the attempt's own start).
+there at a low CPU priority, so that they do not slow the attempt's own start), and
+`start_waits_for(config, tasks)`, asked each poll while an automatic restart is due: what the
+restart should wait for, in words, or None to start now (the local one waits for its fork
+server's import; the supervisor waits at most `supervisor.START_WAIT_SECONDS`).
 
 Exit statuses follow `subprocess.Popen.returncode`: >= 0 an exit code, -N ended by signal N (a
 SIGKILLed task is -9). `describe_exit` turns one into event fields. Times are seconds.

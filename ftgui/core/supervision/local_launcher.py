@@ -206,6 +206,18 @@ class LocalLauncher:
         elif config.workers <= config.max_standbys:
             self._pool.keep_cluster(config.workers, low, device_env(config))
 
+    def start_waits_for(self, config, tasks: int) -> str | None:
+        """What a restart of `tasks` tasks of `config` should wait for before it starts, in
+        words, or None: the fork server, while it imports TensorFlow and no standby (nor a
+        standby cluster ready for `config`) would take the tasks. A trainer forked once it
+        is ready imports nothing; one started cold now imports TensorFlow beside it, and
+        under load its import took 6.6 s where the server's had 1-2 s left (issue 28)."""
+        if wants_cluster(config) and self._pool.cluster_ready(config.to_dict()):
+            return None
+        if self._pool.server_importing(device_env(config), tasks):
+            return "the fork server's import of TensorFlow"
+        return None
+
     def standbys_ready(self, config, tasks: int) -> bool:
         return self._pool.ready_for(config, tasks)
 

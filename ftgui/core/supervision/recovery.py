@@ -39,6 +39,7 @@ class RestartPolicy:
         self.restarts = 0
         self.due: float | None = None
         self.held = False  # the run is being stopped: no automatic restart
+        self.waiting = False  # the due restart waits for the launcher (`Supervisor.poll`)
 
     def worth_it(self, config: RunConfig | None, exit_fields: dict, user_stop: str,
                  newest_restored: bool = False) -> bool:
@@ -61,11 +62,18 @@ class RestartPolicy:
         delay = config.restart_backoff * (2**self.restarts)
         self.restarts += 1
         self.due = time.time() + delay
+        self.waiting = False
         return delay
+
+    def overdue(self) -> float | None:
+        """Seconds since the pending restart fell due (>= 0); None while none is due."""
+        if self.due is None or time.time() < self.due:
+            return None
+        return time.time() - self.due
 
     def take_due(self) -> bool:
         """True once, when the pending restart is due (it is then no longer pending)."""
-        if self.due is None or time.time() < self.due:
+        if self.overdue() is None:
             return False
         self.due = None
         return True

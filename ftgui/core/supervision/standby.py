@@ -327,6 +327,19 @@ class StandbyPool:
             return "the fork server was not ready yet"
         return None
 
+    def server_importing(self, env: dict[str, str] | None, tasks: int) -> bool:
+        """Whether a start of `tasks` trainers of `env` now would import TensorFlow beside a
+        fork server that is importing it (alive, not ready yet): the pool forks and holds
+        fewer than `tasks` live standbys (`hand_order` would start the rest cold). Its
+        import is then given nice 0 (`priority.restore`): a restart is waiting for it."""
+        if not self.fork or sum(p.poll() is None for p, _ in self.standbys) >= tasks:
+            return False
+        server = fork_server.importing(self.python, fork_server.child_env(env))
+        if server is None:
+            return False
+        priority.restore(server.popen.pid)
+        return True
+
     def fork_trainer(self, args: list[str], env: dict[str, str] | None, log_path: Path):
         """A trainer, `python -m ftgui.training ARGS`, forked from the ready fork server for
         `env` (in the run's network namespace, if any), its output appended to `log_path`;

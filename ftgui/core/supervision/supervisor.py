@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ftgui.core.checkpoints import listing, restore_point, resume_check, snapshots
-from ftgui.core.record.events import EventReader, restart_words
+from ftgui.core.record.events import EventReader, restart_words, waiting_words
 from ftgui.core.record.run_folder import RunFolder
 from ftgui.core.record.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.record.run_state import INTERRUPTED_REASON, is_decisive, state_from_exit
@@ -43,6 +43,10 @@ from ftgui.core.supervision.standby import config_fingerprint
 from ftgui.core.supervision.task_launch import LOG_DIR, AttemptTasks
 from ftgui.core.supervision.training_process import TrainingProcess
 
+# The most an automatic restart waits for what the launcher asks it to (its fork server's
+# import: a cold import takes 3-14 s here, and the server has been importing since the
+# attempt started); then it starts anyway.
+START_WAIT_SECONDS = 10.0
 VICTIM_WAIT_SECONDS = 2.0  # how long another exit waits for a killed process's own
 
 
@@ -393,7 +397,7 @@ class Supervisor:
         self.faults.check_watchdog()
         self.tasks.keep_standbys()
         self.faults.check_holds()
-        if self._recovery.take_due():
+        if not self._restart_waits() and self._recovery.take_due():
             try:
                 self._launch(restore_point.choose(self.run_dir, True, None)[0], False)
             except (StartError, OSError) as exc:
@@ -405,6 +409,24 @@ class Supervisor:
             self.shared.set_state("interrupted", INTERRUPTED_REASON)
         new, self._pending = self._pending, []
         return new
+
+    def _restart_waits(self) -> bool:
+        """Whether the automatic restart that is due waits for what the launcher names
+        (`start_waits_for`, optional for a launcher), for at most `START_WAIT_SECONDS` past
+        its due time. The first wait is written (`recovery_waiting`) and shown as the state's
+        reason; polling goes on meanwhile (the window's thread must not block)."""
+        overdue = self._recovery.overdue()
+        waits_for = getattr(self.launcher, "start_waits_for", None)
+        if overdue is None or waits_for is None or overdue >= START_WAIT_SECONDS:
+            return False
+        what = waits_for(self.config, len(self.shared.task_names))
+        if what is None:
+            return False
+        if not self._recovery.waiting:
+            self._recovery.waiting = True
+            self.journal.emit("recovery_waiting", waits_for=what, seconds=START_WAIT_SECONDS)
+            self.shared.set_state("recovering", waiting_words(what, START_WAIT_SECONDS))
+        return True
 
     def _check_folder(self) -> bool:
         """While the run is this supervisor's: when the run folder was removed, moved away or

@@ -49,6 +49,7 @@ from ftgui.core.record.events import (
     restart_words,
     setting_label,
     short_value,
+    waiting_words,
     who,
 )
 from ftgui.core.record.incidents import Incident, IncidentTracker, Totals
@@ -253,6 +254,8 @@ class Timeline:
         self._finished: set[int] = set()  # attempts that wrote `run_finished`
         self._began: set[int] = set()  # attempts that resumed, rolled back or logged a step
         self.held: tuple[int, str] | None = None  # (step, why) while training is held
+        # what a due restart waits for, in words, until its processes start (`recovery_waiting`)
+        self.restart_waits_for: str | None = None
 
     # ------------------------------------------------------------ reading
     @property
@@ -381,6 +384,7 @@ class Timeline:
 
     def _on_process_started(self, event: dict, changes: Changes) -> None:
         self.held = None  # a new attempt, or a worker coming back: no process holds now
+        self.restart_waits_for = None
         attempt = event.get("attempt", 0)
         previous = max(self.started) if self.started else None
         if previous is not None and attempt > previous and previous not in self._settled \
@@ -394,8 +398,14 @@ class Timeline:
 
     def _on_recovery_scheduled(self, event: dict, changes: Changes) -> None:
         delay = event.get("delay") or 0.0
+        self.restart_waits_for = None
         self._set_state("recovering", restart_words(event.get("restart"), delay),
                         changes)
+
+    def _on_recovery_waiting(self, event: dict, changes: Changes) -> None:
+        self.restart_waits_for = event.get("waits_for")
+        self._set_state("recovering", waiting_words(self.restart_waits_for,
+                                                    event.get("seconds")), changes)
 
     def _on_run_finished(self, event: dict, changes: Changes) -> None:
         self._finished.add(event.get("attempt", 0))

@@ -10,9 +10,10 @@ print the same digits. A finished run with more than one incident ends on its to
 (`incidents_line`).
 
 A restart is told phase by phase as its events arrive: restarting (`recovery_scheduled`),
-importing TensorFlow, waking the warm standby or "the warm standby is still getting ready"
-(importing or building: `process_started` of the new attempt, with `standby_warm`, or a
-`standby_ready` of its pid), restored checkpoint N / step N from memory / step N just in time
+waiting for the fork server's import (`recovery_waiting`), importing TensorFlow, waking the
+warm standby or "the warm standby is still getting ready" (importing or building:
+`process_started` of the new attempt, with `standby_warm`, or a `standby_ready` of its pid),
+restored checkpoint N / step N from memory / step N just in time
 (`resumed`), and "resumed" only once the first new step is in. The run is never called
 "training" before a step of the current attempt has arrived. Other faults have their own words:
 an in-process rollback ("rolling back in the process"), a freeze ("frozen: …" until a watchdog
@@ -249,7 +250,8 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
                   f" to restore checkpoint {restore.rsplit('-', 1)[-1]}" if restore else "")
         return f"{fault}{ARROW}restarting: {_how_started(timeline, started)}{target}"
     if timeline.state == "recovering":
-        return f"{fault}{ARROW}restarting"
+        waits = timeline.restart_waits_for
+        return f"{fault}{ARROW}restarting" + (f": waiting for {waits}" if waits else "")
     if timeline.state in ENDED_STATES:
         # a preemption saves its step; after a crash the in-memory snapshot may be newer,
         # where the run takes them (a run whose config says snapshot_every 0 has none)

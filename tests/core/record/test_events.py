@@ -201,6 +201,9 @@ def test_each_event_reads_as_one_sentence():
         "restarting in 0.5 s")
     assert describe({"event": "recovery_scheduled", "delay": 1.0, "restart": 2}) == (
         "restart 2 in a row, in 1.0 s")
+    assert describe({"event": "recovery_waiting", "seconds": 10.0,
+                     "waits_for": "the fork server's import of TensorFlow"}) == (
+        "restart waits up to 10 s for the fork server's import of TensorFlow")
     assert describe({"event": "training_started", "role": "ps", "index": 0,
                      "start_step": None, "strategy": "parameter-server"}) == (
         "ps 0 serving (parameter-server)")

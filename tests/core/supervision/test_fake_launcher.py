@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
+import time
 
 from conftest import fake_checkpoint
 
@@ -381,3 +382,71 @@ def test_a_frozen_chief_is_not_frozen_again_and_a_missing_one_is_said(tmp_path):
     assert not supervisor.freeze("worker:3")
     assert supervisor.refusal == "Freeze ignored: no worker 3 process is running now"
     supervisor.shutdown()
+
+
+class WaitingLauncher(FakeLauncher):
+    """A fake launcher whose restarts wait for `waits_for` (words) while it is set."""
+
+    waits_for: str | None = None
+
+    def start_waits_for(self, config, tasks: int) -> str | None:
+        self.calls.append(("start_waits_for", tasks))
+        return self.waits_for
+
+
+def _kill_at_step_3(tmp_path) -> tuple[Supervisor, WaitingLauncher, list[dict]]:
+    run_dir = tmp_path / "run"
+    fake = WaitingLauncher(run_dir.absolute())
+    supervisor = Supervisor(run_dir, launcher=fake)
+    supervisor.start(CONFIG)
+    _poll_until(supervisor, lambda seen: any(e.get("step") == 3 for e in _of(seen, "step")))
+    fake.waits_for = "the fork server's import of TensorFlow"
+    assert supervisor.kill("chief")
+    return supervisor, fake, supervisor.poll()
+
+
+def test_a_due_restart_waits_for_what_the_launcher_names_then_starts(tmp_path):
+    """Under load a restart started cold beside the fork server still importing: its own
+    import took 6.6 s where the server's had 1-2 s left (issue 28)."""
+    supervisor, fake, seen = _kill_at_step_3(tmp_path)
+    assert [e["event"] for e in seen] == [
+        "fault_injected", "process_exited", "recovery_scheduled", "recovery_waiting"]
+    [waiting] = _of(seen, "recovery_waiting")
+    assert (waiting["waits_for"], waiting["seconds"]) == (
+        "the fork server's import of TensorFlow", 10.0)
+    assert (supervisor.state, supervisor.reason) == (
+        "recovering", "restart waits up to 10 s for the fork server's import of TensorFlow")
+    for _ in range(3):  # the window's thread polls on meanwhile; said once
+        assert supervisor.poll() == []
+    assert ("start_waits_for", 1) in fake.calls
+    assert not any(call[0] == "start" for call in fake.calls[fake.calls.index(
+        ("signal", 1000, "SIGKILL", True)):])
+    fake.waits_for = None
+    seen = supervisor.poll()
+    [started] = _of(seen, "process_started")
+    assert (started["attempt"], started["restore"]) == (1, "checkpoints/ckpt-2")
+    assert supervisor.state == "running"
+
+
+def test_a_restart_waits_no_longer_than_its_limit(tmp_path, monkeypatch):
+    from ftgui.core.supervision import supervisor as supervisor_module
+
+    monkeypatch.setattr(supervisor_module, "START_WAIT_SECONDS", 0.2)
+    supervisor, fake, seen = _kill_at_step_3(tmp_path)
+    assert len(_of(seen, "recovery_waiting")) == 1
+    assert _of(seen, "process_started") == []
+    time.sleep(0.25)
+    seen = supervisor.poll()  # still waited for, but no longer
+    assert [e["attempt"] for e in _of(seen, "process_started")] == [1]
+    assert _of(seen, "recovery_waiting") == []
+
+
+def test_a_restart_of_a_launcher_that_names_nothing_starts_when_due(tmp_path):
+    # a launcher without `start_waits_for` (Slurm's, the fake one) restarts as before
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, launcher=FakeLauncher(run_dir.absolute()))
+    supervisor.start(CONFIG)
+    _poll_until(supervisor, lambda seen: any(e.get("step") == 3 for e in _of(seen, "step")))
+    supervisor.kill("chief")
+    assert [e["event"] for e in supervisor.poll()][-2:] == ["recovery_scheduled",
+                                                            "process_started"]

@@ -312,3 +312,86 @@ def test_a_child_given_an_ended_childs_pid_is_not_taken_for_ended(tmp_path):
     finally:
         server.close()
         server.popen.wait(timeout=10)
+
+
+GATED = """#!{python}
+import json, os, socket, sys, time
+if "--fork-server" not in sys.argv:  # a standby started cold: waits for its order
+    sys.stdin.readline()
+    sys.exit(0)
+conn = socket.socket(fileno=int(sys.argv[-1]))
+while not os.path.exists(os.environ["GATE"]):  # importing until the test opens the gate
+    time.sleep(0.02)
+conn.send(json.dumps({{"ready": True, "protocol": {protocol}}}).encode())
+while conn.recv(1 << 20):
+    pass
+"""
+
+
+def _gated_launcher(tmp_path, monkeypatch):
+    """A `LocalLauncher` whose fork server imports until `tmp_path/gate` exists: (launcher,
+    gate, its python)."""
+    from ftgui.core.supervision.local_launcher import LocalLauncher
+
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("GATE", str(gate))
+    python = tmp_path / "gated-python"
+    python.write_text(GATED.format(python=sys.executable, protocol=fork_server.PROTOCOL))
+    python.chmod(0o755)
+    launcher = LocalLauncher(tmp_path / "run", tmp_path / "logs")
+    launcher.python = str(python)
+    return launcher, gate, str(python)
+
+
+def test_a_restart_waits_for_a_server_still_importing_and_hurries_it(tmp_path, monkeypatch):
+    """A restart under load started cold beside the importing server: its own import took
+    6.6 s where the server's had 1-2 s left (issue 28). The launcher asks to wait, and the
+    server, importing at nice 10 beside the attempt, gets nice 0 for it."""
+    import os
+
+    from ftgui.core.settings.config import RunConfig
+    from ftgui.core.supervision import priority
+    from ftgui.core.supervision.standby import device_env
+
+    launcher, gate, python = _gated_launcher(tmp_path, monkeypatch)
+    config = RunConfig()
+    try:
+        assert launcher.start_waits_for(config, 1) is None  # no server yet: nothing to wait for
+        launcher.begin_attempt(config, [])
+        server = fork_server.importing(python, fork_server.child_env(device_env(config)))
+        lowered = priority.restorable()
+        if lowered:
+            assert os.getpriority(os.PRIO_PROCESS, server.popen.pid) == priority.STANDBY_NICE
+        assert launcher.start_waits_for(config, 1) == "the fork server's import of TensorFlow"
+        if lowered:
+            assert os.getpriority(os.PRIO_PROCESS, server.popen.pid) == 0
+        gate.touch()
+        deadline = time.monotonic() + 30
+        while launcher.start_waits_for(config, 1) is not None:  # ready: start now, forked
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert server.ready
+    finally:
+        gate.touch()
+        launcher.dismiss_standbys()
+        fork_server.close_all(python)
+
+
+def test_a_restart_with_a_standby_for_each_task_does_not_wait_for_the_server(
+        tmp_path, monkeypatch):
+    from ftgui.core.settings.config import RunConfig
+
+    launcher, _, python = _gated_launcher(tmp_path, monkeypatch)  # the gate stays shut
+    config = RunConfig()
+    try:
+        launcher.begin_attempt(config, [])
+        launcher._pool.fork = False  # its standbys start cold, beside the importing server
+        launcher._pool.keep(1)
+        assert len(launcher.standbys) == 1
+        assert launcher.start_waits_for(config, 1) is None  # the standby takes the task
+        assert launcher.start_waits_for(config, 2) is None  # a pool that does not fork
+        launcher._pool.fork = True
+        assert launcher.start_waits_for(config, 2) == "the fork server's import of TensorFlow"
+    finally:
+        launcher.dismiss_standbys()
+        fork_server.close_all(python)

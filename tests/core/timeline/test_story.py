@@ -174,3 +174,24 @@ def test_a_start_forked_from_the_fork_server_is_told_as_building_not_importing()
                                "(TensorFlow already imported) to restore checkpoint 30")
     assert timeline.notes[-1].text == ("chief started (pid 11), restoring ckpt-30, forked "
                                        "with TensorFlow imported")
+
+
+def test_a_restart_that_waits_for_the_fork_server_says_so_until_it_starts():
+    timeline = Timeline()
+    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                   ev("fault_injected", 6.0, kind="kill", target="chief", step=20,
+                      source="user"),
+                   ev("process_exited", 6.25, pid=10, last_step=20, signal=9,
+                      signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF),
+                   ev("recovery_scheduled", 6.25, delay=0.0, restart=1)])
+    assert story(timeline) == "Killed at step 20 → restarting"
+    timeline.feed([ev("recovery_waiting", 6.25, seconds=10.0,
+                      waits_for="the fork server's import of TensorFlow")])
+    assert story(timeline) == ("Killed at step 20 → restarting: waiting for the fork "
+                               "server's import of TensorFlow")
+    assert (timeline.state, timeline.reason) == (
+        "recovering", "restart waits up to 10 s for the fork server's import of TensorFlow")
+    timeline.feed([ev("process_started", 7.5, 1, pid=11, restore=None, snapshot=20,
+                      standby=False, forked=True, **CHIEF)])
+    assert story(timeline).startswith("Killed at step 20 → restarting: ")
+    assert "waiting" not in story(timeline)
