@@ -103,6 +103,26 @@ def stall(value: float | None) -> str:
         return MISSING
     if abs(value) >= 0.1:
         return seconds(value, digits=2)
+    return _milliseconds(value)
+
+
+def stalls(values: list[float | None]) -> list[str]:
+    """`stall` for a column of runs, in one unit so that they compare at a glance: all in
+    milliseconds while every one is under 0.1 s ("4.2 ms", "28 ms"), else all in seconds,
+    with the decimals that give the smallest paid one two significant digits, 2 to 3
+    ("0.016 s", "0.220 s"). A presenter read "16 ms" beside "0.22 s" as two scales. One
+    value reads as `stall` gives it. None, NaN or infinite: "—"."""
+    known = [abs(v) for v in values if not _unknown(v)]
+    if all(v < 0.1 for v in known):
+        return [MISSING if _unknown(v) else _milliseconds(v) for v in values]
+    paid = [v for v in known if v > 0]
+    digits = min(3, max(2, 1 - math.floor(math.log10(min(paid)))))
+    return [seconds(v, digits=digits) for v in values]
+
+
+def _milliseconds(value: float) -> str:
+    """`value` seconds in milliseconds with two significant digits ("4.2 ms", "220 ms");
+    0 is "0 ms"."""
     ms = value * 1000
     if ms == 0:
         return "0 ms"

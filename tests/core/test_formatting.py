@@ -147,6 +147,35 @@ def test_a_checkpoint_stall_is_never_shown_as_nothing(value, text):
     assert stall(value) == text
 
 
+@pytest.mark.parametrize(("values", "texts"), [
+    ([0.016, 0.22], ["0.016 s", "0.220 s"]),  # the presenter's: "16 ms" beside "0.22 s"
+    ([0.0, 0.0042, None], ["0 ms", "4.2 ms", "—"]),
+    ([0.0042, 0.028], ["4.2 ms", "28 ms"]),
+    ([0.16, 1.5], ["0.16 s", "1.50 s"]),  # the smallest keeps two significant digits
+    ([0.25, 3.456], ["0.25 s", "3.46 s"]),
+    ([0.0001, 2.0], ["0.000 s", "2.000 s"]),  # at most 3 decimals
+    ([0.0, 2.0], ["0.00 s", "2.00 s"]),
+])
+def test_a_column_of_stalls_has_one_unit(values, texts):
+    from ftgui.core.formatting import stalls
+
+    assert stalls(values) == texts
+
+
+def test_the_comparison_table_gives_its_stalls_one_unit():
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import cells, headline, room_cells
+
+    every_5 = RunFigures("every 5", 1, 2, 1.0, 44, 0.22, 20.0, 0.95, 220, 0.01)
+    every_20 = RunFigures("every 20", 1, 12, 2.0, 11, 0.016, 20.0, 0.9, 220, 0.01)
+    rows = [every_5, every_20]
+    assert [cells(run, rows)[5] for run in rows] == ["0.220 s", "0.016 s"]
+    assert [room_cells(run, rows)[3] for run in rows] == ["0.220 s", "0.016 s"]
+    assert "11 checkpoints: 0.016 s stalled" in headline(every_20, rows)
+    # alone, as the headline and the report say it
+    assert (cells(every_5)[5], cells(every_20)[5]) == ("0.22 s", "16 ms")
+
+
 def test_the_comparison_headline_gives_a_small_stall_in_milliseconds():
     from ftgui.core.timeline.run_figures import RunFigures
     from ftgui.qt.runs.compare_view import headline

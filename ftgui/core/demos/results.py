@@ -157,10 +157,10 @@ def same_final_loss(run_dirs: list[Path]) -> tuple[bool, str]:
 def fewer_steps_redone_first(run_dirs: list[Path]) -> tuple[bool, str]:
     first, second = (read_run(d)[1] for d in run_dirs[:2])
     ok = first.steps_redone < second.steps_redone and first.checkpoints > second.checkpoints
+    stalls = formatting.stalls([first.checkpoint_seconds, second.checkpoint_seconds])
     return ok, (f"{first.steps_redone} vs {second.steps_redone} steps redone, "
                 f"{first.checkpoints} vs {second.checkpoints} checkpoints "
-                f"({formatting.stall(first.checkpoint_seconds)} vs "
-                f"{formatting.stall(second.checkpoint_seconds)})")
+                f"({stalls[0]} vs {stalls[1]})")
 
 
 CROSS_CHECKS = {f.__name__: f for f in (same_final_loss, fewer_steps_redone_first)}

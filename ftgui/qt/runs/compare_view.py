@@ -41,7 +41,10 @@ COLUMNS = ("run", "incidents", "steps redone", "time lost", "checkpoints", "chec
            "wall time", "goodput", "final loss")
 # one colour per compared run: far apart in hue and lightness, none a marker's red or green
 COMPARE_COLOURS = ("#1f77b4", "#e08e0b", "#7b3fa0", "#2a9d8f", "#8c564b", "#d4479b")
-MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "resume", "worker_lost")
+# where a line of training ended or began again: a parameter-server worker's return too (a
+# presenter missed it beside "worker 1 lost", the other run's restart shown)
+MARKER_KINDS = ("crash", "preemption", "hang", "nan_rollback", "resume", "worker_lost",
+                "worker_back")
 FIGURES_PX = {False: 13, True: 24}  # the large lines over the plot
 COMPARE_LABELLED = 10  # a chaos demo's five faults, each with its resume, all named
 COMPARE_LABEL_ROWS = 3  # each run's kill and resume labelled: two runs' resumes need a row each
@@ -119,21 +122,30 @@ def cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[st
     """One table row: counts as whole numbers, checkpoint and wall seconds to the hundredth;
     steps redone, time lost and goodput as the story line prints them (`RunFigures.shown`);
     the final loss as `loss_text` (against the earlier `rows`)."""
-    shown = figures.shown()
+    shown, rows = figures.shown(), rows or [figures]
     return (figures.name, str(figures.incidents), shown["steps redone"],
-            shown["time lost"], str(figures.checkpoints),
-            formatting.stall(figures.checkpoint_seconds),
+            shown["time lost"], str(figures.checkpoints), stall_text(figures, rows),
             formatting.seconds(figures.wall, digits=2),
-            shown["goodput"], loss_text(figures, rows or [figures]))
+            shown["goodput"], loss_text(figures, rows))
 
 
-def headline(figures: RunFigures) -> str:
+def stall_text(figures: RunFigures, rows: list[RunFigures]) -> str:
+    """`figures`' checkpoint stall in the unit the whole column of `rows` uses
+    (`formatting.stalls`)."""
+    texts = formatting.stalls([row.checkpoint_seconds for row in rows])
+    for row, text in zip(rows, texts, strict=True):
+        if row is figures:
+            return text
+    return formatting.stall(figures.checkpoint_seconds)
+
+
+def headline(figures: RunFigures, rows: list[RunFigures] | None = None) -> str:
     """A run's key figures in one line: steps redone, time lost, its checkpoints and the
     training they stalled (what the time lost is weighed against: the presentation view
-    leaves the table out), goodput."""
+    leaves the table out; in the unit of the lines of `rows`), goodput."""
     shown = figures.shown()
     saves = formatting.counted(figures.checkpoints, "checkpoint")
-    stalled = formatting.stall(figures.checkpoint_seconds)
+    stalled = stall_text(figures, rows or [figures])
     return (f"{figures.name}: {formatting.counted(shown['steps redone'], 'step')} redone · "
             f"{shown['time lost']} lost · {saves}: {stalled} stalled · "
             f"goodput {shown['goodput']}")
@@ -142,12 +154,13 @@ def headline(figures: RunFigures) -> str:
 ROOM_COLUMNS = ("steps redone", "time lost", "checkpoints", "checkpoint stall", "goodput")
 
 
-def room_cells(figures: RunFigures) -> tuple[str, ...]:
-    """One run's figures under `ROOM_COLUMNS`, as `headline` words them: the presentation
-    view's table, which keeps them at a room's size where the one-line headline wrapped."""
+def room_cells(figures: RunFigures, rows: list[RunFigures] | None = None) -> tuple[str, ...]:
+    """One run's figures under `ROOM_COLUMNS`, as `headline` words them (the stall in the
+    unit of the column of `rows`): the presentation view's table, which keeps them at a
+    room's size where the one-line headline wrapped."""
     shown = figures.shown()
     return (shown["steps redone"], shown["time lost"], str(figures.checkpoints),
-            formatting.stall(figures.checkpoint_seconds), shown["goodput"])
+            stall_text(figures, rows or [figures]), shown["goodput"])
 
 
 def unbroken_clauses(line: str) -> str:
@@ -327,12 +340,13 @@ class CompareView(QWidget):
     def _lines(self) -> tuple[str, int]:
         """A line per run (`headline`), a coloured square before its name: (HTML, its
         pixel size)."""
-        px = self._figures_px([f"■ {headline(figures)}" for figures in self.rows])
+        said = [headline(figures, self.rows) for figures in self.rows]
+        px = self._figures_px([f"■ {line}" for line in said])
         lines = []
-        for index, figures in enumerate(self.rows):
+        for index, line in enumerate(said):
             colour = COMPARE_COLOURS[index % len(COMPARE_COLOURS)]
             lines.append(f'<span style="color:{colour}">■</span> '
-                         f'{escape(unbroken_clauses(headline(figures)))}')
+                         f'{escape(unbroken_clauses(line))}')
         return "<br>".join(lines), px
 
     def _room_table(self) -> tuple[str, int]:
@@ -340,7 +354,8 @@ class CompareView(QWidget):
         aligned, at the largest size at which the table fits unwrapped (16 px and wrapped
         lines were what a room got from the headlines of two runs): (HTML, its pixel
         size)."""
-        rows = [[f"■ {figures.name}", *room_cells(figures)] for figures in self.rows]
+        rows = [[f"■ {figures.name}", *room_cells(figures, self.rows)]
+                for figures in self.rows]
         gap = ROOM_GAP_PX
         px = self._figures_px(rows, header=("", *ROOM_COLUMNS))
         header = "".join(f'<th align="right" style="font-weight:normal; font-size:'

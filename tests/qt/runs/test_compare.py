@@ -127,10 +127,12 @@ def test_markers_of_some_runs_only_are_owned_by_them():
     cold = ("no standby", [Marker("crash", 250, killed, 0),
                            Marker("resume", 200, "resume ← 200", 1)])
     warm = ("standby", [Marker("worker_lost", 250, killed, 0),
-                        Marker("resume", 200, "resume ← 200", 1)])
+                        Marker("resume", 200, "resume ← 200", 1),
+                        Marker("worker_back", 262, "worker 1 back", 0)])
     assert marker_owners([cold, warm]) == [
         ("crash", 250, killed, ("no standby",)), ("resume", 200, "resume ← 200", ()),
-        ("worker_lost", 250, killed, ("standby",))]
+        ("worker_lost", 250, killed, ("standby",)),
+        ("worker_back", 262, "worker 1 back", ("standby",))]
     # one run with markers (a chaos run against its never-killed reference): nothing to tell
     assert marker_owners([cold, ("reference", [])]) == [
         ("crash", 250, killed, ()), ("resume", 200, "resume ← 200", ())]
