@@ -68,8 +68,9 @@ def write_report(run_dir: str | os.PathLike, out: str | os.PathLike) -> Path:
 
 
 def report_path(run_dir: Path, out: Path) -> Path:
-    """The file a report asked to go to `out` is written to: `out`, or `RUN-report.html` in
-    it when `out` is a folder. Raises `ConfigError` (one line, before anything is written)
+    """The file a report asked to go to `out` is written to: `out`, `out.html` when `out` has
+    no suffix (a new user's `-o out` wrote a file no browser opened), or `RUN-report.html`
+    in it when `out` is a folder. Raises `ConfigError` (one line, before anything is written)
     when that file lies inside a run folder (any run's: its `events.jsonl`, `config.toml`,
     checkpoints are its record, and `-o RUN/events.jsonl` replaced a run's history with HTML)
     and is not a new `.html` file or an earlier ftgui report there."""
@@ -78,6 +79,8 @@ def report_path(run_dir: Path, out: Path) -> Path:
     out = Path(os.path.abspath(out))  # "a/../b" as b; links are followed below
     if out.is_dir():
         out = out / default_path(run_dir).name
+    elif not out.suffix:
+        out = out.with_name(out.name + ".html")
     for path in (out.resolve(), out):  # where a link leads first: that run is named
         holder = next((folder for folder in path.parents if is_run_dir(folder)), None)
         if holder is not None and (path.suffix.lower() != ".html" or out.suffix.lower() != ".html"

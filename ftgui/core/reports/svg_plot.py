@@ -1,8 +1,9 @@
 """A timeline's loss plot as plain SVG text (no Qt, no plotting library): one `<polyline>` per
 segment (line of training, all in the run's one colour; a resumed one begins at the point of
-the step it restored, as in the window; a fork's abandoned steps pale and dashed), redone step
-ranges shaded, markers as dashed vertical lines with labels that never overlap, and axes with a
-few round ticks. Used by the HTML report."""
+the step it restored, as in the window; a fork's abandoned steps pale and dashed), validation
+losses as points, redone step ranges shaded, markers as dashed vertical lines with labels that
+never overlap, axes with a few round ticks (steps from 0), and a legend of what is drawn under
+the plot. Used by the HTML report."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ftgui.core.timeline.axis_range import series_range
 from ftgui.core.timeline.label_rows import label_rows
 from ftgui.core.timeline.model import Timeline
 
-WIDTH, HEIGHT = 900, 360  # px
-MARGIN = {"left": 64, "right": 16, "top": 16, "bottom": 40}
+WIDTH, HEIGHT = 900, 380  # px
+MARGIN = {"left": 64, "right": 16, "top": 16, "bottom": 60}  # the bottom's last 20: the legend
 MAX_POINTS = 2000  # per polyline; longer segments keep each bucket's lowest and highest loss
 # The run is one curve, as in the window: every attempt in its blue (a resumed one redoes the
 # same losses over the earlier one's), a fork's abandoned steps pale and dashed. One colour per
@@ -27,6 +28,8 @@ LABEL_GAP_PX = 4  # between two marker labels in one row
 MARKER_COLOURS = {"crash": "#d62728", "preemption": "#ff7f0e", "hang": "#9467bd",
                   "nan_rollback": "#8c564b", "resume": "#2ca02c", "fork": "#17becf"}
 REDONE_FILL = "#ffcc80"
+VALIDATION_FILL, VALIDATION_EDGE = "#ff7f0e", "#a04000"  # the window's validation points
+LEGEND_GAP_PX = 24  # between two legend entries
 
 
 def thin(x: np.ndarray, y: np.ndarray, limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -84,11 +87,15 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
         if cut < len(x):  # from the fork's step on: the branch a fork left
             lines.append((x[cut - 1 if cut else 0:], y[cut - 1 if cut else 0:],
                           segment.attempt, True))
+    validation = _validation_points(timeline)
     xs = [line[0] for line in lines if len(line[0])] + [
-        np.array([m.step for m in timeline.markers], dtype=float)]
-    ys = [line[1] for line in lines if len(line[1])]
+        np.array([m.step for m in timeline.markers], dtype=float), validation[0]]
+    ys = [line[1] for line in lines if len(line[1])] + (
+        [validation[1]] if len(validation[1]) else [])
     all_x = np.concatenate(xs) if xs else np.empty(0)
-    x_low, x_high = (float(all_x.min()), float(all_x.max())) if len(all_x) else (0.0, 1.0)
+    # from step 0, as the window's plot: a new user missed the 0 tick
+    x_low, x_high = (min(0.0, float(all_x.min())), float(all_x.max())) if len(all_x) \
+        else (0.0, 1.0)
     if x_high <= x_low:
         x_high = x_low + 1
     # constant, huge, tiny or one point: a range with distinct ticks
@@ -123,6 +130,9 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
         title = f"attempt {attempt}" + (", abandoned by a fork" if abandoned else "")
         parts.append(f'<polyline {look} fill="none" stroke-width="1.5" points="{points}">'
                      f"<title>{title}</title></polyline>")
+    for x, y in zip(sx(validation[0]).tolist(), sy(validation[1]).tolist(), strict=True):
+        parts.append(f'<circle class="validation" cx="{x:.1f}" cy="{y:.1f}" r="4" '
+                     f'fill="{VALIDATION_FILL}" stroke="{VALIDATION_EDGE}"/>')
     # a label starts 3 px right of its line; LABEL_GAP_PX keeps neighbours in a row apart
     starts = [float(sx(marker.step)) + 3 for marker in timeline.markers]
     rows = label_rows([(start, start + CHAR_PX * len(marker.label) + LABEL_GAP_PX)
@@ -146,8 +156,42 @@ def plot_svg(timeline: Timeline, title: str = "training loss") -> str:
             parts.append(f'<text class="marker-label" x="{x + 3:.1f}" '
                          f'y="{top + 12 + LABEL_ROW_PX * row}" fill="{colour}">'
                          f"{escape(marker.label)}</text>")
+    parts += _legend(timeline, lines, len(validation[0]) > 0, left, HEIGHT - 6)
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _validation_points(timeline: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, losses) of the run's finite validation losses."""
+    x, y = timeline.validation.x(), timeline.validation.y()
+    finite = np.isfinite(y)
+    return x[finite].astype(float), y[finite].astype(float)
+
+
+def _legend(timeline: Timeline, lines: list, validation: bool, left: float,
+            baseline: float) -> list[str]:
+    """One row naming what the plot draws, from `left` at `baseline` (px): the training loss,
+    a fork's abandoned steps, the validation points and the redone ranges where there are
+    some (the markers' labels name themselves)."""
+    entries = []  # (sample's SVG at x 0..18 around the baseline, text)
+    if any(not abandoned for *_, abandoned in lines):
+        entries.append((f'<line x1="0" y1="-4" x2="18" y2="-4" stroke="{CURVE_COLOUR}" '
+                        'stroke-width="1.5"/>', "training loss"))
+    if any(abandoned for *_, abandoned in lines):
+        entries.append((f'<line x1="0" y1="-4" x2="18" y2="-4" stroke="{ABANDONED_COLOUR}" '
+                        'stroke-width="1.5" stroke-dasharray="5 3"/>', "abandoned by a fork"))
+    if validation:
+        entries.append((f'<circle cx="9" cy="-4" r="4" fill="{VALIDATION_FILL}" '
+                        f'stroke="{VALIDATION_EDGE}"/>', "validation loss"))
+    if timeline.redone:
+        entries.append((f'<rect x="0" y="-10" width="18" height="12" fill="{REDONE_FILL}" '
+                        'fill-opacity="0.5"/>', "steps redone"))
+    parts, x = [], left
+    for sample, text in entries:
+        parts.append(f'<g class="legend" transform="translate({x:.0f} {baseline:.0f})">'
+                     f'{sample}<text x="24" y="0">{escape(text)}</text></g>')
+        x += 24 + CHAR_PX * len(text) + LEGEND_GAP_PX
+    return parts
 
 
 def _restored_point(timeline: Timeline, index: int) -> tuple[float, float] | None:

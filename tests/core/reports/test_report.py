@@ -226,6 +226,17 @@ def test_ftgui_report_into_a_folder_or_over_its_earlier_report(tmp_path, capsys)
     assert "ftgui report: run" in inside.read_text()
 
 
+def test_ftgui_report_to_a_name_without_a_suffix_writes_an_html_file(tmp_path, capsys):
+    """A new user's `-o out` wrote a file named `out` that no browser opened by a click."""
+    run_dir = crash_and_recovery(tmp_path / "run")
+    assert cli.main(["report", str(run_dir), "-o", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'out.html'}"
+    assert not (tmp_path / "out").exists()
+    assert "ftgui report: run" in (tmp_path / "out.html").read_text()
+    assert cli.main(["report", str(run_dir), "-o", str(tmp_path / "out.htm")]) == 0
+    assert (tmp_path / "out.htm").is_file()  # a suffix given is kept
+
+
 def test_a_planted_tmp_link_is_never_written_through(tmp_path, capsys):
     """A breaker's find: the report was written to OUT.tmp first, following a link planted
     there to another run's events.jsonl (and a hard link to its config.toml)."""

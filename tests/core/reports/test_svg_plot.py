@@ -78,3 +78,29 @@ def test_a_kill_and_its_resume_at_one_step_take_turns_along_one_line(tmp_path):
     assert {dash for _, _, dash, _ in lines} == {"4 10"}  # each dash, then the other's gap
     assert sorted(offset for _, _, _, offset in lines) == ["-7", "0"]
     assert lines[0][1] != lines[1][1]  # red and green
+
+
+def test_steps_start_at_0_validation_losses_are_points_and_a_legend_names_them(tmp_path):
+    """A new user's findings: the plot had no 0 tick, no validation points (the window shows
+    them) and no legend."""
+    timeline = timeline_of(crash_and_recovery(tmp_path / "run", kill_at=25, every=10,
+                                              steps=30))  # steps 21-25 redone
+    timeline.feed([{"event": "validation", "time": 9.0, "attempt": 1, "step": 30,
+                    "val_loss": 0.5, "val_accuracy": 0.8},
+                   {"event": "validation", "time": 5.0, "attempt": 0, "step": 10,
+                    "val_loss": None, "val_accuracy": None}])  # NaN: left out
+    svg = plot_svg(timeline)
+    x_ticks = re.findall(r'text-anchor="middle">([^<]+)</text>', svg)
+    assert x_ticks[0] == "0"
+    [point] = re.findall(r'<circle class="validation" cx="([0-9.]+)" cy="([0-9.]+)"', svg)
+    [last] = [x for kind, _, x in polylines(svg)][-1:]
+    assert float(point[0]) == last[-1]  # step 30, where the curve ends
+    legend = re.findall(r'<g class="legend"[^>]*>.*?<text[^>]*>([^<]+)</text></g>', svg)
+    assert legend == ["training loss", "validation loss", "steps redone"]
+
+
+def test_the_legend_names_only_what_is_drawn(tmp_path):
+    svg = plot_svg(timeline_of(crash_then_fork(tmp_path / "run")))
+    legend = re.findall(r'<g class="legend"[^>]*>.*?<text[^>]*>([^<]+)</text></g>', svg)
+    assert legend == ["training loss", "abandoned by a fork", "steps redone"]
+    assert plot_svg(Timeline()).count('class="legend"') == 0  # nothing drawn, nothing named
