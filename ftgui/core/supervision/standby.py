@@ -151,6 +151,7 @@ class StandbyPool:
         self._adopted: set[int] = set()  # pids of spares (`standby.SpareHandle`) taken in
         self.namespace = None  # the run's loopback-only network namespace, where standbys start
         self._server = None  # the fork server its standbys come from (`fork_server`)
+        self._hurried: set[int] = set()  # pids of importing servers raised to nice 0 for a restart
         self._fork_failures = 0  # forked standbys that ended before they were ready
 
     def mark_ready(self, pid: int | None, prepared_for: str | None = None) -> None:
@@ -331,13 +332,16 @@ class StandbyPool:
         """Whether a start of `tasks` trainers of `env` now would import TensorFlow beside a
         fork server that is importing it (alive, not ready yet): the pool forks and holds
         fewer than `tasks` live standbys (`hand_order` would start the rest cold). Its
-        import is then given nice 0 (`priority.restore`): a restart is waiting for it."""
+        import is then given nice 0 (`priority.restore`, once per server: asked each poll,
+        and the kernel may allow one autogroup change per 0.1 s): a restart waits for it."""
         if not self.fork or sum(p.poll() is None for p, _ in self.standbys) >= tasks:
             return False
         server = fork_server.importing(self.python, fork_server.child_env(env))
         if server is None:
             return False
-        priority.restore(server.popen.pid)
+        if server.popen.pid not in self._hurried:
+            self._hurried.add(server.popen.pid)
+            priority.restore(server.popen.pid)
         return True
 
     def fork_trainer(self, args: list[str], env: dict[str, str] | None, log_path: Path):
