@@ -431,6 +431,14 @@ def waiting_words(waits_for: str | None, limit: float | None) -> str:
     return f"restart waits {most}for {waits_for or 'the launcher'}"
 
 
+def waiting_reason(limit: float | None) -> str:
+    """The state's reason while a restart waits (`recovery_waiting`), short enough for the
+    state label beside the run buttons: "waiting to restart (up to 10 s)"; the story line
+    and the event's line say what for (the full sentence took the label to three lines in
+    the presentation view, and the plot moved down)."""
+    return "waiting to restart" + (f" (up to {limit:g} s)" if limit else "")
+
+
 def _loss(value) -> str:
     # an event's null loss is a non-finite one (JSON has no NaN)
     return "nan" if value is None else formatting.loss(value)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ftgui.core.checkpoints import listing, restore_point, resume_check, snapshots
-from ftgui.core.record.events import EventReader, restart_words, waiting_words
+from ftgui.core.record.events import EventReader, restart_words, waiting_reason
 from ftgui.core.record.run_folder import RunFolder
 from ftgui.core.record.run_lock import RunBusyError, RunLock, busy_error
 from ftgui.core.record.run_state import INTERRUPTED_REASON, is_decisive, state_from_exit
@@ -425,7 +425,7 @@ class Supervisor:
         if not self._recovery.waiting:
             self._recovery.waiting = True
             self.journal.emit("recovery_waiting", waits_for=what, seconds=START_WAIT_SECONDS)
-            self.shared.set_state("recovering", waiting_words(what, START_WAIT_SECONDS))
+            self.shared.set_state("recovering", waiting_reason(START_WAIT_SECONDS))
         return True
 
     def _check_folder(self) -> bool:

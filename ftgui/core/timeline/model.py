@@ -49,7 +49,7 @@ from ftgui.core.record.events import (
     restart_words,
     setting_label,
     short_value,
-    waiting_words,
+    waiting_reason,
     who,
 )
 from ftgui.core.record.incidents import Incident, IncidentTracker, Totals
@@ -404,8 +404,7 @@ class Timeline:
 
     def _on_recovery_waiting(self, event: dict, changes: Changes) -> None:
         self.restart_waits_for = event.get("waits_for")
-        self._set_state("recovering", waiting_words(self.restart_waits_for,
-                                                    event.get("seconds")), changes)
+        self._set_state("recovering", waiting_reason(event.get("seconds")), changes)
 
     def _on_run_finished(self, event: dict, changes: Changes) -> None:
         self._finished.add(event.get("attempt", 0))

@@ -49,18 +49,19 @@ def line_count(text: str, font: QFont, width: int) -> int:
 
 
 def fit(text: str, font: QFont, width: int, base_px: int,
-        max_lines: int = MAX_LINES) -> tuple[int, str]:
-    """(pixel size, text to paint) that puts `text` in at most `max_lines` lines of `width`
-    pixels: the largest size from `base_px` down to `MIN_FONT_FRACTION` of it at which the
-    whole text fits, else the smallest with the text's beginning cut at a word and `ELLIPSIS`
-    put in front (the figures a story sentence ends on stay), after its state clause
-    ("Finished at step 1200 · … ") when it starts with a short one."""
+        max_lines: int = MAX_LINES, owner: str = "") -> tuple[int, str]:
+    """(pixel size, text to paint) that puts `owner` (a prefix always kept: "custom loop: ",
+    the run a comparison's story line tells) and `text` in at most `max_lines` lines of
+    `width` pixels: the largest size from `base_px` down to `MIN_FONT_FRACTION` of it at
+    which the whole text fits, else the smallest with the text's beginning cut at a word and
+    `ELLIPSIS` put in front (the figures a story sentence ends on stay), after its state
+    clause ("Finished at step 1200 · … ") when it starts with a short one."""
     sized = QFont(font)
     floor = math.ceil(base_px * MIN_FONT_FRACTION)
     for px in range(base_px, floor - 1, -1):
         sized.setPixelSize(px)
-        if line_count(text, sized, width) <= max_lines:
-            return px, text
+        if line_count(owner + text, sized, width) <= max_lines:
+            return px, owner + text
     head, dot, rest = text.partition(STATE_DOT)
     if dot and ARROW not in head and len(head) <= MAX_STATE_CHARS:
         # "Finished at step 1200 · killed at step 650 → … resumed: 50 steps redone, …": the
@@ -68,19 +69,19 @@ def fit(text: str, font: QFont, width: int, base_px: int,
         fault, arrow, after = rest.partition(ARROW)
         keeps = [(head + dot + fault + arrow, after)] if arrow else []
         for keep, remaining in [*keeps, (head + dot, rest)]:
-            cut = _cut_clauses(remaining, sized, width, max_lines, keep) or \
-                _cut_beginning(remaining, sized, width, max_lines, keep)
+            cut = _cut_clauses(remaining, sized, width, max_lines, owner + keep) or \
+                _cut_beginning(remaining, sized, width, max_lines, owner + keep)
             if cut is not None:
                 return floor, cut
     fault, arrow, after = text.partition(ARROW)
     if arrow and STATE_DOT not in fault and len(fault) <= MAX_STATE_CHARS:
         # "Preempted at step 730 → … to restore checkpoint 730": the fault stays, as after a
         # state clause (the room read "… at step 730 → restarting: …", its key word cut)
-        cut = _cut_clauses(after, sized, width, max_lines, fault + arrow) or \
-            _cut_beginning(after, sized, width, max_lines, fault + arrow)
+        cut = _cut_clauses(after, sized, width, max_lines, owner + fault + arrow) or \
+            _cut_beginning(after, sized, width, max_lines, owner + fault + arrow)
         if cut is not None:
             return floor, cut
-    return floor, _cut_beginning(text, sized, width, max_lines, "") or ELLIPSIS
+    return floor, _cut_beginning(text, sized, width, max_lines, owner) or owner + ELLIPSIS
 
 
 def _cut_clauses(text: str, font: QFont, width: int, max_lines: int, keep: str) -> str | None:
@@ -122,7 +123,7 @@ class StoryBanner(QLabel):
         self.setSizePolicy(QSizePolicy.Policy.Ignored,
                            QSizePolicy.Policy.Preferred)  # wraps, never widens
         self.setProperty("presenting", False)
-        self._story = ""
+        self._story = self._owner = ""
         self._px = 0  # the font size the stylesheet gives now (0: the theme's)
         self.set_story(text)
 
@@ -134,9 +135,12 @@ class StoryBanner(QLabel):
         no-break spaces as spaces)."""
         return super().text().replace(NO_BREAK, " ")
 
-    def set_story(self, text: str) -> None:
-        self._story = text
-        self.setAccessibleName(text)
+    def set_story(self, text: str, owner: str | None = None) -> None:
+        """Show `text`, after "OWNER: " when `owner` (the run it tells, over a comparison:
+        kept whole when the sentence is cut; the room lost it once)."""
+        self._owner = f"{owner}: " if owner else ""
+        self._story = self._owner + text
+        self.setAccessibleName(self._story)
         self.refit()
 
     def restyle(self) -> None:
@@ -153,8 +157,10 @@ class StoryBanner(QLabel):
     def refit(self) -> None:
         width = round(self.contentsRect().width() * (1 - WIDTH_SLACK[0])) - WIDTH_SLACK[1]
         base = self.base_px()
-        story = unbroken_units(self._story)
-        px, shown = fit(story, self.font(), width, base) if width > 40 else (base, story)
+        owner, told = self._owner, unbroken_units(self._story[len(self._owner):])
+        story = owner + told
+        px, shown = fit(told, self.font(), width, base, owner=owner) if width > 40 \
+            else (base, story)
         if px != (self._px or base):
             self._px = px
             self.setStyleSheet(theme.stylesheet() + "\n" + _size_rule(px))

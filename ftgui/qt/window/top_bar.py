@@ -70,10 +70,9 @@ class TopBar(QWidget):
         "running" only once a step of the current attempt is in; until then "starting", or
         "restarting" for a later attempt (TensorFlow imports, the checkpoint is restored)."""
         text = story(timeline, total_steps, watchdog_due_in)
-        if self.story_owner:  # over a comparison of several runs: whose story this is
-            text = f"{self.story_owner}: {text}"
-        if text != self.story_banner.text():
-            self.story_banner.set_story(text)
+        owner = self.story_owner  # over a comparison of several runs: whose story this is
+        if (f"{owner}: " if owner else "") + text != self.story_banner.text():
+            self.story_banner.set_story(text, owner)
         if state == "running" and timeline.state == "finished":  # its events are ahead of
             state, reason = timeline.state, timeline.reason  # the supervisor's reaping
         if state == "running" and not has_stepped(timeline):  # a reason (a Slurm job) stays

@@ -415,7 +415,7 @@ def test_a_due_restart_waits_for_what_the_launcher_names_then_starts(tmp_path):
     assert (waiting["waits_for"], waiting["seconds"]) == (
         "the fork server's import of TensorFlow", 10.0)
     assert (supervisor.state, supervisor.reason) == (
-        "recovering", "restart waits up to 10 s for the fork server's import of TensorFlow")
+        "recovering", "waiting to restart (up to 10 s)")
     for _ in range(3):  # the window's thread polls on meanwhile; said once
         assert supervisor.poll() == []
     assert ("start_waits_for", 1) in fake.calls

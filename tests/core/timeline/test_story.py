@@ -190,7 +190,7 @@ def test_a_restart_that_waits_for_the_fork_server_says_so_until_it_starts():
     assert story(timeline) == ("Killed at step 20 → restarting: waiting for the fork "
                                "server's import of TensorFlow")
     assert (timeline.state, timeline.reason) == (
-        "recovering", "restart waits up to 10 s for the fork server's import of TensorFlow")
+        "recovering", "waiting to restart (up to 10 s)")
     timeline.feed([ev("process_started", 7.5, 1, pid=11, restore=None, snapshot=20,
                       standby=False, forked=True, **CHIEF)])
     assert story(timeline).startswith("Killed at step 20 → restarting: ")

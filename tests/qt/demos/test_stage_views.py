@@ -600,6 +600,29 @@ def test_a_cut_end_banner_still_says_the_run_finished(window, qtbot, story):
     assert line_count(shown, banner.font(), banner.contentsRect().width()) <= 2
 
 
+def test_a_cut_story_over_a_comparison_keeps_the_name_of_its_run(window, qtbot):
+    """The checkpoint-interval demo's end, presenting with the panel docked: the story line
+    over the comparison read "… at step 600 · killed at step 395 → …", the run's name cut,
+    and the room took one run's figures for the comparison's (helper-36)."""
+    from ftgui.qt.window.story_banner import line_count
+
+    story = ("Finished at step 600 · killed at step 395 → restored checkpoint 300 → resumed: "
+             "95 steps redone, 3.0 s lost · goodput 84 %")
+    window.set_presenting(True)
+    window.demos.dock.show()
+    window.resizeDocks([window.demos.dock], [384], Qt.Orientation.Horizontal)
+    banner = window.story_banner
+    banner.set_story(story, "checkpoint every 100")
+    qtbot.wait(50)
+    QApplication.processEvents()
+    shown = banner.shown_text()
+    assert banner.text() == "checkpoint every 100: " + story
+    assert shown != banner.text()  # it does not fit whole here
+    assert shown.startswith("checkpoint every 100: Finished at step 600 · ")
+    assert shown.endswith("95 steps redone, 3.0 s lost · goodput 84 %")
+    assert line_count(shown, banner.font(), banner.contentsRect().width()) <= 2
+
+
 def test_a_cut_story_keeps_whole_clauses_at_every_width(window):
     """At some widths the end banner read "worker 1 killed at step 250 → … 1 restarted: …",
     its clause cut after its first word; a cut falls after an arrow or a semicolon."""
