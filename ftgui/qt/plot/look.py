@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QFontMetricsF
 
 from ftgui.core.timeline.axis_range import finite_extent, is_flat, padded_range
@@ -33,6 +34,8 @@ from ftgui.qt.plot.redone_inset import (
     MIN_SIZE_PX,
     WIDTH_FRACTION,
     clear_of_markers,
+    covered,
+    inset_rect,
     to_widget,
 )
 
@@ -328,13 +331,12 @@ class PlotLook:
                 left = kept
             self._inset_left = left
         x_low, x_high = box.viewRange()[0]
-        width = WIDTH_FRACTION
+        width, strip = WIDTH_FRACTION, self._label_strip_px()
         if x_high > x_low and view.width() > 0:  # off the marker lines it would cover
-            left, width = clear_of_markers(
-                left, [(step - x_low) / (x_high - x_low)
-                       for _kind, step, line in self.markers if line.isVisible()],
-                MIN_SIZE_PX[0] / view.width())
-        inset.place(view, self._label_strip_px(), left, width)
+            lines = [(step - x_low) / (x_high - x_low)
+                     for _kind, step, line in self.markers if line.isVisible()]
+            left, width, strip = self._inset_spot(view, left, lines, strip)
+        inset.place(view, strip, left, width)
         if inset.isVisible():  # a label pushed below the strip (a legend at the top took its
             under = inset.geometry()  # row) would be covered by it: its text is in the tooltip
             for _kind, _step, line in self.markers:
@@ -342,6 +344,34 @@ class PlotLook:
                 if label.isVisible() and to_widget(self, label.sceneBoundingRect()).toRect(
                         ).intersects(under):
                     label.setVisible(False)
+
+    def _inset_spot(self, view: QRectF, left: float, lines: list[float], strip: float
+                    ) -> tuple[float, float, float]:
+        """(left edge, width, top strip px) of the inset off the marker `lines` (fractions of
+        the view's width) and, in the normal view, off its legend in the top right: beside
+        both where it fits, else under the legend, else left of the legend over a line. The
+        inset, moved right of the kill and resume lines, hid the legend's "validation loss"
+        (a presenter's grab)."""
+        least = MIN_SIZE_PX[0] / view.width()
+        legend = self._fixed_legend_rect()
+        if legend is None or legend.left() <= view.left():
+            return (*clear_of_markers(left, lines, least), strip)
+        edge = (legend.left() - view.left()) / view.width() - 0.01
+        beside = clear_of_markers(left, lines, least, high=edge)
+        if not covered(lines, *beside):
+            return (*beside, strip)
+        below = clear_of_markers(left, lines, least)
+        under = legend.bottom() - view.top()
+        if inset_rect(view, under, *below) is not None:
+            return (*below, under)
+        return (*beside, strip)
+
+    def _fixed_legend_rect(self) -> QRectF | None:
+        """The normal view's legend in widget pixels (it stays in the top right), None where
+        it is hidden or the presentation view moves it off the inset (`_place_legend`)."""
+        if self.presenting or not self.legend.isVisible() or not self.legend.items:
+            return None
+        return to_widget(self, self.legend.sceneBoundingRect())
 
     def _headroom(self, span: tuple[float, float]) -> tuple[float, float]:
         """`span` with room added above the losses for the marker labels' strip and, once

@@ -56,31 +56,33 @@ def inset_rect(view: QRectF, strip_px: float, left_fraction: float = LEFT_FRACTI
                   width, height)
 
 
+def covered(markers: list[float], at: float, width: float, gap: float = 0.01) -> list[float]:
+    """The marker lines of `markers` (fractions of the view's width) an inset `width` wide at
+    `at` (fractions too) would cover, `gap` to spare each side."""
+    return [m for m in markers if at - gap / 2 <= m <= at + width + gap / 2]
+
+
 def clear_of_markers(left: float, markers: list[float], min_width: float,
-                     gap: float = 0.01) -> tuple[float, float]:
+                     gap: float = 0.01, high: float = 0.98) -> tuple[float, float]:
     """(left edge, width) of the inset, fractions of the view's width as `inset_rect` takes
     them: at `left` and `WIDTH_FRACTION` wide, unless it would cover a marker line (`markers`:
     their x as fractions of the view's width); then right of them, else left of them but not
     left of `LEFT_FRACTION` (the early steps' losses lie there), narrowed to fit down to
-    `min_width`, where it then covers none; else where it was. The inset sat over the kill and
+    `min_width`, where it then covers none; else where it was. Its right edge stays left of
+    `high` (the view's edge, or the normal view's legend). The inset sat over the kill and
     resume lines it magnifies, and moved far left it covered the curve (a presenter's
     findings)."""
-    high = 1.0 - 0.02
     left = min(max(left, LEFT_FRACTION), high - WIDTH_FRACTION)
-
-    def covered(at: float, width: float) -> list[float]:
-        return [m for m in markers if at - gap / 2 <= m <= at + width + gap / 2]
-
-    under = covered(left, WIDTH_FRACTION)
+    under = covered(markers, left, WIDTH_FRACTION, gap)
     if not under:
         return left, WIDTH_FRACTION
     start = max(under) + gap
     width = min(WIDTH_FRACTION, high - start)
-    if width >= min_width and not covered(start, width):
+    if width >= min_width and not covered(markers, start, width, gap):
         return start, width
     end = min(under) - gap
     width = min(WIDTH_FRACTION, end - LEFT_FRACTION)
-    if width >= min_width and not covered(end - width, width):
+    if width >= min_width and not covered(markers, end - width, width, gap):
         return end - width, width
     return left, WIDTH_FRACTION
 

@@ -270,3 +270,28 @@ def test_a_resumed_line_begins_at_the_restored_steps_point(qtbot):
     plot.set_x_axis("time")
     plot.redraw()
     assert plot.traces[1].raw.getData()[0][0] == 51.0 - plot.time_origin  # step 46's time
+
+
+@pytest.mark.parametrize("height", [430, 720])
+def test_in_the_normal_view_the_inset_keeps_off_the_legend(plot, height):
+    """The checkpoint-interval demo's end in the normal view: the inset, moved right of the
+    kill and resume lines, covered the legend's "steps redone" and "validation loss"
+    (helper-36). The legend keeps the top right there: the inset goes under it where the
+    plot is tall enough, else left of it."""
+    from ftgui.qt.plot.redone_inset import to_widget
+
+    loss = _killed_and_resumed(plot, (640, height), killed=395, resumed=300, last=395)
+    for step in range(396, 601):
+        plot.add_step(1, step, loss(step))
+    for step in range(100, 601, 100):
+        plot.add_validation(step, loss(step) + 0.05)
+    inset = _marked_inset(plot, [("crash", 395, "killed @ 395"),
+                                 ("resume", 300, "resume ← 300")])
+    legend = to_widget(plot, plot.legend.sceneBoundingRect())
+    assert plot.legend.isVisible() and len(plot.legend.items) == 3
+    assert not legend.intersects(inset.toRectF()), (legend, inset)
+    if height == 720:  # room under the legend: beside the lines it magnifies there
+        assert inset.top() >= legend.bottom()
+        for _kind, _step, line in plot.markers:
+            x = to_widget(plot, line.sceneBoundingRect()).center().x()
+            assert not inset.left() <= x <= inset.right()
