@@ -16,6 +16,7 @@ import dataclasses
 import math
 from html import escape
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
@@ -55,7 +56,9 @@ MIN_LOSS_DIGITS, MAX_LOSS_DIGITS = 4, 6
 RUNNING_MEAN = "epoch's running mean"  # what model.fit logs as its loss
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
 ROOM_GAP_PX = 18  # between the presentation table's columns
-ROOM_HEADER_FRACTION = 0.7  # its column names' size, of its figures'
+# its column names' size, of its figures': at 0.7 the back row read the figures and not their
+# names (14 px beside 20, helper-36); each name takes two lines, so they are no wider for it
+ROOM_HEADER_FRACTION = 0.85
 
 
 def marker_owners(runs: list[tuple[str, list]]) -> list[tuple[str, float, str, tuple]]:
@@ -170,14 +173,35 @@ def unbroken_clauses(line: str) -> str:
                       for clause in line.split(" · "))
 
 
-def final_line(rows: list[RunFigures]) -> str:
+def same_curves(curves: list[tuple[np.ndarray, np.ndarray]]) -> int:
+    """How many steps the curves ((steps, losses) each) all have, when they have the same
+    steps and every loss is the same float to the last bit (NaN equal to NaN); 0 otherwise
+    or for fewer than two curves."""
+    if len(curves) < 2:
+        return 0
+    steps, losses = (np.asarray(a) for a in curves[0])
+    bits = np.asarray(losses, dtype=np.float64).view(np.uint64)
+    for other_steps, other_losses in curves[1:]:
+        if not np.array_equal(steps, np.asarray(other_steps)) or not np.array_equal(
+                bits, np.asarray(other_losses, dtype=np.float64).view(np.uint64)):
+            return 0
+    return len(steps)
+
+
+def final_line(rows: list[RunFigures], equal_steps: int = 0) -> str:
     """One line on the final losses: which runs ended on the first run's bits (the loss in
     full), or each run's final loss when they differ, with the fewest digits that tell them
-    apart (`distinct_digits`; the table and the tooltip give them in full)."""
+    apart (`distinct_digits`; the table and the tooltip give them in full). Where every run
+    logged the same `equal_steps` steps with the same losses to the bit (`same_curves`), the
+    line says so: their curves lie on each other, and a room saw one colour and not why."""
     if len(rows) < 2:
         return ""
     first = rows[0]
     equal = [row.name for row in rows[1:] if same_bits(row.final_loss, first.final_loss)]
+    if equal_steps and len(equal) == len(rows) - 1:
+        runs = "both runs" if len(rows) == 2 else f"all {len(rows)} runs"
+        return (f"same loss at all {equal_steps:,} steps in {runs}, to the bit: one curve lies "
+                "on the other")
     if len(equal) == len(rows) - 1:
         return f"final loss {loss_text(first, rows)}: {', '.join(equal)} = {first.name}, bitwise"
     digits = distinct_digits([row.final_loss for row in rows])
@@ -243,6 +267,7 @@ class CompareView(QWidget):
         self.problems.setWordWrap(True)
         self.presenting = False
         self.rows: list[RunFigures] = []
+        self.equal_steps = 0  # steps every run logged with the same losses (`same_curves`)
         self.split = QSplitter(Qt.Orientation.Vertical)
         self.split.addWidget(self.plot)
         self.split.addWidget(self.table)
@@ -265,6 +290,8 @@ class CompareView(QWidget):
         self.plot.clear_overlays()
         self.plot.clear_run()
         problems = overlay_runs(self.plot, named)
+        self.equal_steps = 0 if problems else same_curves(
+            [(trace.series.x(), trace.series.y()) for trace in self.plot.overlays.values()])
         read = [read_run(run.path, run.name) for run in named]
         self.rows = [figures for _timeline, figures in read]
         self.model_.set_rows(self.rows)
@@ -329,7 +356,7 @@ class CompareView(QWidget):
 
     def _show_figures(self) -> None:
         html, px = self._room_table() if self.presenting and self.rows else self._lines()
-        final = final_line(self.rows)
+        final = final_line(self.rows, self.equal_steps)
         if final:  # the verdict a room reads: sized on its own, not shrunk to the long lines
             html += (f'<div style="font-size:{self._figures_px([final])}px">'
                      f"{escape(formatting.unbroken_units(final))}</div>")
@@ -358,8 +385,9 @@ class CompareView(QWidget):
                 for figures in self.rows]
         gap = ROOM_GAP_PX
         px = self._figures_px(rows, header=("", *ROOM_COLUMNS))
-        header = "".join(f'<th align="right" style="font-weight:normal; font-size:'
-                         f'{_header_px(px)}px; padding-left:{gap}px">{escape(name)}</th>'
+        header = "".join(f'<th align="right" valign="bottom" style="font-weight:normal; '
+                         f'font-size:{_header_px(px)}px; padding-left:{gap}px">'
+                         f'{"<br>".join(map(escape, name.split(" ")))}</th>'
                          for name in ROOM_COLUMNS)
         body = []
         for index, row in enumerate(rows):
@@ -387,10 +415,11 @@ def _header_px(px: int) -> int:
 
 def _table_width(header: tuple[str, ...], rows: list[list[str]], px: int) -> int:
     """Pixels the presentation table takes at size `px`: each column as wide as its widest
-    cell (bold, `px`) or its name (`_header_px`), `ROOM_GAP_PX` between columns."""
+    cell (bold, `px`) or the longest word of its name (`_header_px`: a word a line),
+    `ROOM_GAP_PX` between columns."""
     cells = QFontMetrics(theme.font_px(px, bold=True))
     names = QFontMetrics(theme.font_px(_header_px(px)))
-    widths = [max([names.horizontalAdvance(name)]
+    widths = [max([names.horizontalAdvance(word) for word in name.split(" ")]
                   + [cells.horizontalAdvance(row[k]) for row in rows])
               for k, name in enumerate(header)]
     return sum(widths) + ROOM_GAP_PX * (len(widths) - 1)

@@ -344,17 +344,22 @@ def test_presenting_the_comparison_takes_the_plots_place_at_the_rooms_sizes(wind
     # under three rows of labels)
     assert not view.plot.legend.isVisible()
     table = text.partition("<table")[2].partition("</table>")[0]
-    cells = [re.sub(r"<[^>]+>", "", cell) for cell in
+    cells = [re.sub(r"<[^>]+>", "", cell.replace("<br>", " ")) for cell in
              re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", table)]
     assert cells == [
         "", "steps redone", "time lost", "checkpoints", "checkpoint stall", "goodput",
         "■ every-10", "4", "2.4 s", "2", "0.10 s", "45 %",  # what the time lost is weighed against
         "■ every-4", "2", "2.2 s", "5", "0.25 s", "47 %"]
-    assert "final loss 0.05: every-4 = every-10, bitwise" in text
+    # the two runs logged the same 20 losses to the bit: said, as their curves lie on each
+    # other (a room saw one colour and not why)
+    assert "same loss at all 20 steps in both runs, to the bit: one curve lies on the other" \
+        in text
     px = int(text.partition("font-size:")[2].partition("px")[0])
     assert px == 24  # the presentation's size: the table fits at it
     header_px = int(text.partition("<th")[2].partition("font-size:")[2].partition("px")[0])
-    assert header_px == 17  # the column names smaller than the figures a room reads
+    # the column names smaller than the figures a room reads, a word a line (at 17 px the back
+    # row read the figures without their names)
+    assert header_px == 20 and "checkpoint<br>stall" in table
     final_px = int(text.rpartition("font-size:")[2].partition("px")[0])
     assert final_px == 24  # the verdict at full size
     colours = [trace.colour for trace in view.plot.overlays.values()]
@@ -427,6 +432,37 @@ def test_final_losses_far_apart_show_the_digits_that_tell_them_apart():
     closer = [run("a", 0.0123456781), run("b", 0.0123456789)]  # 7 digits: in full
     assert final_line(closer) == "final loss a 0.0123456781 · b 0.0123456789"
     assert final_line([run("a", 0.5), run("b", 0.5)]) == "final loss 0.5: b = a, bitwise"
+
+
+def test_runs_equal_at_every_step_are_said_to_lie_on_each_other():
+    """The checkpoint-interval demo's comparison: two runs equal to the bit at all 600 steps
+    drew one orange curve with blue slivers, and a room did not know why (helper-36)."""
+    import numpy as np
+
+    from ftgui.core.timeline.run_figures import RunFigures
+    from ftgui.qt.runs.compare_view import final_line, same_curves
+
+    steps = np.arange(1.0, 601.0)
+    losses = 1.0 / steps
+    assert same_curves([(steps, losses), (steps.copy(), losses.copy())]) == 600
+    other = losses.copy()
+    other[300] = np.nextafter(other[300], 1.0)  # one bit apart at one step
+    assert same_curves([(steps, losses), (steps, other)]) == 0
+    assert same_curves([(steps, losses), (steps[:-1], losses[:-1])]) == 0  # a step short
+    assert same_curves([(steps, losses)]) == 0
+    nan = losses.copy()
+    nan[5] = np.nan
+    assert same_curves([(steps, nan), (steps, nan.copy())]) == 600
+
+    def run(name, loss):
+        return RunFigures(name, 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 600, loss)
+
+    rows = [run("every 10", 1 / 600), run("every 100", 1 / 600)]
+    assert final_line(rows, 600) == ("same loss at all 600 steps in both runs, to the bit: "
+                                     "one curve lies on the other")
+    assert final_line([*rows, run("c", 1 / 600)], 1200) == (
+        "same loss at all 1,200 steps in all 3 runs, to the bit: one curve lies on the other")
+    assert final_line(rows) == "final loss 0.0016666666666666668: every 100 = every 10, bitwise"
 
 
 def test_a_fit_runs_final_loss_says_it_is_the_epochs_running_mean():
