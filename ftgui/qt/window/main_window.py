@@ -336,11 +336,24 @@ class MainWindow(QMainWindow):
                               total_steps=config.steps if config else None,
                               watchdog_due_in=self.controller.watchdog_due_in())
         self.incident_panel.show_totals(self.controller.timeline)  # the banner's figures, now
+        if self.kill_button.isEnabled() and self.controller.timeline.state == "finished":
+            self._enable_buttons()  # its last processes end a few seconds after the chief
 
     def _on_state(self, state: str, reason: str) -> None:
+        self._state = (state, reason)
+        self._enable_buttons()
+        self._show_story()
+
+    def _enable_buttons(self) -> None:
+        """The buttons for the state last shown: Kill, Preempt and Checkpoint now while a
+        process of the run lives and the run has not reached its last step (a multi-worker
+        run's other worker, a parameter-server cluster's servers, end seconds after the
+        chief: Kill stayed red beside "finished — reached the last step", helper-36)."""
+        state = self._state[0]
         supervisor = self.controller.supervisor
         live = state in LIVE_STATES
-        own = bool(supervisor) and any(p.alive for p in supervisor.processes)
+        over = self.controller.timeline.state == "finished"
+        own = bool(supervisor) and any(p.alive for p in supervisor.processes) and not over
         alive = own or (bool(supervisor) and supervisor.reaches_job())  # a watched Slurm job
         has_run = self.controller.config is not None
         self.start_button.setEnabled(not live and state != "busy" and not has_run)
@@ -352,8 +365,6 @@ class MainWindow(QMainWindow):
         )
         self.table.resume_enabled = not live and state != "busy" and has_run
         self.panel.set_editable(not live and state != "busy")
-        self._state = (state, reason)
-        self._show_story()
         if self.controller.replay is not None:  # a replay is read-only
             for button in (self.start_button, self.kill_button, self.preempt_button,
                            self.resume_button, self.checkpoint_button):

@@ -360,3 +360,20 @@ def test_a_reopened_run_lists_its_incidents_with_their_cost(window, tmp_path):
     assert cells[4] == "2"  # steps 6 and 7 were computed twice
     assert "1</b> incident · <b>2</b> steps redone" in window.incident_panel.totals.text()
     assert window.findChild(QTabWidget, "processTabs").tabText(1) == "Incidents (1)"
+
+
+def test_kill_is_off_once_the_run_reached_its_last_step(window):
+    """A multi-worker run's other worker ended 4 s after the chief: Kill stayed red beside
+    "finished — reached the last step" (helper-36)."""
+    from types import SimpleNamespace
+
+    controller = window.controller
+    controller.supervisor.processes = [SimpleNamespace(alive=True)]  # a worker still ending
+    window._on_state("running", "")
+    assert window.kill_button.isEnabled() and window.checkpoint_button.isEnabled()
+    controller.timeline.feed([{"event": "run_finished", "time": 1.0, "attempt": 0,
+                               "step": 20, "loss": 0.1}])
+    window.refresh_story()
+    assert not window.kill_button.isEnabled() and not window.preempt_button.isEnabled()
+    assert not window.checkpoint_button.isEnabled()
+    controller.supervisor.processes = []
