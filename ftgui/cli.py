@@ -62,6 +62,15 @@ def run_folder(text: str) -> Path:
     return Path(text)
 
 
+def output_file(text: str) -> Path:
+    """A file to write given on the command line (`report -o`). Raises
+    `argparse.ArgumentTypeError` for an empty name: `-o ''` wrote into the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name; give a file (e.g. report.html) or "
+                                         "a folder")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="ftgui", description="Fault-tolerant distributed TensorFlow training, made visible.",
@@ -124,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", allow_abbrev=False,
                             help="write a run's report as one self-contained HTML file")
     report.add_argument("run_dir", type=run_folder)
-    report.add_argument("-o", "--output", type=Path,
+    report.add_argument("-o", "--output", type=output_file,
                         help="the HTML file (default: RUN-report.html beside the run folder)")
 
     worker = sub.add_parser(
@@ -562,8 +571,12 @@ class SignalStop:
         name = signal.Signals(signum).name
         if self.signum is None:
             self.signum = signum
-            tell_stderr(f"ftgui: {name}: saving the current step and stopping "
-                        "(send it again to stop at once)")
+            if any(p.alive for p in self.supervisor.processes):
+                tell_stderr(f"ftgui: {name}: saving the current step and stopping "
+                            "(send it again to stop at once)")
+            else:  # a restart pending: no trainer runs, nothing to save (a breaker's read)
+                tell_stderr(f"ftgui: {name}: stopping; no process runs, the pending restart "
+                            "is cancelled")
             return
         self.supervisor.shutdown()
         tell_stderr(f"ftgui: interrupted by {name}; all processes ended")

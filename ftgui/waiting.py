@@ -22,6 +22,7 @@ FIRST_STILL_S = 2.0  # the longest a wait goes unsaid
 STILL_EVERY_S = 2.0  # then one "still …" line this often: never 2 s unsaid
 IMPORT_WHAT = "importing TensorFlow and building the model"  # a process started cold
 FORKED_WHAT = "building the model (forked: TensorFlow already imported)"  # from the fork server
+HOLD_WORDS = {"presenter": "the presenter", "standby": "the warm standby to be ready"}  # `held`
 
 
 @dataclass
@@ -51,7 +52,9 @@ class RunWaits:
     then the run waits for its first step (tracing the step function).
     A chief's `resumed` (it restored, after its import) ends its import too. A process that
     exits waits for nothing more. A freeze (`fault_injected` of kind hang) waits for the
-    watchdog's `hang_detected` (or a thaw). `tick(now)` gives the lines due."""
+    watchdog's `hang_detected` (or a thaw); a restart that waits (`recovery_waiting`) for its
+    `process_started`; a chief held at a step boundary (`held`, e.g. until the warm standby
+    is ready) for its `hold_released`. `tick(now)` gives the lines due."""
 
     def __init__(self) -> None:
         self._importing: dict[int, tuple[str, float, bool]] = {}  # pid -> (label, since, forked)
@@ -59,6 +62,8 @@ class RunWaits:
         self._chiefs: set[int] = set()  # pids of the chief processes
         self._first_step_since: float | None = None
         self._frozen: tuple[str, float] | None = None  # (target, since) of a freeze not ended
+        self._restart: tuple[str, float] | None = None  # (what for, since) of a restart's wait
+        self._held: tuple[str, float] | None = None  # (why, since) of a hold not released
         self._wait: Wait | None = None
         self._phase = ""
 
@@ -85,6 +90,14 @@ class RunWaits:
                 self._first_step_since = None
         elif kind == "step":
             self._first_step_since = None
+        if kind == "recovery_waiting":
+            self._restart = (event.get("waits_for") or "the launcher", event["time"])
+        elif kind in ("process_started", "recovery_cancelled", "recovery_scheduled"):
+            self._restart = None
+        if kind == "held":
+            self._held = (HOLD_WORDS.get(event.get("why"), "a fault"), event["time"])
+        elif kind in ("hold_released", "process_exited"):
+            self._held = None
         if kind == "fault_injected" and event.get("kind") == "hang":
             self._frozen = (event.get("target") or "chief", event["time"])
         elif kind in ("hang_detected", "thawed", "process_exited"):
@@ -117,6 +130,12 @@ class RunWaits:
         if self._frozen is not None:
             target, since = self._frozen
             return f"waiting for the watchdog: {target} frozen", since
+        if self._restart is not None:
+            what, since = self._restart
+            return f"waiting to restart: {what}", since
+        if self._held is not None:
+            why, since = self._held
+            return f"held for {why}", since
         return "", 0.0
 
 

@@ -555,3 +555,24 @@ def test_open_refuses_a_folder_that_is_not_a_run_before_any_window(tmp_path, cap
     assert cli.main(["open", str(tmp_path / "empty")]) == 0
     assert cli.main(["open", str(audit / "kill")]) == 0
     assert opened == [tmp_path / "empty", audit / "kill"]
+
+
+def test_ctrl_c_while_a_restart_is_pending_says_nothing_is_saved(capsys):
+    """Ctrl+C during a restart's wait said "saving the current step and stopping", and no
+    trainer ran to save it (a breaker's finding)."""
+    import signal
+    from types import SimpleNamespace
+
+    stop = cli.SignalStop(SimpleNamespace(processes=[SimpleNamespace(alive=False)]))
+    try:
+        stop._on_signal(signal.SIGINT, None)
+    finally:
+        stop.give_back()
+    assert capsys.readouterr().err.strip() == (
+        "ftgui: SIGINT: stopping; no process runs, the pending restart is cancelled")
+    stop = cli.SignalStop(SimpleNamespace(processes=[SimpleNamespace(alive=True)]))
+    try:
+        stop._on_signal(signal.SIGTERM, None)
+    finally:
+        stop.give_back()
+    assert "saving the current step and stopping" in capsys.readouterr().err

@@ -224,3 +224,29 @@ def test_a_process_forked_from_the_fork_server_is_said_to_build_not_to_import():
     assert waits.tick(2.6) == ["worker 1: importing TensorFlow and building the model"]
     assert waits.tick(4.7) == ["still importing TensorFlow and building the model: chief, "
                                "worker 1 (4 s)"]
+
+
+def test_a_restart_that_waits_and_a_hold_for_the_standby_are_said_every_2_s():
+    """A breaker's run: "restart waits up to 10 s for the fork server's import of TensorFlow",
+    then 10 s without a line; a chief held until the warm standby was ready, 60 s silent."""
+    waits = RunWaits()
+    waits.feed(started(0.0, pid=1, standby=True))
+    waits.feed(event("training_started", 0.1, pid=1, role="chief"))
+    waits.feed(event("step", 0.2, pid=1, step=1, loss=1.0))
+    waits.feed(event("held", 0.3, pid=None, step=2, role="chief", index=0, why="standby"))
+    assert lines_at(waits, [2.0, 2.4]) == {
+        2.0: [], 2.4: ["still held for the warm standby to be ready (2 s)"]}
+    waits.feed(event("hold_released", 3.0, pid=None, step=2, by="standby", seconds=2.7))
+    waits.feed(event("process_exited", 3.5, pid=1, role="chief"))
+    waits.feed({"event": "recovery_scheduled", "time": 3.5, "attempt": 0, "delay": 1.0})
+    waits.feed({"event": "recovery_waiting", "time": 4.5, "attempt": 0, "seconds": 10.0,
+                "waits_for": "the fork server's import of TensorFlow"})
+    assert lines_at(waits, [6.0, 6.6, 8.7]) == {
+        6.0: [],
+        6.6: ["still waiting to restart: the fork server's import of TensorFlow (2 s)"],
+        8.7: ["still waiting to restart: the fork server's import of TensorFlow (4 s)"]}
+    waits.feed(started(9.0, pid=2, forked=True))
+    assert waits.tick(9.1) == ["chief: building the model (forked: TensorFlow already imported)"]
+    waits.feed({"event": "recovery_cancelled", "time": 9.5, "attempt": 0})
+    waits.feed(event("process_exited", 9.6, pid=2, role="chief"))
+    assert waits.tick(30.0) == []

@@ -532,7 +532,8 @@ def _fault_injected(event, step):
 
 
 _HOLD_ENDS = {"presenter": "the presenter moved on", "fault": "the fault was fired",
-              "standby": "the warm standby is ready", "preemption": "asked to stop"}
+              "standby": "the warm standby is ready", "preemption": "asked to stop",
+              "standby-timeout": "no warm standby was ready in time"}
 
 
 def _held(event: dict) -> str:

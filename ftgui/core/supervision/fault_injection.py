@@ -243,6 +243,7 @@ class FaultInjection:
             return
         if state.held_since is None:
             state.held_since = time.monotonic()
-        if self.standby_ready() or time.monotonic() - state.held_since > STANDBY_HOLD_SECONDS:
-            state.held_since = None
-            self.release_hold("standby")
+        ready = self.standby_ready()
+        if ready or time.monotonic() - state.held_since > STANDBY_HOLD_SECONDS:
+            state.held_since = None  # a timeout said as one: it read "the standby is ready"
+            self.release_hold("standby" if ready else "standby-timeout")

@@ -42,6 +42,9 @@ from ftgui.core.supervision.trainer_command import (
 
 MEMBER_ENV = "FTGUI_STANDBY_MEMBER"  # set for a standby-cluster member, with its TF_CONFIG
 FORK_FAILURES = 3  # forked standbys ending before they are ready, before a pool stops forking
+# A fork server importing longer than this is not waited for by a restart (`server_importing`):
+# an import takes 3-14 s here, 30 s at load 7; one SIGSTOPped held a warm run 70 s
+STUCK_IMPORT_SECONDS = 30.0
 
 
 # Settings that only the supervisor or the training loop read, from the run's own config.toml
@@ -325,6 +328,8 @@ class StandbyPool:
             return failed
         server = self._server
         if server is not None and server.alive and not server.ready:
+            if server.popen.pid in self._hurried:  # a restart waited for it, and gave up
+                return "the fork server was still not ready when the restart stopped waiting"
             return "the fork server was not ready yet"
         return None
 
@@ -337,8 +342,8 @@ class StandbyPool:
         if not self.fork or sum(p.poll() is None for p, _ in self.standbys) >= tasks:
             return False
         server = fork_server.importing(self.python, fork_server.child_env(env))
-        if server is None:
-            return False
+        if server is None or time.monotonic() - server.started > STUCK_IMPORT_SECONDS:
+            return False  # one that imports for so long is stuck (a breaker's SIGSTOP)
         if server.popen.pid not in self._hurried:
             self._hurried.add(server.popen.pid)
             priority.restore(server.popen.pid)

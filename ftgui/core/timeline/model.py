@@ -402,6 +402,13 @@ class Timeline:
         self._set_state("recovering", restart_words(event.get("restart"), delay),
                         changes)
 
+    def _on_recovery_cancelled(self, event: dict, changes: Changes) -> None:
+        """ftgui stopped with a restart pending: the run is stopped, not restarting (a run
+        reopened after Ctrl+C during the wait still said "waiting for the fork server's
+        import", and its report "interrupted")."""
+        self.restart_waits_for = None
+        self._set_state("stopped", describe(event), changes)
+
     def _on_recovery_waiting(self, event: dict, changes: Changes) -> None:
         self.restart_waits_for = event.get("waits_for")
         self._set_state("recovering", waiting_reason(event.get("seconds")), changes)

@@ -235,6 +235,12 @@ def test_ftgui_report_to_a_name_without_a_suffix_writes_an_html_file(tmp_path, c
     assert "ftgui report: run" in (tmp_path / "out.html").read_text()
     assert cli.main(["report", str(run_dir), "-o", str(tmp_path / "out.htm")]) == 0
     assert (tmp_path / "out.htm").is_file()  # a suffix given is kept
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:  # it wrote into the current folder
+        cli.main(["report", str(run_dir), "-o", ""])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "an empty name" in err
 
 
 def test_a_planted_tmp_link_is_never_written_through(tmp_path, capsys):

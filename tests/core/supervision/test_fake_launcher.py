@@ -450,3 +450,32 @@ def test_a_restart_of_a_launcher_that_names_nothing_starts_when_due(tmp_path):
     supervisor.kill("chief")
     assert [e["event"] for e in supervisor.poll()][-2:] == ["recovery_scheduled",
                                                             "process_started"]
+
+
+class NoStandbyLauncher(FakeLauncher):
+    """A fake launcher whose warm standby is never ready."""
+
+    def standbys_ready(self, config, tasks: int) -> bool:
+        return False
+
+
+def test_a_hold_for_a_standby_that_never_gets_ready_ends_as_a_timeout(tmp_path, monkeypatch):
+    """A breaker's run with its fork server stopped: the chief went on after 60 s with "the
+    warm standby is ready", of a standby that never was."""
+    from ftgui.core.supervision import fault_injection, holds
+
+    monkeypatch.setattr(fault_injection, "STANDBY_HOLD_SECONDS", 0.0)
+    run_dir = tmp_path / "run"
+    supervisor = Supervisor(run_dir, launcher=NoStandbyLauncher(run_dir.absolute()))
+    supervisor.start(dataclasses.replace(CONFIG, warm_standby=True))
+    _poll_until(supervisor, lambda seen: any(e.get("step") == 2 for e in _of(seen, "step")))
+    with events.EventWriter(run_dir, 0) as writer:
+        writer.emit("held", step=2, role="chief", index=0, why="standby")
+    supervisor.poll()  # reads the hold, and starts its clock
+    time.sleep(0.01)
+    supervisor.poll()
+    assert holds.released_by(run_dir, 0, 2) == "standby-timeout"
+    assert events.describe({"event": "hold_released", "role": "chief", "index": 0, "step": 2,
+                            "by": "standby-timeout", "seconds": 60.0}) == (
+        "chief goes on after step 2 (no warm standby was ready in time, held 60.0 s)")
+    supervisor.shutdown()

@@ -350,7 +350,7 @@ def test_a_restart_waits_for_a_server_still_importing_and_hurries_it(tmp_path, m
     import os
 
     from ftgui.core.settings.config import RunConfig
-    from ftgui.core.supervision import priority
+    from ftgui.core.supervision import priority, standby
     from ftgui.core.supervision.standby import device_env
 
     launcher, gate, python = _gated_launcher(tmp_path, monkeypatch)
@@ -365,6 +365,12 @@ def test_a_restart_waits_for_a_server_still_importing_and_hurries_it(tmp_path, m
         assert launcher.start_waits_for(config, 1) == "the fork server's import of TensorFlow"
         if lowered:
             assert os.getpriority(os.PRIO_PROCESS, server.popen.pid) == 0
+        # a start past the wait says it waited (it read as the first attempt's cold start)
+        assert launcher._pool.cold_reason(device_env(config)) == (
+            "the fork server was still not ready when the restart stopped waiting")
+        with monkeypatch.context() as patched:
+            patched.setattr(standby, "STUCK_IMPORT_SECONDS", 0.0)
+            assert launcher.start_waits_for(config, 1) is None  # importing so long: stuck
         gate.touch()
         deadline = time.monotonic() + 30
         while launcher.start_waits_for(config, 1) is not None:  # ready: start now, forked

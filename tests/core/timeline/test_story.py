@@ -176,17 +176,24 @@ def test_a_start_forked_from_the_fork_server_is_told_as_building_not_importing()
                                        "with TensorFlow imported")
 
 
+def killed_at_20_restart_due() -> list[dict]:
+    """A chief killed after step 20, its automatic restart due at once (6.25 s)."""
+    return [ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+            ev("fault_injected", 6.0, kind="kill", target="chief", step=20, source="user"),
+            ev("process_exited", 6.25, pid=10, last_step=20, signal=9, signal_name="SIGKILL",
+               decisive=True, shutdown=False, **CHIEF),
+            ev("recovery_scheduled", 6.25, delay=0.0, restart=1)]
+
+
+WAITING = ev("recovery_waiting", 6.25, seconds=10.0,
+             waits_for="the fork server's import of TensorFlow")
+
+
 def test_a_restart_that_waits_for_the_fork_server_says_so_until_it_starts():
     timeline = Timeline()
-    timeline.feed([ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
-                   ev("fault_injected", 6.0, kind="kill", target="chief", step=20,
-                      source="user"),
-                   ev("process_exited", 6.25, pid=10, last_step=20, signal=9,
-                      signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF),
-                   ev("recovery_scheduled", 6.25, delay=0.0, restart=1)])
+    timeline.feed(killed_at_20_restart_due())
     assert story(timeline) == "Killed at step 20 → restarting"
-    timeline.feed([ev("recovery_waiting", 6.25, seconds=10.0,
-                      waits_for="the fork server's import of TensorFlow")])
+    timeline.feed([WAITING])
     assert story(timeline) == ("Killed at step 20 → restarting: waiting for the fork "
                                "server's import of TensorFlow")
     assert (timeline.state, timeline.reason) == (
@@ -195,3 +202,15 @@ def test_a_restart_that_waits_for_the_fork_server_says_so_until_it_starts():
                       standby=False, forked=True, **CHIEF)])
     assert story(timeline).startswith("Killed at step 20 → restarting: ")
     assert "waiting" not in story(timeline)
+
+
+def test_a_restart_cancelled_while_it_waits_is_a_stopped_run():
+    """Ctrl+C during the wait: reopened, the run still said "waiting for the fork server's
+    import", and its report "interrupted" (a breaker's finding)."""
+    timeline = Timeline()
+    timeline.feed([*killed_at_20_restart_due(), WAITING,
+                   ev("recovery_cancelled", 8.0, restart=1)])
+    assert (timeline.state, timeline.reason) == (
+        "stopped", "automatic restart cancelled: ftgui stopped")
+    assert story(timeline) == ("Killed at step 20 → stopped: Resume restores the newest "
+                               "snapshot or checkpoint")
