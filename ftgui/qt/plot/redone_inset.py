@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QFrame, QGraphicsItem
 
 from ftgui.core.timeline.axis_range import series_range
@@ -116,6 +117,8 @@ class RedoneInset(pg.PlotWidget):
         self.steps: tuple[float, float] | None = None  # the redone range shown
         self.presenting: bool | None = None
         self.drawn = False  # whether `show_range` drew a range (hidden only for want of room)
+        self._title_px = TITLE_PX[False]
+        self._titled: str | None = None  # the title shown
         self.hide()
 
     def show_range(self, start: float, end: float, earlier: list[tuple[np.ndarray, np.ndarray]],
@@ -159,6 +162,7 @@ class RedoneInset(pg.PlotWidget):
             self.hide()
             return
         self.setGeometry(rect.toRect())
+        self._fit_title()
         if self.drawn and not self.isVisible():
             self.show()
 
@@ -179,8 +183,25 @@ class RedoneInset(pg.PlotWidget):
             # labels touched each other in an inset 110 px high (helper-21)
             axis.setStyle(tickFont=font, tickTextOffset=2, maxTextLevel=0 if presenting else 2)
             axis.setTextPen(theme.TEXT)
-        item.setTitle(f"{start:.0f}–{end:.0f} magnified",
-                      color=theme.TEXT, size=f"{round(TITLE_PX[presenting] * scale)}px")
+        self._title_px = round(TITLE_PX[presenting] * scale)
+        self._titled = None
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        """"600–650 magnified" where it fits the inset's width beside its y axis, else
+        "600–650": a title wider than the inset widened its layout past the widget, which
+        cut the title to "600–650 ma" and the curve at step 630 (a presenter's grab of an
+        inset narrowed beside the marker lines)."""
+        if self.steps is None:
+            return
+        start, end = self.steps
+        title = f"{start:.0f}–{end:.0f} magnified"
+        room = self.width() - self.getPlotItem().getAxis("left").width() - 12
+        if QFontMetrics(theme.font_px(self._title_px)).horizontalAdvance(title) > room:
+            title = f"{start:.0f}–{end:.0f}"
+        if title != self._titled:
+            self._titled = title
+            self.getPlotItem().setTitle(title, color=theme.TEXT, size=f"{self._title_px}px")
 
 
 def _from_restore_point(new: tuple[np.ndarray, np.ndarray], x: np.ndarray, y: np.ndarray,

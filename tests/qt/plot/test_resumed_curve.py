@@ -295,3 +295,19 @@ def test_in_the_normal_view_the_inset_keeps_off_the_legend(plot, height):
         for _kind, _step, line in plot.markers:
             x = to_widget(plot, line.sceneBoundingRect()).center().x()
             assert not inset.left() <= x <= inset.right()
+
+
+def test_a_narrow_inset_drops_magnified_from_its_title_rather_than_cut_it(plot):
+    """Crash and recover at stage 5: the inset, narrowed to 161 px beside the marker lines,
+    read "600–650 ma" and its curve stopped at step 630 (its layout was wider than it)."""
+    from PySide6.QtCore import QRectF
+
+    _killed_and_resumed(plot, (870, 490), killed=650, resumed=600, last=650)
+    plot.set_presenting(True)
+    _marked_inset(plot, [("crash", 650, "killed @ 650"), ("resume", 600, "resume ← 600")])
+    inset = plot.inset
+    view = QRectF(0, 0, 800, 430)
+    inset.place(view, 40, 0.7, 161 / 800)
+    assert inset.getPlotItem().titleLabel.text == "600–650"
+    inset.place(view, 40, 0.5, 0.36)
+    assert inset.getPlotItem().titleLabel.text == "600–650 magnified"
