@@ -208,6 +208,9 @@ class IncidentTracker:
                 # Nothing ran meanwhile.
                 self._clock.skip_to(when, mono, event.get("clock"))
                 self._parked = False
+                # its start-up (importing, building) is no training either, as at the run's
+                # first start: a fork's 5.3 s of start-up raised its goodput (a new user's)
+                self._trained = False
                 if lost:
                     interrupted = self._lost_supervisor(previous, when, kind)
         if isinstance(attempt, int) and attempt >= 0:

@@ -60,9 +60,10 @@ def banner_figures(banner: str) -> tuple[str, str, str]:
     (crash_and_recovery, ("Finished at step 20 · killed at step 12 → restored checkpoint 10 → "
                           "resumed: 2 steps redone, 2.2 s lost · goodput 47 %")),
     # the fork from 20 redoes nothing: the incident's 5 steps are the run's (the report said
-    # 45); wall 9.42 - 0.9 + 4.92 (the fork's 10 s wait left out) = 13.44 s, lost 2.55 s
+    # 45); wall 9.42 - 0.9 + 4.92 - 0.9 (the fork's 10 s wait and its 0.9 s start-up left
+    # out) = 12.54 s, lost 2.55 s, goodput (12.54 - 2.55) / 12.54 = 79.7 %
     (crash_then_fork, ("Finished at step 60 · killed at step 45 → restored checkpoint 40 → "
-                       "resumed: 5 steps redone, 2.5 s lost · goodput 81 %")),
+                       "resumed: 5 steps redone, 2.5 s lost · goodput 80 %")),
     # case 12: nothing to restore; steps 1-7 redone, 2.05 s + the 0.7 s they had taken since
     # training_started; wall 5.62 - 0.9 = 4.72 s, goodput (4.72 - 2.75) / 4.72 = 41.7 %
     (killed_before_the_first_checkpoint, (
