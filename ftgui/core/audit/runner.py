@@ -44,12 +44,22 @@ def is_audit_dir(path: Path) -> bool:
 
 def refuse_used_folder(audit_dir: Path, runs: list[AuditRun]) -> None:
     """Raise `ConfigError` when `audit_dir` already holds an audit or one of its run folders
-    (the line names `--fresh`, which starts it over: `start_over`)."""
+    (the line names `--fresh`, which starts it over: `start_over`), or is a training run's
+    folder (its `events.jsonl`, `config.toml`: the audit wrote its runs among them)."""
+    refuse_run_folder(audit_dir)
     taken = _earlier_runs(audit_dir, runs)
     if is_audit_dir(audit_dir) or taken:
         raise ConfigError(f"run_dir: {audit_dir} already holds an audit"
                           f"{' (' + ', '.join(taken) + ')' if taken else ''}; rerun with "
                           "--fresh to delete it and start over, or pick a new folder")
+
+
+def refuse_run_folder(audit_dir: Path) -> None:
+    """Raise `ConfigError` when `audit_dir` is a training run's folder (not an audit's): the
+    audit would write its runs and files among the run's own, as `ftgui train` refuses."""
+    if is_run_dir(audit_dir) and not is_audit_dir(audit_dir):
+        raise ConfigError(f"run_dir: {audit_dir} is a training run's folder; an audit makes "
+                          "its own runs in a new folder: pick one (e.g. audits/mine)")
 
 
 def _earlier_runs(audit_dir: Path, runs: list[AuditRun]) -> list[str]:
@@ -68,7 +78,9 @@ def start_over(audit_dir: Path, runs: list[AuditRun]) -> list[str]:
     """`--fresh`: delete the earlier audit in `audit_dir` — its plan file, its run folders
     (`_earlier_runs`) and the output files at their default paths — and return what was
     deleted (names relative to `audit_dir`; nothing else in the folder is touched). Raises
-    `ConfigError` before deleting anything when one of those runs is still supervised."""
+    `ConfigError` before deleting anything when one of those runs is still supervised, or
+    `audit_dir` is a training run's folder (`refuse_run_folder`)."""
+    refuse_run_folder(audit_dir)
     taken = _earlier_runs(audit_dir, runs)
     busy = [name for name in taken if run_lock.is_busy(audit_dir / name)]
     if busy:

@@ -464,6 +464,21 @@ def test_a_folder_that_holds_an_audit_is_refused(tmp_path, capsys):
                                        "pick a new folder\n")
 
 
+@pytest.mark.parametrize("fresh", [[], ["--fresh"]])
+def test_a_training_runs_folder_is_refused(tmp_path, capsys, fresh):
+    """A new user's `ftgui audit runs/demo` wrote reference/, kill/, … and audit.json into a
+    finished training run's folder, beside its own events.jsonl."""
+    from recorded import crash_and_recovery
+
+    run_dir = crash_and_recovery(tmp_path / "demo")
+    before = sorted(p.name for p in run_dir.iterdir())
+    assert cli.main(["audit", str(run_dir), "--steps", "20", "--faults", "kill", *fresh]) == 2
+    assert capsys.readouterr().err == (
+        f"ftgui: run_dir: {run_dir} is a training run's folder; an audit makes its own runs "
+        "in a new folder: pick one (e.g. audits/mine)\n")
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
 def interrupted_audit(audit_dir: Path) -> list[plan.AuditRun]:
     """An audit folder as a cancelled `kill,nan` audit leaves it: the plan, the reference and
     kill runs started, nan never; an output of an even earlier audit and a file of the user."""
