@@ -7,6 +7,7 @@ The file is well-formed XML as well as HTML (every element closed), so any parse
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import time
@@ -111,6 +112,8 @@ def build_report(run_dir: str | os.PathLike) -> str:
             f"<p>Run folder <code>{escape(str(run_dir.absolute()))}</code>; "
             f"{escape(timeline.state)}{': ' + escape(timeline.reason) if timeline.reason else ''}"
             "</p>"]
+    # the sentence the window's story line and `ftgui train`'s last line say
+    body.append(f'<p id="story"><strong>{escape(story.story(timeline))}</strong></p>')
     if notes.notes:
         body.append(f'<p class="notes">{escape(notes.notes)}</p>')
     body += ["<h2>Training loss</h2>", plot_svg(timeline, f"training loss of {name}"),
@@ -144,16 +147,27 @@ def seconds(value: float | None) -> str:
 
 
 def figures_table(figures: RunFigures) -> str:
-    """Incidents, steps redone, time lost, checkpoint stall, wall time and goodput; steps
-    redone, time lost and goodput printed as the window and `ftgui train` print them."""
+    """Incidents, steps redone, time lost, checkpoint stall, wall time, goodput and the final
+    loss; steps redone, time lost and goodput printed as the window and `ftgui train` print
+    them, the final loss in full as `ftgui train` prints it (a new user could not check the
+    one against the other), `model.fit`'s said to be the epoch's running mean."""
     shown = figures.shown()
     return _table(
         ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint stall", "wall time",
-         "goodput"],
+         "goodput", "final loss"],
         [[str(figures.incidents), shown["steps redone"], shown["time lost"],
           str(figures.checkpoints), formatting.stall(figures.checkpoint_seconds),
-          seconds(figures.wall),
-          shown["goodput"]]], numeric=set(range(7)), name="figures")
+          seconds(figures.wall), shown["goodput"], final_loss(figures)]],
+        numeric=set(range(8)), name="figures")
+
+
+def final_loss(figures: RunFigures) -> str:
+    """The run's last logged loss in full (the shortest digits that give the float back), as
+    `ftgui train` prints it; "—" without one."""
+    loss = figures.final_loss
+    if loss is None or not math.isfinite(loss):
+        return "—" if loss is None else formatting.loss(loss)
+    return repr(loss) + (" (epoch's running mean)" if figures.running_mean else "")
 
 
 def incidents_table(timeline: Timeline) -> str:

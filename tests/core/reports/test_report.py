@@ -79,10 +79,15 @@ def test_the_report_holds_the_plot_figures_settings_and_checkpoints(tmp_path):
     # run's start, to the last exit at 5.12 s); two saves stalled 0.05 s each. Steps redone,
     # time lost and goodput are printed as the banner and the Incidents tab print them
     # (issue 24: "2.25 s" and "46.7 %" here, "2.2 s" and "47 %" there)
+    # the final loss in full, and the story line's sentence, as `ftgui train` prints them (a
+    # new user could not check the one against the other)
     assert table(root, "figures") == [
         ["incidents", "steps redone", "time lost", "checkpoints", "checkpoint stall",
-         "wall time", "goodput"],
-        ["1", "2", "2.2 s", "2", "0.10 s", "4.22 s", "47 %"]]
+         "wall time", "goodput", "final loss"],
+        ["1", "2", "2.2 s", "2", "0.10 s", "4.22 s", "47 %", repr(1.0 / 20)]]
+    assert "".join(root.find(".//p[@id='story']").itertext()) == (
+        "Finished at step 20 · killed at step 12 → restored checkpoint 10 → resumed: 2 steps "
+        "redone, 2.2 s lost · goodput 47 %")
     assert table(root, "incidents")[1] == [
         "kill", "chief", "user", "12", "10", "2", "0.05 s", "2.00 s", "2.2 s", "disk"]
     settings = {row[0]: row[2] for row in table(root, "settings")[1:]}

@@ -79,6 +79,8 @@ def test_banner_report_and_cli_print_the_same_figures(tmp_path, make, expected):
     figures = report_figures(run_dir)
     assert (figures["incidents"], figures["steps redone"], figures["time lost"],
             figures["goodput"]) == ("1", redone, lost, goodput)
+    root = ET.fromstring(report.build_report(run_dir).removeprefix("<!DOCTYPE html>\n"))
+    assert "".join(root.find(".//p[@id='story']").itertext()) == banner  # the same sentence
     assert read_run(run_dir)[1].shown() == {"steps redone": redone, "time lost": lost,
                                             "goodput": goodput}
 
