@@ -256,6 +256,7 @@ class Timeline:
         self.held: tuple[int, str] | None = None  # (step, why) while training is held
         # what a due restart waits for, in words, until its processes start (`recovery_waiting`)
         self.restart_waits_for: str | None = None
+        self.saved = False  # whether a checkpoint was saved (`checkpoint_saved`, `preempted`)
 
     # ------------------------------------------------------------ reading
     @property
@@ -401,6 +402,12 @@ class Timeline:
         self.restart_waits_for = None
         self._set_state("recovering", restart_words(event.get("restart"), delay),
                         changes)
+
+    def _on_checkpoint_saved(self, event: dict, changes: Changes) -> None:
+        self.saved = True
+
+    def _on_preempted(self, event: dict, changes: Changes) -> None:
+        self.saved = self.saved or bool(event.get("checkpoint"))
 
     def _on_recovery_cancelled(self, event: dict, changes: Changes) -> None:
         """ftgui stopped with a restart pending: the run is stopped, not restarting (a run

@@ -256,6 +256,9 @@ def _incident_now(timeline: Timeline, incident: Incident, due_in: float | None) 
         # a preemption saves its step; after a crash the in-memory snapshot may be newer,
         # where the run takes them (a run whose config says snapshot_every 0 has none)
         snapshots = timeline.config.get("snapshot_every", 1) != 0
+        if not snapshots and not timeline.saved and incident.kind != "nan":
+            # it said "restores the newest checkpoint" of none (a new user's kill at step 3)
+            return f"{fault}{ARROW}stopped: Resume starts again from step 0 (nothing saved)"
         saved = "checkpoint" if incident.kind == "preempt" or not snapshots else \
             "snapshot or checkpoint"
         # a NaN stops the run when there is none before it (or it came back each time)

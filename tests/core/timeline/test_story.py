@@ -214,3 +214,19 @@ def test_a_restart_cancelled_while_it_waits_is_a_stopped_run():
         "stopped", "automatic restart cancelled: ftgui stopped")
     assert story(timeline) == ("Killed at step 20 → stopped: Resume restores the newest "
                                "snapshot or checkpoint")
+
+
+def test_a_run_stopped_before_anything_was_saved_says_resume_starts_from_0():
+    """A new user's `--snapshot-every 0 --kill-at-step 3`: "stopped: Resume restores the
+    newest checkpoint", then "`--resume` goes on from step 0: nothing was saved"."""
+    timeline = Timeline()
+    timeline.feed([ev("run_started", 0.0, config={"snapshot_every": 0}),
+                   ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 3, 1.0),
+                   ev("fault_injected", 2.0, kind="kill", target="chief", step=3,
+                      source="schedule"),
+                   ev("process_exited", 2.1, pid=10, last_step=3, signal=9,
+                      signal_name="SIGKILL", decisive=True, shutdown=False, **CHIEF)])
+    assert story(timeline) == ("Killed at step 3 → stopped: Resume starts again from step 0 "
+                               "(nothing saved)")
+    timeline.feed([ev("checkpoint_saved", 2.2, step=3, path="checkpoints/ckpt-3")])
+    assert story(timeline) == "Killed at step 3 → stopped: Resume restores the newest checkpoint"

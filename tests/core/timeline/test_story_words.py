@@ -356,6 +356,7 @@ def test_the_status_bar_says_frozen_with_the_state_label_and_no_rate(qtbot):
 def test_a_stopped_run_without_snapshots_promises_only_a_checkpoint():
     _, said = told([ev("run_started", 0.0, config={"snapshot_every": 0}),
                     ev("process_started", 0.0, pid=10, **CHIEF), *steps(1, 20, 1.0),
+                    ev("checkpoint_saved", 3.6, step=10, path="checkpoints/ckpt-10"),
                     ev("fault_injected", 6.0, kind="kill", target="chief", step=20,
                        source="user"),
                     ev("process_exited", 6.1, pid=10, last_step=20, signal=9,
