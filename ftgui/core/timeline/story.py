@@ -163,6 +163,13 @@ def frozen(timeline: Timeline) -> bool:
     return incident is not None and incident.kind == "hang" and incident.detected is None
 
 
+def stopping(timeline: Timeline) -> bool:
+    """Whether the run's last incident is a preemption whose chief is still saving its step
+    (sent, its exit not yet seen): the run is stopping, not training."""
+    incident = timeline.incidents[-1] if timeline.incidents else None
+    return incident is not None and incident.kind == "preempt" and incident.detected is None
+
+
 # ------------------------------------------------------------------------------ incidents
 def _settled(incident: Incident) -> bool:
     return incident.closed or bool(incident.ended_by)

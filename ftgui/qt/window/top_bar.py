@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from ftgui.core import formatting
 from ftgui.core.timeline.model import Timeline
-from ftgui.core.timeline.story import frozen, frozen_words, has_stepped, story
+from ftgui.core.timeline.story import frozen, frozen_words, has_stepped, stopping, story
 from ftgui.qt import theme
 from ftgui.qt.controls import named_button
 from ftgui.qt.window.story_banner import StoryBanner
@@ -80,10 +80,12 @@ class TopBar(QWidget):
             reason = " · ".join(filter(None, ("waiting for the first step", reason)))
         if state == "running" and frozen(timeline):
             state, reason = "frozen", frozen_words(timeline, watchdog_due_in)  # a watchdog's
+        elif state == "running" and stopping(timeline):  # "running" beside "Preempted at
+            state, reason = "stopping", "saving its step"  # step 730 → saving its step…"
         elif state == "running" and timeline.held is not None:
             state, reason = held_words(*timeline.held)
-        colour = "recovering" if state in ("starting", "restarting", "frozen", "held") \
-            else state  # amber
+        colour = "recovering" if state in ("starting", "restarting", "frozen", "held",
+                                           "stopping") else state  # amber
         if colour != self.state_label.property("state"):
             theme.set_state(self.state_label, colour)
         text = state + (f" — {reason}" if reason else "")

@@ -333,3 +333,28 @@ def test_the_state_label_names_a_held_faults_worker_in_words():
     from ftgui.qt.window.top_bar import held_words
 
     assert held_words(250, "worker:1") == ("held", "at step 250 for the fault of worker 1")
+
+
+def test_the_state_label_says_stopping_while_a_preempted_chief_saves(qtbot):
+    """Preemption demo: the state label said "running" beside "Preempted at step 730 →
+    saving its step and stopping" (a presenter's grab)."""
+    from ftgui.core.timeline.model import Timeline
+    from ftgui.qt.window.top_bar import TopBar
+
+    bar = TopBar()
+    qtbot.addWidget(bar)
+    timeline = Timeline()
+    timeline.feed([{"event": "run_started", "time": 1.0, "attempt": 0},
+                   {"event": "process_started", "time": 1.0, "attempt": 0, "role": "chief",
+                    "pid": 10},
+                   {"event": "step", "time": 2.0, "attempt": 0, "step": 730, "loss": 0.3},
+                   {"event": "fault_injected", "time": 2.1, "attempt": 0, "kind": "preempt",
+                    "target": "chief", "step": 730, "source": "user"}])
+    bar.show_run(timeline, "running", "")
+    assert bar.story_banner.text().startswith("Preempted at step 730 → saving its step")
+    assert bar.state_label.text() == "stopping — saving its step"
+    assert bar.state_label.property("state") == "recovering"  # amber
+    timeline.feed([{"event": "process_exited", "time": 2.6, "attempt": 0, "role": "chief",
+                    "index": 0, "pid": 10, "chief": True, "exit_code": 42, "decisive": True}])
+    bar.show_run(timeline, "preempted", "saved at the current step and stopped")
+    assert bar.state_label.text() == "preempted — saved at the current step and stopped"
