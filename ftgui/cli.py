@@ -485,7 +485,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     config = config_from_args(args, RunConfig())
     kinds, left_out = plan.parse_kinds(args.faults, config)
-    left_out += plan.standby_notes(config)
+    left_out += plan.standby_notes(config) + plan.step_notes(config)
     runs = plan.plan(config, kinds)
     if args.fresh:
         deleted = runner.start_over(args.run_dir, runs)

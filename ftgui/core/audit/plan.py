@@ -173,6 +173,21 @@ def standby_notes(config: RunConfig) -> list[str]:
     return []
 
 
+def step_notes(config: RunConfig) -> list[str]:
+    """A line for an audit whose runs end before their first checkpoint: its faults all hit
+    after the step before the last, and restore from memory (or from step 0 with snapshots
+    off), not from a checkpoint; [] otherwise. A new user's 50-step audit read "after step
+    49" for every fault, where the docs said "after the first checkpoint"."""
+    if config.checkpoint_every < config.steps:
+        return []
+    restore = ("the in-memory snapshot" if config.snapshot_every else
+               "step 0 (snapshots off)")
+    return [f"faults: the first checkpoint (step {config.checkpoint_every}) is past the last "
+            f"step ({config.steps}): every fault hits after step {config.steps - 1} and "
+            f"restores from {restore}; give --checkpoint-every under {config.steps} to audit "
+            "restores from checkpoints"]
+
+
 def plan(config: RunConfig, kinds: list[str]) -> list[AuditRun]:
     """The reference run, then one run per kind of `kinds`, each fault after a step drawn from
     `random.Random(config.seed)` among `fault_steps` (past the first checkpoint, so that a

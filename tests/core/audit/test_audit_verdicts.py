@@ -245,6 +245,20 @@ def test_a_warm_standby_audit_says_when_its_restarts_cannot_be_warm():
         "holds): a restart may find it still importing TensorFlow"]
 
 
+def test_an_audit_shorter_than_its_first_checkpoint_says_where_its_faults_land():
+    """A new user's `ftgui audit runs/a --steps 50`: every fault "after step 49", where the
+    docs said after the first checkpoint (step 100, never reached)."""
+    config = RunConfig(steps=50)
+    assert set(plan.fault_steps(config, "kill")) == {49}
+    assert plan.step_notes(config) == [
+        "faults: the first checkpoint (step 100) is past the last step (50): every fault hits "
+        "after step 49 and restores from the in-memory snapshot; give --checkpoint-every "
+        "under 50 to audit restores from checkpoints"]
+    assert "restores from step 0 (snapshots off)" in plan.step_notes(
+        RunConfig(steps=50, snapshot_every=0))[0]
+    assert plan.step_notes(RunConfig(steps=200)) == []
+
+
 def test_a_lost_parameter_server_worker_replaced_by_a_standby_says_so():
     # the others trained on: its replacement joined the same attempt, and the line said
     # "restored from nothing (carried on) step 30" with no restart (a breaker's audit)
