@@ -9,6 +9,7 @@ Files that are refused are listed as disabled entries saying why (one line: file
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
@@ -44,6 +45,7 @@ class DemoMenu(QObject):
         self.runs_root = runs.runs_root()
         self.reading_seconds = READING_SECONDS  # the least time each stage stays on screen
         self._saved: tuple | None = None  # the panel's config and run folder before the demo
+        self._names: dict[Path, str] = {}  # run folder -> name, of the last demo of several runs
         self._run_on = False
         self._over_at: float | None = None  # monotonic time the run shown ended, the next due
         self._late_key = ""  # what the panel says to a K pressed after the demo's end
@@ -156,6 +158,7 @@ class DemoMenu(QObject):
         except ConfigError:
             saved_config = None
         self._saved = (saved_config, window.panel.run_dir_edit.text())
+        self._names = {}
         self.session = DemoSession(demo, self.runs_root, presenter,
                                    reading_seconds=self.reading_seconds)
         self._late_key = ""
@@ -166,6 +169,12 @@ class DemoMenu(QObject):
         self.dock.raise_()
         self.timer.start()
         return self._start_next_run()
+
+    def story_name(self, run_dir: Path | None) -> str | None:
+        """The name of `run_dir` when the last demo ran it as one of several runs ("every
+        100", "uninterrupted"), which the story line then starts with: a room read the chaos
+        demo's reference run as the chaos run (a presenter's finding); else None."""
+        return None if run_dir is None else self._names.get(Path(run_dir).absolute())
 
     def _start_next_run(self) -> bool:
         session, window = self.session, self.window
@@ -186,6 +195,8 @@ class DemoMenu(QObject):
         name = session.demo.runs[session.run - 1].name
         save_notes(run_dir, RunNotes(name if len(session.demo.runs) > 1 else
                                      session.demo.title, f"guided demo: {session.demo.title}"))
+        if len(session.demo.runs) > 1:
+            self._names[Path(run_dir).absolute()] = name
         window.panel.set_config(config)  # shown while it runs; given back at the end
         window.panel.run_dir_edit.setText(str(run_dir))
         window.recent_runs.remember(run_dir)

@@ -332,6 +332,7 @@ class MainWindow(QMainWindow):
     def _show_story(self, *_timeline) -> None:
         """The story line and the state label, from the timeline and the last state shown."""
         config = self.controller.config
+        self.top_bar.run_name = self.demos.story_name(self.run_dir())
         self.top_bar.show_run(self.controller.timeline, *self._state,
                               total_steps=config.steps if config else None,
                               watchdog_due_in=self.controller.watchdog_due_in())

@@ -29,6 +29,8 @@ class TopBar(QWidget):
         self.setObjectName("topBar")
         self.story_owner: str | None = None  # the run the story line tells, named over a
         # comparison (`RunHistory`); None: the window's run, unnamed
+        self.run_name: str | None = None  # the open run's name, where it is one of a demo's
+        # several runs (`DemoMenu.story_name`): named when no comparison names one
         self.start_button = named_button("startButton", "Start",
                                          "Start a new run in the run directory")
         self.kill_button = named_button("killButton", "Kill",
@@ -70,7 +72,7 @@ class TopBar(QWidget):
         "running" only once a step of the current attempt is in; until then "starting", or
         "restarting" for a later attempt (TensorFlow imports, the checkpoint is restored)."""
         text = story(timeline, total_steps, watchdog_due_in)
-        owner = self.story_owner  # over a comparison of several runs: whose story this is
+        owner = self.story_owner or self.run_name  # whose story this is, among several runs
         if (f"{owner}: " if owner else "") + text != self.story_banner.text():
             self.story_banner.set_story(text, owner)
         if state == "running" and timeline.state == "finished":  # its events are ahead of

@@ -811,3 +811,18 @@ def test_a_live_story_that_ends_on_its_goodput_keeps_the_fault_in_front(window, 
     shown = banner.shown_text()
     assert shown == story or shown.startswith("Worker 1 killed at step 250 → ")
     assert shown.endswith("0.7 s lost · goodput 97 %")
+
+
+def test_a_run_of_a_demo_of_several_runs_is_named_in_the_story_line(window, tmp_path):
+    """The chaos demo's reference run read "Training: step 300 of 600" for 23 s: nothing said
+    it was the uninterrupted one (a presenter's finding). A run the demo ran as one of
+    several is named; another run opened afterwards is not."""
+    write_chaos_run(tmp_path / "reference", faults=0, total=600)
+    write_chaos_run(tmp_path / "other", faults=0, total=600)
+    window.demos._names = {(tmp_path / "reference").absolute(): "uninterrupted"}
+    window.open_run(tmp_path / "reference")
+    window.refresh_story()
+    assert window.story_banner.text().startswith("uninterrupted: Training: step 600")
+    window.open_run(tmp_path / "other")
+    window.refresh_story()
+    assert window.story_banner.text().startswith("Training: step 600")
