@@ -26,7 +26,8 @@ CLIP_MARGIN = 2.0  # curves are drawn clipped this many view heights beyond the 
 LABEL_MARGIN_PX, LABEL_GAP_PX = 6, 3  # above the top row of marker labels; left of the legend
 LABEL_ROW_GAP_PX = 1  # between rows of labels: their padding, filled, already sets them apart
 MAX_LABEL_ROWS = 2  # marker labels stay in a strip at the top: never over half the plot
-MAX_LABELLED = 6  # only the newest markers are labelled (a chaos run has dozens)
+MAX_LABELLED = 10  # only the newest markers are labelled (a chaos run has dozens); the chaos
+# demo's five faults and their resumes all (at 6 its first two faults went unnamed: a new user)
 
 
 def label_strip_px(lines, max_rows: int = MAX_LABEL_ROWS) -> float:
