@@ -826,3 +826,17 @@ def test_a_run_of_a_demo_of_several_runs_is_named_in_the_story_line(window, tmp_
     window.open_run(tmp_path / "other")
     window.refresh_story()
     assert window.story_banner.text().startswith("Training: step 600")
+
+
+def test_the_chaos_demos_five_faults_are_all_named_in_the_normal_view(window, qtbot, tmp_path):
+    """A new user's chaos run: the lines at 143 and 192 had no labels (only the newest six
+    markers were labelled, of its ten)."""
+    run_dir = tmp_path / "run"
+    write_chaos_run(run_dir, faults=5, total=600)
+    window.resize(1280, 720)
+    window.open_run(run_dir)
+    settle(qtbot, window)
+    labels = sorted(line.label.toPlainText() for _, _, line in window.plot.markers
+                    if line.label.isVisible())
+    assert [text for text in labels if text.startswith("killed")] == [
+        f"killed @ {step}" for step in (100, 190, 280, 370, 460)]
