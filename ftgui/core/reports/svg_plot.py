@@ -23,7 +23,8 @@ MAX_POINTS = 2000  # per polyline; longer segments keep each bucket's lowest and
 # same losses over the earlier one's), a fork's abandoned steps pale and dashed. One colour per
 # attempt, without a legend, read as the kill's red and the resume's green markers.
 CURVE_COLOUR, ABANDONED_COLOUR = "#1f77b4", "#9fb7cf"
-LABEL_ROWS, LABEL_ROW_PX, CHAR_PX = 3, 14, 7.0  # marker labels: rows, their spacing, a glyph
+LABEL_ROWS, LABEL_ROW_PX, CHAR_PX = 4, 14, 7.0  # marker labels: rows, their spacing, a glyph
+# (4 rows: at 3 a chaos run's "resume ← 192" had no room, its table listing it)
 LABEL_GAP_PX = 4  # between two marker labels in one row
 MARKER_COLOURS = {"crash": "#d62728", "preemption": "#ff7f0e", "hang": "#9467bd",
                   "nan_rollback": "#8c564b", "resume": "#2ca02c", "fork": "#17becf"}

@@ -104,3 +104,18 @@ def test_the_legend_names_only_what_is_drawn(tmp_path):
     legend = re.findall(r'<g class="legend"[^>]*>.*?<text[^>]*>([^<]+)</text></g>', svg)
     assert legend == ["training loss", "abandoned by a fork", "steps redone"]
     assert plot_svg(Timeline()).count('class="legend"') == 0  # nothing drawn, nothing named
+
+
+def test_a_chaos_runs_five_faults_and_their_resumes_are_all_labelled(tmp_path):
+    """A new user's chaos report: "frozen @ 192" drawn, its "resume ← 192" not, though the
+    incident table listed it (three rows of labels were full)."""
+    from ftgui.core.timeline.model import Marker
+
+    timeline = timeline_of(crash_and_recovery(tmp_path / "run", kill_at=25, every=10,
+                                              steps=600))
+    steps = (143, 192, 274, 275, 384, 476)
+    timeline.markers[:] = [Marker(kind, step, f"{label} @ {step}", 0) for step in steps
+                           for kind, label in (("crash", "killed"), ("resume", "resume"))
+                           if not (step == 274 and kind == "crash")]
+    labels = re.findall(r'<text class="marker-label"[^>]*>([^<]+)<', plot_svg(timeline))
+    assert len(labels) == len(timeline.markers) == 11
