@@ -393,10 +393,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if file is not None:  # else a raw "[Errno 20] Not a directory" once the run writes
         raise ConfigError(f"run_dir: {file} is a file; give a folder (new, or a run's)")
     existing = (run_dir / configmod.CONFIG_FILE).is_file()
+    note = None
     if not args.resume:
-        from ftgui.core.record.runs import check_new_run_folder
+        from ftgui.core.record.runs import check_new_run_folder, other_files_note
 
         check_new_run_folder(run_dir)
+        note = other_files_note(run_dir)
     if args.from_step is not None and not args.resume:
         raise ConfigError("from_step: --from-step needs --resume")
     if args.resume and not existing and not (run_dir / "events.jsonl").is_file():
@@ -422,7 +424,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"steps (--steps): a fork from step {args.from_step} has nothing to train with "
             f"--steps {config.steps}; give --steps N with N > {args.from_step}"
         )
-    for line in ignored_flags(config, given):
+    for line in [*ignored_flags(config, given), *filter(None, [note])]:
         print(f"ftgui: {line}", file=sys.stderr, flush=True)
     from ftgui.core.supervision.slurm.launcher import launcher_for
 

@@ -75,6 +75,23 @@ def check_new_run_folder(path: Path) -> None:
                           f"{', …' if len(runs) > 4 else ''}); give a new folder for this one")
 
 
+def other_files_note(path: Path) -> str | None:
+    """A line for a new run started in an existing folder that is no run and holds other
+    files ("run_dir: shots already holds 3 entries (a.png, b.png, c.png); the run's files go
+    beside them"), None for a missing, empty or run folder. A new user's `ftgui train shots`
+    trained among their screenshots without a word; a folder of one's own files (a model)
+    is allowed, so it is said, not refused."""
+    if not path.is_dir() or is_run_dir(path):
+        return None
+    names = sorted(entry.name for entry in path.iterdir() if not entry.name.startswith("."))
+    if not names:
+        return None
+    shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    return (f"run_dir: {path} already holds {len(names)} "
+            f"{'entry' if len(names) == 1 else 'entries'} ({shown}); the run's files go "
+            "beside them")
+
+
 def holds_runs(path: Path) -> bool:
     """Whether `path` has a run folder directly in it (nothing read but their names and
     files' existence; False for a missing folder)."""

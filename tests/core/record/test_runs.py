@@ -425,3 +425,22 @@ def test_exporting_a_run_without_events_says_so(tmp_path):
     with pytest.raises(FileNotFoundError):
         csv_export.write_curves_csv(run_dir, tmp_path / "out.csv")
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_new_run_in_a_folder_of_other_files_is_said_to_go_beside_them(tmp_path):
+    """A new user's `ftgui train shots --steps 5` trained among their screenshots without a
+    word. Said, not refused: a folder of one's own files (a model) is a fair place."""
+    from ftgui.core.record.runs import other_files_note
+
+    shots = tmp_path / "shots"
+    assert other_files_note(shots) is None  # not there yet
+    shots.mkdir()
+    assert other_files_note(shots) is None  # empty
+    (shots / ".hidden").write_text("", encoding="utf-8")
+    assert other_files_note(shots) is None
+    for name in ("a.png", "b.png", "c.png", "d.png"):
+        (shots / name).write_bytes(b"")
+    assert other_files_note(shots) == (f"run_dir: {shots} already holds 4 entries (a.png, "
+                                       "b.png, c.png, …); the run's files go beside them")
+    (shots / "config.toml").write_text("steps = 5\n", encoding="utf-8")
+    assert other_files_note(shots) is None  # a run's folder
