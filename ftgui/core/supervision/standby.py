@@ -45,6 +45,7 @@ FORK_FAILURES = 3  # forked standbys ending before they are ready, before a pool
 # A fork server importing longer than this is not waited for by a restart (`server_importing`):
 # an import takes 3-14 s here, 30 s at load 7; one SIGSTOPped held a warm run 70 s
 STUCK_IMPORT_SECONDS = 30.0
+JUST_STARTED_SECONDS = 1.0  # a fork server this young was started for the start that asks
 
 
 # Settings that only the supervisor or the training loop read, from the run's own config.toml
@@ -330,6 +331,8 @@ class StandbyPool:
         if server is not None and server.alive and not server.ready:
             if server.popen.pid in self._hurried:  # a restart waited for it, and gave up
                 return "the fork server was still not ready when the restart stopped waiting"
+            if time.monotonic() - server.started < JUST_STARTED_SECONDS:
+                return None  # started for this very start: no news (every `ftgui train` said it)
             return "the fork server was not ready yet"
         return None
 
