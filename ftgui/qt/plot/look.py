@@ -354,7 +354,8 @@ class PlotLook:
         (a presenter's grab)."""
         least = MIN_SIZE_PX[0] / view.width()
         legend = self._fixed_legend_rect()
-        if legend is None or legend.left() <= view.left():
+        if legend is None or legend.left() <= view.left() or \
+                legend.bottom() <= view.top() + strip:  # the legend is within the strip
             return (*clear_of_markers(left, lines, least), strip)
         edge = (legend.left() - view.left()) / view.width() - 0.01
         beside = clear_of_markers(left, lines, least, high=edge)
