@@ -142,6 +142,17 @@ def test_the_time_a_preempted_run_waits_for_its_resume_is_no_wall_time(source):
     assert totals.goodput == pytest.approx((4.9 - 3.05) / 4.9)
 
 
+def shut_down_then_resumed(attempt, ended, started, resumed, from_step):
+    """The chief of `attempt` ended by ftgui stopping at `ended`, then the user's resume: the
+    next attempt's chief started at `started` and restored `from_step` at `resumed`."""
+    return [{"event": "process_exited", "attempt": attempt, "time": ended, "role": "chief",
+             "index": 0, "signal": 9, "decisive": True, "shutdown": True},
+            {"event": "process_started", "attempt": attempt + 1, "time": started,
+             "role": "chief", "index": 0, "pid": 11 + attempt},
+            {"event": "resumed", "attempt": attempt + 1, "time": resumed,
+             "from_step": from_step}]
+
+
 def test_a_preemption_stopped_at_once_by_a_second_ctrl_c_waits_as_a_stopped_run():
     """Ctrl+C twice to `ftgui train` (the second: "stop at once"): the chief saved step 13 and
     ftgui killed it while it stopped (`shutdown`), not exit 42. The 20 s until `--resume` were
@@ -150,12 +161,7 @@ def test_a_preemption_stopped_at_once_by_a_second_ctrl_c_waits_as_a_stopped_run(
     events = [{"event": "run_started", "attempt": 0, "time": 0.0}, *steps(0, 1, 12, t0=0.0),
               {"event": "fault_injected", "attempt": 0, "time": 1.15, "kind": "preempt",
                "target": "chief", "source": "user", "step": 12},
-              *steps(0, 13, 13, t0=1.3),
-              {"event": "process_exited", "attempt": 0, "time": 1.5, "role": "chief",
-               "index": 0, "signal": 9, "decisive": True, "shutdown": True},
-              {"event": "process_started", "attempt": 1, "time": 21.5, "role": "chief",
-               "index": 0, "pid": 11},
-              {"event": "resumed", "attempt": 1, "time": 24.0, "from_step": 13},
+              *steps(0, 13, 13, t0=1.3), *shut_down_then_resumed(0, 1.5, 21.5, 24.0, 13),
               *steps(1, 14, 20, t0=24.2)]  # the last at 24.8
     tracker = from_events(events)
     [incident] = tracker.incidents
@@ -174,11 +180,7 @@ def test_ftgui_closed_during_a_restart_leaves_the_wait_for_the_resume_out():
               {"event": "recovery_scheduled", "attempt": 0, "time": 1.3, "delay": 0.0},
               {"event": "process_started", "attempt": 1, "time": 1.4, "role": "chief",
                "index": 0, "pid": 11},
-              {"event": "process_exited", "attempt": 1, "time": 2.0, "role": "chief",
-               "index": 0, "signal": 9, "decisive": True, "shutdown": True},
-              {"event": "process_started", "attempt": 2, "time": 22.0, "role": "chief",
-               "index": 0, "pid": 12},
-              {"event": "resumed", "attempt": 2, "time": 23.0, "from_step": 10},
+              *shut_down_then_resumed(1, 2.0, 22.0, 23.0, 10),
               *steps(2, 11, 20, t0=23.5)]  # the last at 24.4
     tracker = from_events(events)
     [incident] = tracker.incidents
