@@ -24,7 +24,7 @@ from ftgui.core.settings.config import ConfigError
 from ftgui.core.settings.schema import SETTINGS
 from ftgui.core.timeline import story
 from ftgui.core.timeline.model import Timeline
-from ftgui.core.timeline.run_figures import RunFigures, read_run
+from ftgui.core.timeline.run_figures import RUNNING_MEAN, RunFigures, read_run
 
 STYLE = """body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px}
@@ -167,7 +167,7 @@ def final_loss(figures: RunFigures) -> str:
     loss = figures.final_loss
     if loss is None or not math.isfinite(loss):
         return "—" if loss is None else formatting.loss(loss)
-    return repr(loss) + (" (epoch's running mean)" if figures.running_mean else "")
+    return repr(loss) + (f" ({RUNNING_MEAN})" if figures.running_mean else "")
 
 
 def incidents_table(timeline: Timeline) -> str:

@@ -18,6 +18,8 @@ from ftgui.core.record.run_lock import is_busy
 from ftgui.core.record.run_state import INTERRUPTED_REASON
 from ftgui.core.timeline.model import Timeline
 
+RUNNING_MEAN = "epoch's running mean"  # what model.fit logs as its loss (`running_mean`)
+
 
 @dataclass(frozen=True)
 class RunFigures:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from ftgui.core import formatting
 from ftgui.core.record import run_notes
 from ftgui.core.record.runs import RunSummary
-from ftgui.core.timeline.run_figures import RunFigures, read_run
+from ftgui.core.timeline.run_figures import RUNNING_MEAN, RunFigures, read_run
 from ftgui.qt import theme
 from ftgui.qt.plot.loss_plot import LossPlot
 from ftgui.qt.plot.overlays import overlay_runs
@@ -53,7 +53,6 @@ MIN_FIGURES_PX = 16  # smaller than this a long line wraps instead
 # A final loss prints with 4 to 6 significant digits when that tells the runs apart ("0.07339 ·
 # 0.04708"); 17 digits each over the comparison's plot were noise to a room.
 MIN_LOSS_DIGITS, MAX_LOSS_DIGITS = 4, 6
-RUNNING_MEAN = "epoch's running mean"  # what model.fit logs as its loss
 FIRST_WIDTH = 2.2  # the first run's curve, this many times wider: a curve lying on it shows
 ROOM_GAP_PX = 18  # between the presentation table's columns
 # its column names' size, of its figures': at 0.7 the back row read the figures and not their

@@ -283,3 +283,14 @@ def test_a_link_into_another_run_names_that_run(tmp_path, capsys):
     assert cli.main(["report", str(run_dir), "-o", str(run_dir / "evil.html")]) == 2
     assert f"a file of the run folder {other}," in capsys.readouterr().err
     assert (other / "config.toml").read_text().startswith("strategy = ")
+
+
+def test_the_reports_final_loss_is_in_full_and_says_when_it_is_a_running_mean():
+    from ftgui.core.timeline.run_figures import RunFigures
+
+    def run(loss, fit=False):
+        return RunFigures("r", 0, 0, 0.0, 0, 0.0, 1.0, 1.0, 10, loss, running_mean=fit)
+
+    assert report.final_loss(run(0.13206340372562408)) == "0.13206340372562408"
+    assert report.final_loss(run(0.047, fit=True)) == "0.047 (epoch's running mean)"
+    assert report.final_loss(run(None)) == "—"
